@@ -1,0 +1,101 @@
+"""The Backend protocol and the registry of backends by their fixed public names.
+
+A backend turns a Graph plus concrete inputs into outputs under one fuser, with that fuser's
+fallback disabled, and reports evidence that fused code really ran. It raises `BackendError` with the
+stage ("compile" or "run") so that signatures can tell a codegen crash from a runtime one.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+import torch
+
+from ..ir import Graph
+from ..strategies import ShapeConfig
+
+
+class BackendError(Exception):
+    """A fuser failed; `stage` is "compile" or "run", `cause` the original exception."""
+
+    def __init__(self, stage: str, cause: BaseException):
+        super().__init__(f"{stage}: {type(cause).__name__}: {cause}")
+        self.stage = stage
+        self.cause = cause
+
+
+class Unavailable(Exception):
+    """The backend cannot run here; the message says why (one line, shown to users)."""
+
+
+@dataclass
+class RunResult:
+    outputs: list[torch.Tensor]
+    # Did fused code run? None when the backend cannot tell (eager).
+    fused: bool | None = None
+    # What the evidence was: kernel names, fusion groups, schedulers... (JSON-able).
+    evidence: dict = field(default_factory=dict)
+    compile_seconds: float = 0.0
+
+
+class Backend(Protocol):
+    name: str
+    # Shape policy for cases generated for this backend.
+    shapes: ShapeConfig
+    device: str
+
+    def check_available(self) -> None:
+        """Raise Unavailable(reason) when this backend cannot run in this process."""
+
+    def run(self, graph: Graph, inputs: list) -> RunResult:
+        """Compile and run the graph; raise BackendError on a fuser failure."""
+
+    def versions(self) -> dict[str, str]:
+        """Versions that a bug report needs (torch, the fuser package...)."""
+
+
+# name -> "module:factory"; factories are imported lazily so that listing backends stays cheap.
+BACKENDS: dict[str, str] = {
+    "eager": "fuzzfuse.backends.eager:EagerBackend",
+    "torchscript:nnc": "fuzzfuse.backends.torchscript:NNCBackend",
+    "torchscript:onednn": "fuzzfuse.backends.torchscript:OneDNNBackend",
+    "torchscript:nvfuser": "fuzzfuse.backends.torchscript:TorchScriptNvFuserBackend",
+    "inductor": "fuzzfuse.backends.inductor:InductorBackend",
+    "nvfuser": "fuzzfuse.backends.nvfuser:NvFuserBackend",
+}
+# Preference order for the default backend: the first available one wins.
+PREFERENCE = ("nvfuser", "inductor", "torchscript:nnc", "torchscript:onednn", "eager")
+
+
+def _factory(name: str) -> Callable[[], Backend]:
+    if name not in BACKENDS:
+        raise Unavailable(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
+    module, attr = BACKENDS[name].split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def get_backend(name: str) -> Backend:
+    """An available backend instance, or Unavailable with the reason."""
+    backend = _factory(name)()
+    backend.check_available()
+    return backend
+
+
+def availability() -> dict[str, str | None]:
+    """name -> None when available, else the reason it is not."""
+    out: dict[str, str | None] = {}
+    for name in BACKENDS:
+        try:
+            get_backend(name)
+            out[name] = None
+        except Unavailable as e:
+            out[name] = str(e)
+        except ImportError as e:
+            out[name] = f"import failed: {e}"
+    return out
+
+
+def default_backend() -> str:
+    status = availability()
+    return next(n for n in PREFERENCE if status.get(n) is None)

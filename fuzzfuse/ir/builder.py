@@ -1,0 +1,97 @@
+"""Build graphs op by op, type-checked as they grow, and the composite patterns users write
+(layer norm over any dim, batch norm over N/H/W, squeeze-excite) as subgraphs of registry ops.
+
+Composites are macros over primitive ops rather than ops of their own: a fuser sees exactly the
+primitive sequence a user's module produces, and the reducer can take them apart.
+"""
+from __future__ import annotations
+
+from .graph import Graph, GraphError, Input, Layout, Node, ScalarInput, TensorInput, Values
+from .types import ValueType, scalar_kind
+
+
+class GraphBuilder:
+    def __init__(self) -> None:
+        self.inputs: list[Input] = []
+        self.nodes: list[Node] = []
+        self.types: dict[str, ValueType] = {}
+
+    def tensor(self, shape, dtype: str = "float32", layout: Layout | str = "contiguous",
+               values: Values | None = None, name: str | None = None) -> str:
+        name = name or f"x{sum(isinstance(i, TensorInput) for i in self.inputs)}"
+        layout = Layout(layout) if isinstance(layout, str) else layout
+        layout.check(len(shape))
+        spec = TensorInput(name, tuple(shape), dtype, layout, values or Values(seed=len(self.inputs)))
+        self.inputs.append(spec)
+        self.types[name] = spec.type
+        return name
+
+    def scalar(self, value: float | int | bool, name: str | None = None) -> str:
+        name = name or f"s{sum(isinstance(i, ScalarInput) for i in self.inputs)}"
+        spec = ScalarInput(name, scalar_kind(value), value)
+        self.inputs.append(spec)
+        self.types[name] = spec.type
+        return name
+
+    def add(self, op: str, *args, **attrs) -> str:
+        """Append `op(*args, **attrs)`; raises GraphError when the registry's type rule rejects it."""
+        from .ops import OPS
+
+        name = f"v{len(self.nodes)}"
+        arg_types = [self.types[a] if isinstance(a, str) else ValueType(None, scalar_kind(a)) for a in args]
+        if not OPS[op].accepts(arg_types, args):
+            raise GraphError(f"{op} does not accept {arg_types}")
+        try:
+            self.types[name] = OPS[op].infer(arg_types, attrs)
+        except (ValueError, KeyError, IndexError) as e:
+            raise GraphError(f"{op}: {e}") from e
+        self.nodes.append(Node(name, op, tuple(args), {k: tuple(v) if isinstance(v, list) else v
+                                                        for k, v in attrs.items()}))
+        return name
+
+    def build(self, outputs: list[str]) -> Graph:
+        return Graph(tuple(self.inputs), tuple(self.nodes), tuple(outputs)).without_dead_code().validate()
+
+
+# ---- composites ------------------------------------------------------------------------------
+def layer_norm(b: GraphBuilder, x: str, dim: int, weight: str | None = None, bias: str | None = None,
+               variance: str = "var", eps: float = 1e-5) -> str:
+    """Normalize over one dim the way users hand-write it (e.g. over channels of NCHW).
+
+    variance: "var" uses x.var(unbiased=False); "moments" uses E[x^2] - E[x]^2 clamped at 0, the form
+    from the report this project grew from."""
+    u = b.add("mean", x, dims=[dim], keepdim=True)
+    if variance == "moments":
+        sq = b.add("mul", x, x)
+        ex2 = b.add("mean", sq, dims=[dim], keepdim=True)
+        s = b.add("clamp_min", b.add("sub", ex2, b.add("mul", u, u)), 0.0)
+    else:
+        s = b.add("var", x, dims=[dim], correction=0, keepdim=True)
+    y = b.add("mul", b.add("sub", x, u), b.add("rsqrt", b.add("add", s, eps)))
+    if weight is not None:
+        y = b.add("mul", y, weight)
+    if bias is not None:
+        y = b.add("add", y, bias)
+    return y
+
+
+def batch_norm(b: GraphBuilder, x: str, weight: str | None = None, bias: str | None = None,
+               eps: float = 1e-5) -> str:
+    """Training-mode batch norm over (N, H, W) of an NCHW tensor, as primitive ops."""
+    dims = [0] + list(range(2, b.types[x].rank))
+    u = b.add("mean", x, dims=dims, keepdim=True)
+    s = b.add("var", x, dims=dims, correction=0, keepdim=True)
+    y = b.add("mul", b.add("sub", x, u), b.add("rsqrt", b.add("add", s, eps)))
+    if weight is not None:
+        y = b.add("mul", y, b.add("index_none", weight, spec=[":", "None", "None"]))
+    if bias is not None:
+        y = b.add("add", y, b.add("index_none", bias, spec=[":", "None", "None"]))
+    return y
+
+
+def squeeze_excite(b: GraphBuilder, x: str, residual: str | None = None) -> str:
+    """EfficientNet block tail: SiLU, squeeze (mean over H and W), sigmoid gate, residual add."""
+    a = b.add("silu", x)
+    squeezed = b.add("mean", a, dims=[2, 3], keepdim=True)
+    y = b.add("mul", a, b.add("sigmoid", squeezed))
+    return b.add("add", y, residual) if residual is not None else y

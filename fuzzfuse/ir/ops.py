@@ -1,0 +1,401 @@
+"""THE op registry: every op is declared once, here, and everything else reads it.
+
+A declaration gives the op's arity and which operand types it accepts, its type rule (shape and
+dtype, following PyTorch), its eager form, its TorchScript source form, how to draw its attributes,
+and (filled in by `fuzzfuse.backends.nvfuser`) its nvFuser lowering. Adding an op touches one place:
+this file. The generator, the type checker, every backend emitter and the reducer's "replace with a
+simpler op" pass all iterate over `OPS`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from hypothesis import strategies as st
+
+from .types import (DTYPES, FLOAT_DTYPES, INT_DTYPES, ValueType, broadcast_shapes, category, is_float,
+                    normalize_dims, result_type, to_float)
+
+Types = list[ValueType]
+Attrs = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    kind: str  # unary | binary | ternary | cast | broadcast | reduction | normalization | view
+    arity: int
+    infer: Callable[[Types, Attrs], ValueType]
+    eager: Callable[..., torch.Tensor]
+    source: Callable[[list[str], Attrs], str]
+    # Which operand types make a call that eager PyTorch accepts (valid-by-construction generation).
+    accepts: Callable[[Types, tuple], bool] = lambda types, args: True
+    # Positions that may hold a Python scalar (constant or scalar input) instead of a tensor.
+    scalar_positions: tuple[int, ...] = ()
+    # draw_attrs(draw, operand types) -> attrs; draw is Hypothesis' draw function.
+    draw_attrs: Callable[[Callable, Types], Attrs] | None = None
+
+
+OPS: dict[str, Op] = {}
+
+
+def register(op: Op) -> Op:
+    assert op.name not in OPS, op.name
+    OPS[op.name] = op
+    return op
+
+
+def lit(x: Any) -> str:
+    """A Python/TorchScript literal for a constant argument or attribute."""
+    if isinstance(x, str):
+        return f"torch.{x}" if x in DTYPES else x
+    if isinstance(x, (list, tuple)):
+        return "[" + ", ".join(lit(v) for v in x) + "]"
+    return repr(x)
+
+
+def _call(fn: str, *attr_names: str) -> Callable[[list[str], Attrs], str]:
+    def render(args: list[str], attrs: Attrs) -> str:
+        kw = "".join(f", {k}={lit(attrs[k])}" for k in attr_names if k in attrs)
+        return f"{fn}({', '.join(args)}{kw})"
+    return render
+
+
+def ints(lo: int, hi: int) -> st.SearchStrategy[int]:
+    """st.integers(lo, hi) drawn as an offset from 0: under fuzz_one_input (how campaigns draw),
+    Hypothesis 6.155 rejects every buffer for some ranges, e.g. integers(2, 3) or integers(-5, -1)."""
+    return st.integers(0, hi - lo).map(lambda v: v + lo)
+
+
+# ---- dtype predicates ----------------------------------------------------------------------------
+def _tensors(types: Types) -> Types:
+    return [t for t in types if not t.is_scalar]
+
+
+def _no_bool(types: Types, args: tuple) -> bool:
+    return all(t.dtype != "bool" for t in types)
+
+
+def _float_only(types: Types, args: tuple) -> bool:
+    return all(is_float(t.dtype) for t in _tensors(types))
+
+
+def _integral_only(types: Types, args: tuple) -> bool:
+    return all(category(t.dtype) < 2 for t in types)
+
+
+def _int_division_safe(types: Types, args: tuple) -> bool:
+    """Integer floor/trunc division, remainder and fmod raise on a zero divisor: when the result is
+    integral the divisor must be a non-zero constant."""
+    if not _no_bool(types, args):
+        return False
+    return is_float(result_type(*types)) or (not isinstance(args[1], str) and args[1] != 0)
+
+
+def _int_pow_safe(types: Types, args: tuple) -> bool:
+    """Integers to negative powers raise; keep integer exponents small non-negative constants."""
+    if not _no_bool(types, args):
+        return False
+    if is_float(result_type(*types)):
+        return True
+    return not isinstance(args[1], str) and isinstance(args[1], int) and 0 <= args[1] <= 3
+
+
+def _same_float(types: Types, args: tuple) -> bool:
+    ts = _tensors(types)
+    return all(is_float(t.dtype) for t in ts) and len({t.dtype for t in ts}) == 1
+
+
+# ---- type rules ----------------------------------------------------------------------------------
+def _elementwise(dtype_rule: Callable[[Types], str]) -> Callable[[Types, Attrs], ValueType]:
+    def infer(types: Types, attrs: Attrs) -> ValueType:
+        if not _tensors(types):
+            raise ValueError("an elementwise op needs a tensor operand")
+        return ValueType(broadcast_shapes(*(t.shape for t in types)), dtype_rule(types))
+    return infer
+
+
+_same = _elementwise(lambda ts: ts[0].dtype)
+_promote = _elementwise(lambda ts: result_type(*ts))
+_floating = _elementwise(lambda ts: to_float(result_type(*ts)))
+_boolean = _elementwise(lambda ts: "bool")
+
+
+# ---- unary ---------------------------------------------------------------------------------------
+_UNARY = {
+    # name: (eager callable, dtype rule, accepts)
+    "abs": (torch.abs, _same, _no_bool), "neg": (torch.neg, _same, _no_bool),
+    "relu": (torch.relu, _same, _no_bool), "floor": (torch.floor, _same, _no_bool),
+    "ceil": (torch.ceil, _same, _no_bool), "round": (torch.round, _same, _no_bool),
+    "trunc": (torch.trunc, _same, _no_bool), "frac": (torch.frac, _same, _float_only),
+    "sign": (torch.sign, _same, None), "bitwise_not": (torch.bitwise_not, _same, _integral_only),
+    "logical_not": (torch.logical_not, _boolean, None), "isnan": (torch.isnan, _boolean, None),
+    "isinf": (torch.isinf, _boolean, None),
+    "gelu": (F.gelu, _same, _float_only), "silu": (F.silu, _same, _float_only),
+}
+for _n in ("exp exp2 expm1 log log2 log10 log1p sqrt rsqrt reciprocal sin cos tan tanh sigmoid erf").split():
+    _UNARY[_n] = (getattr(torch, _n), _floating, None)
+
+for _n, (_fn, _rule, _acc) in _UNARY.items():
+    _src = f"torch.nn.functional.{_n}" if _n in ("gelu", "silu") else f"torch.{_n}"
+    register(Op(_n, "unary", 1, _rule, _fn, _call(_src), _acc or (lambda t, a: True)))
+
+# ---- binary --------------------------------------------------------------------------------------
+_BINARY = {
+    "add": (_promote, None), "mul": (_promote, None),
+    "sub": (_promote, _no_bool), "div": (_floating, None),
+    "pow": (_promote, _int_pow_safe), "maximum": (_promote, None), "minimum": (_promote, None),
+    "remainder": (_promote, _int_division_safe), "fmod": (_promote, _int_division_safe),
+    "atan2": (_floating, None),
+    "eq": (_boolean, None), "ne": (_boolean, None), "lt": (_boolean, None),
+    "le": (_boolean, None), "gt": (_boolean, None), "ge": (_boolean, None),
+    "logical_and": (_boolean, None), "logical_or": (_boolean, None), "logical_xor": (_boolean, None),
+    "bitwise_and": (_promote, _integral_only), "bitwise_or": (_promote, _integral_only),
+    "bitwise_xor": (_promote, _integral_only),
+}
+# Which binary ops accept a Python scalar as the second operand (their aten overloads exist).
+_TENSOR_ONLY = {"maximum", "minimum", "atan2", "logical_and", "logical_or", "logical_xor"}
+for _n, (_rule, _acc) in _BINARY.items():
+    register(Op(_n, "binary", 2, _rule, getattr(torch, _n), _call(f"torch.{_n}"),
+                _acc or (lambda t, a: True), scalar_positions=() if _n in _TENSOR_ONLY else (1,)))
+
+for _mode in ("trunc", "floor"):
+    register(Op(f"div_{_mode}", "binary", 2, _promote,
+                (lambda m: lambda a, b: torch.div(a, b, rounding_mode=m))(_mode),
+                (lambda m: lambda args, at: f"torch.div({args[0]}, {args[1]}, rounding_mode={m!r})")(_mode),
+                _int_division_safe, scalar_positions=(1,)))
+
+# ---- ternary -------------------------------------------------------------------------------------
+register(Op("where", "ternary", 3, _elementwise(lambda ts: result_type(ts[1], ts[2])), torch.where,
+            _call("torch.where"), lambda t, a: t[0].dtype == "bool" and not t[0].is_scalar,
+            scalar_positions=(2,)))
+register(Op("clamp", "ternary", 3, _promote, lambda x, lo, hi: torch.clamp(x, lo, hi),
+            _call("torch.clamp"), lambda t, a: _no_bool(t, a) and (t[1].is_scalar == t[2].is_scalar),
+            scalar_positions=(1, 2)))
+register(Op("clamp_min", "binary", 2, _promote, lambda x, lo: torch.clamp(x, min=lo),
+            lambda args, at: f"torch.clamp({args[0]}, min={args[1]})", _no_bool, scalar_positions=(1,)))
+register(Op("lerp", "ternary", 3, _same, torch.lerp, _call("torch.lerp"), _same_float,
+            scalar_positions=(2,)))
+register(Op("addcmul", "ternary", 3, _same,
+            lambda a, b, c, value=1.0: torch.addcmul(a, b, c, value=value), _call("torch.addcmul", "value"),
+            lambda t, a: _same_float(t, a) and all(not x.is_scalar for x in t),
+            draw_attrs=lambda draw, ts: {"value": draw(st.sampled_from([1.0, 0.5, -2.0]))}))
+
+# ---- casts ---------------------------------------------------------------------------------------
+register(Op("cast", "cast", 1, lambda ts, at: ValueType(ts[0].shape, at["dtype"]),
+            lambda x, dtype: x.to(DTYPES[dtype]), lambda args, at: f"{args[0]}.to({lit(at['dtype'])})",
+            draw_attrs=lambda draw, ts: {"dtype": draw(st.sampled_from(sorted(DTYPES)))}))
+
+
+# ---- broadcasting --------------------------------------------------------------------------------
+def _unsqueeze_infer(ts: Types, at: Attrs) -> ValueType:
+    s = list(ts[0].shape)
+    s.insert(at["dim"] % (len(s) + 1), 1)
+    return ValueType(tuple(s), ts[0].dtype)
+
+
+register(Op("unsqueeze", "broadcast", 1, _unsqueeze_infer, lambda x, dim: torch.unsqueeze(x, dim),
+            lambda args, at: f"torch.unsqueeze({args[0]}, {at['dim']})",
+            lambda t, a: t[0].rank < 6,
+            draw_attrs=lambda draw, ts: {"dim": draw(ints(-ts[0].rank - 1, ts[0].rank))}))
+
+
+def _expand_infer(ts: Types, at: Attrs) -> ValueType:
+    sizes, shape = tuple(at["sizes"]), ts[0].shape
+    lead = len(sizes) - len(shape)
+    if lead < 0:
+        raise ValueError("expand cannot drop dims")
+    out = tuple(shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+    if any(o != s and s != 1 for o, s in zip(out[lead:], shape)) or any(s == -1 for s in sizes[:lead]):
+        raise ValueError(f"cannot expand {shape} to {sizes}")
+    return ValueType(out, ts[0].dtype)
+
+
+@st.composite
+def _expand_sizes(draw: Callable, ts: Types) -> Attrs:
+    shape = ts[0].shape
+    lead = draw(ints(0, max(0, 4 - len(shape))))
+    sizes = [draw(ints(1, 5)) for _ in range(lead)]
+    sizes += [draw(st.sampled_from([-1, 2, 3, 7])) if s == 1 else draw(st.sampled_from([-1, s])) for s in shape]
+    return {"sizes": sizes}
+
+
+register(Op("expand", "broadcast", 1, _expand_infer, lambda x, sizes: x.expand(list(sizes)),
+            lambda args, at: f"{args[0]}.expand({lit(list(at['sizes']))})",
+            draw_attrs=lambda draw, ts: draw(_expand_sizes(ts))))
+
+
+def _index_none_infer(ts: Types, at: Attrs) -> ValueType:
+    spec = at["spec"]
+    if spec.count(":") > ts[0].rank or set(spec) - {":", "None"}:
+        raise ValueError(f"bad index spec {spec}")
+    out, dims = [], iter(ts[0].shape)
+    for s in spec:
+        out.append(next(dims) if s == ":" else 1)
+    return ValueType(tuple(out) + tuple(dims), ts[0].dtype)
+
+
+def _index_none(x: torch.Tensor, spec: tuple[str, ...]) -> torch.Tensor:
+    return x[tuple(slice(None) if s == ":" else None for s in spec)]
+
+
+@st.composite
+def _index_spec(draw: Callable, ts: Types) -> Attrs:
+    colons = draw(ints(0, ts[0].rank))
+    nones = draw(ints(1, max(1, 2 - max(0, ts[0].rank - 3))))
+    spec = [":"] * colons
+    for _ in range(nones):
+        spec.insert(draw(ints(0, len(spec))), "None")
+    return {"spec": spec}
+
+
+register(Op("index_none", "broadcast", 1, _index_none_infer, _index_none,
+            lambda args, at: f"{args[0]}[{', '.join(at['spec'])}]", lambda t, a: 1 <= t[0].rank <= 4,
+            draw_attrs=lambda draw, ts: draw(_index_spec(ts))))
+
+
+# ---- reductions ----------------------------------------------------------------------------------
+def _reduce_shape(shape: tuple[int, ...], dims: list[int], keepdim: bool) -> tuple[int, ...]:
+    nd = normalize_dims(dims, len(shape))
+    if any(d >= len(shape) for d in nd) or len(nd) != len(dims):
+        raise ValueError(f"bad reduction dims {dims} for rank {len(shape)}")
+    return tuple(1 if i in nd else s for i, s in enumerate(shape) if keepdim or i not in nd)
+
+
+def _reduction_infer(dtype_rule: Callable[[str], str]) -> Callable[[Types, Attrs], ValueType]:
+    def infer(ts: Types, at: Attrs) -> ValueType:
+        dims = list(at["dims"]) if "dims" in at else [at["dim"]]
+        return ValueType(_reduce_shape(ts[0].shape, dims, at["keepdim"]), dtype_rule(ts[0].dtype))
+    return infer
+
+
+@st.composite
+def _reduce_dims(draw: Callable, ts: Types, single: bool = False, correction: bool = False) -> Attrs:
+    r = ts[0].rank
+    dims = draw(st.lists(ints(0, r - 1), min_size=1, max_size=1 if single else r, unique=True))
+    dims = [d - r if draw(st.booleans()) else d for d in dims]
+    at: Attrs = {"dim": dims[0]} if single else {"dims": dims}
+    at["keepdim"] = draw(st.booleans())
+    if correction:
+        at["correction"] = draw(st.sampled_from([0, 1]))
+    return at
+
+
+_int64_if_integral = lambda d: d if is_float(d) else "int64"  # noqa: E731
+_REDUCTIONS = {
+    # name: (eager, dtype rule, accepts, extra attrs)
+    "sum": (lambda x, dims, keepdim: torch.sum(x, dims, keepdim=keepdim), _int64_if_integral, None, ()),
+    "mean": (lambda x, dims, keepdim: torch.mean(x, dims, keepdim=keepdim), lambda d: d, _float_only, ()),
+    "amax": (lambda x, dims, keepdim: torch.amax(x, dims, keepdim=keepdim), lambda d: d, None, ()),
+    "amin": (lambda x, dims, keepdim: torch.amin(x, dims, keepdim=keepdim), lambda d: d, None, ()),
+    "var": (lambda x, dims, keepdim, correction: torch.var(x, dims, correction=correction, keepdim=keepdim),
+            lambda d: d, _float_only, ("correction",)),
+    "std": (lambda x, dims, keepdim, correction: torch.std(x, dims, correction=correction, keepdim=keepdim),
+            lambda d: d, _float_only, ("correction",)),
+}
+for _n, (_fn, _rule, _acc, _extra) in _REDUCTIONS.items():
+    register(Op(_n, "reduction", 1, _reduction_infer(_rule), _fn,
+                (lambda n, ex: lambda args, at: f"torch.{n}({args[0]}, {lit(list(at['dims']))}"
+                 + "".join(f", {k}={lit(at[k])}" for k in ex) + f", keepdim={at['keepdim']})")(_n, _extra),
+                lambda t, a, acc=_acc: t[0].rank >= 1 and (acc is None or acc(t, a)),
+                draw_attrs=(lambda ex: lambda draw, ts: draw(_reduce_dims(ts, correction=bool(ex))))(_extra)))
+
+# prod takes a single dim (aten has no multi-dim prod).
+register(Op("prod", "reduction", 1, _reduction_infer(_int64_if_integral),
+            lambda x, dim, keepdim: torch.prod(x, dim, keepdim=keepdim),
+            lambda args, at: f"torch.prod({args[0]}, {at['dim']}, keepdim={at['keepdim']})",
+            lambda t, a: t[0].rank >= 1, draw_attrs=lambda draw, ts: draw(_reduce_dims(ts, single=True))))
+
+# ---- normalizations users call as single ops -----------------------------------------------------
+for _n in ("softmax", "log_softmax"):
+    register(Op(_n, "normalization", 1, lambda ts, at: ValueType(ts[0].shape, ts[0].dtype),
+                (lambda n: lambda x, dim: getattr(torch, n)(x, dim))(_n),
+                (lambda n: lambda args, at: f"torch.{n}({args[0]}, {at['dim']})")(_n),
+                lambda t, a: t[0].rank >= 1 and is_float(t[0].dtype),
+                draw_attrs=lambda draw, ts: {"dim": draw(ints(-ts[0].rank, ts[0].rank - 1))}))
+
+
+# ---- views ---------------------------------------------------------------------------------------
+def _permute_infer(ts: Types, at: Attrs) -> ValueType:
+    dims = list(at["dims"])
+    if sorted(d % max(ts[0].rank, 1) for d in dims) != list(range(ts[0].rank)):
+        raise ValueError(f"bad permutation {dims}")
+    return ValueType(tuple(ts[0].shape[d] for d in dims), ts[0].dtype)
+
+
+@st.composite
+def permutations(draw: Callable, n: int) -> list[int]:
+    """Fisher-Yates over drawn integers. (st.permutations never succeeds under fuzz_one_input in
+    Hypothesis 6.155, which is how campaigns draw graphs.)"""
+    items = list(range(n))
+    for i in range(n - 1, 0, -1):
+        j = draw(ints(0, i))
+        items[i], items[j] = items[j], items[i]
+    return items
+
+
+register(Op("permute", "view", 1, _permute_infer, lambda x, dims: x.permute(*dims),
+            lambda args, at: f"{args[0]}.permute({lit(list(at['dims']))})", lambda t, a: t[0].rank >= 2,
+            draw_attrs=lambda draw, ts: {"dims": draw(permutations(ts[0].rank))}))
+
+
+def _transpose_infer(ts: Types, at: Attrs) -> ValueType:
+    s, r = list(ts[0].shape), ts[0].rank
+    a, b = at["dim0"] % r, at["dim1"] % r
+    s[a], s[b] = s[b], s[a]
+    return ValueType(tuple(s), ts[0].dtype)
+
+
+register(Op("transpose", "view", 1, _transpose_infer, lambda x, dim0, dim1: torch.transpose(x, dim0, dim1),
+            lambda args, at: f"torch.transpose({args[0]}, {at['dim0']}, {at['dim1']})",
+            lambda t, a: t[0].rank >= 2,
+            draw_attrs=lambda draw, ts: {"dim0": draw(ints(-ts[0].rank, ts[0].rank - 1)),
+                                         "dim1": draw(ints(-ts[0].rank, ts[0].rank - 1))}))
+
+
+def _reshape_infer(ts: Types, at: Attrs) -> ValueType:
+    shape = tuple(at["shape"])
+    n = ts[0].numel()
+    if shape.count(-1) > 1:
+        raise ValueError("at most one -1 in reshape")
+    known = 1
+    for s in shape:
+        known *= s if s != -1 else 1
+    if -1 in shape:
+        if known == 0 or n % known:
+            raise ValueError(f"cannot reshape {ts[0].shape} to {shape}")
+        shape = tuple(n // known if s == -1 else s for s in shape)
+    elif known != n:
+        raise ValueError(f"cannot reshape {ts[0].shape} to {shape}")
+    return ValueType(shape, ts[0].dtype)
+
+
+@st.composite
+def _reshape_shape(draw: Callable, ts: Types) -> Attrs:
+    """Merge two adjacent dims, or split one dim into two factors; sometimes spell a size as -1."""
+    s = list(ts[0].shape)
+    if len(s) >= 2 and draw(st.booleans()):
+        i = draw(ints(0, len(s) - 2))
+        s[i:i + 2] = [s[i] * s[i + 1]]
+    else:
+        i = draw(ints(0, len(s) - 1))
+        divisors = [d for d in range(1, s[i] + 1) if s[i] % d == 0]
+        d = draw(st.sampled_from(divisors))
+        s[i:i + 1] = [d, s[i] // d]
+    if draw(st.booleans()):
+        s[draw(ints(0, len(s) - 1))] = -1
+    return {"shape": s}
+
+
+register(Op("reshape", "view", 1, _reshape_infer, lambda x, shape: torch.reshape(x, shape),
+            lambda args, at: f"torch.reshape({args[0]}, {lit(list(at['shape']))})",
+            lambda t, a: 1 <= t[0].rank <= 5, draw_attrs=lambda draw, ts: draw(_reshape_shape(ts))))
+
+ALL_DTYPES = tuple(DTYPES)
+OPS_BY_KIND: dict[str, list[str]] = {}
+for _op in OPS.values():
+    OPS_BY_KIND.setdefault(_op.kind, []).append(_op.name)
+
+__all__ = ["OPS", "OPS_BY_KIND", "Op", "register", "lit", "ALL_DTYPES", "FLOAT_DTYPES", "INT_DTYPES"]

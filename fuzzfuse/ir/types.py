@@ -1,0 +1,144 @@
+"""Dtypes, broadcasting and PyTorch's type promotion, written out so that the IR can type a graph
+without running it (the generator needs types before any tensor exists). A property test checks
+every rule here against eager PyTorch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float64": torch.float64,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "bool": torch.bool,
+}
+FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
+INT_DTYPES = ("int32", "int64")
+# Python scalars (constants and runtime scalar inputs) are typed by their Python kind.
+PY_KINDS = ("float", "int", "bool")
+DEFAULT_FLOAT = "float32"
+
+
+def category(dtype: str) -> int:
+    """bool < integer < floating: the order PyTorch promotes across categories."""
+    if dtype in ("bool",):
+        return 0
+    if dtype in INT_DTYPES or dtype == "int":
+        return 1
+    return 2
+
+
+def is_float(dtype: str) -> bool:
+    return category(dtype) == 2
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+@dataclass(frozen=True)
+class ValueType:
+    """The static type of a graph value: a tensor (shape is a tuple, possibly empty for 0-dim) or a
+    Python scalar (shape is None, dtype one of PY_KINDS)."""
+
+    shape: tuple[int, ...] | None
+    dtype: str
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.shape is None
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape) if self.shape is not None else 0
+
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape or ():
+            n *= s
+        return n
+
+
+def scalar_kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    return "float"
+
+
+def _promote(a: str | None, b: str) -> str:
+    if a is None:
+        return b
+    return dtype_name(torch.promote_types(DTYPES[a], DTYPES[b]))
+
+
+def _combine_categories(higher: str | None, lower: str | None) -> str | None:
+    # c10's combine_categories: a lower-priority class only wins when it is of a higher category.
+    if higher is not None and is_float(higher):
+        return higher
+    if higher == "bool" or (lower is not None and is_float(lower)):
+        if higher is None:
+            return lower
+        if lower is None:
+            return higher
+        return _promote(higher, lower)
+    return higher if higher is not None else lower
+
+
+def result_type(*operands: ValueType) -> str:
+    """torch.result_type over tensors (dimensioned > zero-dim) and wrapped Python scalars."""
+    dim = zero = wrapped = None
+    for t in operands:
+        if t.shape is None:
+            kind = {"float": DEFAULT_FLOAT, "int": "int64", "bool": "bool"}[t.dtype]
+            wrapped = _promote(wrapped, kind)
+        elif len(t.shape) == 0:
+            zero = _promote(zero, t.dtype)
+        else:
+            dim = _promote(dim, t.dtype)
+    out = _combine_categories(dim, _combine_categories(zero, wrapped))
+    assert out is not None, "result_type needs at least one operand"
+    return out
+
+
+def to_float(dtype: str) -> str:
+    """Ops such as exp or true division turn integer and bool inputs into the default float."""
+    return dtype if is_float(dtype) else DEFAULT_FLOAT
+
+
+def broadcast_shapes(*shapes: tuple[int, ...] | None) -> tuple[int, ...]:
+    """Broadcast tensor shapes; scalars (None) do not take part. Raises ValueError when invalid."""
+    dims: list[int] = []
+    for shape in shapes:
+        if shape is None:
+            continue
+        shape = tuple(shape)
+        if len(shape) > len(dims):
+            dims = [1] * (len(shape) - len(dims)) + dims
+        offset = len(dims) - len(shape)
+        for i, s in enumerate(shape):
+            d = dims[offset + i]
+            if d == 1:
+                dims[offset + i] = s
+            elif s not in (1, d):
+                raise ValueError(f"shapes {shapes} do not broadcast")
+    return tuple(dims)
+
+
+def can_broadcast_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    try:
+        return broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
+
+
+def normalize_dims(dims: list[int] | tuple[int, ...], rank: int) -> list[int]:
+    """Negative dims count from the end, as in PyTorch; a 0-dim tensor accepts dim 0 and -1."""
+    r = max(rank, 1)
+    return sorted({d % r for d in dims})

@@ -1,0 +1,119 @@
+"""Materialize a graph's inputs: seeded values with special values mixed in, laid out in memory
+exactly as the input's Layout says (channels_last, permuted, sliced, expanded)."""
+from __future__ import annotations
+
+import base64
+
+import torch
+
+from .graph import Graph, GraphError, Layout, ScalarInput, TensorInput, Values
+from .types import DTYPES, is_float
+
+
+def special_values(dtype: str) -> list[float]:
+    """Values that break fusers: signed zeros, infinities, NaN, denormals, the extremes of the
+    dtype, and exact halves (round-half-to-even)."""
+    if dtype == "bool":
+        return [0.0, 1.0]
+    if not is_float(dtype):
+        info = torch.iinfo(DTYPES[dtype])
+        return [info.min, info.max, info.min + 1, 0, -1, 1]
+    fi = torch.finfo(DTYPES[dtype])
+    return [0.0, -0.0, float("inf"), float("-inf"), float("nan"), fi.smallest_normal / 4,
+            -fi.smallest_normal / 2, fi.smallest_normal, fi.max, -fi.max, fi.max / 2, fi.eps,
+            0.5, -0.5, 1.5, 2.5, -2.5, 1e4]
+
+
+def _base_values(shape: tuple[int, ...], dtype: str, v: Values) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(v.seed)
+    n = 1
+    for s in shape:
+        n *= s
+    if v.dist == "normal":
+        x = torch.randn(n, generator=gen, dtype=torch.float64) * v.scale
+    elif v.dist == "uniform":
+        x = (torch.rand(n, generator=gen, dtype=torch.float64) * 2 - 1) * v.scale
+    elif v.dist == "ones":
+        x = torch.ones(n, dtype=torch.float64)
+    elif v.dist == "zeros":
+        x = torch.zeros(n, dtype=torch.float64)
+    else:  # arange
+        x = torch.arange(n, dtype=torch.float64)
+    if dtype == "bool":
+        out = x > 0 if v.dist in ("normal", "uniform") else x.remainder(2) > 0
+    elif is_float(dtype):
+        out = x.to(DTYPES[dtype])
+    else:
+        out = (x * (4 if v.dist == "normal" else 1)).round().to(DTYPES[dtype])
+    if v.specials > 0 and n:
+        specials = special_values(dtype)
+        mask = torch.rand(n, generator=gen) < v.specials
+        pick = torch.randint(len(specials), (n,), generator=gen)
+        for k, value in enumerate(specials):
+            out[mask & (pick == k)] = value
+    return out.reshape(shape)
+
+
+def encode_exact(t: torch.Tensor) -> str:
+    raw = t.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+    return base64.b64encode(raw).decode()
+
+
+def decode_exact(text: str, shape: tuple[int, ...], dtype: str) -> torch.Tensor:
+    raw = bytearray(base64.b64decode(text, validate=True))
+    dt = DTYPES[dtype]
+    n = 1
+    for s in shape:
+        n *= s
+    if len(raw) != n * dt.itemsize:
+        raise GraphError(f"exact values hold {len(raw)} bytes, shape {shape} {dtype} needs {n * dt.itemsize}")
+    if not raw:
+        return torch.empty(shape, dtype=dt)
+    return torch.frombuffer(raw, dtype=torch.uint8).view(dt).reshape(shape).clone()
+
+
+def logical_values(spec: TensorInput) -> torch.Tensor:
+    """The input's values as a contiguous tensor; an expanded input repeats along its stride-0 dims."""
+    if spec.values.exact is not None:
+        return decode_exact(spec.values.exact, spec.shape, spec.dtype)
+    shape = spec.shape
+    if spec.layout.kind == "expanded":
+        shape = tuple(1 if i in spec.layout.dims else s for i, s in enumerate(shape))
+    return _base_values(shape, spec.dtype, spec.values).expand(spec.shape).contiguous()
+
+
+def apply_layout(t: torch.Tensor, layout: Layout) -> torch.Tensor:
+    """Same logical values, with the strides the layout describes."""
+    k = layout.kind
+    if k == "channels_last":
+        return t.contiguous(memory_format=torch.channels_last)
+    if k == "channels_last_3d":
+        return t.contiguous(memory_format=torch.channels_last_3d)
+    if k == "permuted":
+        inverse = sorted(range(len(layout.perm)), key=lambda i: layout.perm[i])
+        return t.permute(layout.perm).contiguous().permute(inverse)
+    if k == "sliced":
+        big = list(t.shape)
+        big[layout.dim] *= layout.step
+        base = torch.zeros(big, dtype=t.dtype, device=t.device)
+        index = (slice(None),) * layout.dim + (slice(None, None, layout.step),)
+        base[index] = t
+        return base[index]
+    if k == "expanded":
+        index = tuple(slice(0, 1) if i in layout.dims else slice(None) for i in range(t.dim()))
+        return t[index].expand(t.shape)
+    return t.clone()
+
+
+def make_input(spec: TensorInput, device: str = "cpu") -> torch.Tensor:
+    return apply_layout(logical_values(spec).to(device), spec.layout)
+
+
+def make_inputs(graph: Graph, device: str = "cpu") -> list:
+    return [make_input(i, device) if isinstance(i, TensorInput) else i.value for i in graph.inputs]
+
+
+def with_exact_values(spec: TensorInput | ScalarInput, value: torch.Tensor) -> TensorInput:
+    """A copy of an input whose values are pinned to exactly `value` (the reducer's cut-prefix)."""
+    return TensorInput(spec.name, tuple(value.shape), str(value.dtype).removeprefix("torch."),
+                       getattr(spec, "layout", Layout()), Values(exact=encode_exact(value)))

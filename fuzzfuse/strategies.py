@@ -1,0 +1,264 @@
+"""Public Hypothesis strategies for fuser graphs; usable in your own `@given` tests.
+
+    from fuzzfuse.strategies import graphs
+    @given(graphs(max_ops=8))
+    def test_my_fuser(graph): ...
+
+Graphs are valid by construction: operands are chosen by the registry's `accepts` and type rules,
+so every generated graph runs in eager PyTorch. `generate(seed, ...)` draws one graph
+deterministically from an integer seed (through Hypothesis' `fuzz_one_input`), which is how
+campaigns make reproducible cases without Hypothesis' test runner.
+"""
+from __future__ import annotations
+
+import functools
+import random
+from dataclasses import dataclass, field
+from typing import Callable
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from .ir import OPS, Graph, GraphError, Layout, Values
+from .ir.ops import ints, permutations
+from .ir.builder import GraphBuilder, batch_norm, layer_norm, squeeze_excite
+from .ir.types import DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
+
+ALL_LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "sliced", "expanded")
+PATTERNS = ("layer_norm", "batch_norm", "squeeze_excite")
+
+
+@dataclass(frozen=True)
+class Features:
+    """What a batch of cases may use. Swarm testing draws a random subset per batch: leaving ops out
+    lets the remaining ones combine more deeply (Groce et al., 'Swarm Testing', ISSTA 2012)."""
+
+    ops: tuple[str, ...] = tuple(OPS)
+    dtypes: tuple[str, ...] = tuple(DTYPES)
+    layouts: tuple[str, ...] = ALL_LAYOUTS
+    patterns: tuple[str, ...] = PATTERNS
+    special_values: bool = True
+
+
+@dataclass(frozen=True)
+class ShapeConfig:
+    """Per-backend shape policy: NNC runs an interpreter on CPU, so it wants small tensors; a GPU
+    fuser wants sizes that cross vectorization and block boundaries."""
+
+    max_rank: int = 4
+    max_dim: int = 6
+    large_dims: tuple[int, ...] = ()
+    large_prob: float = 0.0
+    max_numel: int = 2048
+
+
+@dataclass(frozen=True)
+class GenConfig:
+    features: Features = field(default_factory=Features)
+    shapes: ShapeConfig = field(default_factory=ShapeConfig)
+    max_ops: int = 12
+    max_inputs: int = 3
+
+
+def swarm(rng: random.Random, base: Features = Features()) -> Features:
+    """A random non-empty subset of each feature axis, always keeping float32 and contiguous so
+    every batch can still build graphs."""
+    def subset(items: tuple[str, ...], keep: tuple[str, ...] = (), p: float = 0.6) -> tuple[str, ...]:
+        chosen = tuple(x for x in items if x in keep or rng.random() < p)
+        return chosen or (rng.choice(items),)
+    return Features(
+        ops=subset(base.ops, p=0.5),
+        dtypes=subset(base.dtypes, keep=tuple(d for d in ("float32",) if d in base.dtypes)),
+        layouts=subset(base.layouts, keep=tuple(k for k in ("contiguous",) if k in base.layouts)),
+        patterns=subset(base.patterns, p=0.4) if base.patterns else (),
+        special_values=base.special_values and rng.random() < 0.6,
+    )
+
+
+# ---- leaf strategies -----------------------------------------------------------------------------
+@st.composite
+def shapes(draw: Callable, config: ShapeConfig = ShapeConfig(), min_rank: int = 0) -> tuple[int, ...]:
+    """Mostly small dims, with size-1 and odd sizes common; occasionally a large dim."""
+    rank = draw(ints(min_rank, config.max_rank))
+    small = st.sampled_from([1, 1, 2, 3, 4, 5, 7, 8][: max(2, config.max_dim + 2)]).map(lambda d: min(d, config.max_dim))
+    dims = []
+    for _ in range(rank):
+        if config.large_dims and draw(st.floats(0, 1)) < config.large_prob:
+            dims.append(draw(st.sampled_from(config.large_dims)))
+        else:
+            dims.append(draw(small))
+    return tuple(dims)
+
+
+@st.composite
+def values(draw: Callable, special_values: bool = True) -> Values:
+    dist = draw(st.sampled_from(["normal", "normal", "normal", "uniform", "arange", "ones"]))
+    specials = draw(st.sampled_from([0.0, 0.0, 0.05, 0.25])) if special_values else 0.0
+    scale = draw(st.sampled_from([1.0, 1.0, 1.0, 1e-3, 1e3]))
+    return Values(dist, specials, draw(ints(0, 2**31 - 1)), scale)
+
+
+@st.composite
+def layouts(draw: Callable, shape: tuple[int, ...], allowed: tuple[str, ...] = ALL_LAYOUTS) -> Layout:
+    rank = len(shape)
+    fits = [k for k in allowed if k == "contiguous"
+            or (k == "channels_last" and rank == 4) or (k == "channels_last_3d" and rank == 5)
+            or (k in ("permuted", "sliced") and rank >= 1)
+            or (k == "expanded" and any(s > 1 for s in shape))]
+    kind = draw(st.sampled_from(fits or ["contiguous"]))
+    if kind == "permuted":
+        return Layout(kind, perm=tuple(draw(permutations(rank))))
+    if kind == "sliced":
+        return Layout(kind, dim=draw(ints(0, rank - 1)), step=draw(ints(2, 3)))
+    if kind == "expanded":
+        wide = [i for i, s in enumerate(shape) if s > 1]
+        dims = tuple(d for d in wide if draw(st.booleans())) or (draw(st.sampled_from(wide)),)
+        return Layout(kind, dims=dims)
+    return Layout(kind)
+
+
+@st.composite
+def scalar_constants(draw: Callable) -> float | int | bool:
+    kind = draw(st.sampled_from(["float"] * 6 + ["int"] * 3 + ["bool"]))
+    if kind == "float":
+        return draw(st.sampled_from([0.5, 2.0, -1.5, 1e-5, 3.0, 0.0, 1.0, -0.25, 1e4]))
+    if kind == "int":
+        return draw(st.sampled_from([0, 1, 2, 3, -2, 7]))
+    return draw(st.booleans())
+
+
+# ---- graphs --------------------------------------------------------------------------------------
+def _pick(draw: Callable, names: list[str]) -> str:
+    """Favour the newest values, so graphs grow deep chains (what fusers fuse) rather than fans."""
+    if draw(ints(0, 4)) > 0:
+        return names[-1 - draw(ints(0, min(2, len(names) - 1)))]
+    return draw(st.sampled_from(names))
+
+
+def _try_op(draw: Callable, b: GraphBuilder, op_name: str, cfg: GenConfig, tensors: list[str],
+            scalars: list[str]) -> str | None:
+    op = OPS[op_name]
+    first = _pick(draw, tensors)
+    args: list = [first]
+    for pos in range(1, op.arity):
+        if pos in op.scalar_positions and draw(ints(0, 3)) == 0:
+            use_input = scalars and draw(st.booleans())
+            args.append(draw(st.sampled_from(scalars)) if use_input else draw(scalar_constants()))
+            continue
+        target = b.types[first].shape
+        fits = [t for t in tensors if _broadcastable(b.types[t].shape, target)]
+        args.append(_pick(draw, fits) if fits else first)
+    types = [b.types[a] if isinstance(a, str) else ValueType(None, scalar_kind(a)) for a in args]
+    if not op.accepts(types, tuple(args)):
+        return None
+    attrs = op.draw_attrs(draw, types) if op.draw_attrs else {}
+    if op_name == "cast" and attrs["dtype"] not in cfg.features.dtypes:
+        return None
+    try:
+        out = op.infer(types, attrs)
+    except (ValueError, KeyError, IndexError):
+        return None
+    if out.numel() > cfg.shapes.max_numel or out.rank > 6:
+        return None
+    return b.add(op_name, *args, **attrs)
+
+
+def _broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    try:
+        broadcast_shapes(a, b)
+        return True
+    except ValueError:
+        return False
+
+
+def _try_pattern(draw: Callable, b: GraphBuilder, name: str, tensors: list[str]) -> str | None:
+    floats = [t for t in tensors if is_float(b.types[t].dtype) and b.types[t].rank >= 1]
+    if not floats:
+        return None
+    x = _pick(draw, floats)
+    t = b.types[x]
+    try:
+        if name == "layer_norm":
+            dim = draw(ints(-t.rank, t.rank - 1))
+            affine = [1] * t.rank
+            affine[dim] = t.shape[dim]
+            w = b.tensor(affine, t.dtype, values=Values(seed=draw(ints(0, 2**31 - 1))))
+            bias = b.tensor(affine, t.dtype, values=Values(seed=draw(ints(0, 2**31 - 1))))
+            return layer_norm(b, x, dim, w, bias, variance=draw(st.sampled_from(["var", "moments"])))
+        if name == "batch_norm" and t.rank == 4:
+            return batch_norm(b, x, b.tensor([t.shape[1]], t.dtype), b.tensor([t.shape[1]], t.dtype))
+        if name == "squeeze_excite" and t.rank == 4:
+            return squeeze_excite(b, x, residual=x if draw(st.booleans()) else None)
+    except GraphError:
+        return None
+    return None
+
+
+@st.composite
+def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
+    """A random valid graph of pointwise, broadcast, reduction and view ops over mixed dtypes and
+    memory layouts, with one or more outputs."""
+    feats = config.features
+    b = GraphBuilder()
+    base = draw(shapes(config.shapes))
+    for _ in range(draw(ints(1, config.max_inputs))):
+        # Inputs share a broadcast-compatible shape: some dims set to 1, some leading dims dropped.
+        shape = [1 if draw(ints(0, 4)) == 0 else s for s in base]
+        shape = shape[draw(ints(0, len(shape))) if draw(ints(0, 3)) == 0 else 0:]
+        dtype = draw(st.sampled_from(feats.dtypes))
+        b.tensor(shape, dtype, draw(layouts(tuple(shape), feats.layouts)), draw(values(feats.special_values)))
+    scalars = [b.scalar(draw(st.sampled_from([0.5, -2.0, 3.0]))) for _ in range(draw(ints(0, 1)))]
+    n_ops = draw(ints(1, config.max_ops))
+    choices = [("op", o) for o in feats.ops] + [("pattern", p) for p in feats.patterns]
+    attempts = 0
+    while len(b.nodes) < n_ops and attempts < 4 * n_ops:
+        attempts += 1
+        tensors = [n for n, t in b.types.items() if not t.is_scalar]
+        kind, name = draw(st.sampled_from(choices))
+        if kind == "pattern":
+            if draw(ints(0, 3)) == 0:
+                _try_pattern(draw, b, name, tensors)
+        else:
+            _try_op(draw, b, name, config, tensors, scalars)
+    if not b.nodes:
+        b.add("neg" if b.types["x0"].dtype != "bool" else "logical_not", "x0")
+    used = {r for n in b.nodes for r in n.refs()}
+    sinks = [n.name for n in b.nodes if n.name not in used]
+    extra = [n.name for n in b.nodes if n.name in used and draw(ints(0, 9)) == 0]
+    return b.build(sinks + extra)
+
+
+@functools.lru_cache(maxsize=64)
+def _drawer(config: GenConfig) -> Callable[[bytes], object]:
+    """A Hypothesis test that records the graph it is given; built once per config because
+    wrapping a test with @given is far costlier than one draw."""
+    drawn: list[Graph] = []
+
+    @settings(database=None, suppress_health_check=list(HealthCheck), deadline=None)
+    @given(graphs(config))
+    def capture(graph: Graph) -> None:
+        drawn.append(graph)
+
+    def draw_from(buffer: bytes) -> Graph | None:
+        drawn.clear()
+        capture.hypothesis.fuzz_one_input(buffer)
+        return drawn[-1] if drawn else None
+    return draw_from
+
+
+def generate(seed: int, config: GenConfig = GenConfig()) -> Graph:
+    """Deterministically draw one graph from an integer seed: the same seed gives the same graph."""
+    for attempt in range(8):
+        graph = _drawer(config)(random.Random(f"{seed}:{attempt}").randbytes(8192))
+        if graph is not None:
+            return graph
+    raise GraphError(f"seed {seed} did not yield a graph")
+
+
+def batch_features(campaign_seed: int, batch: int, base: Features = Features()) -> Features:
+    """The swarm feature set of one batch of cases, a pure function of the campaign seed."""
+    return swarm(random.Random(f"{campaign_seed}:{batch}"), base)
+
+
+__all__ = ["Features", "ShapeConfig", "GenConfig", "swarm", "shapes", "values", "layouts", "graphs",
+           "generate", "batch_features", "scalar_constants", "PATTERNS", "ALL_LAYOUTS"]

@@ -1,0 +1,189 @@
+"""Tests for fuzzfuse.worker: crashes, hangs and noise in a job must not stop the pool."""
+import os
+import signal
+import time
+
+import pytest
+
+from fuzzfuse.worker import WorkerPool
+
+JOBS = "tests.worker_jobs"
+
+
+def _gone(pid: int) -> bool:
+    """True if pid is dead; a zombie counts as dead (PID 1 in a container may not reap)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def _wait_gone(pid: int, seconds: float = 2.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return _gone(pid)
+
+
+def test_echo_results_in_order_with_id_and_time():
+    with WorkerPool(2, f"{JOBS}:echo") as pool:
+        results = pool.run_all({"id": i, "payload": [i, "x"]} for i in range(10))
+    assert [r["id"] for r in results] == list(range(10))
+    assert [r["payload"] for r in results] == [[i, "x"] for i in range(10)]
+    assert all(r["worker_seconds"] >= 0 for r in results)
+    assert pool.restarts == 0
+
+
+@pytest.mark.parametrize("kind, signal_name, exitcode", [
+    ("segfault", "SIGSEGV", -11), ("abort", "SIGABRT", -6), ("exit_", None, 3)])
+def test_hard_crash_is_reported_and_pool_goes_on(kind, signal_name, exitcode):
+    jobs = [{"id": "before", "kind": "sleep", "seconds": 0},
+            {"id": "crash", "kind": kind},
+            *({"id": f"after{i}", "kind": "sleep", "seconds": 0} for i in range(3))]
+    with WorkerPool(1, f"{JOBS}:dispatch") as pool:
+        before, crash, *after = pool.run_all(jobs)
+    assert crash["status"] == "hard-crash"
+    assert crash["signal"] == signal_name and crash["exitcode"] == exitcode
+    assert "pid" in before and all("pid" in r for r in after)
+    assert after[0]["pid"] != before["pid"]
+    assert pool.restarts == 1
+
+
+def test_crash_reports_stderr_tail_with_python_stack():
+    with WorkerPool(1, f"{JOBS}:dispatch") as pool:
+        [result] = pool.run_all([{"id": 1, "kind": "noisy_crash"}])
+    assert result["signal"] == "SIGABRT"
+    assert "last words before the crash" in result["stderr_tail"]
+    assert "noisy_crash" in result["stderr_tail"]  # faulthandler's traceback
+    assert len(result["stderr_tail"]) <= 2000
+
+
+def test_crash_detected_while_forked_child_holds_pipes(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    jobs = [{"id": 1, "kind": "crash_leaving_forked_child", "pid_file": str(pid_file)},
+            {"id": 2, "kind": "sleep", "seconds": 0}]
+    with WorkerPool(1, f"{JOBS}:dispatch", timeout=30) as pool:
+        start = time.monotonic()
+        crash, after = pool.run_all(jobs)
+        assert time.monotonic() - start < 5  # not left to the timeout
+    assert crash["status"] == "hard-crash" and crash["signal"] == "SIGABRT"
+    assert "pid" in after
+    assert _wait_gone(int(pid_file.read_text()))  # killed with the worker's group
+
+
+def test_hang_is_killed_with_its_children_and_pool_goes_on(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    jobs = [{"id": "hang", "kind": "hang_with_child", "pid_file": str(pid_file), "timeout": 0.5},
+            {"id": "after", "kind": "sleep", "seconds": 0}]
+    with WorkerPool(1, f"{JOBS}:dispatch", timeout=30) as pool:
+        start = time.monotonic()
+        hang, after = pool.run_all(jobs)
+        elapsed = time.monotonic() - start
+    assert hang == {"id": "hang", "status": "hang", "timeout": 0.5,
+                    "stderr_tail": hang["stderr_tail"]}
+    assert "hang_with_child" in hang["stderr_tail"]  # where it hung, from faulthandler
+    assert "pid" in after
+    assert elapsed < 5
+    assert all(_wait_gone(int(pid)) for pid in pid_file.read_text().split())
+    assert pool.restarts == 1
+
+
+def test_pool_timeout_applies_when_job_has_none():
+    with WorkerPool(1, f"{JOBS}:hang", timeout=0.3) as pool:
+        [result] = pool.run_all([{"id": 7}])
+    assert result["status"] == "hang" and result["timeout"] == 0.3
+
+
+def test_handler_exception_is_worker_error_and_worker_survives():
+    jobs = [{"id": 1, "kind": "raise_error"}, {"id": 2, "kind": "not_a_dict"},
+            {"id": 3, "kind": "sleep", "seconds": 0}]
+    with WorkerPool(1, f"{JOBS}:dispatch") as pool:
+        error, not_dict, ok = pool.run_all(jobs)
+    assert error["status"] == "worker-error" and error["error_type"] == "ValueError"
+    assert error["error"] == "harness bug" and "raise_error" in error["traceback"]
+    assert not_dict["status"] == "worker-error" and not_dict["error_type"] == "TypeError"
+    assert "pid" in ok
+    assert pool.restarts == 0
+
+
+def test_output_on_fds_1_and_2_does_not_break_protocol():
+    with WorkerPool(1, f"{JOBS}:dispatch") as pool:
+        results = pool.run_all([{"id": i, "kind": "print_to_stdout_and_stderr"} for i in range(3)])
+    assert [r["printed"] for r in results] == [True] * 3
+    assert pool.restarts == 0
+
+
+def test_large_result_crosses_pipe_buffer():
+    with WorkerPool(1, f"{JOBS}:dispatch") as pool:
+        [result] = pool.run_all([{"id": 1, "kind": "big", "size": 1_000_000}])
+    assert len(result["blob"]) == 1_000_000
+
+
+def test_two_workers_run_concurrently():
+    with WorkerPool(2, f"{JOBS}:sleep") as pool:
+        pool.run_all([{"id": "warm", "seconds": 0}])  # workers are up
+        start = time.monotonic()
+        results = pool.run_all([{"id": 1, "seconds": 1}, {"id": 2, "seconds": 1}])
+        elapsed = time.monotonic() - start
+    assert elapsed < 1.8
+    assert results[0]["pid"] != results[1]["pid"]
+
+
+def test_results_stream_in_completion_order_and_states():
+    with WorkerPool(2, f"{JOBS}:dispatch") as pool:
+        assert set(pool.states()) <= {"starting", "idle"}
+        pool.submit({"id": "slow", "kind": "sleep", "seconds": 0.5})
+        pool.submit({"id": "fast", "kind": "sleep", "seconds": 0})
+        stream = pool.results()
+        assert next(stream)["id"] == "fast"
+        assert sorted(s.split()[0] for s in pool.states()) == ["busy", "idle"]
+        assert next(stream)["id"] == "slow"
+        assert list(stream) == []
+        assert pool.states() == ["idle", "idle"]
+
+
+def test_init_runs_once_per_worker_and_env_reaches_worker():
+    env = {"FUZZFUSE_TEST_VAR": "hello", "PYTORCH_TENSOREXPR_FALLBACK": "0"}
+    with WorkerPool(2, f"{JOBS}:echo", env=env, init=f"{JOBS}:init") as pool:
+        results = pool.run_all({"id": i, "env_var": "FUZZFUSE_TEST_VAR"} for i in range(8))
+    assert {r["init_calls"] for r in results} == {1}
+    assert {r["env"] for r in results} == {"hello"}
+    assert os.environ.get("FUZZFUSE_TEST_VAR") is None
+
+
+def test_restart_worker_request_is_honoured():
+    with WorkerPool(1, f"{JOBS}:dispatch") as pool:
+        first, second = pool.run_all([{"id": 1, "kind": "restart_me"},
+                                      {"id": 2, "kind": "sleep", "seconds": 0}])
+    assert first["restart_worker"] is True
+    assert first["pid"] != second["pid"]
+    assert pool.restarts == 1
+
+
+def test_worker_that_cannot_start_raises():
+    with WorkerPool(1, f"{JOBS}:echo", init=f"{JOBS}:init_fails") as pool:
+        with pytest.raises(RuntimeError, match="init exploded"):
+            pool.run_all([{"id": 1}])
+    with WorkerPool(1, f"{JOBS}:no_such_function") as pool:
+        with pytest.raises(RuntimeError, match="no_such_function"):
+            pool.run_all([{"id": 1}])
+
+
+def test_ctrl_c_in_parent_kills_workers_and_their_children(tmp_path):
+    """SIGALRM stands in for Ctrl-C: KeyboardInterrupt lands while results() waits."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with WorkerPool(2, f"{JOBS}:hang_with_child") as pool:
+                pool.run_all({"id": i, "pid_file": str(tmp_path / f"{i}.pid")} for i in range(2))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    pids = [int(pid) for i in range(2) for pid in (tmp_path / f"{i}.pid").read_text().split()]
+    assert len(pids) == 4
+    assert all(_wait_gone(pid) for pid in pids)
