@@ -73,7 +73,7 @@ def _serve(config_json: str) -> None:
         try:
             reply = {**handler(job), "worker_seconds": time.perf_counter() - start}
             data = json.dumps(reply)
-        except Exception as exc:  # noqa: BLE001 - reported to the parent
+        except Exception as exc:  # reported to the parent, which goes on
             data = json.dumps({"status": "worker-error", "error_type": type(exc).__name__,
                                "error": str(exc), "traceback": traceback.format_exc(),
                                "worker_seconds": time.perf_counter() - start})
