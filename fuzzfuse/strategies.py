@@ -11,6 +11,7 @@ campaigns make reproducible cases without Hypothesis' test runner.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from .ir import OPS, Graph, GraphError, Layout, Values
-from .ir.ops import ints, permutations
+from .ir.ops import choice, ints, permutations
 from .ir.builder import GraphBuilder, batch_norm, layer_norm, squeeze_excite
 from .ir.types import DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
 
@@ -80,21 +81,21 @@ def swarm(rng: random.Random, base: Features = Features()) -> Features:
 def shapes(draw: Callable, config: ShapeConfig = ShapeConfig(), min_rank: int = 0) -> tuple[int, ...]:
     """Mostly small dims, with size-1 and odd sizes common; occasionally a large dim."""
     rank = draw(ints(min_rank, config.max_rank))
-    small = st.sampled_from([1, 1, 2, 3, 4, 5, 7, 8][: max(2, config.max_dim + 2)]).map(lambda d: min(d, config.max_dim))
+    small = [min(d, config.max_dim) for d in (1, 1, 2, 3, 4, 5, 7, 8)]
     dims = []
     for _ in range(rank):
         if config.large_dims and draw(st.floats(0, 1)) < config.large_prob:
-            dims.append(draw(st.sampled_from(config.large_dims)))
+            dims.append(choice(draw, config.large_dims))
         else:
-            dims.append(draw(small))
+            dims.append(choice(draw, small))
     return tuple(dims)
 
 
 @st.composite
 def values(draw: Callable, special_values: bool = True) -> Values:
-    dist = draw(st.sampled_from(["normal", "normal", "normal", "uniform", "arange", "ones"]))
-    specials = draw(st.sampled_from([0.0, 0.0, 0.05, 0.25])) if special_values else 0.0
-    scale = draw(st.sampled_from([1.0, 1.0, 1.0, 1e-3, 1e3]))
+    dist = choice(draw, ["normal", "normal", "normal", "uniform", "arange", "ones"])
+    specials = choice(draw, [0.0, 0.0, 0.05, 0.25]) if special_values else 0.0
+    scale = choice(draw, [1.0, 1.0, 1.0, 1e-3, 1e3])
     return Values(dist, specials, draw(ints(0, 2**31 - 1)), scale)
 
 
@@ -105,25 +106,25 @@ def layouts(draw: Callable, shape: tuple[int, ...], allowed: tuple[str, ...] = A
             or (k == "channels_last" and rank == 4) or (k == "channels_last_3d" and rank == 5)
             or (k in ("permuted", "sliced") and rank >= 1)
             or (k == "expanded" and any(s > 1 for s in shape))]
-    kind = draw(st.sampled_from(fits or ["contiguous"]))
+    kind = choice(draw, fits or ["contiguous"])
     if kind == "permuted":
         return Layout(kind, perm=tuple(draw(permutations(rank))))
     if kind == "sliced":
         return Layout(kind, dim=draw(ints(0, rank - 1)), step=draw(ints(2, 3)))
     if kind == "expanded":
         wide = [i for i, s in enumerate(shape) if s > 1]
-        dims = tuple(d for d in wide if draw(st.booleans())) or (draw(st.sampled_from(wide)),)
+        dims = tuple(d for d in wide if draw(st.booleans())) or (choice(draw, wide),)
         return Layout(kind, dims=dims)
     return Layout(kind)
 
 
 @st.composite
 def scalar_constants(draw: Callable) -> float | int | bool:
-    kind = draw(st.sampled_from(["float"] * 6 + ["int"] * 3 + ["bool"]))
+    kind = choice(draw, ["float"] * 6 + ["int"] * 3 + ["bool"])
     if kind == "float":
-        return draw(st.sampled_from([0.5, 2.0, -1.5, 1e-5, 3.0, 0.0, 1.0, -0.25, 1e4]))
+        return choice(draw, [0.5, 2.0, -1.5, 1e-5, 3.0, 0.0, 1.0, -0.25, 1e4])
     if kind == "int":
-        return draw(st.sampled_from([0, 1, 2, 3, -2, 7]))
+        return choice(draw, [0, 1, 2, 3, -2, 7])
     return draw(st.booleans())
 
 
@@ -132,7 +133,7 @@ def _pick(draw: Callable, names: list[str]) -> str:
     """Favour the newest values, so graphs grow deep chains (what fusers fuse) rather than fans."""
     if draw(ints(0, 4)) > 0:
         return names[-1 - draw(ints(0, min(2, len(names) - 1)))]
-    return draw(st.sampled_from(names))
+    return choice(draw, names)
 
 
 def _try_op(draw: Callable, b: GraphBuilder, op_name: str, cfg: GenConfig, tensors: list[str],
@@ -143,7 +144,7 @@ def _try_op(draw: Callable, b: GraphBuilder, op_name: str, cfg: GenConfig, tenso
     for pos in range(1, op.arity):
         if pos in op.scalar_positions and draw(ints(0, 3)) == 0:
             use_input = scalars and draw(st.booleans())
-            args.append(draw(st.sampled_from(scalars)) if use_input else draw(scalar_constants()))
+            args.append(choice(draw, scalars) if use_input else draw(scalar_constants()))
             continue
         target = b.types[first].shape
         fits = [t for t in tensors if _broadcastable(b.types[t].shape, target)]
@@ -184,7 +185,7 @@ def _try_pattern(draw: Callable, b: GraphBuilder, name: str, tensors: list[str])
             affine[dim] = t.shape[dim]
             w = b.tensor(affine, t.dtype, values=Values(seed=draw(ints(0, 2**31 - 1))))
             bias = b.tensor(affine, t.dtype, values=Values(seed=draw(ints(0, 2**31 - 1))))
-            return layer_norm(b, x, dim, w, bias, variance=draw(st.sampled_from(["var", "moments"])))
+            return layer_norm(b, x, dim, w, bias, variance=choice(draw, ["var", "moments"]))
         if name == "batch_norm" and t.rank == 4:
             return batch_norm(b, x, b.tensor([t.shape[1]], t.dtype), b.tensor([t.shape[1]], t.dtype))
         if name == "squeeze_excite" and t.rank == 4:
@@ -205,16 +206,16 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
         # Inputs share a broadcast-compatible shape: some dims set to 1, some leading dims dropped.
         shape = [1 if draw(ints(0, 4)) == 0 else s for s in base]
         shape = shape[draw(ints(0, len(shape))) if draw(ints(0, 3)) == 0 else 0:]
-        dtype = draw(st.sampled_from(feats.dtypes))
+        dtype = choice(draw, feats.dtypes)
         b.tensor(shape, dtype, draw(layouts(tuple(shape), feats.layouts)), draw(values(feats.special_values)))
-    scalars = [b.scalar(draw(st.sampled_from([0.5, -2.0, 3.0]))) for _ in range(draw(ints(0, 1)))]
+    scalars = [b.scalar(choice(draw, [0.5, -2.0, 3.0])) for _ in range(draw(ints(0, 1)))]
     n_ops = draw(ints(1, config.max_ops))
     choices = [("op", o) for o in feats.ops] + [("pattern", p) for p in feats.patterns]
     attempts = 0
     while len(b.nodes) < n_ops and attempts < 4 * n_ops:
         attempts += 1
         tensors = [n for n, t in b.types.items() if not t.is_scalar]
-        kind, name = draw(st.sampled_from(choices))
+        kind, name = choice(draw, choices)
         if kind == "pattern":
             if draw(ints(0, 3)) == 0:
                 _try_pattern(draw, b, name, tensors)
@@ -255,10 +256,21 @@ def generate(seed: int, config: GenConfig = GenConfig()) -> Graph:
     raise GraphError(f"seed {seed} did not yield a graph")
 
 
+def config_to_json(config: GenConfig) -> dict:
+    return dataclasses.asdict(config)
+
+
+def config_from_json(d: dict) -> GenConfig:
+    feats = {k: tuple(v) if isinstance(v, list) else v for k, v in d.get("features", {}).items()}
+    shapes_ = {k: tuple(v) if isinstance(v, list) else v for k, v in d.get("shapes", {}).items()}
+    rest = {k: v for k, v in d.items() if k not in ("features", "shapes")}
+    return GenConfig(features=Features(**feats), shapes=ShapeConfig(**shapes_), **rest)
+
+
 def batch_features(campaign_seed: int, batch: int, base: Features = Features()) -> Features:
     """The swarm feature set of one batch of cases, a pure function of the campaign seed."""
     return swarm(random.Random(f"{campaign_seed}:{batch}"), base)
 
 
 __all__ = ["Features", "ShapeConfig", "GenConfig", "swarm", "shapes", "values", "layouts", "graphs",
-           "generate", "batch_features", "scalar_constants", "PATTERNS", "ALL_LAYOUTS"]
+           "generate", "batch_features", "config_to_json", "config_from_json", "scalar_constants", "PATTERNS", "ALL_LAYOUTS"]

@@ -147,6 +147,7 @@ class _Worker:
         return self.proc.returncode
 
     def tail(self) -> str:
+        """The end of the worker's stdout+stderr since its current job (or start) began."""
         with open(self.log_path, "rb") as log:
             log.seek(max(0, os.fstat(log.fileno()).st_size - TAIL_CHARS))
             return log.read().decode(errors="replace")
@@ -192,6 +193,19 @@ class WorkerPool:
                 return
             self._step()
 
+    def poll(self, max_wait: float) -> list[dict]:
+        """Results completed within about `max_wait` seconds (maybe none): lets a campaign loop
+        redraw its live display and keep the queue full while workers are busy."""
+        if self.pending():
+            self._step(max_wait)
+        done = list(self._done)
+        self._done.clear()
+        return done
+
+    def pending(self) -> int:
+        """Jobs queued or running."""
+        return len(self._queue) + sum(w.job is not None for w in self._workers)
+
     def run_all(self, jobs: Iterable[dict]) -> list[dict]:
         """Run jobs (unique ids, nothing else pending) and return results in their order."""
         jobs = list(jobs)
@@ -219,7 +233,7 @@ class WorkerPool:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def _step(self) -> None:
+    def _step(self, max_wait: float | None = None) -> None:
         """Hand queued jobs to idle workers, then wait for a message, a death or a deadline."""
         for w in self._workers:
             if w.state == "idle" and self._queue:
@@ -227,6 +241,8 @@ class WorkerPool:
                 w.start(job, job.get("timeout", self.timeout))
         deadlines = [w.deadline for w in self._workers if w.state != "idle"]
         timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+        if max_wait is not None:
+            timeout = max_wait if timeout is None else min(timeout, max_wait)
         ready = set(wait([fd for w in self._workers for fd in (w.result_r, w.pidfd)], timeout))
         for w in list(self._workers):
             if w.result_r in ready or w.pidfd in ready:

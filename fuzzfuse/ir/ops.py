@@ -8,6 +8,7 @@ simpler op" pass all iterate over `OPS`.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -63,10 +64,18 @@ def _call(fn: str, *attr_names: str) -> Callable[[list[str], Attrs], str]:
     return render
 
 
+@functools.lru_cache(maxsize=4096)
 def ints(lo: int, hi: int) -> st.SearchStrategy[int]:
     """st.integers(lo, hi) drawn as an offset from 0: under fuzz_one_input (how campaigns draw),
     Hypothesis 6.155 rejects every buffer for some ranges, e.g. integers(2, 3) or integers(-5, -1)."""
     return st.integers(0, hi - lo).map(lambda v: v + lo)
+
+
+def choice(draw: Callable, items) -> Any:
+    """One of `items`, drawn as an index: cheaper than building st.sampled_from per draw, which
+    Hypothesis validates anew each time."""
+    items = list(items)
+    return items[draw(ints(0, len(items) - 1))]
 
 
 # ---- dtype predicates ----------------------------------------------------------------------------
@@ -181,12 +190,12 @@ register(Op("lerp", "ternary", 3, _same, torch.lerp, _call("torch.lerp"), _same_
 register(Op("addcmul", "ternary", 3, _same,
             lambda a, b, c, value=1.0: torch.addcmul(a, b, c, value=value), _call("torch.addcmul", "value"),
             lambda t, a: _same_float(t, a) and all(not x.is_scalar for x in t),
-            draw_attrs=lambda draw, ts: {"value": draw(st.sampled_from([1.0, 0.5, -2.0]))}))
+            draw_attrs=lambda draw, ts: {"value": choice(draw, [1.0, 0.5, -2.0])}))
 
 # ---- casts ---------------------------------------------------------------------------------------
 register(Op("cast", "cast", 1, lambda ts, at: ValueType(ts[0].shape, at["dtype"]),
             lambda x, dtype: x.to(DTYPES[dtype]), lambda args, at: f"{args[0]}.to({lit(at['dtype'])})",
-            draw_attrs=lambda draw, ts: {"dtype": draw(st.sampled_from(sorted(DTYPES)))}))
+            draw_attrs=lambda draw, ts: {"dtype": choice(draw, sorted(DTYPES))}))
 
 
 # ---- broadcasting --------------------------------------------------------------------------------
@@ -218,7 +227,7 @@ def _expand_sizes(draw: Callable, ts: Types) -> Attrs:
     shape = ts[0].shape
     lead = draw(ints(0, max(0, 4 - len(shape))))
     sizes = [draw(ints(1, 5)) for _ in range(lead)]
-    sizes += [draw(st.sampled_from([-1, 2, 3, 7])) if s == 1 else draw(st.sampled_from([-1, s])) for s in shape]
+    sizes += [choice(draw, [-1, 2, 3, 7]) if s == 1 else choice(draw, [-1, s]) for s in shape]
     return {"sizes": sizes}
 
 
@@ -279,7 +288,7 @@ def _reduce_dims(draw: Callable, ts: Types, single: bool = False, correction: bo
     at: Attrs = {"dim": dims[0]} if single else {"dims": dims}
     at["keepdim"] = draw(st.booleans())
     if correction:
-        at["correction"] = draw(st.sampled_from([0, 1]))
+        at["correction"] = choice(draw, [0, 1])
     return at
 
 
@@ -382,7 +391,7 @@ def _reshape_shape(draw: Callable, ts: Types) -> Attrs:
     else:
         i = draw(ints(0, len(s) - 1))
         divisors = [d for d in range(1, s[i] + 1) if s[i] % d == 0]
-        d = draw(st.sampled_from(divisors))
+        d = choice(draw, divisors)
         s[i:i + 1] = [d, s[i] // d]
     if draw(st.booleans()):
         s[draw(ints(0, len(s) - 1))] = -1

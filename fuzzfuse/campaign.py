@@ -1,0 +1,204 @@
+"""The fuzz loop: seeded cases fanned out to isolated workers, outcomes counted, each new failure
+re-run to rule out flakiness, every failing case saved, stats checkpointed to summary.json."""
+from __future__ import annotations
+
+import collections
+import hashlib
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .backends import get_backend
+from .corpus import Case, save_case, write_json
+from .ir import Graph
+from .oracle import FAILURES, Signature
+from .strategies import Features, GenConfig, batch_features, config_from_json, config_to_json, generate
+from .worker import WorkerPool
+
+BATCH = 50  # cases per swarm feature set
+RECHECKS = 2  # re-runs of a new signature's first case before it counts as reproducible
+MAX_SAVED_PER_SIGNATURE = 20
+
+
+def case_seed(campaign_seed: int, index: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"{campaign_seed}:{index}".encode()).digest()[:6], "big")
+
+
+def worker_env(backend_name: str) -> dict[str, str]:
+    """Environment a fuser reads at import time, set before the worker imports torch."""
+    env = {"FUZZFUSE_BACKEND": backend_name}
+    if backend_name.startswith("torchscript:nnc"):
+        env["PYTORCH_TENSOREXPR_FALLBACK"] = "0"
+    if backend_name == "torchscript:nvfuser":
+        env["PYTORCH_NVFUSER_DISABLE"] = "fallback"
+    return env
+
+
+@dataclass
+class Stats:
+    cases: int = 0
+    outcomes: collections.Counter = field(default_factory=collections.Counter)
+    signatures: dict[str, dict] = field(default_factory=dict)  # key -> {signature, count, first, ...}
+    fused_kernels: int = 0
+    start: float = field(default_factory=time.time)
+
+    @property
+    def seconds(self) -> float:
+        return time.time() - self.start
+
+    def summary(self, backend: str, versions: dict, extra: dict) -> dict:
+        secs = self.seconds
+        return {"backend": backend, "versions": versions, "cases": self.cases,
+                "outcomes": dict(self.outcomes), "signatures": list(self.signatures.values()),
+                "seconds": round(secs, 2), "cases_per_second": round(self.cases / secs, 3) if secs else 0.0,
+                **extra}
+
+
+class Campaign:
+    def __init__(self, backend: str, out: Path, seed: int = 0, workers: int = 2,
+                 time_limit: float | None = None, max_cases: int | None = None, timeout: float = 60.0,
+                 check_strides: bool = False, max_ops: int = 12, features: Features | None = None,
+                 display=None):
+        self.backend_name = backend
+        self.backend = get_backend(backend)
+        self.out = Path(out)
+        self.seed, self.workers = seed, workers
+        self.time_limit, self.max_cases, self.timeout = time_limit, max_cases, timeout
+        self.check_strides, self.max_ops = check_strides, max_ops
+        self.features = features or Features()
+        self.stats = Stats()
+        self.versions = self.backend.versions()
+        self.display = display
+        self._next_index = 0
+        self._jobs: dict[int | str, dict] = {}
+        self._rechecks: dict[str, list] = {}  # signature key -> outcomes of its re-runs
+        self._saved_per_sig: collections.Counter = collections.Counter()
+
+    # ---- job stream ------------------------------------------------------------------------
+    def config_for(self, index: int) -> GenConfig:
+        return GenConfig(features=batch_features(self.seed, index // BATCH, self.features),
+                         shapes=self.backend.shapes, max_ops=self.max_ops)
+
+    def _new_job(self) -> dict:
+        i = self._next_index
+        self._next_index += 1
+        job = {"id": i, "backend": self.backend_name, "seed": case_seed(self.seed, i),
+               "config": config_to_json(self.config_for(i)), "check_strides": self.check_strides,
+               "timeout": self.timeout}
+        self._jobs[i] = job
+        return job
+
+    def _done_submitting(self) -> bool:
+        if self.max_cases is not None and self._next_index >= self.max_cases:
+            return True
+        return self.time_limit is not None and self.stats.seconds >= self.time_limit
+
+    # ---- results ---------------------------------------------------------------------------
+    def _graph_of(self, job: dict, result: dict) -> Graph:
+        if "graph" in result:
+            return Graph.from_json(result["graph"])
+        if "graph" in job:
+            return Graph.from_json(job["graph"])
+        # The worker died before it could say: regenerate deterministically from the seed.
+        return generate(job["seed"], config_from_json(job["config"]))
+
+    def classify(self, job: dict, result: dict) -> tuple[str, Signature | None]:
+        status = result.get("status")
+        if status == "hard-crash":
+            kind = result.get("signal") or f"exit {result.get('exitcode')}"
+            return "hard-crash", Signature("hard-crash", self.backend_name, "run", kind)
+        if status == "hang":
+            return "hang", Signature("hang", self.backend_name, "run", "timeout")
+        if status == "worker-error":
+            # A fuzzfuse bug, not a fuser bug: surface it loudly rather than count it.
+            raise RuntimeError(f"fuzzfuse harness error on job {job.get('seed')}: {result.get('error_type')}: "
+                               f"{result.get('error')}\n{result.get('traceback', '')}")
+        sig = Signature.from_json(result["signature"]) if result.get("signature") else None
+        return result["outcome"], sig
+
+    def _record(self, job: dict, result: dict, pool: WorkerPool) -> None:
+        recheck_of = job.get("recheck_of")
+        outcome, sig = self.classify(job, result)
+        if recheck_of is not None:
+            self._rechecks[recheck_of].append(sig.key() if sig else "pass")
+            self._settle_recheck(recheck_of)
+            return
+        self.stats.cases += 1
+        self.stats.fused_kernels += bool(result.get("fused"))
+        if outcome not in FAILURES or sig is None:
+            self.stats.outcomes[outcome] += 1
+            return
+        key = sig.key()
+        entry = self.stats.signatures.get(key)
+        if entry is None:
+            graph = self._graph_of(job, result)
+            entry = self.stats.signatures[key] = {
+                "key": key, "slug": sig.slug(), "signature": sig.to_json(), "outcome": outcome, "count": 0,
+                "first_seen": time.time(), "smallest_size": graph.size, "confirmed": None,
+                "detail": str(result.get("detail", ""))[:500]}
+            self._rechecks[key] = []
+            for k in range(RECHECKS):
+                recheck = {"id": f"recheck-{k}-{key}", "backend": self.backend_name, "graph": graph.to_json(),
+                           "check_strides": self.check_strides, "timeout": self.timeout, "recheck_of": key}
+                self._jobs[recheck["id"]] = recheck
+                pool.submit(recheck)
+        entry["count"] += 1
+        entry["last_seen"] = time.time()
+        self.stats.outcomes["flaky" if entry["confirmed"] is False else outcome] += 1
+        if self._saved_per_sig[key] < MAX_SAVED_PER_SIGNATURE:
+            self._saved_per_sig[key] += 1
+            graph = self._graph_of(job, result)
+            entry["smallest_size"] = min(entry["smallest_size"], graph.size)
+            save_case(self.out / "corpus", Case(
+                graph, self.backend_name, job.get("seed"), outcome, sig.to_json(),
+                str(result.get("detail") or result.get("stderr_tail") or "")[:20000], self.versions,
+                job.get("config"), {"check_strides": self.check_strides}))
+
+    def _settle_recheck(self, key: str) -> None:
+        """A signature is reproducible when every re-run of its first case fails the same way;
+        otherwise its cases count as flaky from then on."""
+        runs = self._rechecks[key]
+        if len(runs) < RECHECKS:
+            return
+        entry = self.stats.signatures[key]
+        entry["confirmed"] = all(r == key for r in runs)
+        if not entry["confirmed"]:
+            entry["outcome"] = "flaky"
+            entry["recheck_outcomes"] = runs
+            self.stats.outcomes[entry["signature"]["outcome"]] -= 1
+            self.stats.outcomes["flaky"] += 1
+
+    # ---- main loop -------------------------------------------------------------------------
+    def run(self) -> dict:
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.stats = Stats()
+        env = worker_env(self.backend_name)
+        last_checkpoint = time.time()
+        with WorkerPool(self.workers, "fuzzfuse.runner:run_job", timeout=self.timeout, env=env,
+                        init="fuzzfuse.runner:init_worker") as pool:
+            try:
+                while True:
+                    while pool.pending() < 2 * self.workers and not self._done_submitting():
+                        pool.submit(self._new_job())
+                    if not pool.pending():
+                        break
+                    for result in pool.poll(0.5):
+                        self._record(self._jobs.pop(result["id"]), result, pool)
+                    if self.display:
+                        self.display(self, pool)
+                    if time.time() - last_checkpoint > 10:
+                        self.checkpoint(pool)
+                        last_checkpoint = time.time()
+            except KeyboardInterrupt:
+                print("interrupted: writing summary", file=sys.stderr)
+            summary = self.checkpoint(pool)
+        return summary
+
+    def checkpoint(self, pool: WorkerPool | None = None) -> dict:
+        summary = self.stats.summary(self.backend_name, self.versions, {
+            "seed": self.seed, "workers": self.workers, "fused_cases": self.stats.fused_kernels,
+            "worker_restarts": pool.restarts if pool else 0})
+        write_json(self.out / "summary.json", summary)
+        return summary
+

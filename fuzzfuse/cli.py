@@ -1,0 +1,99 @@
+"""Command line front end. Bad input (unknown backend, corrupt case file, missing GPU) gets one
+line on stderr and exit code 2; nothing else is lost."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .backends import Unavailable, availability, default_backend, get_backend
+
+EXIT_BAD_INPUT = 2
+
+
+class BadInput(Exception):
+    """One line for the user; exit code 2."""
+
+
+def cmd_backends(args: argparse.Namespace) -> int:
+    for name, reason in availability().items():
+        print(f"{name:22} {'available' if reason is None else 'unavailable: ' + reason}")
+    return 0
+
+
+def _backend_name(requested: str | None) -> str:
+    name = requested or default_backend()
+    try:
+        get_backend(name)
+    except Unavailable as e:
+        raise BadInput(str(e)) from e
+    return name
+
+
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    from .campaign import Campaign
+    from .progress import campaign_display
+
+    backend = _backend_name(args.backend)
+    limit = args.time if args.time is not None or args.max_cases is not None else 60.0
+    campaign = Campaign(backend, Path(args.out), seed=args.seed, workers=args.workers, time_limit=limit,
+                        max_cases=args.max_cases, timeout=args.timeout, check_strides=args.check_strides,
+                        max_ops=args.max_ops)
+    with campaign_display() as display:
+        campaign.display = display
+        summary = campaign.run()
+    print(f"{summary['cases']} cases in {summary['seconds']:.0f}s ({summary['cases_per_second']:.1f}/s) on "
+          f"{backend}: {summary['outcomes']}")
+    for s in summary["signatures"]:
+        print(f"  {s['count']:5}x {s['outcome']:10} {s['key']}")
+    print(f"summary: {Path(args.out) / 'summary.json'}")
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .replay import replay
+
+    return replay(args.paths, backend=args.backend, workers=args.workers, timeout=args.timeout)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fuzzfuse", description="Find and minimize bugs in tensor fusing compilers.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("backends", help="list backends and whether they run here").set_defaults(func=cmd_backends)
+
+    f = sub.add_parser("fuzz", help="run a fuzz campaign")
+    f.add_argument("--backend", help="default: the best available (nvfuser, inductor, torchscript:nnc, ...)")
+    f.add_argument("--time", type=float, help="seconds to run (default 60 unless --max-cases is given)")
+    f.add_argument("--max-cases", type=int)
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    f.add_argument("--out", default=".", help="output directory (corpus/, summary.json)")
+    f.add_argument("--timeout", type=float, default=60.0, help="seconds per case before it counts as a hang")
+    f.add_argument("--max-ops", type=int, default=12)
+    f.add_argument("--check-strides", action="store_true", help="also compare output strides")
+    f.set_defaults(func=cmd_fuzz)
+
+    r = sub.add_parser("replay", help="re-run saved cases; report which still fail")
+    r.add_argument("paths", nargs="+", help="case files or directories of them")
+    r.add_argument("--backend", help="default: each case's own backend")
+    r.add_argument("--workers", type=int, default=1)
+    r.add_argument("--timeout", type=float, default=120.0)
+    r.set_defaults(func=cmd_replay)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except BadInput as e:
+        print(f"fuzzfuse: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""Cases on disk: one JSON file per failing case, written atomically, loaded without executing
+anything. A corrupt file is reported with one line and skipped; it never stops a replay."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from .ir import Graph, GraphError
+
+CASE_SCHEMA = 1
+
+
+class CorpusError(ValueError):
+    """A case file that cannot be used; the message is one line naming the file."""
+
+
+@dataclass
+class Case:
+    """A graph plus where it came from and how it failed."""
+
+    graph: Graph
+    backend: str = ""
+    seed: int | None = None
+    outcome: str = ""
+    signature: dict | None = None
+    detail: str = ""
+    versions: dict = field(default_factory=dict)
+    config: dict | None = None
+    options: dict = field(default_factory=dict)
+    found: float = field(default_factory=time.time)
+
+    def to_json(self) -> dict:
+        return {"schema": CASE_SCHEMA, "kind": "fuzzfuse-case", "graph": self.graph.to_json(),
+                "backend": self.backend, "seed": self.seed, "outcome": self.outcome,
+                "signature": self.signature, "detail": self.detail, "versions": self.versions,
+                "config": self.config, "options": self.options, "found": self.found}
+
+    @staticmethod
+    def from_json(d: dict) -> "Case":
+        if not isinstance(d, dict) or d.get("kind") != "fuzzfuse-case":
+            raise GraphError("not a fuzzfuse case (missing kind: fuzzfuse-case)")
+        if d.get("schema") != CASE_SCHEMA:
+            raise GraphError(f"unsupported case schema {d.get('schema')!r}")
+        return Case(Graph.from_json(d["graph"]), str(d.get("backend", "")), d.get("seed"),
+                    str(d.get("outcome", "")), d.get("signature"), str(d.get("detail", "")),
+                    dict(d.get("versions") or {}), d.get("config"), dict(d.get("options") or {}),
+                    float(d.get("found", 0.0)))
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write-then-rename: a reader (or a SIGKILL) never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def write_json(path: Path, data: dict) -> None:
+    atomic_write(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def save_case(directory: Path, case: Case) -> Path:
+    path = Path(directory) / f"{case.graph.digest()}.json"
+    write_json(path, case.to_json())
+    return path
+
+
+def load_case(path: Path) -> Case:
+    try:
+        data = json.loads(Path(path).read_text())
+        return Case.from_json(data)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CorpusError(f"{path}: cannot read case: {e}") from e
+    except (GraphError, KeyError, TypeError, ValueError) as e:
+        raise CorpusError(f"{path}: invalid case: {e}") from e
+
+
+def case_files(paths: list[str | Path]) -> list[Path]:
+    """Expand directories into the case files under them (sorted, for a stable replay order)."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files += sorted(f for f in p.rglob("*.json") if not f.name.startswith("."))
+        else:
+            files.append(p)
+    return files
+
+
+def iter_cases(paths: list[str | Path]) -> Iterator[tuple[Path, Case | CorpusError]]:
+    """Every case under `paths`; unreadable ones come back as CorpusError, so callers can report
+    them and go on with the rest."""
+    for f in case_files(paths):
+        try:
+            yield f, load_case(f)
+        except CorpusError as e:
+            yield f, e

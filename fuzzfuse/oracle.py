@@ -1,0 +1,237 @@
+"""Judge a fused run against eager, with float64 as the arbiter, and name every failure by a
+signature that is stable across cases: one bug, one signature.
+
+Tolerances follow the prior art: `torch._dynamo.utils.same` (RMSE against an fp64 reference,
+compared with eager's own RMSE) and nvFuser's validator (dtype- and reduction-size-scaled bounds).
+A fused result is only wrong when it is further from float64 than eager's own rounding explains.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import asdict, dataclass
+
+import torch
+
+from .ir.types import dtype_name
+
+OUTCOMES = ("pass", "crash", "hard-crash", "hang", "mismatch", "unfused", "flaky", "invalid", "unsupported")
+FAILURES = ("crash", "hard-crash", "hang", "mismatch", "unfused", "flaky")
+
+# Relative tolerance per dtype for the quick elementwise check, before fp64 arbitration.
+RTOL = {torch.float64: 1e-7, torch.float32: 1.3e-6, torch.float16: 1e-3, torch.bfloat16: 1.6e-2}
+ATOL = {torch.float64: 1e-7, torch.float32: 1e-5, torch.float16: 1e-5, torch.bfloat16: 1e-5}
+# How much further from fp64 than eager a fused result may be (dynamo's `same` uses 2-3).
+RMSE_MULTIPLIER = 3.0
+
+
+@dataclass(frozen=True)
+class Signature:
+    """outcome|backend|stage|kind|location|message. `kind` is the exception type, the signal, or
+    the mismatch kind; `location` the C++ assert location or, for mismatches, the dtype class."""
+
+    outcome: str
+    backend: str
+    stage: str = ""
+    kind: str = ""
+    location: str = ""
+    message: str = ""
+
+    def key(self) -> str:
+        return "|".join((self.outcome, self.backend, self.stage, self.kind, self.location, self.message))
+
+    def slug(self) -> str:
+        """A directory name: readable prefix plus a hash of the whole key."""
+        words = re.sub(r"[^A-Za-z0-9]+", "-", f"{self.backend}-{self.outcome}-{self.kind}-{self.location}")
+        words = words.strip("-").lower()[:60].strip("-")
+        return f"{words}-{hashlib.sha1(self.key().encode()).hexdigest()[:8]}"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: dict) -> "Signature":
+        return Signature(**{k: str(d.get(k, "")) for k in Signature.__dataclass_fields__})
+
+
+# ---- exception signatures --------------------------------------------------------------------
+_CPP_LOCATION = re.compile(r"(?:at|from \w+ at) (\S+?\.(?:cpp|cc|h|hpp|cu|cuh)):(\d+)")
+_NORMALIZERS = [
+    (re.compile(r"0x[0-9a-fA-F]+"), "ADDR"),
+    (re.compile(r"\bT\d+_[a-z]_\w+(\[[^\]]*\])?"), "T"),  # nvFuser tensor views: T12_l_float[iS4{i3}]
+    (re.compile(r"%[\w.]+"), "%V"),  # TorchScript values
+    (re.compile(r"\b(?:v|x|s)\d+\b"), "V"),  # fuzzfuse value names
+    (re.compile(r"<fuzzfuse:[0-9a-f]+>"), "<graph>"),
+    (re.compile(r"/tmp/\S+"), "TMP"),
+    (re.compile(r"'[^']*'|\"[^\"]*\""), "'S'"),
+    (re.compile(r"\b\d+(\.\d+)?(e[-+]?\d+)?\b"), "N"),
+    (re.compile(r"\s+"), " "),
+]
+
+
+def cpp_location(text: str) -> str:
+    """The first C++ source location in an error text, from `csrc/` on (paths differ by build)."""
+    m = _CPP_LOCATION.search(text)
+    if not m:
+        return ""
+    path = m.group(1)
+    for anchor in ("csrc/", "aten/", "torch/", "c10/"):
+        if anchor in path:
+            path = path[path.index(anchor):]
+            break
+    else:
+        path = "/".join(path.split("/")[-2:])
+    return f"{path}:{m.group(2)}"
+
+
+def python_location(tb: str) -> str:
+    """The innermost torch frame of a Python traceback, as file:function (line numbers churn)."""
+    frames = re.findall(r'File "([^"]+)", line \d+, in (\S+)', tb)
+    for path, func in reversed(frames):
+        if "/torch/" in path:
+            return f"{path[path.rindex('/torch/') + 1:]}:{func}"
+    return ""
+
+
+def headline(message: str) -> str:
+    """The line of an error message that names the failure (C++ errors put it after a preamble)."""
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    for ln in lines:
+        if any(k in ln for k in ("INTERNAL ASSERT FAILED", "Expected", "error:", "Error:")):
+            return ln
+    return lines[0] if lines else ""
+
+
+def normalize(message: str) -> str:
+    text = re.sub(r"\s*(Exception raised from|at /|Please report).*", "", headline(message))
+    for pattern, repl in _NORMALIZERS:
+        text = pattern.sub(repl, text)
+    return text.strip()[:160]
+
+
+def exception_signature(backend: str, stage: str, exc_type: str, message: str, tb: str = "",
+                        outcome: str = "crash") -> Signature:
+    location = cpp_location(message) or cpp_location(tb) or python_location(tb)
+    return Signature(outcome, backend, stage, exc_type, location, normalize(message))
+
+
+# ---- comparing outputs -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Mismatch:
+    output: int
+    kind: str  # shape | dtype | nan-inf | values | strides
+    detail: str
+    dtype_class: str
+
+    def signature(self, backend: str) -> Signature:
+        return Signature("mismatch", backend, "run", self.kind, self.dtype_class)
+
+
+def dtype_class(t: torch.Tensor) -> str:
+    if t.dtype == torch.bool:
+        return "bool"
+    return "float" if t.is_floating_point() else "int"
+
+
+def _rmse(a: torch.Tensor, b: torch.Tensor) -> float:
+    return math.sqrt(torch.mean((a - b) ** 2).item()) if a.numel() else 0.0
+
+
+def reduction_factor(reduced: int) -> float:
+    """Rounding error of a K-term reduction grows like sqrt(K) in practice (nvFuser's validator
+    scales by the reduction size the same way)."""
+    return max(1.0, math.sqrt(max(reduced, 1)))
+
+
+def compare_output(i: int, fused: torch.Tensor, eager: torch.Tensor, ref64: torch.Tensor,
+                   reduced: int = 1, check_strides: bool = False) -> Mismatch | None:
+    """None when `fused` is as good as eager; else what is wrong with it."""
+    cls = dtype_class(eager)
+    if not isinstance(fused, torch.Tensor):
+        return Mismatch(i, "dtype", f"got {type(fused).__name__}, expected a tensor", cls)
+    if tuple(fused.shape) != tuple(eager.shape):
+        return Mismatch(i, "shape", f"{tuple(fused.shape)} != {tuple(eager.shape)}", cls)
+    if fused.dtype != eager.dtype:
+        return Mismatch(i, "dtype", f"{dtype_name(fused.dtype)} != {dtype_name(eager.dtype)}", cls)
+    fused = fused.detach().cpu()
+    if check_strides:
+        mismatch = _stride_mismatch(i, fused, eager, cls)
+        if mismatch:
+            return mismatch
+    if cls == "float":
+        return _compare_float(i, fused, eager, ref64.detach().cpu(), reduced, cls)
+    return _compare_discrete(i, fused, eager, ref64.detach().cpu(), cls)
+
+
+def _stride_mismatch(i: int, fused: torch.Tensor, eager: torch.Tensor, cls: str) -> Mismatch | None:
+    significant = [d for d in range(eager.dim()) if eager.shape[d] > 1]
+    fs, es = [fused.stride(d) for d in significant], [eager.stride(d) for d in significant]
+    if fs != es:
+        return Mismatch(i, "strides", f"strides {fused.stride()} != {eager.stride()}", cls)
+    return None
+
+
+def _classes(t: torch.Tensor) -> torch.Tensor:
+    """0 finite, 1 NaN, 2 +inf, 3 -inf."""
+    return torch.isnan(t).to(torch.int8) + 2 * (t == math.inf).to(torch.int8) + 3 * (t == -math.inf).to(torch.int8)
+
+
+def _compare_float(i: int, fused: torch.Tensor, eager: torch.Tensor, ref64: torch.Tensor, reduced: int,
+                   cls: str) -> Mismatch | None:
+    f, e, r = fused.double(), eager.double(), ref64.double()
+    fc, ec, rc = _classes(f), _classes(e), _classes(r)
+    # A NaN/inf disagreement counts only where eager agrees with fp64 (the position is not one where
+    # eager's own precision decides) and the fused value agrees with neither.
+    bad = (fc != ec) & (ec == rc) & (fc != rc)
+    if bad.any():
+        idx = tuple(bad.nonzero()[0].tolist())
+        return Mismatch(i, "nan-inf", f"{int(bad.sum())} positions, e.g. {idx}: fused {f[idx].item()} "
+                        f"eager {e[idx].item()} fp64 {r[idx].item()}", cls)
+    finite = (fc == 0) & (ec == 0) & (rc == 0)
+    if not finite.any():
+        return None
+    fv, ev, rv = f[finite], e[finite], r[finite]
+    rtol = RTOL[eager.dtype] * reduction_factor(reduced)
+    atol = ATOL[eager.dtype] * reduction_factor(reduced)
+    if torch.allclose(fv, ev, rtol=rtol, atol=atol):
+        return None
+    fused_err, eager_err = _rmse(fv, rv), _rmse(ev, rv)
+    if fused_err <= RMSE_MULTIPLIER * eager_err + atol:
+        return None
+    worst = int(torch.argmax((fv - ev).abs()))
+    return Mismatch(i, "values", f"rmse vs fp64: fused {fused_err:.3g} eager {eager_err:.3g}; worst element "
+                    f"fused {fv[worst].item():.6g} eager {ev[worst].item():.6g} fp64 {rv[worst].item():.6g}", cls)
+
+
+def _compare_discrete(i: int, fused: torch.Tensor, eager: torch.Tensor, ref64: torch.Tensor,
+                      cls: str) -> Mismatch | None:
+    """Integers and bools compare exactly, except where eager itself disagrees with the fp64
+    arbiter (a float comparison or cast at a rounding boundary) or the fused value equals it."""
+    differ = fused != eager
+    if not differ.any():
+        return None
+    ref = ref64.to(eager.dtype) if ref64.dtype != eager.dtype else ref64
+    bad = differ & (eager == ref) & (fused != ref)
+    if not bad.any():
+        return None
+    idx = tuple(bad.nonzero()[0].tolist())
+    return Mismatch(i, "values", f"{int(bad.sum())} of {bad.numel()} elements differ, e.g. {idx}: fused "
+                    f"{fused[idx].item()} eager {eager[idx].item()}", cls)
+
+
+def reduction_sizes(graph, types) -> dict[str, int]:
+    """For each value, the largest number of elements folded into one of its elements by an
+    upstream reduction (1 if none): the K that scales rounding-error bounds."""
+    from .ir import OPS
+
+    k: dict[str, int] = {i.name: 1 for i in graph.inputs}
+    for n in graph.nodes:
+        upstream = max([k[a] for a in n.refs()] or [1])
+        op = OPS[n.op]
+        if op.kind in ("reduction", "normalization"):
+            src, out = types[n.args[0]], types[n.name]
+            here = src.numel() // max(out.numel(), 1) if op.kind == "reduction" else src.shape[n.attrs["dim"]]
+            upstream *= max(here, 1)
+        k[n.name] = upstream
+    return k

@@ -1,0 +1,52 @@
+"""Live campaign progress: a rich panel on a terminal, a plain line every few seconds otherwise
+(CI logs, nohup files)."""
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from typing import Iterator
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+
+def _table(campaign, pool) -> Table:
+    s = campaign.stats
+    secs = max(s.seconds, 1e-9)
+    t = Table(title=f"fuzzfuse · {campaign.backend_name} · seed {campaign.seed}", show_header=False)
+    t.add_row("cases", f"{s.cases}  ({s.cases / secs:.1f}/s, {secs:.0f}s)")
+    t.add_row("outcomes", "  ".join(f"{k} {v}" for k, v in sorted(s.outcomes.items())))
+    t.add_row("signatures", str(len(s.signatures)))
+    for entry in list(s.signatures.values())[-5:]:
+        t.add_row("", f"{entry['count']}x {entry['key'][:100]}")
+    t.add_row("workers", "  ".join(pool.states()) + f"  (restarts {pool.restarts})")
+    return t
+
+
+def _line(campaign, pool) -> str:
+    s = campaign.stats
+    secs = max(s.seconds, 1e-9)
+    return (f"[{secs:6.0f}s] cases {s.cases} ({s.cases / secs:.1f}/s) outcomes {dict(s.outcomes)} "
+            f"signatures {len(s.signatures)} restarts {pool.restarts}")
+
+
+@contextlib.contextmanager
+def campaign_display(console: Console | None = None, every: float = 0.25) -> Iterator:
+    """Yields display(campaign, pool), cheap to call often: it redraws at most every `every` s."""
+    console = console or Console(stderr=True)
+    last = [0.0]
+    if console.is_terminal:
+        with Live(console=console, refresh_per_second=4, transient=False) as live:
+            def show(campaign, pool) -> None:
+                if time.time() - last[0] >= every:
+                    last[0] = time.time()
+                    live.update(_table(campaign, pool))
+            yield show
+    else:
+        def show(campaign, pool) -> None:
+            if time.time() - last[0] >= 10:
+                last[0] = time.time()
+                print(_line(campaign, pool), file=sys.stderr, flush=True)
+        yield show

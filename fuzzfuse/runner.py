@@ -1,0 +1,105 @@
+"""Run one case differentially: eager reference, float64 arbiter, the fuser; classify the outcome.
+
+This is the job handler of the worker processes (`fuzzfuse.worker`), so it keeps the backend and
+torch alive across the many cases a worker runs. Everything it returns is JSON.
+"""
+from __future__ import annotations
+
+import os
+import time
+import traceback
+import warnings
+
+import torch
+
+from .backends import BackendError, get_backend
+from .ir import Graph, make_inputs, run_eager
+from .oracle import Signature, compare_output, exception_signature, reduction_sizes
+from .strategies import GenConfig, config_from_json, generate
+
+_backends: dict = {}
+MAX_MESSAGE = 20000
+
+
+def init_worker() -> None:
+    """Once per worker: quiet PyTorch's advisory warnings and use one thread per worker (workers
+    already run in parallel, one per core)."""
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(int(os.environ.get("FUZZFUSE_THREADS", "1")))
+
+
+def backend_for(name: str):
+    if name not in _backends:
+        _backends[name] = get_backend(name)
+    return _backends[name]
+
+
+def run_job(job: dict) -> dict:
+    """Worker handler: a job names a backend and either a seed (generate here, in parallel) or a
+    graph (replay, reduction queries)."""
+    t0 = time.perf_counter()
+    backend = backend_for(job["backend"])
+    if "graph" in job:
+        graph = Graph.from_json(job["graph"])
+    else:
+        graph = generate(job["seed"], config_from_json(job.get("config")) if job.get("config") else GenConfig())
+    gen_seconds = time.perf_counter() - t0
+    result = run_case(graph, backend, check_strides=job.get("check_strides", False))
+    result["timings"]["generate"] = gen_seconds
+    if result["outcome"] != "pass" or job.get("return_graph"):
+        result["graph"] = graph.to_json()
+    result["size"] = graph.size
+    result["digest"] = graph.digest()
+    return result
+
+
+def _error_text(e: BaseException) -> str:
+    return f"{e}"[:MAX_MESSAGE]
+
+
+def run_case(graph: Graph, backend, check_strides: bool = False) -> dict:
+    timings: dict[str, float] = {}
+    out = {"outcome": "pass", "signature": None, "detail": "", "timings": timings, "fused": None}
+    t = time.perf_counter()
+    try:
+        inputs = make_inputs(graph, backend.device)
+        eager, tainted = run_eager(graph, inputs)
+        ref64, _ = run_eager(graph, inputs, upcast=True)
+    except Exception as e:  # eager itself failed: a generator defect, never a fuser bug
+        sig = exception_signature(backend.name, "eager", type(e).__name__, str(e), traceback.format_exc(),
+                                  outcome="invalid")
+        return {**out, "outcome": "invalid", "signature": sig.to_json(), "detail": _error_text(e)}
+    timings["eager"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    try:
+        result = backend.run(graph, inputs)
+    except BackendError as e:
+        cause = e.cause
+        tb = "".join(traceback.format_exception(cause))
+        sig = exception_signature(backend.name, e.stage, type(cause).__name__, str(cause), tb)
+        timings["backend"] = time.perf_counter() - t
+        return {**out, "outcome": "crash", "signature": sig.to_json(), "detail": _error_text(cause),
+                "traceback": tb[-MAX_MESSAGE:]}
+    timings["backend"] = time.perf_counter() - t
+    out.update(fused=result.fused, evidence=result.evidence, compile_seconds=result.compile_seconds)
+
+    t = time.perf_counter()
+    types = graph.infer_types()
+    reduced = reduction_sizes(graph, types)
+    for i, name in enumerate(graph.outputs):
+        fused = result.outputs[i] if i < len(result.outputs) else None
+        if (name in tainted and isinstance(fused, torch.Tensor) and fused.dtype == eager[i].dtype
+                and fused.shape == eager[i].shape):
+            continue  # undefined behaviour upstream (float->int of NaN/inf): only type is defined
+        mismatch = compare_output(i, fused, eager[i], ref64[i], reduced[name], check_strides)
+        if mismatch:
+            timings["compare"] = time.perf_counter() - t
+            return {**out, "outcome": "mismatch", "signature": mismatch.signature(backend.name).to_json(),
+                    "detail": f"output {i} ({name}): {mismatch.kind}: {mismatch.detail}"}
+    timings["compare"] = time.perf_counter() - t
+    if result.fused is False:
+        sig = Signature("unfused", backend.name, "run", "no-fusion")
+        return {**out, "outcome": "unfused", "signature": sig.to_json(),
+                "detail": f"nothing fused: {result.evidence}"}
+    return out

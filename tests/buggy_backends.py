@@ -1,0 +1,80 @@
+"""Deliberately buggy backends: test fixtures for the campaign and the reducer, loaded as
+`custom:tests.buggy_backends:<Class>`. Each misbehaves on a known pattern, so tests know the
+minimal trigger a reduction must end at. They are never the only evidence that something works:
+the real fusers are tested beside them."""
+from __future__ import annotations
+
+import ctypes
+import time
+
+
+from fuzzfuse.backends.base import BackendError, RunResult
+from fuzzfuse.backends.eager import EagerBackend
+from fuzzfuse.ir import Graph, run_eager
+
+
+def _has_sum_into_sigmoid(graph: Graph) -> bool:
+    sums = {n.name for n in graph.nodes if n.op == "sum"}
+    return any(n.op == "sigmoid" and set(n.refs()) & sums for n in graph.nodes)
+
+
+class _Buggy(EagerBackend):
+    def run(self, graph: Graph, inputs: list) -> RunResult:
+        self.misbehave(graph)
+        return RunResult(run_eager(graph, inputs)[0], fused=True)
+
+    def misbehave(self, graph: Graph) -> None:
+        pass
+
+
+class CrashOnSumSigmoid(_Buggy):
+    """Compile-stage crash, with a C++-style assert location, when a sum feeds a sigmoid."""
+    name = "custom:tests.buggy_backends:CrashOnSumSigmoid"
+
+    def misbehave(self, graph: Graph) -> None:
+        if _has_sum_into_sigmoid(graph):
+            raise BackendError("compile", RuntimeError(
+                "INTERNAL ASSERT FAILED at /src/fuser/csrc/reduction_sched.cpp:77, reduction T3_l_float[iS2{7}] "
+                "feeds a transcendental"))
+
+
+class CrashOnCast(_Buggy):
+    """A second, different crash, for no-slippage tests: any cast to int32."""
+    name = "custom:tests.buggy_backends:CrashOnCast"
+
+    def misbehave(self, graph: Graph) -> None:
+        if _has_sum_into_sigmoid(graph):
+            CrashOnSumSigmoid.misbehave(self, graph)
+        if any(n.op == "cast" and n.attrs.get("dtype") == "int32" for n in graph.nodes):
+            raise BackendError("run", RuntimeError("INTERNAL ASSERT FAILED at /src/fuser/csrc/cast.cpp:12: bad cast"))
+
+
+class WrongOnExp(_Buggy):
+    """Silently wrong values: every float output downstream of `exp` is off by 1%."""
+    name = "custom:tests.buggy_backends:WrongOnExp"
+
+    def run(self, graph: Graph, inputs: list) -> RunResult:
+        outs = run_eager(graph, inputs)[0]
+        if any(n.op == "exp" for n in graph.nodes):
+            outs = [o * 1.01 if o.is_floating_point() else o for o in outs]
+        return RunResult(outs, fused=True)
+
+
+class SegfaultOnTanh(_Buggy):
+    """Kills the process (SIGSEGV) on any tanh."""
+    name = "custom:tests.buggy_backends:SegfaultOnTanh"
+
+    def misbehave(self, graph: Graph) -> None:
+        if any(n.op == "tanh" for n in graph.nodes):
+            ctypes.string_at(0)
+
+
+class HangOnCos(_Buggy):
+    """Never returns on any cos."""
+    name = "custom:tests.buggy_backends:HangOnCos"
+
+    def misbehave(self, graph: Graph) -> None:
+        if any(n.op == "cos" for n in graph.nodes):
+            time.sleep(3600)
+
+
