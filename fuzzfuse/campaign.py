@@ -13,6 +13,7 @@ from .backends import get_backend
 from .corpus import Case, save_case, write_json
 from .ir import Graph
 from .oracle import FAILURES, Signature
+from .runner import classify
 from .strategies import Features, GenConfig, batch_features, config_from_json, config_to_json, generate
 from .worker import WorkerPool
 
@@ -59,7 +60,7 @@ class Campaign:
     def __init__(self, backend: str, out: Path, seed: int = 0, workers: int = 2,
                  time_limit: float | None = None, max_cases: int | None = None, timeout: float = 60.0,
                  check_strides: bool = False, max_ops: int = 12, features: Features | None = None,
-                 display=None):
+                 swarm: bool = True, display=None):
         self.backend_name = backend
         self.backend = get_backend(backend)
         self.out = Path(out)
@@ -67,6 +68,7 @@ class Campaign:
         self.time_limit, self.max_cases, self.timeout = time_limit, max_cases, timeout
         self.check_strides, self.max_ops = check_strides, max_ops
         self.features = features or Features()
+        self.swarm = swarm
         self.stats = Stats()
         self.versions = self.backend.versions()
         self.display = display
@@ -77,7 +79,8 @@ class Campaign:
 
     # ---- job stream ------------------------------------------------------------------------
     def config_for(self, index: int) -> GenConfig:
-        return GenConfig(features=batch_features(self.seed, index // BATCH, self.features),
+        features = batch_features(self.seed, index // BATCH, self.features) if self.swarm else self.features
+        return GenConfig(features=features,
                          shapes=self.backend.shapes, max_ops=self.max_ops)
 
     def _new_job(self) -> dict:
@@ -103,23 +106,9 @@ class Campaign:
         # The worker died before it could say: regenerate deterministically from the seed.
         return generate(job["seed"], config_from_json(job["config"]))
 
-    def classify(self, job: dict, result: dict) -> tuple[str, Signature | None]:
-        status = result.get("status")
-        if status == "hard-crash":
-            kind = result.get("signal") or f"exit {result.get('exitcode')}"
-            return "hard-crash", Signature("hard-crash", self.backend_name, "run", kind)
-        if status == "hang":
-            return "hang", Signature("hang", self.backend_name, "run", "timeout")
-        if status == "worker-error":
-            # A fuzzfuse bug, not a fuser bug: surface it loudly rather than count it.
-            raise RuntimeError(f"fuzzfuse harness error on job {job.get('seed')}: {result.get('error_type')}: "
-                               f"{result.get('error')}\n{result.get('traceback', '')}")
-        sig = Signature.from_json(result["signature"]) if result.get("signature") else None
-        return result["outcome"], sig
-
     def _record(self, job: dict, result: dict, pool: WorkerPool) -> None:
         recheck_of = job.get("recheck_of")
-        outcome, sig = self.classify(job, result)
+        outcome, sig = classify(self.backend_name, result)
         if recheck_of is not None:
             self._rechecks[recheck_of].append(sig.key() if sig else "pass")
             self._settle_recheck(recheck_of)

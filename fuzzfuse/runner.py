@@ -103,3 +103,20 @@ def run_case(graph: Graph, backend, check_strides: bool = False) -> dict:
         return {**out, "outcome": "unfused", "signature": sig.to_json(),
                 "detail": f"nothing fused: {result.evidence}"}
     return out
+
+
+def classify(backend: str, result: dict) -> tuple[str, Signature | None]:
+    """Outcome and signature of a worker pool result, including the deaths the worker could not
+    report itself (hard-crash: by signal or exit code; hang: the pool's timeout)."""
+    status = result.get("status")
+    if status == "hard-crash":
+        kind = result.get("signal") or f"exit {result.get('exitcode')}"
+        return "hard-crash", Signature("hard-crash", backend, "run", kind)
+    if status == "hang":
+        return "hang", Signature("hang", backend, "run", "timeout")
+    if status == "worker-error":
+        # A fuzzfuse bug, not a fuser bug: surface it loudly rather than count it.
+        raise RuntimeError(f"fuzzfuse harness error: {result.get('error_type')}: {result.get('error')}\n"
+                           f"{result.get('traceback', '')}")
+    sig = Signature.from_json(result["signature"]) if result.get("signature") else None
+    return result["outcome"], sig

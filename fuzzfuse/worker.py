@@ -102,7 +102,7 @@ class _Worker:
         os.set_blocking(self.result_r, False)
         self.pidfd = os.pidfd_open(self.proc.pid)
         self.since = time.monotonic()
-        self.timeout = pool.timeout  # startup gets the pool timeout too
+        self.timeout = pool.start_timeout
         self.deadline = self.since + self.timeout
 
     def start(self, job: dict, timeout: float) -> None:
@@ -158,14 +158,17 @@ class WorkerPool:
 
     handler, init: "package.module:function", imported in the worker; init() runs once per
     worker before its first job.  env: extra variables set in the worker before any import.
-    timeout: seconds a job may run unless it carries its own "timeout"; also the limit for a
-    worker to start.  A worker that cannot start raises RuntimeError (a setup bug).
+    timeout: seconds a job may run unless it carries its own "timeout".  start_timeout: the limit
+    for a worker to start.  A worker that cannot start raises RuntimeError (a setup bug).
     Not thread-safe: use it from one thread, preferably as a context manager.
     """
 
     def __init__(self, workers: int, handler: str, timeout: float = 60.0,
-                 env: dict[str, str] | None = None, init: str | None = None):
+                 env: dict[str, str] | None = None, init: str | None = None, start_timeout: float = 180.0):
         self.handler, self.init, self.timeout = handler, init, timeout
+        # Starting means importing torch and warming a fuser: slow on a loaded machine, and
+        # unrelated to how long one job may take.
+        self.start_timeout = start_timeout
         self.restarts = 0
         self._env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),
                      "PYTHONUNBUFFERED": "1", **(env or {})}

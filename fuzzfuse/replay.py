@@ -1,0 +1,66 @@
+"""Re-run saved cases against the current build: which still fail, and do they fail the same way."""
+from __future__ import annotations
+
+import collections
+import sys
+
+from .backends import Unavailable, get_backend
+from .campaign import worker_env
+from .corpus import CorpusError, case_files, iter_cases
+from .oracle import Signature
+from .runner import classify
+from .worker import WorkerPool
+
+
+def replay_results(cases: list, backend: str | None, workers: int, timeout: float) -> list[dict]:
+    """Run (path, Case) pairs, grouped by backend, each group in its own isolated pool."""
+    groups: dict[str, list] = collections.defaultdict(list)
+    for path, case in cases:
+        groups[backend or case.backend].append((path, case))
+    rows = []
+    for name, members in groups.items():
+        get_backend(name)  # raises Unavailable with the reason
+        jobs = [{"id": i, "backend": name, "graph": c.graph.to_json(), "timeout": timeout,
+                 "check_strides": bool(c.options.get("check_strides"))} for i, (_, c) in enumerate(members)]
+        with WorkerPool(min(workers, len(jobs)), "fuzzfuse.runner:run_job", timeout=timeout, env=worker_env(name),
+                        init="fuzzfuse.runner:init_worker") as pool:
+            results = pool.run_all(jobs)
+        for (path, case), result in zip(members, results):
+            rows.append({"path": str(path), "backend": name, "case": case, **_judge(name, case, result)})
+    return rows
+
+
+def _judge(backend: str, case, result: dict) -> dict:
+    sig = classify(backend, result)[1]
+    was = Signature.from_json(case.signature).key() if case.signature else None
+    now = sig.key() if sig else None
+    verdict = "fixed" if now is None else ("still fails" if now == was or was is None else "fails differently")
+    return {"verdict": verdict, "signature": now, "was": was, "detail": result.get("detail", "")}
+
+
+def replay(paths: list[str], backend: str | None = None, workers: int = 1, timeout: float = 120.0) -> int:
+    """Print one line per case. Exit 0 when every case passes, 1 when any still fails, 2 when a
+    file named on the command line could not be read (files found in directories are skipped)."""
+    from .cli import BadInput
+
+    loaded, unreadable_named = [], False
+    named = {str(p) for p in paths}
+    for path, case in iter_cases(paths):
+        if isinstance(case, CorpusError):
+            print(f"skipped: {case}", file=sys.stderr)
+            unreadable_named |= str(path) in named
+        else:
+            loaded.append((path, case))
+    if not loaded and not case_files(paths):
+        raise BadInput(f"no case files under {' '.join(paths)}")
+    try:
+        rows = replay_results(loaded, backend, workers, timeout)
+    except Unavailable as e:
+        raise BadInput(str(e)) from e
+    for row in rows:
+        print(f"{row['verdict']:17} {row['path']}  {row['signature'] or ''}")
+    failing = sum(r["verdict"] != "fixed" for r in rows)
+    print(f"{len(rows)} replayed: {failing} still failing, {len(rows) - failing} passing")
+    if unreadable_named:
+        return 2
+    return 1 if failing else 0

@@ -1,0 +1,79 @@
+"""Campaigns survive backends that segfault or hang, save what fails, and the CLI turns bad input
+into one line and exit code 2."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fuzzfuse.campaign import Campaign
+from fuzzfuse.corpus import load_case
+from fuzzfuse.strategies import Features
+
+BUGGY = "custom:tests.buggy_backends:"
+SMALL = Features(ops=("add", "mul", "neg", "exp", "tanh", "cos", "sum", "sigmoid"), patterns=())
+
+
+def _fuzz(tmp_path, backend, cases, timeout=8.0):
+    return Campaign(BUGGY + backend, tmp_path, seed=1, workers=2, max_cases=cases, timeout=timeout,
+                    features=SMALL, swarm=False).run()
+
+
+@pytest.mark.slow
+def test_campaign_survives_segfaults_and_saves_them(tmp_path):
+    summary = _fuzz(tmp_path, "SegfaultOnTanh", 24)
+    assert summary["cases"] == 24
+    assert summary["outcomes"].get("hard-crash", 0) >= 1 and summary["outcomes"].get("pass", 0) >= 1
+    keys = [s["key"] for s in summary["signatures"]]
+    assert keys == [f"hard-crash|{BUGGY}SegfaultOnTanh|run|SIGSEGV||"]
+    assert summary["signatures"][0]["confirmed"] is True
+    saved = [load_case(p) for p in (tmp_path / "corpus").glob("*.json")]
+    assert saved and all(any(n.op == "tanh" for n in c.graph.nodes) for c in saved)
+    assert set(json.loads((tmp_path / "summary.json").read_text())) >= {
+        "cases", "outcomes", "signatures", "seconds", "cases_per_second", "backend", "versions"}
+
+
+@pytest.mark.slow
+def test_campaign_survives_hangs(tmp_path):
+    summary = _fuzz(tmp_path, "HangOnCos", 12, timeout=3.0)
+    assert summary["outcomes"].get("hang", 0) >= 1 and summary["outcomes"].get("pass", 0) >= 1
+    assert all(s["key"].startswith("hang|") for s in summary["signatures"])
+
+
+def test_crash_and_wrong_values_are_classified(tmp_path):
+    crash = _fuzz(tmp_path / "c", "CrashOnSumSigmoid", 40)
+    sig = crash["signatures"][0]["signature"]
+    assert (sig["outcome"], sig["stage"], sig["location"]) == ("crash", "compile", "csrc/reduction_sched.cpp:77")
+    wrong = _fuzz(tmp_path / "w", "WrongOnExp", 40)
+    assert any(s["signature"]["outcome"] == "mismatch" and s["signature"]["location"] == "float"
+               for s in wrong["signatures"])
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "fuzzfuse", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+
+
+def test_bad_input_gives_one_line_and_exit_2(tmp_path):
+    r = _cli("fuzz", "--backend", "no-such-fuser", "--max-cases", "1")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "unknown backend" in r.stderr
+    r = _cli("fuzz", "--backend", "nvfuser", "--max-cases", "1")  # no GPU here
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    r = _cli("replay", str(bad))
+    assert r.returncode == 2 and "bad.json" in r.stderr
+
+
+def test_replay_skips_corrupt_files_in_a_directory_and_replays_the_rest(tmp_path):
+    _fuzz(tmp_path, "CrashOnSumSigmoid", 40)
+    corpus = tmp_path / "corpus"
+    good = sorted(corpus.glob("*.json"))
+    assert good
+    (corpus / "zz-corrupt.json").write_text('{"kind": "fuzzfuse-case", "schema": 1, "graph": {"schema": 1}}')
+    r = _cli("replay", str(corpus), "--workers", "2")
+    assert "zz-corrupt.json" in r.stderr and "invalid case" in r.stderr
+    assert f"{len(good)} replayed: {len(good)} still failing" in r.stdout
+    assert r.returncode == 1  # the bugs are still there; the corrupt file did not stop the replay
+    r = _cli("replay", str(good[0]), "--backend", "eager")
+    assert "fixed" in r.stdout and r.returncode == 0

@@ -1,0 +1,99 @@
+"""The oracle: rounding noise that eager itself shows is never reported; real divergence is; one
+bug gives one signature."""
+import torch
+
+from fuzzfuse.oracle import compare_output, cpp_location, exception_signature, normalize, python_location
+
+NVFUSER_ERROR_A = """INTERNAL ASSERT FAILED at /workspace/Fuser/csrc/expr_evaluator.cpp:443, please report a bug with repro script to NVFuser at https://github.com/NVIDIA/Fuser/issues.
+Expected T12_l_float[iS4{i3}] to be bound, size: 5, address 0x7f3a2c001234
+Exception raised from handlePropagateError at /workspace/Fuser/csrc/expr_evaluator.cpp:443 (most recent call first):"""
+NVFUSER_ERROR_B = NVFUSER_ERROR_A.replace("T12_l_float[iS4{i3}]", "T7_g_half[iS9{i11}]").replace(
+    "size: 5", "size: 1025").replace("0x7f3a2c001234", "0x55aa00ff")
+
+
+def test_same_bug_same_signature_across_names_numbers_addresses():
+    a = exception_signature("nvfuser", "run", "RuntimeError", NVFUSER_ERROR_A)
+    b = exception_signature("nvfuser", "run", "RuntimeError", NVFUSER_ERROR_B)
+    assert a == b
+    assert a.location == "csrc/expr_evaluator.cpp:443"
+    assert "T12" not in a.message and "0x" not in a.message and "443" not in a.message
+
+
+def test_different_assert_or_stage_gives_different_signature():
+    a = exception_signature("nvfuser", "run", "RuntimeError", NVFUSER_ERROR_A)
+    other = NVFUSER_ERROR_A.replace("expr_evaluator.cpp:443", "scheduler/utils.cpp:101")
+    assert exception_signature("nvfuser", "run", "RuntimeError", other) != a
+    assert exception_signature("nvfuser", "compile", "RuntimeError", NVFUSER_ERROR_A) != a
+    assert a.slug().startswith("nvfuser-crash-runtimeerror-csrc-expr-evaluator-cpp-443-")
+
+
+def test_python_and_cpp_locations():
+    tb = ('Traceback (most recent call last):\n  File "/x/site-packages/torch/_inductor/lowering.py", line 10, in '
+          'make_reduction\n  File "/x/site-packages/torch/_inductor/ir.py", line 99, in create\nAssertionError')
+    assert python_location(tb) == "torch/_inductor/ir.py:create"
+    assert cpp_location("Exception raised from run at /pytorch/torch/csrc/jit/tensorexpr/eval.cpp:1234") \
+        == "csrc/jit/tensorexpr/eval.cpp:1234"
+    assert normalize("shape '[2, 3]' is invalid for input of size 7 at v3") == "shape 'S' is invalid for input of size N at V"
+
+
+def _triple(x16: torch.Tensor, fn):
+    eager = fn(x16)
+    upcast = fn(x16.float()).half()  # how nvFuser and Inductor compute half: in fp32, rounded once
+    ref = fn(x16.double())
+    return upcast, eager, ref
+
+
+def test_half_rounding_noise_is_not_reported():
+    x = torch.randn(4096, generator=torch.Generator().manual_seed(0)).half()
+    fused, eager, ref = _triple(x, lambda t: t.exp() * t.sigmoid() + t)
+    assert not torch.equal(fused, eager)  # they do differ...
+    assert compare_output(0, fused, eager, ref) is None  # ...but only by rounding
+    fused, eager, ref = _triple(x.reshape(64, 64), lambda t: (t.exp() * t.sigmoid() + t).sum(0, keepdim=True))
+    assert compare_output(0, fused, eager, ref, reduced=64) is None
+
+
+def test_wrong_values_are_reported():
+    x = torch.randn(64, generator=torch.Generator().manual_seed(1))
+    eager, ref = x.exp(), x.double().exp()
+    m = compare_output(0, eager * 1.001, eager, ref)
+    assert m is not None and m.kind == "values" and m.dtype_class == "float"
+    one_element = eager.clone()
+    one_element[5] += 0.5
+    assert compare_output(0, one_element, eager, ref).kind == "values"
+
+
+def test_nan_positions_dtype_and_shape():
+    x = torch.randn(16, generator=torch.Generator().manual_seed(2))
+    eager, ref = x.sigmoid(), x.double().sigmoid()
+    nan = eager.clone()
+    nan[3] = float("nan")
+    assert compare_output(0, nan, eager, ref).kind == "nan-inf"
+    assert compare_output(0, eager.double(), eager, ref).kind == "dtype"
+    assert compare_output(0, eager[:8], eager, ref).kind == "shape"
+    # Eager overflows in half where fp64 does not: a fuser computing in fp32 is right, not wrong.
+    big = torch.tensor([60000.0, 1.0], dtype=torch.float16)
+    eager16, ref64, fused = big * 2 / 4, big.double() * 2 / 4, (big.float() * 2 / 4).half()
+    assert torch.isinf(eager16[0]) and not torch.isinf(fused[0])
+    assert compare_output(0, fused, eager16, ref64) is None
+
+
+def test_discrete_outputs_at_rounding_boundaries_are_excused():
+    a = torch.tensor([0.1, 0.7, 2.0], dtype=torch.float32)
+    eager = (a * 3) > 0.3  # float32 rounding decides element 0
+    ref = (a.double() * 3) > 0.3
+    fused = eager.clone()
+    fused[0] = ref[0] if eager[0] != ref[0] else ~eager[0]
+    verdict = compare_output(0, fused, eager, ref)
+    assert verdict is None or verdict.kind == "values"
+    wrong = eager.clone()
+    wrong[2] = ~wrong[2]  # 6.0 > 0.3 is not a rounding question
+    assert compare_output(0, wrong, eager, ref).kind == "values"
+    ints = torch.tensor([1, 2, 3])
+    assert compare_output(0, ints + 1, ints, ints.double()).dtype_class == "int"
+
+
+def test_strides_checked_only_on_request():
+    x = torch.randn(2, 3, 4, 5)
+    cl = x.contiguous(memory_format=torch.channels_last)
+    assert compare_output(0, x.clone(), cl, cl.double()) is None
+    assert compare_output(0, x.clone(), cl, cl.double(), check_strides=True).kind == "strides"
