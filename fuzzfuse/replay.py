@@ -34,7 +34,10 @@ def _judge(backend: str, case, result: dict) -> dict:
     sig = classify(backend, result)[1]
     was = Signature.from_json(case.signature).key() if case.signature else None
     now = sig.key() if sig else None
-    verdict = "fixed" if now is None else ("still fails" if now == was or was is None else "fails differently")
+    if now is None:
+        verdict = "fixed" if was else "passes"
+    else:
+        verdict = "still fails" if now == was else ("fails" if was is None else "fails differently")
     return {"verdict": verdict, "signature": now, "was": was, "detail": result.get("detail", "")}
 
 
@@ -59,7 +62,7 @@ def replay(paths: list[str], backend: str | None = None, workers: int = 1, timeo
         raise BadInput(str(e)) from e
     for row in rows:
         print(f"{row['verdict']:17} {row['path']}  {row['signature'] or ''}")
-    failing = sum(r["verdict"] != "fixed" for r in rows)
+    failing = sum(r["signature"] is not None for r in rows)
     print(f"{len(rows)} replayed: {failing} still failing, {len(rows) - failing} passing")
     if unreadable_named:
         return 2

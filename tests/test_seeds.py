@@ -1,0 +1,28 @@
+"""The committed seed corpus is what fuzzfuse.seeds builds, and it runs."""
+from pathlib import Path
+
+from fuzzfuse.corpus import load_case
+from fuzzfuse.ir import make_inputs, run_eager
+from fuzzfuse.seeds import seed_cases
+
+CORPUS = Path(__file__).parent.parent / "corpus"
+
+
+def test_committed_seeds_match_the_generator():
+    cases = seed_cases()
+    assert len(cases) == 12
+    for name, case in cases.items():
+        committed = load_case(CORPUS / f"seed-{name}.json")
+        assert committed.graph == case.graph, name
+
+
+def test_seed_graphs_have_the_reported_shapes():
+    cases = seed_cases()
+    ln = cases["layernorm_channels-bfloat16-channels_last"].graph
+    assert ln.inputs[0].layout.kind == "channels_last" and ln.inputs[0].dtype == "bfloat16"
+    assert [n.op for n in ln.nodes].count("mean") == 2 and any(n.op == "rsqrt" for n in ln.nodes)
+    se = cases["efficientnet_se-float16-channels_last"].graph
+    assert {n.op for n in se.nodes} >= {"silu", "mean", "sigmoid", "mul", "add"}
+    for case in cases.values():
+        outs, _ = run_eager(case.graph, make_inputs(case.graph))
+        assert outs[0].isfinite().all()
