@@ -43,6 +43,14 @@ class Stats:
     signatures: dict[str, dict] = field(default_factory=dict)  # key -> {signature, count, first, ...}
     fused_kernels: int = 0
     start: float = field(default_factory=time.time)
+    # Per case: when its result arrived, and the fuser's own compile time (benchmarks read these).
+    finished: list[float] = field(default_factory=list)
+    compile_seconds: list[float] = field(default_factory=list)
+
+    def steady_rate(self, skip: int) -> float:
+        """Cases per second after the first `skip` results (worker start-up and warm-up excluded)."""
+        done = self.finished[skip:]
+        return (len(done) - 1) / (done[-1] - done[0]) if len(done) > 2 and done[-1] > done[0] else 0.0
 
     @property
     def seconds(self) -> float:
@@ -115,6 +123,9 @@ class Campaign:
             return
         self.stats.cases += 1
         self.stats.fused_kernels += bool(result.get("fused"))
+        self.stats.finished.append(time.time())
+        if result.get("compile_seconds"):
+            self.stats.compile_seconds.append(result["compile_seconds"])
         if outcome not in FAILURES or sig is None:
             self.stats.outcomes[outcome] += 1
             return
