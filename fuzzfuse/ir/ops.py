@@ -37,6 +37,10 @@ class Op:
     scalar_positions: tuple[int, ...] = ()
     # draw_attrs(draw, operand types) -> attrs; draw is Hypothesis' draw function.
     draw_attrs: Callable[[Callable, Types], Attrs] | None = None
+    # How fuzzfuse.backends.nvfuser_emit lowers the op: the name of the `fd.ops` function it maps
+    # to one-to-one ("exp" -> fd.ops.exp), or "@recipe" naming a composite there. None: no
+    # lowering (the nvFuser backend reports such cases as unsupported).
+    nvfuser: str | None = None
 
 
 OPS: dict[str, Op] = {}
@@ -147,9 +151,12 @@ _UNARY = {
 for _n in ("exp exp2 expm1 log log2 log10 log1p sqrt rsqrt reciprocal sin cos tan tanh sigmoid erf").split():
     _UNARY[_n] = (getattr(torch, _n), _floating, None)
 
+# nvFuser lowerings that are not the fd.ops function of the op's own name.
+_NVFUSER_UNARY = {"gelu": "@gelu"}
 for _n, (_fn, _rule, _acc) in _UNARY.items():
     _src = f"torch.nn.functional.{_n}" if _n in ("gelu", "silu") else f"torch.{_n}"
-    register(Op(_n, "unary", 1, _rule, _fn, _call(_src), _acc or (lambda t, a: True)))
+    register(Op(_n, "unary", 1, _rule, _fn, _call(_src), _acc or (lambda t, a: True),
+                nvfuser=_NVFUSER_UNARY.get(_n, _n)))
 
 # ---- binary --------------------------------------------------------------------------------------
 _BINARY = {
@@ -166,41 +173,46 @@ _BINARY = {
 }
 # Which binary ops accept a Python scalar as the second operand (their aten overloads exist).
 _TENSOR_ONLY = {"maximum", "minimum", "atan2", "logical_and", "logical_or", "logical_xor"}
+# nvFuser lowerings that are not the fd.ops function of the op's own name (fd.ops.div truncates).
+_NVFUSER_BINARY = {"div": "truediv", "logical_xor": "@logical_xor"}
 for _n, (_rule, _acc) in _BINARY.items():
     register(Op(_n, "binary", 2, _rule, getattr(torch, _n), _call(f"torch.{_n}"),
-                _acc or (lambda t, a: True), scalar_positions=() if _n in _TENSOR_ONLY else (1,)))
+                _acc or (lambda t, a: True), scalar_positions=() if _n in _TENSOR_ONLY else (1,),
+                nvfuser=_NVFUSER_BINARY.get(_n, _n)))
 
 for _mode in ("trunc", "floor"):
     register(Op(f"div_{_mode}", "binary", 2, _promote,
                 (lambda m: lambda a, b: torch.div(a, b, rounding_mode=m))(_mode),
                 (lambda m: lambda args, at: f"torch.div({args[0]}, {args[1]}, rounding_mode={m!r})")(_mode),
-                _int_division_safe, scalar_positions=(1,)))
+                _int_division_safe, scalar_positions=(1,), nvfuser=f"@div_{_mode}"))
 
 # ---- ternary -------------------------------------------------------------------------------------
 register(Op("where", "ternary", 3, _elementwise(lambda ts: result_type(ts[1], ts[2])), torch.where,
             _call("torch.where"), lambda t, a: t[0].dtype == "bool" and not t[0].is_scalar,
-            scalar_positions=(2,)))
+            scalar_positions=(2,), nvfuser="@where"))
 register(Op("clamp", "ternary", 3, _promote, lambda x, lo, hi: torch.clamp(x, lo, hi),
             _call("torch.clamp"), lambda t, a: _no_bool(t, a) and (t[1].is_scalar == t[2].is_scalar),
-            scalar_positions=(1, 2)))
+            scalar_positions=(1, 2), nvfuser="@clamp"))
 register(Op("clamp_min", "binary", 2, _promote, lambda x, lo: torch.clamp(x, min=lo),
-            lambda args, at: f"torch.clamp({args[0]}, min={args[1]})", _no_bool, scalar_positions=(1,)))
+            lambda args, at: f"torch.clamp({args[0]}, min={args[1]})", _no_bool, scalar_positions=(1,),
+            nvfuser="maximum"))
 register(Op("lerp", "ternary", 3, _same, torch.lerp, _call("torch.lerp"), _same_float,
-            scalar_positions=(2,)))
+            scalar_positions=(2,), nvfuser="lerp"))
 register(Op("addcmul", "ternary", 3, _same,
             lambda a, b, c, value=1.0: torch.addcmul(a, b, c, value=value), _call("torch.addcmul", "value"),
             lambda t, a: _same_float(t, a) and all(not x.is_scalar for x in t),
-            draw_attrs=lambda draw, ts: {"value": choice(draw, [1.0, 0.5, -2.0])}))
+            draw_attrs=lambda draw, ts: {"value": choice(draw, [1.0, 0.5, -2.0])}, nvfuser="@addcmul"))
 
 # ---- casts ---------------------------------------------------------------------------------------
 register(Op("cast", "cast", 1, lambda ts, at: ValueType(ts[0].shape, at["dtype"]),
             lambda x, dtype: x.to(DTYPES[dtype]), lambda args, at: f"{args[0]}.to({lit(at['dtype'])})",
-            draw_attrs=lambda draw, ts: {"dtype": choice(draw, sorted(DTYPES))}))
+            draw_attrs=lambda draw, ts: {"dtype": choice(draw, sorted(DTYPES))}, nvfuser="@cast"))
 
 
 # ---- broadcasting --------------------------------------------------------------------------------
 def _unsqueeze_infer(ts: Types, at: Attrs) -> ValueType:
     s = list(ts[0].shape)
+    normalize_dims([at["dim"]], len(s) + 1)  # range check
     s.insert(at["dim"] % (len(s) + 1), 1)
     return ValueType(tuple(s), ts[0].dtype)
 
@@ -208,7 +220,7 @@ def _unsqueeze_infer(ts: Types, at: Attrs) -> ValueType:
 register(Op("unsqueeze", "broadcast", 1, _unsqueeze_infer, lambda x, dim: torch.unsqueeze(x, dim),
             lambda args, at: f"torch.unsqueeze({args[0]}, {at['dim']})",
             lambda t, a: t[0].rank < 6,
-            draw_attrs=lambda draw, ts: {"dim": draw(ints(-ts[0].rank - 1, ts[0].rank))}))
+            draw_attrs=lambda draw, ts: {"dim": draw(ints(-ts[0].rank - 1, ts[0].rank))}, nvfuser="@unsqueeze"))
 
 
 def _expand_infer(ts: Types, at: Attrs) -> ValueType:
@@ -233,7 +245,7 @@ def _expand_sizes(draw: Callable, ts: Types) -> Attrs:
 
 register(Op("expand", "broadcast", 1, _expand_infer, lambda x, sizes: x.expand(list(sizes)),
             lambda args, at: f"{args[0]}.expand({lit(list(at['sizes']))})",
-            draw_attrs=lambda draw, ts: draw(_expand_sizes(ts))))
+            draw_attrs=lambda draw, ts: draw(_expand_sizes(ts)), nvfuser="@expand"))
 
 
 def _index_none_infer(ts: Types, at: Attrs) -> ValueType:
@@ -262,7 +274,7 @@ def _index_spec(draw: Callable, ts: Types) -> Attrs:
 
 register(Op("index_none", "broadcast", 1, _index_none_infer, _index_none,
             lambda args, at: f"{args[0]}[{', '.join(at['spec'])}]", lambda t, a: 1 <= t[0].rank <= 4,
-            draw_attrs=lambda draw, ts: draw(_index_spec(ts))))
+            draw_attrs=lambda draw, ts: draw(_index_spec(ts)), nvfuser="@index_none"))
 
 
 # ---- reductions ----------------------------------------------------------------------------------
@@ -304,32 +316,40 @@ _REDUCTIONS = {
     "std": (lambda x, dims, keepdim, correction: torch.std(x, dims, correction=correction, keepdim=keepdim),
             lambda d: d, _float_only, ("correction",)),
 }
+_NVFUSER_REDUCTION = {"sum": "sum", "mean": "@mean", "amax": "max", "amin": "min", "var": "var", "std": "@std"}
 for _n, (_fn, _rule, _acc, _extra) in _REDUCTIONS.items():
     register(Op(_n, "reduction", 1, _reduction_infer(_rule), _fn,
                 (lambda n, ex: lambda args, at: f"torch.{n}({args[0]}, {lit(list(at['dims']))}"
                  + "".join(f", {k}={lit(at[k])}" for k in ex) + f", keepdim={at['keepdim']})")(_n, _extra),
                 lambda t, a, acc=_acc: t[0].rank >= 1 and (acc is None or acc(t, a)),
-                draw_attrs=(lambda ex: lambda draw, ts: draw(_reduce_dims(ts, correction=bool(ex))))(_extra)))
+                draw_attrs=(lambda ex: lambda draw, ts: draw(_reduce_dims(ts, correction=bool(ex))))(_extra),
+                nvfuser=_NVFUSER_REDUCTION[_n]))
 
 # prod takes a single dim (aten has no multi-dim prod).
 register(Op("prod", "reduction", 1, _reduction_infer(_int64_if_integral),
             lambda x, dim, keepdim: torch.prod(x, dim, keepdim=keepdim),
             lambda args, at: f"torch.prod({args[0]}, {at['dim']}, keepdim={at['keepdim']})",
-            lambda t, a: t[0].rank >= 1, draw_attrs=lambda draw, ts: draw(_reduce_dims(ts, single=True))))
+            lambda t, a: t[0].rank >= 1, draw_attrs=lambda draw, ts: draw(_reduce_dims(ts, single=True)),
+            nvfuser="prod"))
 
 # ---- normalizations users call as single ops -----------------------------------------------------
+def _normalization_infer(ts: Types, at: Attrs) -> ValueType:
+    normalize_dims([at["dim"]], ts[0].rank)  # range check
+    return ValueType(ts[0].shape, ts[0].dtype)
+
+
 for _n in ("softmax", "log_softmax"):
-    register(Op(_n, "normalization", 1, lambda ts, at: ValueType(ts[0].shape, ts[0].dtype),
+    register(Op(_n, "normalization", 1, _normalization_infer,
                 (lambda n: lambda x, dim: getattr(torch, n)(x, dim))(_n),
                 (lambda n: lambda args, at: f"torch.{n}({args[0]}, {at['dim']})")(_n),
                 lambda t, a: t[0].rank >= 1 and is_float(t[0].dtype),
-                draw_attrs=lambda draw, ts: {"dim": draw(ints(-ts[0].rank, ts[0].rank - 1))}))
+                draw_attrs=lambda draw, ts: {"dim": draw(ints(-ts[0].rank, ts[0].rank - 1))}, nvfuser=f"@{_n}"))
 
 
 # ---- views ---------------------------------------------------------------------------------------
 def _permute_infer(ts: Types, at: Attrs) -> ValueType:
     dims = list(at["dims"])
-    if sorted(d % max(ts[0].rank, 1) for d in dims) != list(range(ts[0].rank)):
+    if len(dims) != ts[0].rank or normalize_dims(dims, ts[0].rank) != list(range(ts[0].rank)):
         raise ValueError(f"bad permutation {dims}")
     return ValueType(tuple(ts[0].shape[d] for d in dims), ts[0].dtype)
 
@@ -347,11 +367,12 @@ def permutations(draw: Callable, n: int) -> list[int]:
 
 register(Op("permute", "view", 1, _permute_infer, lambda x, dims: x.permute(*dims),
             lambda args, at: f"{args[0]}.permute({lit(list(at['dims']))})", lambda t, a: t[0].rank >= 2,
-            draw_attrs=lambda draw, ts: {"dims": draw(permutations(ts[0].rank))}))
+            draw_attrs=lambda draw, ts: {"dims": draw(permutations(ts[0].rank))}, nvfuser="@permute"))
 
 
 def _transpose_infer(ts: Types, at: Attrs) -> ValueType:
     s, r = list(ts[0].shape), ts[0].rank
+    normalize_dims([at["dim0"], at["dim1"]], r)  # range check
     a, b = at["dim0"] % r, at["dim1"] % r
     s[a], s[b] = s[b], s[a]
     return ValueType(tuple(s), ts[0].dtype)
@@ -361,7 +382,8 @@ register(Op("transpose", "view", 1, _transpose_infer, lambda x, dim0, dim1: torc
             lambda args, at: f"torch.transpose({args[0]}, {at['dim0']}, {at['dim1']})",
             lambda t, a: t[0].rank >= 2,
             draw_attrs=lambda draw, ts: {"dim0": draw(ints(-ts[0].rank, ts[0].rank - 1)),
-                                         "dim1": draw(ints(-ts[0].rank, ts[0].rank - 1))}))
+                                         "dim1": draw(ints(-ts[0].rank, ts[0].rank - 1))},
+            nvfuser="@transpose"))
 
 
 def _reshape_infer(ts: Types, at: Attrs) -> ValueType:
@@ -400,7 +422,8 @@ def _reshape_shape(draw: Callable, ts: Types) -> Attrs:
 
 register(Op("reshape", "view", 1, _reshape_infer, lambda x, shape: torch.reshape(x, shape),
             lambda args, at: f"torch.reshape({args[0]}, {lit(list(at['shape']))})",
-            lambda t, a: 1 <= t[0].rank <= 5, draw_attrs=lambda draw, ts: draw(_reshape_shape(ts))))
+            lambda t, a: 1 <= t[0].rank <= 5, draw_attrs=lambda draw, ts: draw(_reshape_shape(ts)),
+            nvfuser="@reshape"))
 
 ALL_DTYPES = tuple(DTYPES)
 OPS_BY_KIND: dict[str, list[str]] = {}

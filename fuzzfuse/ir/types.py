@@ -141,4 +141,6 @@ def can_broadcast_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
 def normalize_dims(dims: list[int] | tuple[int, ...], rank: int) -> list[int]:
     """Negative dims count from the end, as in PyTorch; a 0-dim tensor accepts dim 0 and -1."""
     r = max(rank, 1)
+    if any(not -r <= d < r for d in dims):
+        raise ValueError(f"dims {list(dims)} out of range for rank {rank}")
     return sorted({d % r for d in dims})

@@ -55,7 +55,9 @@ def _base_values(shape: tuple[int, ...], dtype: str, v: Values) -> torch.Tensor:
 
 
 def encode_exact(t: torch.Tensor) -> str:
-    raw = t.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+    # clone, not contiguous(): a size-1 tensor with a stride-0 last dim counts as contiguous but
+    # cannot be viewed as bytes.
+    raw = t.detach().clone(memory_format=torch.contiguous_format).reshape(-1).view(torch.uint8).numpy().tobytes()
     return base64.b64encode(raw).decode()
 
 

@@ -1,0 +1,13 @@
+"""The reducer: shrink a failing graph to a minimal one that fails the same way.
+
+    from fuzzfuse.reduce import reduce
+    result = reduce(graph, is_interesting, batch=4)
+    result.graph, result.stats
+
+`engine` runs passes to a fixpoint with a cache; `passes` holds one function per pass; `shapes` does
+the dim bookkeeping the shape pass needs.
+"""
+from .engine import Reduction, cost, reduce
+from .passes import DEFAULT_PASSES, admissible
+
+__all__ = ["reduce", "Reduction", "cost", "DEFAULT_PASSES", "admissible"]

@@ -1,0 +1,221 @@
+"""The reducer's fixpoint loop: run passes cheap first, accept the first interesting candidate that is
+strictly smaller, restart that pass on the new graph (C-Reduce style), and stop when a whole round
+over all passes makes no progress.
+
+Termination: a candidate is accepted only when `cost(candidate) < cost(current)` in a lexicographic
+order over tuples of non-negative integers of fixed length. That order is well-founded, so no
+sequence of accepted candidates is infinite, whatever the passes yield.
+
+Determinism: candidates are judged in the order a pass yields them and the first interesting one
+wins. Asking `is_interesting` for a batch only prefetches the answers for the candidates that follow,
+so the final graph does not depend on `batch` (the counters do).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
+
+from ..ir.graph import Graph, Layout, Node, TensorInput, Values
+from ..ir.ops import OPS
+from ..ir.values import logical_values
+from .passes import DEFAULT_PASSES, admissible, is_regular, op_rank
+
+Predicate = Callable[[list[Graph]], list[bool]]
+Pass = Callable[[Graph], Iterator[Graph]]
+
+# Lower is simpler. Only the moves the passes make need to go downhill: bf16/fp16/fp64 -> fp32,
+# int64 -> int32.
+DTYPE_RANK = {"float32": 0, "int32": 1, "bool": 1, "int64": 2, "float64": 2, "float16": 3, "bfloat16": 3}
+# zeros < ones < arange < a seeded distribution < exact bytes < anything with special values mixed in.
+VALUES_RANK = {"zeros": 0, "ones": 1, "arange": 2, "uniform": 3, "normal": 3}
+EXACT_RANK, SPECIALS_RANK = 5, 6
+
+
+def constant_cost(value: float | int | bool) -> int:
+    """0 and 1 (and False/True) are the simplest constants; everything else is one step up."""
+    return 0 if value == 0 else 1 if value == 1 else 2
+
+
+def attrs_cost(node: Node) -> int:
+    """Fewer reduction dims, keepdim off, correction 0 and a unit addcmul value are simpler."""
+    a = node.attrs
+    dims = len(a.get("dims", ())) if OPS[node.op].kind == "reduction" else 0
+    return dims + int(bool(a.get("keepdim"))) + int(a.get("correction", 0)) \
+        + (constant_cost(a["value"]) if "value" in a else 0)
+
+
+def layout_cost(layout: Layout) -> int:
+    return 0 if layout.kind == "contiguous" else 1
+
+
+def values_cost(values: Values) -> int:
+    if values.exact is not None:
+        return EXACT_RANK
+    if values.specials > 0:
+        return SPECIALS_RANK
+    return VALUES_RANK[values.dist] + int(values.scale != 1.0)
+
+
+def cost(graph: Graph) -> tuple[int, ...]:
+    """The order the reducer descends, most important first:
+
+    1. op count;  2. number of inputs;  3. number of outputs;  4. total input numel;
+    5. sum of input ranks;  6. op simplicity (sum of `op_rank`, lower for add/mul/neg);
+    7. dtype complexity (inputs and cast targets);  8. non-contiguous inputs;
+    9. attribute and scalar complexity (reduction dims, keepdim, correction, constants, scalar inputs);
+    10. value complexity (zeros < ones < arange < random < exact < specials);
+    11. elements of exact inputs other than 0 and 1;  12. total numel of all intermediate values.
+
+    Input sizes come before attributes, intermediate sizes last, so that "fewer reduction dims"
+    (which grows the reduction's output) still counts as simpler.
+    """
+    tensors = [i for i in graph.inputs if isinstance(i, TensorInput)]
+    scalars = [i for i in graph.inputs if not isinstance(i, TensorInput)]
+    types = graph.infer_types()
+    return (
+        len(graph.nodes),
+        len(graph.inputs),
+        len(graph.outputs),
+        sum(math.prod(i.shape) for i in tensors),
+        sum(len(i.shape) for i in tensors),
+        sum(op_rank(n.op) for n in graph.nodes),
+        sum(DTYPE_RANK[i.dtype] for i in tensors) + sum(DTYPE_RANK[n.attrs["dtype"]] for n in graph.nodes
+                                                          if n.op == "cast"),
+        sum(layout_cost(i.layout) for i in tensors),
+        sum(attrs_cost(n) + sum(constant_cost(a) for a in n.args if not isinstance(a, str)) for n in graph.nodes)
+        + sum(constant_cost(s.value) for s in scalars),
+        sum(values_cost(i.values) for i in tensors),
+        sum(sum(not is_regular(x) for x in _exact_elements(i)) for i in tensors if i.values.exact is not None),
+        sum(types[n.name].numel() for n in graph.nodes),
+    )
+
+
+def _exact_elements(spec: TensorInput) -> list:
+    return logical_values(spec).reshape(-1).tolist()
+
+
+@dataclass
+class Reduction:
+    """The reduced graph and the counters: queries (candidates sent to `is_interesting`, the
+    original included), cache_hits, successes, rejected (candidates dropped unasked: ill-typed or
+    not smaller), rounds, seconds, stopped ("fixpoint" or "max_queries"), ops/inputs/cost before and
+    after, and `passes`: the same counters (and seconds) per pass."""
+
+    graph: Graph
+    stats: dict
+
+
+class _Engine:
+    """One reduction's cache and counters."""
+
+    def __init__(self, is_interesting: Predicate, batch: int, progress, max_queries: int | None) -> None:
+        self.is_interesting, self.batch = is_interesting, max(1, batch)
+        self.progress, self.max_queries = progress, max_queries
+        self.start = time.perf_counter()
+        self.cache: dict[str, bool] = {}
+        self.stats: dict = {"queries": 0, "cache_hits": 0, "successes": 0, "rejected": 0, "rounds": 0,
+                            "seconds": 0.0, "passes": {}, "pass": None, "size": None, "stopped": "fixpoint"}
+
+    def out_of_queries(self) -> bool:
+        return self.max_queries is not None and self.stats["queries"] >= self.max_queries
+
+    def ask(self, graphs: list[Graph], digests: list[str], per_pass: dict | None) -> None:
+        """Query the uncached graphs in one call and cache the answers."""
+        todo = {d: g for g, d in zip(graphs, digests) if d not in self.cache}
+        if not todo:
+            return
+        answers = self.is_interesting(list(todo.values()))
+        if len(answers) != len(todo):
+            raise ValueError(f"is_interesting answered {len(answers)} times for {len(todo)} candidates")
+        self.cache.update(zip(todo, map(bool, answers)))
+        self.count(per_pass, "queries", len(todo))
+        self.stats["seconds"] = time.perf_counter() - self.start
+        if self.progress is not None:
+            self.progress(self.stats)
+
+    def count(self, per_pass: dict | None, key: str, n: int = 1) -> None:
+        self.stats[key] += n
+        if per_pass is not None:
+            per_pass[key] += n
+
+    def run_pass(self, pass_: Pass, graph: Graph, current: tuple) -> tuple[Graph, tuple] | None:
+        """The first interesting, strictly smaller candidate of one pass over `graph`, or None."""
+        name = getattr(pass_, "__name__", repr(pass_))
+        per_pass = self.stats["passes"].setdefault(
+            name, {"queries": 0, "cache_hits": 0, "successes": 0, "rejected": 0, "seconds": 0.0})
+        self.stats["pass"] = name
+        start = time.perf_counter()
+        try:
+            for chunk in _chunks(self._smaller(pass_(graph), current, per_pass), self.batch):
+                known = {d for _, d, _ in chunk if d in self.cache}
+                if len(known) < len(chunk) and self.out_of_queries():
+                    self.stats["stopped"] = "max_queries"
+                    return None
+                self.ask([g for g, _, _ in chunk], [d for _, d, _ in chunk], per_pass)
+                for candidate, digest, c in chunk:
+                    # Answers past the winner were prefetched for nothing and are not counted, so
+                    # that hits do not depend on the batch size more than they must.
+                    self.count(per_pass, "cache_hits", int(digest in known))
+                    known.add(digest)
+                    if self.cache[digest]:
+                        self.count(per_pass, "successes")
+                        return candidate, c
+            return None
+        finally:
+            per_pass["seconds"] += time.perf_counter() - start
+
+    def _smaller(self, candidates: Iterable[Graph], current: tuple, per_pass: dict):
+        """Admissible candidates strictly below `current`, with digest and cost."""
+        for g in candidates:
+            c = cost(g) if admissible(g) else None
+            if c is None or c >= current:
+                self.count(per_pass, "rejected")
+                continue
+            yield g, g.digest(), c
+
+
+def _chunks(items: Iterable, n: int) -> Iterator[list]:
+    chunk: list = []
+    for x in items:
+        chunk.append(x)
+        if len(chunk) == n:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def reduce(graph: Graph, is_interesting: Predicate, *, passes: Iterable[Pass] = DEFAULT_PASSES, batch: int = 1,
+           progress: Callable[[dict], None] | None = None, max_queries: int | None = None) -> Reduction:
+    """Shrink `graph` while `is_interesting` holds, to a fixpoint of `passes` (or `max_queries`).
+
+    `is_interesting(candidates) -> [bool]` must be True exactly when a candidate fails the way the
+    original does; it gets up to `batch` candidates per call (run them in parallel). It is asked
+    about the original first: reducing a graph that is not interesting would return a meaningless
+    result, so that raises ValueError. `progress(stats)` is called after each call to it. Once
+    `max_queries` candidates have been sent, the reduction stops where it is.
+    """
+    passes = list(passes)
+    engine = _Engine(is_interesting, batch, progress, max_queries)
+    if not admissible(graph):
+        raise ValueError("the graph to reduce does not type-check")
+    current = cost(graph)
+    engine.stats.update(size=graph.size, ops_before=graph.size, inputs_before=len(graph.inputs),
+                        cost_before=current)
+    engine.ask([graph], [graph.digest()], None)
+    if not engine.cache[graph.digest()]:
+        raise ValueError("the original graph is not interesting")
+    progressed = True
+    while progressed:
+        progressed = False
+        engine.stats["rounds"] += 1
+        for pass_ in passes:
+            while (found := engine.run_pass(pass_, graph, current)) is not None:
+                graph, current = found
+                engine.stats["size"] = graph.size
+                progressed = True
+    engine.stats.update(ops_after=graph.size, inputs_after=len(graph.inputs), cost_after=current,
+                        seconds=time.perf_counter() - engine.start)
+    return Reduction(graph, engine.stats)

@@ -1,0 +1,347 @@
+"""Reduction passes: plain functions `pass_(graph) -> Iterator[Graph]` yielding candidate graphs.
+
+A pass proposes; the engine disposes. A pass may yield candidates that do not type-check or are not
+simpler: the engine drops those (`admissible`, then `cost`) before it asks any question, so that an
+ill-typed graph never reaches eager PyTorch and is never taken for the failure being reduced. Every
+pass proposes its boldest change first, and yields candidates in a fixed order, which keeps the
+reduction deterministic.
+
+Removing an op keeps values where it can: the op becomes a new input of the same name holding its
+exact eager value (with the same strides where a Layout can say so), so that everything downstream
+computes exactly what it did before. That is what makes value-dependent failures (a NaN, a
+mismatch) survive the removal of their prefix.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from dataclasses import replace
+from typing import Any, Iterator
+
+import torch
+
+from ..ir.graph import Graph, GraphError, Layout, Node, ScalarInput, TensorInput, Values
+from ..ir.interp import interpret
+from ..ir.ops import OPS
+from ..ir.types import ValueType, scalar_kind
+from ..ir.values import apply_layout, logical_values, make_inputs
+from .shapes import dim_classes, drop_axis, exact_values, resize
+
+# Simplest first: what "replace with a simpler op" aims for. Ops not listed rank after these, in
+# registry order.
+SIMPLICITY = ("add", "mul", "neg", "sub", "abs", "relu", "exp", "log", "sqrt", "sigmoid", "tanh", "div",
+              "maximum", "minimum", "eq", "lt", "where", "clamp", "sum", "amax", "amin", "mean", "cast",
+              "softmax", "permute", "transpose", "reshape", "unsqueeze", "expand")
+_RANKS = {name: i for i, name in enumerate(SIMPLICITY + tuple(n for n in OPS if n not in SIMPLICITY))}
+SIMPLER_DTYPE = {"bfloat16": "float32", "float16": "float32", "float64": "float32", "int64": "int32"}
+
+
+def op_rank(op: str) -> int:
+    return _RANKS[op]
+
+
+def is_regular(x: Any) -> bool:
+    """0 and 1 are the values an input is simplified toward; anything else (NaN included) is not."""
+    return x == 0 or x == 1
+
+
+# ---- admissibility ---------------------------------------------------------------------------------
+@functools.cache
+def _attr_params(op: str) -> tuple[frozenset, frozenset]:
+    """(all, required) attribute names of an op, read off its eager callable's keyword parameters."""
+    try:
+        params = list(inspect.signature(OPS[op].eager).parameters.values())[OPS[op].arity:]
+    except ValueError:  # a torch builtin: no attributes
+        return frozenset(), frozenset()
+    return (frozenset(p.name for p in params),
+            frozenset(p.name for p in params if p.default is inspect.Parameter.empty))
+
+
+def admissible(graph: Graph) -> bool:
+    """Whether eager PyTorch accepts the graph: it type-checks by the registry's rules, every
+    operand is one the op accepts (scalars only where allowed), its attributes are exactly those
+    its eager form takes, and dim attributes are in range (the type rules read them modulo rank)."""
+    try:
+        types = graph.validate().infer_types()
+    except GraphError:
+        return False
+    for n in graph.nodes:
+        op = OPS[n.op]
+        arg_types = [types[a] if isinstance(a, str) else _const_type(a) for a in n.args]
+        allowed, required = _attr_params(n.op)
+        if (len(n.args) != op.arity or not required <= n.attrs.keys() <= allowed
+                or any(t.is_scalar and k not in op.scalar_positions for k, t in enumerate(arg_types))
+                or not op.accepts(arg_types, n.args) or not _dims_in_range(n, arg_types[0].rank)):
+            return False
+    return True
+
+
+def _dims_in_range(node: Node, rank: int) -> bool:
+    a = node.attrs
+    r = max(rank + (node.op == "unsqueeze"), 1)  # a 0-dim tensor takes dim 0 and -1, as in PyTorch
+    dims = [a[k] for k in ("dim", "dim0", "dim1") if k in a] + list(a.get("dims", ()))
+    return all(-r <= d < r for d in dims)
+
+
+def _const_type(value: Any) -> ValueType:
+    return ValueType(None, scalar_kind(value))
+
+
+# ---- helpers ---------------------------------------------------------------------------------------
+def _finish(graph: Graph) -> Graph:
+    """Drop outputs that became plain inputs (nothing computes them), then dead code."""
+    names = {i.name for i in graph.inputs}
+    outputs = tuple(dict.fromkeys(o for o in graph.outputs if o not in names))
+    return replace(graph, outputs=outputs).without_dead_code()
+
+
+def _eager_values(graph: Graph) -> dict | None:
+    """Every value of the graph on its own inputs; None when eager raises (then nothing is pinned)."""
+    try:
+        return interpret(graph, make_inputs(graph))[0]
+    except RuntimeError:
+        return None
+
+
+def _layout_of(value: torch.Tensor) -> Layout:
+    """A Layout with the memory order and the stride-0 dims of `value` (ignoring size-1 dims, whose
+    strides do not matter), else contiguous."""
+    rank = value.dim()
+    candidates = [Layout()] + [Layout("channels_last")] * (rank == 4) + [Layout("channels_last_3d")] * (rank == 5)
+    stride0 = tuple(d for d in range(rank) if value.stride(d) == 0 and value.shape[d] > 1)
+    if stride0:
+        candidates.append(Layout("expanded", dims=stride0))
+    if rank >= 2:
+        candidates.append(Layout("permuted", perm=tuple(sorted(range(rank), key=lambda d: -value.stride(d)))))
+    for layout in candidates:
+        if _strides_kind(apply_layout(value.contiguous(), layout)) == _strides_kind(value):
+            return layout
+    return Layout()
+
+
+def _strides_kind(t: torch.Tensor) -> tuple:
+    wide = [d for d in range(t.dim()) if t.shape[d] > 1]
+    return tuple(sorted(wide, key=lambda d: -t.stride(d))), tuple(t.stride(d) == 0 for d in wide)
+
+
+def pinned(name: str, value: torch.Tensor) -> TensorInput:
+    """An input holding exactly `value`, with its strides where cheap."""
+    spec = TensorInput(name, tuple(value.shape), str(value.dtype).removeprefix("torch."), _layout_of(value))
+    return replace(spec, values=exact_values(value))
+
+
+def _as_inputs(graph: Graph, names: list[str], env: dict) -> Graph:
+    """Replace the named ops by inputs (same names) holding their eager values."""
+    gone = set(names)
+    return _finish(Graph(graph.inputs + tuple(pinned(n, env[n]) for n in names),
+                         tuple(n for n in graph.nodes if n.name not in gone), graph.outputs))
+
+
+def _substitute(graph: Graph, old: str, new: Any) -> Graph:
+    """Remove the op or input `old`; its users read `new` (a value name or a constant) instead."""
+    nodes = tuple(replace(n, args=tuple(new if a == old and isinstance(a, str) else a for a in n.args))
+                  for n in graph.nodes if n.name != old)
+    return _finish(Graph(tuple(i for i in graph.inputs if i.name != old), nodes,
+                         tuple(new if o == old else o for o in graph.outputs)))
+
+
+def _with_input(graph: Graph, index: int, spec: TensorInput | ScalarInput) -> Graph:
+    return replace(graph, inputs=graph.inputs[:index] + (spec,) + graph.inputs[index + 1:])
+
+
+def _with_node(graph: Graph, node: Node) -> Graph:
+    return replace(graph, nodes=tuple(node if n.name == node.name else n for n in graph.nodes))
+
+
+def _tensor_inputs(graph: Graph) -> Iterator[tuple[int, TensorInput]]:
+    return ((k, i) for k, i in enumerate(graph.inputs) if isinstance(i, TensorInput))
+
+
+def _chunks(items: list, granularity: int) -> list[list]:
+    size = math.ceil(len(items) / granularity)
+    return [items[k:k + size] for k in range(0, len(items), size)]
+
+
+def _ddmin_chunks(items: list) -> Iterator[list]:
+    """Zeller's ddmin schedule, complement first: halves, then quarters, ... then single items. The
+    engine restarts the pass after each success, which plays the role of ddmin's shrinking step."""
+    granularity = 2
+    while items:
+        yield from _chunks(items, granularity)
+        if granularity >= len(items):
+            return
+        granularity = min(2 * granularity, len(items))
+
+
+# ---- passes, cheap first ---------------------------------------------------------------------------
+def prune_outputs(graph: Graph) -> Iterator[Graph]:
+    """Drop chunks of outputs, ddmin style (and what only they needed)."""
+    for chunk in _ddmin_chunks(list(graph.outputs)) if len(graph.outputs) > 1 else ():
+        yield _finish(replace(graph, outputs=tuple(x for x in graph.outputs if x not in chunk)))
+
+
+def ddmin_ops(graph: Graph) -> Iterator[Graph]:
+    """Remove chunks of ops, each replaced by an input that holds its eager value."""
+    env = _eager_values(graph) if len(graph.nodes) > 1 else None
+    for chunk in _ddmin_chunks([n.name for n in graph.nodes]) if env is not None else ():
+        yield _as_inputs(graph, chunk, env)
+
+
+def bypass_ops(graph: Graph) -> Iterator[Graph]:
+    """Replace an op by one of its operands (same type first), else by a simpler op of the same
+    kind and arity whose type rule gives the same output type."""
+    types = graph.infer_types()
+    for n in graph.nodes:
+        refs = list(dict.fromkeys(r for r in n.refs() if not types[r].is_scalar))
+        for r in sorted(refs, key=lambda r: types[r] != types[n.name]):
+            yield _substitute(graph, n.name, r)
+        op = OPS[n.op]
+        arg_types = [types[a] if isinstance(a, str) else _const_type(a) for a in n.args]
+        for name in sorted(OPS, key=op_rank):
+            other = OPS[name]
+            if op_rank(name) >= op_rank(n.op) or (other.kind, other.arity) != (op.kind, op.arity):
+                continue
+            attrs = _adapt_attrs(n.attrs, name)
+            try:
+                if other.infer(arg_types, attrs) != types[n.name]:
+                    continue
+            except (ValueError, KeyError, IndexError, TypeError):
+                continue
+            yield _with_node(graph, replace(n, op=name, attrs=attrs))
+
+
+def _adapt_attrs(attrs: dict, op: str) -> dict:
+    """Carry attributes over to a sibling op: `dims` <-> `dim` for prod, correction for var/std."""
+    allowed, required = _attr_params(op)
+    out = {k: v for k, v in attrs.items() if k in allowed}
+    if "dims" in required and "dim" in attrs:
+        out["dims"] = (attrs["dim"],)
+    if "dim" in required and len(attrs.get("dims", ())) == 1:
+        out["dim"] = attrs["dims"][0]
+    if "correction" in required:
+        out.setdefault("correction", 0)
+    return out
+
+
+def cut_prefix(graph: Graph) -> Iterator[Graph]:
+    """Replace an op and its exclusive ancestors by an input holding the op's eager value, biggest
+    cut first."""
+    outputs = set(graph.outputs)
+    names = [n.name for n in graph.nodes if n.name not in outputs]
+    env = _eager_values(graph) if names else None
+    if env is not None:
+        yield from sorted((_as_inputs(graph, [n], env) for n in names), key=lambda g: g.size)
+
+
+def dead_code(graph: Graph) -> Iterator[Graph]:
+    """Drop ops no output needs and inputs nothing reads (other passes already do; a graph handed
+    to `reduce` may not)."""
+    yield _finish(graph)
+
+
+def merge_inputs(graph: Graph) -> Iterator[Graph]:
+    """Read one input where another of the same type was read: fewer inputs, same ops."""
+    inputs = list(graph.inputs)
+    for k, keep in enumerate(inputs):
+        for other in inputs[k + 1:]:
+            if other.type == keep.type:
+                yield _substitute(graph, other.name, keep.name)
+
+
+def shrink_shapes(graph: Graph) -> Iterator[Graph]:
+    """Shrink each set of linked dims toward 1 (1 first, then by halves), then drop size-1 dims."""
+    for size, positions in dim_classes(graph):
+        for target in sorted({1, size - 1} | {size >> k for k in range(1, size.bit_length())} - {0}):
+            candidate = resize(graph, positions, target)
+            if candidate is not None:
+                yield candidate
+    for _, spec in _tensor_inputs(graph):
+        for axis in range(len(spec.shape)):
+            if spec.shape[axis] == 1 and (candidate := drop_axis(graph, spec.name, axis)) is not None:
+                yield candidate
+
+
+def simplify_dtypes_layouts(graph: Graph) -> Iterator[Graph]:
+    """bf16/fp16/fp64 -> fp32 and int64 -> int32 (all at once, then one by one), and any layout ->
+    contiguous, on inputs and cast targets."""
+    dtype_moves = [(k, _retyped(spec)) for k, spec in _tensor_inputs(graph) if spec.dtype in SIMPLER_DTYPE]
+    cast_moves = [replace(n, attrs={"dtype": SIMPLER_DTYPE[n.attrs["dtype"]]}) for n in graph.nodes
+                  if n.op == "cast" and n.attrs["dtype"] in SIMPLER_DTYPE]
+    layout_moves = [(k, replace(spec, layout=Layout())) for k, spec in _tensor_inputs(graph)
+                    if spec.layout.kind != "contiguous"]
+    for inputs, casts in ((dtype_moves, cast_moves), (layout_moves, [])):
+        everything = graph
+        for k, spec in inputs:
+            everything = _with_input(everything, k, spec)
+        for node in casts:
+            everything = _with_node(everything, node)
+        if len(inputs) + len(casts) > 1:
+            yield everything
+        yield from (_with_input(graph, k, spec) for k, spec in inputs)
+        yield from (_with_node(graph, node) for node in casts)
+
+
+def _retyped(spec: TensorInput) -> TensorInput:
+    dtype = SIMPLER_DTYPE[spec.dtype]
+    if spec.values.exact is None:
+        return replace(spec, dtype=dtype)
+    return replace(spec, dtype=dtype, values=exact_values(logical_values(spec).to(getattr(torch, dtype))))
+
+
+def simplify_attrs(graph: Graph) -> Iterator[Graph]:
+    """Scalar inputs inlined as constants; constants toward 0 or 1; fewer reduction dims, keepdim
+    off, correction 0, addcmul value 1."""
+    for s in [i for i in graph.inputs if isinstance(i, ScalarInput)]:
+        yield _substitute(graph, s.name, s.value)
+        for v in _simpler_constants(s.value):
+            yield _with_input(graph, graph.inputs.index(s), replace(s, value=v))
+    for n in graph.nodes:
+        for k, a in enumerate(n.args):
+            if not isinstance(a, str):
+                for v in _simpler_constants(a):
+                    yield _with_node(graph, replace(n, args=n.args[:k] + (v,) + n.args[k + 1:]))
+        a = n.attrs
+        if OPS[n.op].kind == "reduction" and len(a.get("dims", ())) > 1:
+            for d in a["dims"]:
+                yield _with_node(graph, replace(n, attrs=dict(a, dims=tuple(x for x in a["dims"] if x != d))))
+        if a.get("keepdim"):
+            yield _with_node(graph, replace(n, attrs=dict(a, keepdim=False)))
+        if a.get("correction"):
+            yield _with_node(graph, replace(n, attrs=dict(a, correction=0)))
+        if a.get("value", 1.0) != 1.0:
+            yield _with_node(graph, replace(n, attrs=dict(a, value=1.0)))
+
+
+def _simpler_constants(value: float | int | bool) -> list:
+    """The 0 and 1 of the constant's own Python kind (changing kind would change type promotion)
+    that are simpler than `value`: both for most constants, 0 for a 1, none for a 0."""
+    simpler = (0, 1)[: 0 if value == 0 else 1 if value == 1 else 2]
+    return [type(value)(v) for v in simpler]
+
+
+def simplify_values(graph: Graph) -> Iterator[Graph]:
+    """Inputs toward zeros, ones or arange; special values and scale off; else pin the values and
+    set them to 1 in ddmin chunks, keeping only the elements (a NaN, an inf) the failure needs."""
+    for k, spec in _tensor_inputs(graph):
+        v = spec.values
+        for dist in ("zeros", "ones", "arange"):
+            yield _with_input(graph, k, replace(spec, values=Values(dist)))
+        if v.exact is None:
+            if v.specials > 0:
+                yield _with_input(graph, k, replace(spec, values=replace(v, specials=0.0)))
+            if v.scale != 1.0:
+                yield _with_input(graph, k, replace(spec, values=replace(v, scale=1.0)))
+            if v.specials > 0:
+                yield _with_input(graph, k, replace(spec, values=exact_values(logical_values(spec))))
+            continue
+        flat = logical_values(spec).reshape(-1)
+        irregular = [e for e, x in enumerate(flat.tolist()) if not is_regular(x)]
+        for chunk in _ddmin_chunks(irregular):
+            simpler = flat.clone()
+            simpler[chunk] = 1
+            yield _with_input(graph, k, replace(spec, values=exact_values(simpler)))
+
+
+DEFAULT_PASSES = (prune_outputs, ddmin_ops, bypass_ops, cut_prefix, dead_code, merge_inputs, shrink_shapes,
+                  simplify_dtypes_layouts, simplify_attrs, simplify_values)
