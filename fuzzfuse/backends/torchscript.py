@@ -1,0 +1,212 @@
+"""TorchScript fusers: NNC (TensorExpr), oneDNN Graph (LLGA), and TorchScript's nvFuser (old torch only).
+
+The graph is emitted as source, scripted, and called through the profiling executor: the first
+`num_profiled_runs` calls record types, the next one specializes and compiles fusion groups, and the
+call after that is the one whose outputs count.
+
+Fusion evidence comes from the profiler, not from graph text: `last_executed_optimized_graph()`
+shows `prim::TensorExprGroup` even when a type guard failed and the unfused `fallback_function` ran.
+The final call runs under the legacy (non-Kineto) autograd profiler: it sees the same RecordFunction
+events (the fused kernel's name, `fallback_function`, every aten op the interpreter still ran) but
+costs ~1 ms a call, where Kineto's profiler costs ~2.5 s once per process and ~2 ms a call.
+
+Fuser flags are process-global. Each backend sets the whole fuser state at the start of every run,
+so the backend owns the process (workers are dedicated to one backend; tests may alternate backends).
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+
+from ..ir import Graph, to_source
+from ..strategies import ShapeConfig
+from .base import BackendError, RunResult, Unavailable
+
+# Read once by libtorch (a static), so it must be in the environment before the first fusion group
+# compiles; workers get it from `env` too. "0": a fusion group that fails to compile raises instead
+# of silently running its unfused subgraph.
+NNC_ENV = {"PYTORCH_TENSOREXPR_FALLBACK": "0"}
+NVFUSER_ENV = {"PYTORCH_NVFUSER_DISABLE": "fallback"}
+
+
+def _default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+# What a fused kernel may call through aten without having fallen back: allocating its outputs.
+_ALLOCATIONS = {"aten::empty", "aten::empty_strided"}
+
+
+def _ancestors(event) -> tuple[str, ...]:
+    names = []
+    while (event := event.cpu_parent) is not None:
+        names.append(event.name)
+    return tuple(reversed(names))
+
+
+def _group_count(kind: str) -> int:
+    graph = torch.jit.last_executed_optimized_graph()
+    return len(graph.findAllNodes(kind, True)) if graph is not None else 0
+
+
+class _ScriptedBackend:
+    """Script, warm up, and run the final call under the profiler; subclasses pick the fuser."""
+
+    name = ""
+    device = "cpu"
+    env: dict[str, str] = {}
+    # A fused kernel's profiler event starts with this; the optimized graph holds `group_kind` nodes.
+    kernel_prefix = ""
+    group_kind = ""
+    # NNC and oneDNN compile into interpreters/JITs on CPU that are slow on large tensors.
+    shapes = ShapeConfig(max_rank=4, max_dim=5, max_numel=256)
+
+    def _configure(self) -> None:
+        raise NotImplementedError
+
+    def _events(self, fn, inputs: list) -> tuple[tuple, list[tuple[str, tuple[str, ...]]]]:
+        """Outputs of one call, and (name, names of its ancestors) of every profiler event."""
+        with torch.autograd.profiler.profile(use_kineto=False) as prof:
+            out = fn(*inputs)
+        return out, [(e.name, _ancestors(e)) for e in prof.function_events]
+
+    def run(self, graph: Graph, inputs: list) -> RunResult:
+        os.environ.update(self.env)
+        self._configure()
+        start = time.perf_counter()
+        try:
+            fn = torch.jit.CompilationUnit(to_source(graph)).fn
+            for _ in range(torch._C._jit_get_num_profiled_runs() + 1):
+                fn(*inputs)
+        except Exception as e:
+            raise BackendError("compile", e) from e
+        compile_seconds = time.perf_counter() - start
+        try:
+            out, events = self._events(fn, inputs)
+        except Exception as e:
+            raise BackendError("run", e) from e
+        kernels = [n for n, _ in events if n.startswith(self.kernel_prefix)]
+        # A kernel that fails to compile may run its subgraph op by op inside the kernel's event
+        # (NNC with PYTORCH_TENSOREXPR_FALLBACK=1); a failed type guard runs `fallback_function`.
+        in_kernels = [n for n, up in events if n.startswith("aten::") and n not in _ALLOCATIONS
+                      and any(a.startswith(self.kernel_prefix) for a in up)]
+        fallback = bool(in_kernels) or any(n == "fallback_function" for n, _ in events)
+        evidence = {
+            "kernels": kernels,
+            "fallback": fallback,
+            "ops_inside_kernels": in_kernels,
+            "fusion_groups": _group_count(self.group_kind),
+            # aten ops the interpreter ran itself (direct children of the scripted function's event).
+            "unfused_ops": [n for n, up in events if up == ("fn",) and n.startswith("aten::")],
+        }
+        return RunResult(list(out), bool(kernels) and not fallback, evidence, compile_seconds)
+
+    def versions(self) -> dict[str, str]:
+        return {"torch": torch.__version__, "onednn": _onednn_version()}
+
+
+def _onednn_version() -> str:
+    if not torch.backends.mkldnn.is_available():
+        return "unavailable"
+    for line in torch.__config__.show().splitlines():
+        if "MKL-DNN" in line or "oneDNN" in line:
+            return line.strip(" -")
+    return "available"
+
+
+class NNCBackend(_ScriptedBackend):
+    """NNC (TensorExpr) with fallback off. Without LLVM (the CPU wheels) NNC runs its IR through the
+    SimpleIREval interpreter: correct semantics, slow on big tensors.
+
+    Reductions are fused on CPU only: on CUDA (torch 2.11) NNC accepts them and then crashes while
+    compiling (`exp` then `sum`: SIGSEGV; `sum` then `exp`: "Global alloc not supported yet"),
+    which would turn every reduction case of a GPU campaign into the same hard crash."""
+
+    name = "torchscript:nnc"
+    env = NNC_ENV
+    kernel_prefix = "fused_"
+    group_kind = "prim::TensorExprGroup"
+
+    def __init__(self, device: str | None = None):
+        self.device = device or _default_device()
+
+    def check_available(self) -> None:
+        if not hasattr(torch._C, "_jit_set_texpr_fuser_enabled"):
+            raise Unavailable("this torch build has no TensorExpr fuser")
+
+    def _configure(self) -> None:
+        C = torch._C
+        C._jit_set_profiling_executor(True)
+        C._get_graph_executor_optimize(True)
+        C._jit_set_llga_enabled(False)
+        C._jit_set_texpr_fuser_enabled(True)
+        C._jit_set_texpr_reductions_enabled(self.device == "cpu")
+        C._jit_texpr_set_fallback_allowed(False)
+        C._jit_set_te_must_use_llvm_cpu(False)
+        C._jit_override_can_fuse_on_cpu(self.device == "cpu")
+        C._jit_override_can_fuse_on_gpu(self.device.startswith("cuda"))
+
+
+class OneDNNBackend(_ScriptedBackend):
+    """oneDNN Graph (LLGA), CPU only. `torch.jit.fuser("fuser3")` also turns NNC on; here NNC is off
+    so that every fused kernel (`LlgaPartition_N`) and every mismatch is oneDNN's."""
+
+    name = "torchscript:onednn"
+    device = "cpu"
+    kernel_prefix = "LlgaPartition_"
+    group_kind = "prim::oneDNNFusionGroup"
+
+    def check_available(self) -> None:
+        if not torch.backends.mkldnn.is_available() or not hasattr(torch._C, "_jit_set_llga_enabled"):
+            raise Unavailable("this torch build has no oneDNN Graph (LLGA) fuser")
+
+    def _configure(self) -> None:
+        C = torch._C
+        C._jit_set_profiling_executor(True)
+        C._get_graph_executor_optimize(True)
+        C._jit_set_texpr_fuser_enabled(False)
+        C._jit_override_can_fuse_on_cpu(True)
+        C._jit_override_can_fuse_on_gpu(False)
+        C._jit_set_llga_enabled(True)
+
+
+class TorchScriptNvFuserBackend(_ScriptedBackend):
+    """TorchScript's own nvFuser (`prim::CudaFusionGroup`). It was removed in PyTorch 2.2; later
+    builds keep `_jit_set_nvfuser_enabled` only as a no-op that warns, so it is unavailable there.
+    (The standalone nvFuser package is the `nvfuser` backend.)"""
+
+    name = "torchscript:nvfuser"
+    device = "cuda"
+    env = NVFUSER_ENV
+    kernel_prefix = "CudaCodeGen::kernel"
+    group_kind = "prim::CudaFusionGroup"
+    shapes = ShapeConfig()
+
+    def check_available(self) -> None:
+        major, minor = (int(p) for p in torch.__version__.split(".")[:2])
+        if (major, minor) >= (2, 2):
+            raise Unavailable(f"TorchScript nvFuser was removed in PyTorch 2.2; torch {torch.__version__} "
+                              "keeps _jit_set_nvfuser_enabled only as a no-op")
+        if not torch.cuda.is_available():
+            raise Unavailable("TorchScript nvFuser needs CUDA")
+        if torch._C._jit_nvfuser_can_be_enabled() is not True:
+            raise Unavailable("this torch build cannot enable TorchScript nvFuser")
+
+    def _configure(self) -> None:
+        C = torch._C
+        C._jit_set_profiling_executor(True)
+        C._get_graph_executor_optimize(True)
+        C._jit_set_texpr_fuser_enabled(False)
+        C._jit_set_llga_enabled(False)
+        C._jit_override_can_fuse_on_gpu(False)
+        C._jit_set_nvfuser_enabled(True)
+
+    def _events(self, fn, inputs: list) -> tuple[tuple, list[tuple[str, tuple[str, ...]]]]:
+        """nvFuser kernels are CUDA kernels (`CudaCodeGen::kernelN`): only Kineto sees them."""
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        with torch.profiler.profile(activities=activities) as prof:
+            out = fn(*inputs)
+            torch.cuda.synchronize()
+        return out, [(e.name, _ancestors(e)) for e in prof.events()]
