@@ -28,12 +28,7 @@ def case_seed(campaign_seed: int, index: int) -> int:
 
 def worker_env(backend_name: str) -> dict[str, str]:
     """Environment a fuser reads at import time, set before the worker imports torch."""
-    env = {"FUZZFUSE_BACKEND": backend_name}
-    if backend_name.startswith("torchscript:nnc"):
-        env["PYTORCH_TENSOREXPR_FALLBACK"] = "0"
-    if backend_name == "torchscript:nvfuser":
-        env["PYTORCH_NVFUSER_DISABLE"] = "fallback"
-    return env
+    return {"FUZZFUSE_BACKEND": backend_name, **getattr(get_backend(backend_name), "env", {})}
 
 
 @dataclass
@@ -68,15 +63,16 @@ class Campaign:
     def __init__(self, backend: str, out: Path, seed: int = 0, workers: int = 2,
                  time_limit: float | None = None, max_cases: int | None = None, timeout: float = 60.0,
                  check_strides: bool = False, max_ops: int = 12, features: Features | None = None,
-                 swarm: bool = True, display=None):
+                 swarm: bool = True, display=None, reduce: bool = True, reduce_budget: int = 400):
         self.backend_name = backend
         self.backend = get_backend(backend)
         self.out = Path(out)
         self.seed, self.workers = seed, workers
         self.time_limit, self.max_cases, self.timeout = time_limit, max_cases, timeout
         self.check_strides, self.max_ops = check_strides, max_ops
-        self.features = features or Features()
+        self.features = features or getattr(self.backend, "features", Features())
         self.swarm = swarm
+        self.reduce, self.reduce_budget = reduce, reduce_budget
         self.stats = Stats()
         self.versions = self.backend.versions()
         self.display = display
@@ -149,11 +145,12 @@ class Campaign:
         if self._saved_per_sig[key] < MAX_SAVED_PER_SIGNATURE:
             self._saved_per_sig[key] += 1
             graph = self._graph_of(job, result)
-            entry["smallest_size"] = min(entry["smallest_size"], graph.size)
-            save_case(self.out / "corpus", Case(
+            path = save_case(self.out / "corpus", Case(
                 graph, self.backend_name, job.get("seed"), outcome, sig.to_json(),
                 str(result.get("detail") or result.get("stderr_tail") or "")[:20000], self.versions,
                 job.get("config"), {"check_strides": self.check_strides}))
+            if graph.size <= entry["smallest_size"] or "case" not in entry:
+                entry["smallest_size"], entry["case"] = graph.size, str(path)
 
     def _settle_recheck(self, key: str) -> None:
         """A signature is reproducible when every re-run of its first case fails the same way;
@@ -193,7 +190,32 @@ class Campaign:
             except KeyboardInterrupt:
                 print("interrupted: writing summary", file=sys.stderr)
             summary = self.checkpoint(pool)
+            if self.reduce:
+                self.reduce_signatures(pool)
+                summary = self.checkpoint(pool)
         return summary
+
+    def reduce_signatures(self, pool: WorkerPool) -> None:
+        """Minimize one case of every reproducible signature into OUT/minimized/. A fuser that
+        declined a whole graph (unfused/no-fusion) is coverage, not a bug, and is not reduced."""
+        from .corpus import load_case
+        from .minimize import reduce_case, save_minimized
+
+        for entry in self.stats.signatures.values():
+            sig = entry["signature"]
+            if entry["confirmed"] is not True or sig["kind"] == "no-fusion" or "minimized" in entry:
+                continue
+            case = load_case(Path(entry["case"]))
+            start = time.time()
+            result = reduce_case(case, self.backend_name, workers=self.workers, timeout=self.timeout, pool=pool,
+                                 max_queries=self.reduce_budget)
+            stats = {**result.stats, "seconds": round(time.time() - start, 2)}
+            directory = save_minimized(self.out / "minimized", case, result.graph, stats, self.backend_name)
+            entry["minimized"] = {"path": str(directory), "ops_before": case.graph.size,
+                                  "ops_after": result.graph.size, "queries": stats.get("queries"),
+                                  "seconds": stats["seconds"]}
+            print(f"minimized {entry['key']}: {case.graph.size} -> {result.graph.size} ops, "
+                  f"{stats.get('queries')} queries, {stats['seconds']:.0f}s -> {directory}", file=sys.stderr)
 
     def checkpoint(self, pool: WorkerPool | None = None) -> dict:
         summary = self.stats.summary(self.backend_name, self.versions, {

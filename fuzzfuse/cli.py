@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 from .backends import Unavailable, availability, default_backend, get_backend
@@ -39,7 +40,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     limit = args.time if args.time is not None or args.max_cases is not None else 60.0
     campaign = Campaign(backend, Path(args.out), seed=args.seed, workers=args.workers, time_limit=limit,
                         max_cases=args.max_cases, timeout=args.timeout, check_strides=args.check_strides,
-                        max_ops=args.max_ops)
+                        max_ops=args.max_ops, reduce=not args.no_reduce)
     with campaign_display() as display:
         campaign.display = display
         summary = campaign.run()
@@ -55,6 +56,34 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from .replay import replay
 
     return replay(args.paths, backend=args.backend, workers=args.workers, timeout=args.timeout)
+
+
+def cmd_reduce(args: argparse.Namespace) -> int:
+    from .corpus import CorpusError
+    from .minimize import minimize_file
+
+    last = [0.0]
+
+    def progress(stats: dict) -> None:
+        if time.time() - last[0] > 2:
+            last[0] = time.time()
+            print(f"  queries {stats.get('queries')} cache hits {stats.get('cache_hits')} "
+                  f"ops {stats.get('ops_after', stats.get('ops_before'))}", file=sys.stderr, flush=True)
+
+    if args.backend:
+        _backend_name(args.backend)
+    try:
+        directory = minimize_file(Path(args.case), Path(args.out), args.backend, args.workers, args.timeout, progress)
+    except (CorpusError, ValueError) as e:
+        raise BadInput(str(e)) from e
+    except Unavailable as e:
+        raise BadInput(str(e)) from e
+    from .corpus import load_case
+    case = load_case(directory / "case.json")
+    red = case.reduction or {}
+    print(f"{red.get('ops_before')} -> {red.get('ops_after')} ops in {red.get('queries')} queries, "
+          f"{red.get('seconds')}s; repro {case.verification['status']}: {directory}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,7 +102,16 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--timeout", type=float, default=60.0, help="seconds per case before it counts as a hang")
     f.add_argument("--max-ops", type=int, default=12)
     f.add_argument("--check-strides", action="store_true", help="also compare output strides")
+    f.add_argument("--no-reduce", action="store_true", help="do not minimize new signatures into OUT/minimized/")
     f.set_defaults(func=cmd_fuzz)
+
+    m = sub.add_parser("reduce", help="minimize a failing case into OUT/<signature-slug>/")
+    m.add_argument("case", help="a case JSON file (from a corpus/)")
+    m.add_argument("--backend", help="default: the case's own backend")
+    m.add_argument("--out", default="minimized")
+    m.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    m.add_argument("--timeout", type=float, default=60.0)
+    m.set_defaults(func=cmd_reduce)
 
     r = sub.add_parser("replay", help="re-run saved cases; report which still fail")
     r.add_argument("paths", nargs="+", help="case files or directories of them")

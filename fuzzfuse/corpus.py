@@ -33,12 +33,18 @@ class Case:
     config: dict | None = None
     options: dict = field(default_factory=dict)
     found: float = field(default_factory=time.time)
+    # Minimized repros only: how the reduction went, how often the signature was hit, and the
+    # fresh-process re-runs of repro.py.
+    reduction: dict | None = None
+    hits: int = 1
+    verification: dict | None = None
 
     def to_json(self) -> dict:
         return {"schema": CASE_SCHEMA, "kind": "fuzzfuse-case", "graph": self.graph.to_json(),
                 "backend": self.backend, "seed": self.seed, "outcome": self.outcome,
                 "signature": self.signature, "detail": self.detail, "versions": self.versions,
-                "config": self.config, "options": self.options, "found": self.found}
+                "config": self.config, "options": self.options, "found": self.found,
+                "reduction": self.reduction, "hits": self.hits, "verification": self.verification}
 
     @staticmethod
     def from_json(d: dict) -> "Case":
@@ -49,7 +55,7 @@ class Case:
         return Case(Graph.from_json(d["graph"]), str(d.get("backend", "")), d.get("seed"),
                     str(d.get("outcome", "")), d.get("signature"), str(d.get("detail", "")),
                     dict(d.get("versions") or {}), d.get("config"), dict(d.get("options") or {}),
-                    float(d.get("found", 0.0)))
+                    float(d.get("found", 0.0)), d.get("reduction"), int(d.get("hits", 1)), d.get("verification"))
 
 
 def atomic_write(path: Path, text: str) -> None:

@@ -56,7 +56,7 @@ class Signature:
 
 
 # ---- exception signatures --------------------------------------------------------------------
-_CPP_LOCATION = re.compile(r"(?:at|from \w+ at) (\S+?\.(?:cpp|cc|h|hpp|cu|cuh)):(\d+)")
+_CPP_LOCATION = re.compile(r"(?:at|from \w+ at) [\"']?([^\s\"']+?\.(?:cpp|cc|h|hpp|cu|cuh))[\"']?:(\d+)")
 _NORMALIZERS = [
     (re.compile(r"0x[0-9a-fA-F]+"), "ADDR"),
     (re.compile(r"\bT\d+_[a-z]_\w+(\[[^\]]*\])?"), "T"),  # nvFuser tensor views: T12_l_float[iS4{i3}]

@@ -99,7 +99,10 @@ def run_case(graph: Graph, backend, check_strides: bool = False) -> dict:
                     "detail": f"output {i} ({name}): {mismatch.kind}: {mismatch.detail}"}
     timings["compare"] = time.perf_counter() - t
     if result.fused is False:
-        sig = Signature("unfused", backend.name, "run", "no-fusion")
+        # A fallback that ran although something fused is a finding; a fuser that declined the
+        # whole graph is coverage data.
+        kind = "fallback" if result.evidence.get("fallback") else "no-fusion"
+        sig = Signature("unfused", backend.name, "run", kind)
         return {**out, "outcome": "unfused", "signature": sig.to_json(),
                 "detail": f"nothing fused: {result.evidence}"}
     return out

@@ -33,6 +33,8 @@ def test_python_and_cpp_locations():
     assert python_location(tb) == "torch/_inductor/ir.py:create"
     assert cpp_location("Exception raised from run at /pytorch/torch/csrc/jit/tensorexpr/eval.cpp:1234") \
         == "csrc/jit/tensorexpr/eval.cpp:1234"
+    assert cpp_location('!failed INTERNAL ASSERT FAILED at "/pytorch/torch/csrc/jit/codegen/onednn/graph_helper.cpp":'
+                        '261, please report a bug') == "csrc/jit/codegen/onednn/graph_helper.cpp:261"
     assert normalize("shape '[2, 3]' is invalid for input of size 7 at v3") == "shape 'S' is invalid for input of size N at V"
 
 

@@ -7,6 +7,7 @@ stage ("compile" or "run") so that signatures can tell a codegen crash from a ru
 from __future__ import annotations
 
 import importlib
+import json
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
@@ -44,6 +45,9 @@ class Backend(Protocol):
     # Shape policy for cases generated for this backend.
     shapes: ShapeConfig
     device: str
+    # Variables the worker needs before it imports torch (libtorch reads some once).
+    env: dict[str, str]
+    # Optional `features`: the ops/dtypes/layouts worth generating for this fuser (default: all).
 
     def check_available(self) -> None:
         """Raise Unavailable(reason) when this backend cannot run in this process."""
@@ -53,6 +57,23 @@ class Backend(Protocol):
 
     def versions(self) -> dict[str, str]:
         """Versions that a bug report needs (torch, the fuser package...)."""
+
+    def repro_code(self, graph: Graph) -> str:
+        """Source of `run_fused(inputs) -> (outputs, fused)` for a standalone repro that imports
+        torch only (and the fuser's package); `fn` is defined there as the graph's function."""
+
+
+def generic_repro_code(name: str, graph: Graph) -> str:
+    """run_fused through fuzzfuse itself: for backends that are not a public fuser (eager, custom)."""
+    return f'''
+def run_fused(inputs):
+    """{name}, run through fuzzfuse (a custom backend: no standalone form)."""
+    import json
+    from fuzzfuse.backends import get_backend
+    from fuzzfuse.ir import Graph
+    result = get_backend({name!r}).run(Graph.from_json(json.loads({json.dumps(graph.to_json())!r})), inputs)
+    return result.outputs, result.fused is not False
+'''
 
 
 # name -> "module:factory"; factories are imported lazily so that listing backends stays cheap.

@@ -11,6 +11,7 @@ class EagerBackend:
     name = "eager"
     shapes = ShapeConfig()
     device = "cpu"
+    env: dict[str, str] = {}
 
     def check_available(self) -> None:
         pass
@@ -18,6 +19,10 @@ class EagerBackend:
     def run(self, graph: Graph, inputs: list):
         from .base import RunResult
         return RunResult(run_eager(graph, inputs)[0], fused=None)
+
+    def repro_code(self, graph: Graph) -> str:
+        from .base import generic_repro_code
+        return generic_repro_code(self.name, graph)
 
     def versions(self) -> dict[str, str]:
         return {"torch": torch.__version__}

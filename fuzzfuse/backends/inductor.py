@@ -19,6 +19,9 @@ from .base import BackendError, RunResult, Unavailable
 
 class InductorBackend:
     name = "inductor"
+    # Every case is a new graph: the FX graph cache only grows, and on re-checks it would replay a
+    # cached artifact instead of compiling again.
+    env = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
 
     def __init__(self, device: str | None = None):
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -66,6 +69,20 @@ class InductorBackend:
             raise BackendError("run", e) from e
         evidence = {"kernels": kernels, "compile_seconds": round(compile_seconds, 3)}
         return RunResult(list(out), kernels > 0, evidence, compile_seconds)
+
+    def repro_code(self, graph: Graph) -> str:
+        return '''
+def run_fused(inputs):
+    """inductor: torch.compile(fullgraph=True) with errors not suppressed; kernels must be generated."""
+    import torch._dynamo
+    import torch._inductor.metrics as metrics
+    torch._dynamo.config.suppress_errors = False
+    compiled = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=False)
+    before = metrics.generated_kernel_count
+    compiled(*inputs)
+    kernels = metrics.generated_kernel_count - before
+    return list(compiled(*inputs)), kernels > 0
+'''
 
     def versions(self) -> dict[str, str]:
         versions = {"torch": torch.__version__}

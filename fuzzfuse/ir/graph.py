@@ -206,6 +206,22 @@ class Graph:
             k += 1
         return f"{prefix}{k}"
 
+    def renamed(self) -> "Graph":
+        """Canonical names (tensors x0.., scalars s0.., ops v0.. in order): readable repros, and
+        graphs that differ only in names hash alike."""
+        names: dict[str, str] = {}
+        counts = {"x": 0, "s": 0}
+        for i in self.inputs:
+            prefix = "x" if isinstance(i, TensorInput) else "s"
+            names[i.name] = f"{prefix}{counts[prefix]}"
+            counts[prefix] += 1
+        for k, n in enumerate(self.nodes):
+            names[n.name] = f"v{k}"
+        inputs = tuple(replace(i, name=names[i.name]) for i in self.inputs)
+        nodes = tuple(replace(n, name=names[n.name], args=tuple(names[a] if isinstance(a, str) else a for a in n.args))
+                      for n in self.nodes)
+        return Graph(inputs, nodes, tuple(names[o] for o in self.outputs))
+
     @property
     def size(self) -> int:
         """Op count: what the reducer minimizes and reports."""

@@ -1,0 +1,252 @@
+"""The nvFuser backend: graphs run through the standalone `nvfuser_direct` package.
+
+Each graph is emitted as nvfuser_direct source (`nvfuser_emit`), executed in a namespace that
+holds only nvfuser_direct names, and run with `fd.execute`. nvFuser compiles inside the first
+execute; a failure there is stage "compile" when `fd.fec.is_compiled(inputs)` says no kernel
+runtime was completed, else "run". Errors raised while the definition itself is built (nvFuser's
+checks run as each op is added) are "compile" too. The nvFuser error text is kept whole in the
+cause, so signatures can cite the C++ assert location.
+
+Fusion evidence: each generated kernel is named `nvfuser_<scheduler>_f<fusion>_c<concrete>_r<runtime>_g<segment>`
+(`fd.fec.get_cuda_kernel(inputs)` returns their code), which gives the kernel segments and their
+schedulers exactly. Segments that run no kernel (expr_eval: views, squeezes) show up as gaps in
+the segment numbers, and whether nvFuser segmented at all is read from its segmenter log
+(`NVFUSER_DUMP=segmenter_logging`, printed by C++ to fd 1, which is captured around the first
+execute with os.dup2). The log alone does not name the final segments: while segmenting, nvFuser
+logs `***Accepted*** as: <scheduler>` for every candidate group it tries. (The PythonProfiler
+gives the same segments through CUPTI; kernel names need no profiler.)
+
+fused is True when at least one generated kernel ran. It is None when no kernel ran and the graph
+has nothing to fuse (only views and broadcasts, reductions over size-1 dims, or nothing bigger
+than one element), False otherwise.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import re
+import tempfile
+import time
+
+import torch
+
+from ..ir import Graph, OPS, TensorInput
+from ..ir.types import DTYPES
+from ..strategies import ShapeConfig
+from .base import BackendError, RunResult, Unavailable
+from .nvfuser_emit import STYLES, Emission, Unsupported, emit
+
+DUMP_OPTION = "segmenter_logging"
+_ACCEPTED = re.compile(r"\*\*\*Accepted\*\*\* as:\s*([A-Za-z_]+)")
+_KERNEL = re.compile(r"__global__ void nvfuser_([a-z_]+?)_f\d+_c\d+_r\d+_g(\d+)\(")
+_SEGMENTED = "Try to schedule fusion segmented"
+_RUN_ERROR = re.compile(r"CUDA error|illegal memory access|misaligned address|unspecified launch failure|"
+                        r"cudaErrorLaunch|CUDA_ERROR_|device-side assert")
+MAX_LOG = 200_000
+
+
+class EmitterError(AssertionError):
+    """The emitted fusion returned outputs of another dtype or shape than PyTorch's: a fuzzfuse
+    (emitter) defect, never reported as an nvFuser bug."""
+
+
+def _import_nvfuser():
+    import nvfuser_direct  # noqa: F401  (raises ImportError when absent)
+    return nvfuser_direct
+
+
+def enable_segmenter_logging() -> None:
+    """nvFuser reads NVFUSER_DUMP once, at its first use in the process: call before that."""
+    current = [o for o in os.environ.get("NVFUSER_DUMP", "").split(",") if o]
+    if DUMP_OPTION not in current:
+        os.environ["NVFUSER_DUMP"] = ",".join(current + [DUMP_OPTION])
+
+
+@contextlib.contextmanager
+def capture_stdout_fd():
+    """Capture what C/C++ code writes to file descriptor 1; yields a dict whose "text" is set on
+    exit (also when the body raises)."""
+    box = {"text": ""}
+    libc = ctypes.CDLL(None)
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        try:
+            import sys
+            sys.stdout.flush()
+        except Exception:
+            pass
+        libc.fflush(None)
+        saved = os.dup(1)
+        os.dup2(tmp.fileno(), 1)
+        try:
+            yield box
+        finally:
+            libc.fflush(None)
+            os.dup2(saved, 1)
+            os.close(saved)
+            tmp.seek(0)
+            box["text"] = tmp.read(MAX_LOG).decode(errors="replace")
+
+
+def fusion_evidence(kernel_code: str, log: str) -> dict:
+    """{"schedulers": one per segment in segment order ("expr_eval" where no kernel ran),
+    "segments": n, "kernels": n} from the generated kernels' names and the segmenter log."""
+    kernels = {int(g): sched for sched, g in _KERNEL.findall(kernel_code)}
+    if _SEGMENTED in log and kernels:
+        schedulers = [kernels.get(g, "expr_eval") for g in range(max(kernels) + 1)]
+    elif kernels:
+        schedulers = [kernels[g] for g in sorted(kernels)]
+    else:
+        accepted = _ACCEPTED.findall(log)
+        schedulers = [accepted[-1] if accepted else "expr_eval"]
+    return {"schedulers": schedulers, "segments": len(schedulers), "kernels": len(kernels)}
+
+
+def nothing_to_fuse(graph: Graph) -> bool:
+    """Only views/broadcasts, reductions over size-1 dims, and values of at most one element."""
+    types = graph.infer_types()
+    for n in graph.nodes:
+        op = OPS[n.op]
+        if op.kind in ("view", "broadcast") or types[n.name].numel() <= 1:
+            continue
+        if op.kind == "reduction":
+            shape = types[n.args[0]].shape
+            dims = list(n.attrs["dims"]) if "dims" in n.attrs else [n.attrs["dim"]]
+            if all(shape[d] == 1 for d in dims):
+                continue
+        return False
+    return True
+
+
+class NvFuserBackend:
+    name = "nvfuser"
+    device = "cuda"
+    # nvFuser reads NVFUSER_DUMP once per process: workers set it before importing anything.
+    env = {"NVFUSER_DUMP": DUMP_OPTION}
+    # Sizes that cross nvFuser's vectorization (inner dims not multiples of 2/4/8: 7, 127, 129,
+    # 1025), block (>1024) and persistence limits (an inner reduction of 65539 fp32 values does
+    # not fit registers or shared memory), mixed with the generator's small dims (1 = broadcast).
+    shapes = ShapeConfig(max_rank=4, max_dim=8, large_dims=(127, 129, 255, 1023, 1025, 2049, 4099, 65539),
+                         large_prob=0.1, max_numel=1 << 24)
+
+    def __init__(self, style: str | None = None, static_sizes: bool = False):
+        style = style or os.environ.get("FUZZFUSE_NVFUSER_STYLE", "direct")
+        if style not in STYLES:
+            raise ValueError(f"unknown nvFuser emission style {style!r}; one of {STYLES}")
+        self.style = style
+        self.static_sizes = static_sizes
+        self._nvf = None
+
+    # ---- Backend protocol ---------------------------------------------------------------------
+    def check_available(self) -> None:
+        enable_segmenter_logging()
+        try:
+            self._nvf = _import_nvfuser()
+        except Exception as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            raise Unavailable(f"nvfuser_direct is not importable ({type(e).__name__}: {first[:200]})") from e
+        if not torch.cuda.is_available():
+            raise Unavailable(f"no CUDA device (torch {torch.__version__}, CUDA build {torch.version.cuda})")
+
+    def versions(self) -> dict[str, str]:
+        out = {"torch": torch.__version__, "cuda": str(torch.version.cuda)}
+        try:
+            nvf = self._nvf or _import_nvfuser()
+            out["nvfuser_direct"] = str(getattr(nvf, "__version__", "unknown"))
+        except Exception as e:
+            out["nvfuser_direct"] = f"unavailable: {type(e).__name__}"
+        if torch.cuda.is_available():
+            out["device"] = torch.cuda.get_device_name()
+        return out
+
+    def emit(self, graph: Graph, inputs: list | None = None, style: str | None = None) -> Emission:
+        """The source this backend runs for `graph` (strides taken from `inputs` when given)."""
+        strides = None
+        if inputs is not None:
+            strides = [tuple(t.stride()) for t, spec in zip(inputs, graph.inputs) if isinstance(spec, TensorInput)]
+        return emit(graph, style or self.style, strides, self.static_sizes)
+
+    def define(self, source: str, graph: Graph | None = None):
+        """Build the FusionDefinition by running the emitted source (nvfuser_direct names only)."""
+        nvf = self._nvf or _import_nvfuser()
+        namespace = {"FusionDefinition": nvf.FusionDefinition, "DataType": nvf.DataType}
+        tag = graph.digest() if graph is not None else "source"
+        exec(compile(source, f"<fuzzfuse:{tag}>", "exec"), namespace)
+        with nvf.FusionDefinition() as fd:
+            namespace["nvfuser_fusion"](fd)
+        return fd
+
+    def run(self, graph: Graph, inputs: list, *, style: str | None = None) -> RunResult:
+        style = style or self.style
+        emission = self.emit(graph, inputs, style)  # Unsupported propagates: not a crash
+        start = time.perf_counter()
+        try:
+            fd = self.define(emission.source, graph)
+        except Exception as e:
+            raise BackendError("compile", e) from e
+        args = list(inputs)
+        log = {"text": ""}
+        try:
+            with capture_stdout_fd() as log:
+                outputs = fd.execute(args)
+        except Exception as e:
+            err = BackendError(_stage(fd, args, e), e)
+            err.sticky = bool(_RUN_ERROR.search(str(e)))  # CUDA context may be unusable now
+            raise err from e
+        compile_seconds = time.perf_counter() - start
+        _check_dtypes(graph, outputs)
+        try:
+            code = fd.fec.get_cuda_kernel(args)
+        except Exception:  # no kernel at all (expr_eval only)
+            code = ""
+        evidence = {**fusion_evidence(code, log["text"]), "style": style}
+        if emission.notes:
+            evidence["notes"] = emission.notes
+        fused = True if evidence["kernels"] else (None if nothing_to_fuse(graph) else False)
+        return RunResult(list(outputs), fused, evidence, compile_seconds)
+
+    def repro_code(self, graph: Graph) -> str:
+        """`run_fused(inputs) -> (outputs, fused)` for a standalone repro: the nvfuser_direct
+        definition this backend runs, in the backend's current style."""
+        source = self.emit(graph).source
+        return f'''
+from nvfuser_direct import FusionDefinition, DataType  # noqa: E402
+
+
+{source}
+
+def run_fused(inputs):
+    """nvFuser through nvfuser_direct ({self.style} style): define, then execute (which compiles)."""
+    with FusionDefinition() as fd:
+        nvfuser_fusion(fd)
+    return fd.execute(list(inputs)), True
+'''
+
+
+def _stage(fd, args: list, error: BaseException) -> str:
+    """compile: definition, segmentation, scheduling, lowering, NVRTC; run: after a complete kernel
+    runtime exists (launch, execution, output allocation)."""
+    try:
+        compiled = bool(fd.fec.is_compiled(args))
+    except Exception:
+        compiled = False
+    if compiled or _RUN_ERROR.search(str(error)):
+        return "run"
+    return "compile"
+
+
+def _check_dtypes(graph: Graph, outputs: list) -> None:
+    """Output dtypes are the emitter's responsibility (it casts to PyTorch's); shapes and values
+    are nvFuser's, judged by the oracle."""
+    types = graph.infer_types()
+    if len(outputs) != len(graph.outputs):
+        raise EmitterError(f"{len(outputs)} outputs for {len(graph.outputs)} graph outputs")
+    for name, out in zip(graph.outputs, outputs):
+        want = types[name].dtype
+        if out.dtype != DTYPES[want]:
+            raise EmitterError(f"output {name}: nvFuser gave {out.dtype}, PyTorch gives {want}: the emitter's "
+                               f"dtype model is wrong here")
+
+
+__all__ = ["NvFuserBackend", "EmitterError", "Unsupported", "fusion_evidence", "capture_stdout_fd",
+           "enable_segmenter_logging", "nothing_to_fuse"]

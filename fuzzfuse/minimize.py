@@ -1,0 +1,158 @@
+"""From a failing case to `minimized/<signature-slug>/`: reduce it with the same-signature test
+(queries run in isolated workers, so hard crashes and hangs reduce too), write the standalone repro
+and the bug report, and re-run the repro in fresh processes before trusting it."""
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from .backends import get_backend
+from .campaign import worker_env
+from .corpus import Case, atomic_write, load_case, write_json
+from .ir import Graph
+from .oracle import Signature
+from .reduce import cost, reduce
+from .repro import repro_files
+from .runner import classify
+from .worker import WorkerPool
+
+VERIFY_RUNS = 3
+
+
+def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 60.0,
+                progress: Callable[[dict], None] | None = None, pool: WorkerPool | None = None,
+                max_queries: int | None = None):
+    """The reducer's Reduction for `case`: the smallest graph that fails with the case's signature."""
+    # Replaying on another backend than the one that found it: that backend's name in the key.
+    target = replace(Signature.from_json(case.signature), backend=backend).key()
+    ids = itertools.count()
+    check_strides = bool(case.options.get("check_strides"))
+
+    def is_interesting(candidates: list[Graph]) -> list[bool]:
+        jobs = [{"id": next(ids), "backend": backend, "graph": g.to_json(), "timeout": timeout,
+                 "check_strides": check_strides} for g in candidates]
+        verdicts = []
+        for result in active.run_all(jobs):
+            try:
+                sig = classify(backend, result)[1]
+            except RuntimeError:  # a harness error on a candidate: not the bug we are after
+                sig = None
+            verdicts.append(sig is not None and sig.key() == target)
+        return verdicts
+
+    own = pool is None
+    active = pool or WorkerPool(workers, "fuzzfuse.runner:run_job", timeout=timeout, env=worker_env(backend),
+                                init="fuzzfuse.runner:init_worker")
+    try:
+        return reduce(case.graph, is_interesting, batch=max(1, workers), progress=progress,
+                      max_queries=max_queries)
+    finally:
+        if own:
+            active.close()
+
+
+def verify_repro(directory: Path, runs: int = VERIFY_RUNS, timeout: float = 600.0) -> dict:
+    """Run repro.py `runs` times, each in a fresh process in a clean directory holding only the
+    repro's own files. A repro whose exit codes disagree is flaky."""
+    codes = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as clean:
+            for name in ("repro.py", "inputs.pt"):
+                if (directory / name).exists():
+                    shutil.copy(directory / name, clean)
+            try:
+                # PYTHONPATH only matters to custom backends' repros, which import their backend.
+                env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+                codes.append(subprocess.run([sys.executable, "repro.py"], cwd=clean, capture_output=True,
+                                            timeout=timeout, env=env).returncode)
+            except subprocess.TimeoutExpired:
+                codes.append("timeout")
+    failing = [c != 0 for c in codes]
+    status = "reproduces" if all(failing) else "flaky" if any(failing) else "does not reproduce"
+    return {"status": status, "exit_codes": codes, "runs": runs}
+
+
+def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend: str,
+                   verify_runs: int = VERIFY_RUNS) -> Path:
+    """Write minimized/<slug>/{case.json, repro.py, README.md}. A signature seen before keeps the
+    smaller repro and counts the hit."""
+    sig = Signature.from_json(case.signature)
+    directory = Path(root) / sig.slug()
+    reduced = reduced.renamed()
+    existing = None
+    if (directory / "case.json").exists():
+        existing = load_case(directory / "case.json")
+        if cost(existing.graph) <= cost(reduced):
+            existing.hits += 1
+            write_json(directory / "case.json", existing.to_json())
+            return directory
+    fuser = get_backend(backend)
+    minimized = replace(case, graph=reduced, backend=backend, hits=(existing.hits + 1) if existing else 1,
+                        reduction={"ops_before": case.graph.size, "ops_after": reduced.size,
+                                   **{k: stats[k] for k in ("queries", "cache_hits", "seconds") if k in stats}})
+    files = repro_files(reduced, fuser, case.signature, case.versions)
+    directory.mkdir(parents=True, exist_ok=True)
+    atomic_write(directory / "repro.py", files["repro.py"])
+    if "inputs.pt" in files:
+        torch.save(files["inputs.pt"], directory / "inputs.pt")
+    else:
+        (directory / "inputs.pt").unlink(missing_ok=True)
+    minimized.verification = verify_repro(directory, verify_runs)
+    write_json(directory / "case.json", minimized.to_json())
+    atomic_write(directory / "README.md", bug_report(minimized, files["repro.py"]))
+    return directory
+
+
+def bug_report(case: Case, repro: str) -> str:
+    """A report ready to paste upstream: what fails, expected versus actual, versions, the repro."""
+    sig = case.signature or {}
+    what = {"crash": "raises", "hard-crash": "kills the process", "hang": "hangs",
+            "mismatch": "computes wrong results", "unfused": "silently runs the unfused fallback"}
+    red = case.reduction or {}
+    ver = case.verification or {}
+    versions = ", ".join(f"{k} {v}" for k, v in case.versions.items())
+    return f"""# {case.backend} {what.get(sig.get('outcome'), sig.get('outcome'))}: {sig.get('kind')} {sig.get('location')}
+
+**Signature:** `{'|'.join(str(sig.get(k, '')) for k in ('outcome', 'backend', 'stage', 'kind', 'location', 'message'))}`
+
+**Versions:** {versions}
+
+**Expected:** the fused graph runs (stage `{sig.get('stage')}`) and matches eager PyTorch within rounding
+(checked against a float64 run of the same graph).
+
+**Actual:** {case.detail.strip()[:2000] or sig.get('outcome')}
+
+Found by fuzzfuse (seed {case.seed}); minimized from {red.get('ops_before', '?')} to {red.get('ops_after', '?')} ops in
+{red.get('queries', '?')} queries. The repro {ver.get('status', 'was not re-run')} in {ver.get('runs', 0)} fresh
+processes (exit codes {ver.get('exit_codes', [])}); seen {case.hits} time(s).
+
+## Repro
+
+Run `python repro.py` (exit code 1 while the bug is present, 0 once fixed):
+
+```python
+{repro.rstrip()}
+```
+"""
+
+
+def minimize_file(path: Path, out: Path, backend: str | None = None, workers: int = 2, timeout: float = 60.0,
+                  progress=None) -> Path:
+    case = load_case(path)
+    if not case.signature:
+        raise ValueError(f"{path}: the case records no failure signature to preserve")
+    name = backend or case.backend
+    start = time.time()
+    result = reduce_case(case, name, workers=workers, timeout=timeout, progress=progress)
+    stats = {**result.stats, "seconds": round(time.time() - start, 2)}
+    return save_minimized(Path(out), case, result.graph, stats, name)

@@ -1,0 +1,124 @@
+"""Reduction end to end, through isolated workers: each deliberately buggy backend's failure is
+reduced to its known minimal trigger without slipping to another signature, and saved as a repro
+that fails on its own. Real-fuser reductions are in test_real_fusers.py."""
+import subprocess
+import sys
+
+import pytest
+
+from fuzzfuse.corpus import Case, load_case
+from fuzzfuse.ir import Values
+from fuzzfuse.ir.builder import GraphBuilder
+from fuzzfuse.minimize import reduce_case, save_minimized
+from fuzzfuse.runner import backend_for, classify, run_case
+
+BUGGY = "custom:tests.buggy_backends:"
+
+
+def busy_graph(trigger):
+    """A dozen ops of noise around `trigger(builder, x)`."""
+    b = GraphBuilder()
+    x = b.tensor((3, 4, 5), "float16", values=Values(seed=1, specials=0.1))
+    y = b.tensor((4, 5), "float32", values=Values(seed=2))
+    a = b.add("add", x, y)
+    c = b.add("mul", b.add("relu", a), 2.0)
+    d = b.add("amax", b.add("abs", c), dims=[0], keepdim=False)
+    hit = trigger(b, b.add("sub", c, d))
+    e = b.add("where", b.add("gt", hit, 0.5), hit, b.add("neg", hit))
+    f = b.add("mean", b.add("sqrt", b.add("abs", e)), dims=[1, 2], keepdim=True)
+    return b.build([b.add("add", f, 1.0), d])
+
+
+def failing_case(backend, graph):
+    result = run_case(graph, backend_for(BUGGY + backend))
+    assert result["outcome"] != "pass", result
+    return Case(graph, BUGGY + backend, outcome=result["outcome"], signature=result["signature"],
+                detail=result["detail"])
+
+
+def reduce_with(backend, graph, timeout=30.0, case=None):
+    case = case or failing_case(backend, graph)
+    return case, reduce_case(case, BUGGY + backend, workers=2, timeout=timeout)
+
+
+def ops(graph):
+    return sorted(n.op for n in graph.nodes)
+
+
+def test_crash_reduces_to_sum_into_sigmoid_and_saves_a_repro(tmp_path):
+    graph = busy_graph(lambda b, v: b.add("sigmoid", b.add("sum", v, dims=[1], keepdim=True)))
+    case, result = reduce_with("CrashOnSumSigmoid", graph)
+    assert graph.size >= 12 and ops(result.graph) == ["sigmoid", "sum"]
+    assert result.stats["queries"] < 120 and result.stats["cache_hits"] > 0
+    directory = save_minimized(tmp_path, case, result.graph, result.stats, BUGGY + "CrashOnSumSigmoid")
+    saved = load_case(directory / "case.json")
+    assert saved.verification["status"] == "reproduces"
+    assert saved.reduction["ops_before"] == graph.size and saved.reduction["ops_after"] == 2
+    assert "sum" in (directory / "README.md").read_text()
+    again = save_minimized(tmp_path, case, graph, {}, BUGGY + "CrashOnSumSigmoid")
+    assert again == directory and load_case(directory / "case.json").hits == 2  # the smaller repro stays
+    assert load_case(directory / "case.json").graph.size == 2
+
+
+def test_wrong_values_reduce_to_one_exp():
+    graph = busy_graph(lambda b, v: b.add("exp", v))
+    case, result = reduce_with("WrongOnExp", graph)
+    assert ops(result.graph) == ["exp"]
+    assert case.signature["outcome"] == "mismatch"
+
+
+@pytest.mark.slow
+def test_hard_crash_reduces_to_one_tanh():
+    graph = busy_graph(lambda b, v: b.add("tanh", v))
+    case, result = reduce_with("SegfaultOnTanh", graph, case=Case(
+        graph, BUGGY + "SegfaultOnTanh", outcome="hard-crash",
+        signature={"outcome": "hard-crash", "backend": BUGGY + "SegfaultOnTanh", "stage": "run", "kind": "SIGSEGV"}))
+    assert ops(result.graph) == ["tanh"]
+
+
+@pytest.mark.slow
+def test_hang_reduces_to_one_cos():
+    b = GraphBuilder()
+    x = b.tensor((3, 4))
+    v = b.add("cos", b.add("mul", b.add("exp", x), 2.0))
+    graph = b.build([b.add("add", v, b.add("neg", x))])
+    case = Case(graph, BUGGY + "HangOnCos", outcome="hang",
+                signature={"outcome": "hang", "backend": BUGGY + "HangOnCos", "stage": "run", "kind": "timeout"})
+    _, result = reduce_with("HangOnCos", graph, timeout=3.0, case=case)
+    assert ops(result.graph) == ["cos"]
+
+
+def test_no_slippage_between_two_bugs():
+    """A graph with both bugs, whose signature is the cast crash: a reduction must not wander into
+    the (cheaper to reach) sum->sigmoid crash, and the other way round."""
+    b = GraphBuilder()
+    x = b.tensor((3, 4))
+    s = b.add("sum", x, dims=[1], keepdim=True)
+    hit = b.add("sigmoid", b.add("exp", s))
+    cast = b.add("cast", b.add("relu", x), dtype="int32")
+    graph = b.build([hit, cast])
+    case, result = reduce_with("CrashOnCast", graph)
+    assert case.signature["location"] == "csrc/cast.cpp:12"
+    assert "cast" in ops(result.graph) and "sigmoid" not in ops(result.graph)
+    final = run_case(result.graph, backend_for(BUGGY + "CrashOnCast"))
+    assert classify(BUGGY + "CrashOnCast", final)[1].to_json() == case.signature
+
+    b = GraphBuilder()
+    x = b.tensor((3, 4))
+    hit = b.add("sigmoid", b.add("sum", x, dims=[1], keepdim=True))
+    graph = b.build([hit, b.add("cast", b.add("exp", hit), dtype="int32")])
+    case, result = reduce_with("CrashOnCast", graph)
+    assert case.signature["location"] == "csrc/reduction_sched.cpp:77"
+    assert ops(result.graph) == ["sigmoid", "sum"]
+
+
+def test_reduce_cli_writes_minimized_dir(tmp_path):
+    graph = busy_graph(lambda b, v: b.add("sigmoid", b.add("sum", v, dims=[1], keepdim=True)))
+    from fuzzfuse.corpus import save_case
+    path = save_case(tmp_path / "corpus", failing_case("CrashOnSumSigmoid", graph))
+    r = subprocess.run([sys.executable, "-m", "fuzzfuse", "reduce", str(path), "--out", str(tmp_path / "min"),
+                        "--workers", "2"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert f"{graph.size} -> 2 ops" in r.stdout and "reproduces" in r.stdout
+    (slug,) = list((tmp_path / "min").iterdir())
+    assert (slug / "repro.py").exists() and (slug / "README.md").exists()
