@@ -1,0 +1,71 @@
+"""Real fusers, end to end: campaigns find real bugs in NNC, oneDNN Graph and Inductor on this CPU
+build, reduce them, and write repros that fail on their own. No fixtures here."""
+import pytest
+import torch
+
+from fuzzfuse.campaign import Campaign
+from fuzzfuse.corpus import Case, load_case
+from fuzzfuse.ir import Values
+from fuzzfuse.ir.builder import GraphBuilder
+from fuzzfuse.minimize import reduce_case, save_minimized
+from fuzzfuse.runner import backend_for, run_case
+
+
+@pytest.mark.slow
+def test_nnc_campaign_finds_reduces_and_saves_real_bugs(tmp_path):
+    summary = Campaign("torchscript:nnc", tmp_path, seed=3, workers=2, max_cases=300, reduce_budget=150).run()
+    assert summary["cases"] == 300
+    crashes = [s for s in summary["signatures"] if s["outcome"] == "crash" and s["confirmed"]]
+    assert crashes, summary["signatures"]
+    for entry in crashes:
+        minimized = entry["minimized"]
+        assert minimized["ops_after"] <= minimized["ops_before"]
+        case = load_case(tmp_path / "minimized" / entry["slug"] / "case.json")
+        assert case.verification["status"] == "reproduces"
+        assert case.signature == entry["signature"]
+
+
+def test_nnc_integer_round_crash_reduces_to_one_op(tmp_path):
+    """NNC cannot compile round() of an integer tensor ("Invalid integral op_type")."""
+    b = GraphBuilder()
+    x = b.tensor((3, 4), "int32", values=Values(seed=1))
+    y = b.tensor((3, 4), "float32", values=Values(seed=2))
+    v = b.add("mul", b.add("round", b.add("add", x, 1)), 2)
+    graph = b.build([b.add("add", b.add("sigmoid", y), v), b.add("neg", y)])
+    result = run_case(graph, backend_for("torchscript:nnc"))
+    assert result["outcome"] == "crash" and "integral op_type" in result["signature"]["message"]
+    case = Case(graph, "torchscript:nnc", outcome="crash", signature=result["signature"], detail=result["detail"])
+    reduced = reduce_case(case, "torchscript:nnc", workers=2)
+    # NNC fuses groups of two ops or more, so two ops is minimal; the reducer may swap round for
+    # floor, a simpler op that hits the same bug.
+    ops = [n.op for n in reduced.graph.nodes]
+    assert len(ops) == 2 and {"round", "floor", "ceil", "trunc"} & set(ops), ops
+    directory = save_minimized(tmp_path, case, reduced.graph, reduced.stats, "torchscript:nnc")
+    assert load_case(directory / "case.json").verification["status"] == "reproduces"
+    source = (directory / "repro.py").read_text()
+    assert "import fuzzfuse" not in source and "from fuzzfuse" not in source
+
+
+def test_onednn_multiplies_int_by_float_scalar_in_integers():
+    """oneDNN Graph's scalar rewrite keeps int dtype: mul(int tensor, 2.5) comes back int64."""
+    b = GraphBuilder()
+    x = b.tensor((2, 3), "int64", values=Values("arange"))
+    graph = b.build([b.add("relu", b.add("mul", b.add("relu", x), 2.5))])
+    result = run_case(graph, backend_for("torchscript:onednn"))
+    assert result["outcome"] == "mismatch", result
+    assert result["signature"]["kind"] == "dtype"
+
+
+@pytest.mark.slow
+def test_inductor_var_of_single_nan_is_zero():
+    """Inductor (CPU) returns 0 for var over a size-1 dim holding NaN; eager returns NaN."""
+    b = GraphBuilder()
+    x = b.tensor((1,), "float32", values=Values("zeros"))
+    graph = b.build([b.add("var", x, dims=[0], correction=0, keepdim=True)])
+    nan = graph.inputs[0]
+    from dataclasses import replace
+
+    from fuzzfuse.ir.values import encode_exact
+    graph = replace(graph, inputs=(replace(nan, values=Values(exact=encode_exact(torch.tensor([float("nan")])))),))
+    result = run_case(graph, backend_for("inductor"))
+    assert result["outcome"] == "mismatch" and result["signature"]["kind"] == "nan-inf", result
