@@ -12,14 +12,17 @@ from fuzzfuse.ir import DTYPES, Graph, GraphError, Layout, TensorInput, ValueTyp
 from fuzzfuse.ir.builder import GraphBuilder, layer_norm
 from fuzzfuse.ir.types import dtype_name, result_type
 from fuzzfuse.ir.values import special_values
-from fuzzfuse.strategies import GenConfig, ShapeConfig, generate, graphs
+from fuzzfuse.strategies import GenConfig, ShapeConfig, batch_features, generate, graphs
 
 N_GRAPHS = 520
 
 
 @pytest.fixture(scope="module")
 def generated():
-    return [generate(seed) for seed in range(N_GRAPHS)]
+    """Half with every feature, half with swarm subsets (which combine the remaining ops more deeply)."""
+    half = N_GRAPHS // 2
+    return [generate(seed) for seed in range(half)] + [
+        generate(seed, GenConfig(features=batch_features(0, seed // 10))) for seed in range(half, N_GRAPHS)]
 
 
 def test_generated_graphs_all_run_in_eager_with_exact_types(generated):
@@ -27,7 +30,9 @@ def test_generated_graphs_all_run_in_eager_with_exact_types(generated):
     for seed, g in enumerate(generated):
         types = g.infer_types()
         try:
-            outs, _ = run_eager(g, make_inputs(g))
+            inputs = make_inputs(g)
+            outs, _ = run_eager(g, inputs)
+            run_eager(g, inputs, upcast=True)  # the float64 arbiter must run too
         except Exception as e:  # noqa: BLE001 - any eager failure is a generator defect
             invalid.append((seed, repr(e)[:200]))
             continue
@@ -134,3 +139,12 @@ def test_layer_norm_over_channels_matches_torch():
     s = ((xs * xs).mean(1, keepdim=True) - u * u).clamp(0)
     want = (xs - u) * torch.rsqrt(s + 1e-5) * ws + bs
     torch.testing.assert_close(ours, want)
+
+
+def test_float64_arbiter_runs_graphs_mixing_default_float_results():
+    """exp(bool) makes float32 even in the float64 run; lerp then needs both ends in float64."""
+    b = GraphBuilder()
+    x, m = b.tensor((3,), "float32"), b.tensor((3,), "bool")
+    g = b.build([b.add("lerp", b.add("relu", x), b.add("exp", m), 0.5)])
+    outs, _ = run_eager(g, make_inputs(g), upcast=True)
+    assert outs[0].dtype == torch.float64

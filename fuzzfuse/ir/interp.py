@@ -43,8 +43,10 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[dict
         attrs = _upcast_attrs(node) if upcast else node.attrs
         if _casts_out_of_range(node, args[0]) or any(a in tainted for a in node.refs()):
             tainted.add(node.name)
-        env[node.name] = OPS[node.op].eager(*args, **{k: list(v) if isinstance(v, tuple) else v
-                                                      for k, v in attrs.items()})
+        out = OPS[node.op].eager(*args, **{k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()})
+        if upcast and out.is_floating_point():
+            out = out.double()  # ops that make the default float from ints/bools (exp of a bool...)
+        env[node.name] = out
     return env, tainted
 
 
