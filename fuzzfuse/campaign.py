@@ -47,9 +47,12 @@ class Stats:
         done = self.finished[skip:]
         return (len(done) - 1) / (done[-1] - done[0]) if len(done) > 2 and done[-1] > done[0] else 0.0
 
+    # Set when fuzzing stops: rates exclude the reductions that follow.
+    stop: float | None = None
+
     @property
     def seconds(self) -> float:
-        return time.time() - self.start
+        return (self.stop or time.time()) - self.start
 
     def summary(self, backend: str, versions: dict, extra: dict) -> dict:
         secs = self.seconds
@@ -189,10 +192,12 @@ class Campaign:
                         last_checkpoint = time.time()
             except KeyboardInterrupt:
                 print("interrupted: writing summary", file=sys.stderr)
+            self.stats.stop = time.time()
             summary = self.checkpoint(pool)
             if self.reduce:
+                start = time.time()
                 self.reduce_signatures(pool)
-                summary = self.checkpoint(pool)
+                summary = self.checkpoint(pool, reduce_seconds=round(time.time() - start, 2))
         return summary
 
     def reduce_signatures(self, pool: WorkerPool) -> None:
@@ -217,8 +222,8 @@ class Campaign:
             print(f"minimized {entry['key']}: {case.graph.size} -> {result.graph.size} ops, "
                   f"{stats.get('queries')} queries, {stats['seconds']:.0f}s -> {directory}", file=sys.stderr)
 
-    def checkpoint(self, pool: WorkerPool | None = None) -> dict:
-        summary = self.stats.summary(self.backend_name, self.versions, {
+    def checkpoint(self, pool: WorkerPool | None = None, **extra) -> dict:
+        summary = self.stats.summary(self.backend_name, self.versions, {**extra,
             "seed": self.seed, "workers": self.workers, "fused_cases": self.stats.fused_kernels,
             "worker_restarts": pool.restarts if pool else 0})
         write_json(self.out / "summary.json", summary)
