@@ -12,6 +12,7 @@ so the final graph does not depend on `batch` (the counters do).
 """
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass
@@ -140,28 +141,30 @@ class _Engine:
         if per_pass is not None:
             per_pass[key] += n
 
-    def run_pass(self, pass_: Pass, graph: Graph, current: tuple) -> tuple[Graph, tuple] | None:
-        """The first interesting, strictly smaller candidate of one pass over `graph`, or None."""
+    def run_pass(self, pass_: Pass, graph: Graph, current: tuple, skip: int = 0) -> tuple[Graph, tuple, int] | None:
+        """The first interesting, strictly smaller candidate of one pass over `graph` after the first
+        `skip` ones, with its position; or None."""
         name = getattr(pass_, "__name__", repr(pass_))
         per_pass = self.stats["passes"].setdefault(
             name, {"queries": 0, "cache_hits": 0, "successes": 0, "rejected": 0, "seconds": 0.0})
         self.stats["pass"] = name
         start = time.perf_counter()
         try:
-            for chunk in _chunks(self._smaller(pass_(graph), current, per_pass), self.batch):
-                known = {d for _, d, _ in chunk if d in self.cache}
+            candidates = itertools.islice(enumerate(self._smaller(pass_(graph), current, per_pass)), skip, None)
+            for chunk in _chunks(((g, d, c, i) for i, (g, d, c) in candidates), self.batch):
+                known = {d for _, d, _, _ in chunk if d in self.cache}
                 if len(known) < len(chunk) and self.out_of_queries():
                     self.stats["stopped"] = "max_queries"
                     return None
-                self.ask([g for g, _, _ in chunk], [d for _, d, _ in chunk], per_pass)
-                for candidate, digest, c in chunk:
+                self.ask([g for g, _, _, _ in chunk], [d for _, d, _, _ in chunk], per_pass)
+                for candidate, digest, c, position in chunk:
                     # Answers past the winner were prefetched for nothing and are not counted, so
                     # that hits do not depend on the batch size more than they must.
                     self.count(per_pass, "cache_hits", int(digest in known))
                     known.add(digest)
                     if self.cache[digest]:
                         self.count(per_pass, "successes")
-                        return candidate, c
+                        return candidate, c, position
             return None
         finally:
             per_pass["seconds"] += time.perf_counter() - start
@@ -212,8 +215,12 @@ def reduce(graph: Graph, is_interesting: Predicate, *, passes: Iterable[Pass] = 
         progressed = False
         engine.stats["rounds"] += 1
         for pass_ in passes:
-            while (found := engine.run_pass(pass_, graph, current)) is not None:
-                graph, current = found
+            # After a success the pass resumes where it was (C-Reduce keeps a pass's position):
+            # the candidates before it just failed on a graph one step larger. The next round
+            # starts every pass from the top, so the fixpoint still holds.
+            position = 0
+            while (found := engine.run_pass(pass_, graph, current, skip=position)) is not None:
+                graph, current, position = found
                 engine.stats["size"] = graph.size
                 progressed = True
     engine.stats.update(ops_after=graph.size, inputs_after=len(graph.inputs), cost_after=current,

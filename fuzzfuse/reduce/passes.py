@@ -188,9 +188,30 @@ def ddmin_ops(graph: Graph) -> Iterator[Graph]:
         yield _as_inputs(graph, chunk, env)
 
 
+def truncate_suffix(graph: Graph) -> Iterator[Graph]:
+    """Make one intermediate value the only output, dropping what only the old outputs needed
+    (fx_minifier's "truncate suffix"). Positions in op order, coarse granularity first: a failing op
+    buried under a chain of downstream ops goes in one step, not one bypass per op."""
+    outputs = set(graph.outputs)
+    names = [n.name for n in graph.nodes if n.name not in outputs]
+    seen: set[int] = set()
+    step = 1 << max(len(names).bit_length() - 1, 0)
+    while names and step >= 1:
+        for i in range(step - 1, len(names), step):
+            if i not in seen:
+                seen.add(i)
+                yield _finish(replace(graph, outputs=(names[i],)))
+        step //= 2
+
+
+# Simpler sibling ops bypass_ops tries per node: each is one query on every round (a round follows
+# any shape, dtype or value change), and for a bug tied to one op all of them fail.
+MAX_SUBSTITUTES = 3
+
+
 def bypass_ops(graph: Graph) -> Iterator[Graph]:
-    """Replace an op by one of its operands (same type first), else by a simpler op of the same
-    kind and arity whose type rule gives the same output type."""
+    """Replace an op by one of its operands (same type first), else by one of the MAX_SUBSTITUTES
+    simplest ops of the same kind and arity whose type rule gives the same output type."""
     types = graph.infer_types()
     for n in graph.nodes:
         refs = list(dict.fromkeys(r for r in n.refs() if not types[r].is_scalar))
@@ -198,8 +219,11 @@ def bypass_ops(graph: Graph) -> Iterator[Graph]:
             yield _substitute(graph, n.name, r)
         op = OPS[n.op]
         arg_types = [types[a] if isinstance(a, str) else _const_type(a) for a in n.args]
+        substitutes = 0
         for name in sorted(OPS, key=op_rank):
             other = OPS[name]
+            if substitutes >= MAX_SUBSTITUTES:
+                break
             if op_rank(name) >= op_rank(n.op) or (other.kind, other.arity) != (op.kind, op.arity):
                 continue
             attrs = _adapt_attrs(n.attrs, name)
@@ -208,7 +232,10 @@ def bypass_ops(graph: Graph) -> Iterator[Graph]:
                     continue
             except (ValueError, KeyError, IndexError, TypeError):
                 continue
-            yield _with_node(graph, replace(n, op=name, attrs=attrs))
+            candidate = _with_node(graph, replace(n, op=name, attrs=attrs))
+            if admissible(candidate):
+                substitutes += 1
+                yield candidate
 
 
 def _adapt_attrs(attrs: dict, op: str) -> dict:
@@ -343,5 +370,5 @@ def simplify_values(graph: Graph) -> Iterator[Graph]:
             yield _with_input(graph, k, replace(spec, values=exact_values(simpler)))
 
 
-DEFAULT_PASSES = (prune_outputs, ddmin_ops, bypass_ops, cut_prefix, dead_code, merge_inputs, shrink_shapes,
+DEFAULT_PASSES = (prune_outputs, ddmin_ops, truncate_suffix, bypass_ops, cut_prefix, dead_code, merge_inputs, shrink_shapes,
                   simplify_dtypes_layouts, simplify_attrs, simplify_values)
