@@ -8,6 +8,6 @@
 the dim bookkeeping the shape pass needs.
 """
 from .engine import Reduction, cost, reduce
-from .passes import DEFAULT_PASSES, admissible
+from .passes import DEFAULT_PASSES, LAST_PASSES, admissible
 
-__all__ = ["reduce", "Reduction", "cost", "DEFAULT_PASSES", "admissible"]
+__all__ = ["reduce", "Reduction", "cost", "DEFAULT_PASSES", "LAST_PASSES", "admissible"]

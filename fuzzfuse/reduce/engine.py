@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Iterator
 from ..ir.graph import Graph, Layout, Node, TensorInput, Values
 from ..ir.ops import OPS
 from ..ir.values import logical_values
-from .passes import DEFAULT_PASSES, admissible, is_regular, op_rank
+from .passes import DEFAULT_PASSES, LAST_PASSES, admissible, is_regular, op_rank
 
 Predicate = Callable[[list[Graph]], list[bool]]
 Pass = Callable[[Graph], Iterator[Graph]]
@@ -190,26 +190,8 @@ def _chunks(items: Iterable, n: int) -> Iterator[list]:
         yield chunk
 
 
-def reduce(graph: Graph, is_interesting: Predicate, *, passes: Iterable[Pass] = DEFAULT_PASSES, batch: int = 1,
-           progress: Callable[[dict], None] | None = None, max_queries: int | None = None) -> Reduction:
-    """Shrink `graph` while `is_interesting` holds, to a fixpoint of `passes` (or `max_queries`).
-
-    `is_interesting(candidates) -> [bool]` must be True exactly when a candidate fails the way the
-    original does; it gets up to `batch` candidates per call (run them in parallel). It is asked
-    about the original first: reducing a graph that is not interesting would return a meaningless
-    result, so that raises ValueError. `progress(stats)` is called after each call to it. Once
-    `max_queries` candidates have been sent, the reduction stops where it is.
-    """
-    passes = list(passes)
-    engine = _Engine(is_interesting, batch, progress, max_queries)
-    if not admissible(graph):
-        raise ValueError("the graph to reduce does not type-check")
-    current = cost(graph)
-    engine.stats.update(size=graph.size, ops_before=graph.size, inputs_before=len(graph.inputs),
-                        cost_before=current)
-    engine.ask([graph], [graph.digest()], None)
-    if not engine.cache[graph.digest()]:
-        raise ValueError("the original graph is not interesting")
+def _fixpoint(engine: _Engine, passes: list[Pass], graph: Graph, current: tuple) -> tuple[Graph, tuple]:
+    """Run `passes` in order until a whole round makes no progress."""
     progressed = True
     while progressed:
         progressed = False
@@ -223,6 +205,32 @@ def reduce(graph: Graph, is_interesting: Predicate, *, passes: Iterable[Pass] = 
                 graph, current, position = found
                 engine.stats["size"] = graph.size
                 progressed = True
+    return graph, current
+
+
+def reduce(graph: Graph, is_interesting: Predicate, *, passes: Iterable[Pass] = DEFAULT_PASSES,
+           last_passes: Iterable[Pass] = LAST_PASSES, batch: int = 1,
+           progress: Callable[[dict], None] | None = None, max_queries: int | None = None) -> Reduction:
+    """Shrink `graph` while `is_interesting` holds, to a fixpoint of `passes` (or `max_queries`).
+
+    `is_interesting(candidates) -> [bool]` must be True exactly when a candidate fails the way the
+    original does; it gets up to `batch` candidates per call (run them in parallel). It is asked
+    about the original first: reducing a graph that is not interesting would return a meaningless
+    result, so that raises ValueError. `progress(stats)` is called after each call to it. Once
+    `max_queries` candidates have been sent, the reduction stops where it is. `last_passes` run
+    after `passes` reached their fixpoint, to a fixpoint of their own (C-Reduce's "last" group).
+    """
+    engine = _Engine(is_interesting, batch, progress, max_queries)
+    if not admissible(graph):
+        raise ValueError("the graph to reduce does not type-check")
+    current = cost(graph)
+    engine.stats.update(size=graph.size, ops_before=graph.size, inputs_before=len(graph.inputs),
+                        cost_before=current)
+    engine.ask([graph], [graph.digest()], None)
+    if not engine.cache[graph.digest()]:
+        raise ValueError("the original graph is not interesting")
+    for group in (list(passes), list(last_passes)):
+        graph, current = _fixpoint(engine, group, graph, current)
     engine.stats.update(ops_after=graph.size, inputs_after=len(graph.inputs), cost_after=current,
                         seconds=time.perf_counter() - engine.start)
     return Reduction(graph, engine.stats)

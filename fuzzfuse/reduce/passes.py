@@ -204,19 +204,26 @@ def truncate_suffix(graph: Graph) -> Iterator[Graph]:
         step //= 2
 
 
-# Simpler sibling ops bypass_ops tries per node: each is one query on every round (a round follows
+# Simpler sibling ops substitute_ops tries per node: each is one query on every round (a round follows
 # any shape, dtype or value change), and for a bug tied to one op all of them fail.
-MAX_SUBSTITUTES = 3
+MAX_SUBSTITUTES = 1
 
 
 def bypass_ops(graph: Graph) -> Iterator[Graph]:
-    """Replace an op by one of its operands (same type first), else by one of the MAX_SUBSTITUTES
-    simplest ops of the same kind and arity whose type rule gives the same output type."""
+    """Replace an op by one of its operands (same type first)."""
     types = graph.infer_types()
     for n in graph.nodes:
         refs = list(dict.fromkeys(r for r in n.refs() if not types[r].is_scalar))
         for r in sorted(refs, key=lambda r: types[r] != types[n.name]):
             yield _substitute(graph, n.name, r)
+
+
+def substitute_ops(graph: Graph) -> Iterator[Graph]:
+    """Replace an op by one of the MAX_SUBSTITUTES simplest ops of the same kind and arity whose
+    type rule gives the same output type. It rarely enables further reduction, so it runs among
+    the last passes (as in C-Reduce), once the main passes reached their fixpoint."""
+    types = graph.infer_types()
+    for n in graph.nodes:
         op = OPS[n.op]
         arg_types = [types[a] if isinstance(a, str) else _const_type(a) for a in n.args]
         substitutes = 0
@@ -372,3 +379,5 @@ def simplify_values(graph: Graph) -> Iterator[Graph]:
 
 DEFAULT_PASSES = (prune_outputs, ddmin_ops, truncate_suffix, bypass_ops, cut_prefix, dead_code, merge_inputs, shrink_shapes,
                   simplify_dtypes_layouts, simplify_attrs, simplify_values)
+# Run once the main passes are at their fixpoint, to a fixpoint of their own.
+LAST_PASSES = (substitute_ops,)
