@@ -377,7 +377,7 @@ def simplify_values(graph: Graph) -> Iterator[Graph]:
             yield _with_input(graph, k, replace(spec, values=exact_values(simpler)))
 
 
-DEFAULT_PASSES = (prune_outputs, ddmin_ops, truncate_suffix, bypass_ops, cut_prefix, dead_code, merge_inputs, shrink_shapes,
+DEFAULT_PASSES = (prune_outputs, truncate_suffix, ddmin_ops, bypass_ops, cut_prefix, dead_code, merge_inputs, shrink_shapes,
                   simplify_dtypes_layouts, simplify_attrs, simplify_values)
 # Run once the main passes are at their fixpoint, to a fixpoint of their own.
 LAST_PASSES = (substitute_ops,)
