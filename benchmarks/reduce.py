@@ -15,6 +15,10 @@
    *args)`, so its removals map 1:1 onto IR ops; its candidates are converted back to IR graphs
    (placeholders become inputs pinned to the concrete tensors it passes).
 
+Both reducers run one query at a time by default (`--workers 1`), as fx_minifier does: queries are
+then an algorithmic count. With `--workers W` fuzzfuse asks W candidates at once (faster in wall time,
+but prefetched answers it ends up not needing still count as queries).
+
 Prints one row per case, the medians and two PASS/FAIL target lines: fuzzfuse's final size is no
 larger than fx_minifier's on every case, and fuzzfuse needs fewer queries in the median. `q@size` is
 how many queries fuzzfuse had spent when it first reached its final op count (the rest go to
@@ -262,7 +266,7 @@ def main() -> None:
     p.add_argument("--cases", type=int, default=8)
     p.add_argument("--backend", default="torchscript:nnc")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=int, default=1)
     p.add_argument("--timeout", type=float, default=60.0, help="seconds one query may run")
     p.add_argument("--search-graphs", type=int, default=100,
                    help="graphs of 15-40 ops to try before settling for fewer signatures than --cases")

@@ -148,7 +148,7 @@ def test_ill_typed_candidates_are_never_queried():
         yield Graph(graph.inputs, (s, add), graph.outputs)
 
     ask = Recorder(lambda g: True)
-    result = reduce(graph, ask, passes=[broken])
+    result = reduce(graph, ask, passes=[broken], last_passes=[])
     assert ask.seen == [graph.digest()] and result.graph == graph
     assert result.stats["passes"]["broken"]["rejected"] == 5
 

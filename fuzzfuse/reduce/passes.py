@@ -196,7 +196,10 @@ def truncate_suffix(graph: Graph) -> Iterator[Graph]:
     names = [n.name for n in graph.nodes if n.name not in outputs]
     seen: set[int] = set()
     step = 1 << max(len(names).bit_length() - 1, 0)
-    while names and step >= 1:
+    # Coarse cuts only: single-op cuts are ddmin's and bypass's work, and trying every position
+    # each round cost more queries than it saved (benchmarks/reduce.py).
+    finest = max(1, len(names) // 4)
+    while names and step >= finest:
         for i in range(step - 1, len(names), step):
             if i not in seen:
                 seen.add(i)
@@ -284,8 +287,17 @@ def merge_inputs(graph: Graph) -> Iterator[Graph]:
 
 
 def shrink_shapes(graph: Graph) -> Iterator[Graph]:
-    """Shrink each set of linked dims toward 1 (1 first, then by halves), then drop size-1 dims."""
-    for size, positions in dim_classes(graph):
+    """Shrink each set of linked dims toward 1 (1 first, then by halves), then drop size-1 dims.
+    The first candidate sets every dim to 1 at once: when the failure does not care about shapes,
+    that is one query instead of one per dim."""
+    classes = dim_classes(graph)
+    if len(classes) > 1:
+        everything: Graph | None = graph
+        for _, positions in classes:
+            everything = resize(everything, positions, 1) if everything is not None else None
+        if everything is not None:
+            yield everything
+    for size, positions in classes:
         for target in sorted({1, size - 1} | {size >> k for k in range(1, size.bit_length())} - {0}):
             candidate = resize(graph, positions, target)
             if candidate is not None:
@@ -356,8 +368,16 @@ def _simpler_constants(value: float | int | bool) -> list:
 
 def simplify_values(graph: Graph) -> Iterator[Graph]:
     """Inputs toward zeros, ones or arange; special values and scale off; else pin the values and
-    set them to 1 in ddmin chunks, keeping only the elements (a NaN, an inf) the failure needs."""
-    for k, spec in _tensor_inputs(graph):
+    set them to 1 in ddmin chunks, keeping only the elements (a NaN, an inf) the failure needs.
+    Every input to zeros (then ones) at once comes first: one query when values do not matter."""
+    inputs = list(_tensor_inputs(graph))
+    if len(inputs) > 1:
+        for dist in ("zeros", "ones"):
+            everything = graph
+            for k, spec in inputs:
+                everything = _with_input(everything, k, replace(spec, values=Values(dist)))
+            yield everything
+    for k, spec in inputs:
         v = spec.values
         for dist in ("zeros", "ones", "arange"):
             yield _with_input(graph, k, replace(spec, values=Values(dist)))
@@ -377,7 +397,8 @@ def simplify_values(graph: Graph) -> Iterator[Graph]:
             yield _with_input(graph, k, replace(spec, values=exact_values(simpler)))
 
 
-DEFAULT_PASSES = (prune_outputs, truncate_suffix, ddmin_ops, bypass_ops, cut_prefix, dead_code, merge_inputs, shrink_shapes,
+DEFAULT_PASSES = (prune_outputs, truncate_suffix, ddmin_ops, cut_prefix, dead_code, merge_inputs, shrink_shapes,
                   simplify_dtypes_layouts, simplify_attrs, simplify_values)
-# Run once the main passes are at their fixpoint, to a fixpoint of their own.
-LAST_PASSES = (substitute_ops,)
+# Run once the main passes are at their fixpoint, to a fixpoint of their own: after ddmin (which
+# pins a removed op's value) and cut-prefix, they rarely shrink a graph, and each round re-asked them.
+LAST_PASSES = (bypass_ops, substitute_ops)
