@@ -95,9 +95,15 @@ class Campaign:
         self._next_index += 1
         job = {"id": i, "backend": self.backend_name, "seed": case_seed(self.seed, i),
                "config": config_to_json(self.config_for(i)), "check_strides": self.check_strides,
-               "timeout": self.timeout}
+               "timeout": self.timeout, "options": self.options_for(i)}
         self._jobs[i] = job
         return job
+
+    def options_for(self, index: int) -> dict:
+        """Per-case backend choices, drawn from the seed: nvFuser's lowering style (ops on the
+        tensor's own dtype, or Thunder-style upcast to fp32 and back), since a bug can hide in one."""
+        styles = getattr(self.backend, "styles", ())
+        return {"style": styles[case_seed(self.seed, index) % len(styles)]} if styles else {}
 
     def _done_submitting(self) -> bool:
         if self.max_cases is not None and self._next_index >= self.max_cases:
@@ -139,7 +145,8 @@ class Campaign:
             self._rechecks[key] = []
             for k in range(RECHECKS):
                 recheck = {"id": f"recheck-{k}-{key}", "backend": self.backend_name, "graph": graph.to_json(),
-                           "check_strides": self.check_strides, "timeout": self.timeout, "recheck_of": key}
+                           "check_strides": self.check_strides, "timeout": self.timeout, "recheck_of": key,
+                           "options": job.get("options") or {}}
                 self._jobs[recheck["id"]] = recheck
                 pool.submit(recheck)
         entry["count"] += 1
@@ -151,7 +158,7 @@ class Campaign:
             path = save_case(self.out / "corpus", Case(
                 graph, self.backend_name, job.get("seed"), outcome, sig.to_json(),
                 str(result.get("detail") or result.get("stderr_tail") or "")[:20000], self.versions,
-                job.get("config"), {"check_strides": self.check_strides}))
+                job.get("config"), {"check_strides": self.check_strides, **(job.get("options") or {})}))
             if graph.size <= entry["smallest_size"] or "case" not in entry:
                 entry["smallest_size"], entry["case"] = graph.size, str(path)
 

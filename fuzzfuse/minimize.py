@@ -37,10 +37,11 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
     target = replace(Signature.from_json(case.signature), backend=backend).key()
     ids = itertools.count()
     check_strides = bool(case.options.get("check_strides"))
+    options = {k: v for k, v in case.options.items() if k != "check_strides"}
 
     def is_interesting(candidates: list[Graph]) -> list[bool]:
         jobs = [{"id": next(ids), "backend": backend, "graph": g.to_json(), "timeout": timeout,
-                 "check_strides": check_strides} for g in candidates]
+                 "check_strides": check_strides, "options": options} for g in candidates]
         verdicts = []
         for result in active.run_all(jobs):
             try:
@@ -97,6 +98,8 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
             write_json(directory / "case.json", existing.to_json())
             return directory
     fuser = get_backend(backend)
+    if "style" in case.options:
+        fuser.style = case.options["style"]  # the repro lowers the graph the way the case ran
     minimized = replace(case, graph=reduced, backend=backend, hits=(existing.hits + 1) if existing else 1,
                         reduction={"ops_before": case.graph.size, "ops_after": reduced.size,
                                    **{k: stats[k] for k in ("queries", "cache_hits", "seconds") if k in stats}})

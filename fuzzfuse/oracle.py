@@ -154,7 +154,7 @@ def compare_output(i: int, fused: torch.Tensor, eager: torch.Tensor, ref64: torc
         return Mismatch(i, "shape", f"{tuple(fused.shape)} != {tuple(eager.shape)}", cls)
     if fused.dtype != eager.dtype:
         return Mismatch(i, "dtype", f"{dtype_name(fused.dtype)} != {dtype_name(eager.dtype)}", cls)
-    fused = fused.detach().cpu()
+    fused, eager = fused.detach().cpu(), eager.detach().cpu()
     if check_strides:
         mismatch = _stride_mismatch(i, fused, eager, cls)
         if mismatch:

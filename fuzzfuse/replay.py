@@ -21,7 +21,9 @@ def replay_results(cases: list, backend: str | None, workers: int, timeout: floa
     for name, members in groups.items():
         get_backend(name)  # raises Unavailable with the reason
         jobs = [{"id": i, "backend": name, "graph": c.graph.to_json(), "timeout": timeout,
-                 "check_strides": bool(c.options.get("check_strides"))} for i, (_, c) in enumerate(members)]
+                 "check_strides": bool(c.options.get("check_strides")),
+                 "options": {k: v for k, v in c.options.items() if k != "check_strides"}}
+                for i, (_, c) in enumerate(members)]
         with WorkerPool(min(workers, len(jobs)), "fuzzfuse.runner:run_job", timeout=timeout, env=worker_env(name),
                         init="fuzzfuse.runner:init_worker") as pool:
             results = pool.run_all(jobs)

@@ -12,9 +12,9 @@ import warnings
 
 import torch
 
-from .backends import BackendError, get_backend
+from .backends import BackendError, Unsupported, get_backend
 from .ir import Graph, make_inputs, run_eager
-from .oracle import Signature, compare_output, exception_signature, reduction_sizes
+from .oracle import Signature, compare_output, exception_signature, normalize, reduction_sizes
 from .strategies import GenConfig, config_from_json, generate
 
 _backends: dict = {}
@@ -44,7 +44,7 @@ def run_job(job: dict) -> dict:
     else:
         graph = generate(job["seed"], config_from_json(job.get("config")) if job.get("config") else GenConfig())
     gen_seconds = time.perf_counter() - t0
-    result = run_case(graph, backend, check_strides=job.get("check_strides", False))
+    result = run_case(graph, backend, check_strides=job.get("check_strides", False), options=job.get("options"))
     result["timings"]["generate"] = gen_seconds
     if result["outcome"] != "pass" or job.get("return_graph"):
         result["graph"] = graph.to_json()
@@ -57,7 +57,8 @@ def _error_text(e: BaseException) -> str:
     return f"{e}"[:MAX_MESSAGE]
 
 
-def run_case(graph: Graph, backend, check_strides: bool = False) -> dict:
+def run_case(graph: Graph, backend, check_strides: bool = False, options: dict | None = None) -> dict:
+    """options: backend-specific per-case choices recorded in the case (nvFuser's emission style)."""
     timings: dict[str, float] = {}
     out = {"outcome": "pass", "signature": None, "detail": "", "timings": timings, "fused": None}
     t = time.perf_counter()
@@ -73,14 +74,18 @@ def run_case(graph: Graph, backend, check_strides: bool = False) -> dict:
 
     t = time.perf_counter()
     try:
-        result = backend.run(graph, inputs)
+        result = backend.run(graph, inputs, **(options or {}))
+    except Unsupported as e:
+        sig = Signature("unsupported", backend.name, "compile", "Unsupported", "", normalize(str(e)))
+        return {**out, "outcome": "unsupported", "signature": sig.to_json(), "detail": _error_text(e)}
     except BackendError as e:
         cause = e.cause
         tb = "".join(traceback.format_exception(cause))
         sig = exception_signature(backend.name, e.stage, type(cause).__name__, str(cause), tb)
         timings["backend"] = time.perf_counter() - t
+        # A CUDA error can leave the context unusable (sticky): that worker must be replaced.
         return {**out, "outcome": "crash", "signature": sig.to_json(), "detail": _error_text(cause),
-                "traceback": tb[-MAX_MESSAGE:]}
+                "traceback": tb[-MAX_MESSAGE:], "restart_worker": bool(getattr(e, "sticky", False))}
     timings["backend"] = time.perf_counter() - t
     out.update(fused=result.fused, evidence=result.evidence, compile_seconds=result.compile_seconds)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Callable
@@ -202,6 +203,9 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
     feats = config.features
     b = GraphBuilder()
     base = draw(shapes(config.shapes))
+    while math.prod(base) > config.shapes.max_numel:  # large dims are drawn per dim: cap inputs
+        i = max(range(len(base)), key=lambda k: base[k])
+        base = base[:i] + (max(1, base[i] // 2),) + base[i + 1:]
     for _ in range(draw(ints(1, config.max_inputs))):
         # Inputs share a broadcast-compatible shape: some dims set to 1, some leading dims dropped.
         shape = [1 if draw(ints(0, 4)) == 0 else s for s in base]

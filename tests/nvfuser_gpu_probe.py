@@ -1,11 +1,14 @@
-"""One-shot GPU probe for the nvFuser backend (run on the GPU machine, not collected by pytest):
+"""GPU probe for the nvFuser backend (run on the GPU machine; not collected by pytest):
 
-    python -m tests.nvfuser_gpu_probe OUTDIR [--quick]
+    python -m tests.nvfuser_gpu_probe OUTDIR
 
-Prints API facts (versions, ops, signatures), checks the emitter's tensor descriptors against
-nvFuser's, records the dtype nvFuser gives each raw op, captures fusion evidence, then runs every
-registry op x dtype x style and random generate() graphs through the backend in worker processes.
-Results go to OUTDIR/*.jsonl as they arrive (so a killed run still leaves data)."""
+1. Runs HANDMADE: minimal nvfuser_direct repros of the nvFuser bugs fuzzfuse found (the
+   reducer's output, made standalone), printing each one's outputs or error.
+2. Reduces the random graphs listed in PROBE_FOUND ("seed:style,..."; generate(seed) with the
+   nvFuser shape policy) with fuzzfuse.reduce, candidates run in isolated workers, and prints
+   the reduced graph, its emitted source and the error.
+PROBE_SECONDS bounds the reductions; PROBE_QUERIES bounds each one.
+"""
 from __future__ import annotations
 
 import json
@@ -14,316 +17,199 @@ import sys
 import time
 import traceback
 
-DEADLINE = time.monotonic() + float(os.environ.get("PROBE_SECONDS", "420"))
+DEADLINE = time.monotonic() + float(os.environ.get("PROBE_SECONDS", "200"))
+# (seed, style) of random graphs that failed in nvFuser on the first GPU run.
+FOUND = [(int(s.split(":")[0]), s.split(":")[1]) for s in
+         os.environ.get("PROBE_FOUND", "45:upcast,212:direct,259:upcast,291:upcast").split(",")]
 
 
 def log(*a):
     print(*a, flush=True)
 
 
-# ---- worker side ------------------------------------------------------------------------------
 def init():
     from tests.test_nvfuser import gpu_init
     gpu_init()
 
 
 def job(j: dict) -> dict:
-    if "raw" in j:
-        return {"tag": j["tag"], "outcome": "raw", "cell": raw_probe(j["raw"], j["dtype"])}
     from tests.test_nvfuser import gpu_job
     return gpu_job(j)
 
 
-# ---- main-process sections ---------------------------------------------------------------------
-def section_env(nvf):
-    import torch
-    log("== env")
-    log("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())
-    log("nvfuser_direct", getattr(nvf, "__version__", "?"))
-    names = sorted(n for n in dir(nvf.ops) if not n.startswith("_"))
-    log("ops:", " ".join(names))
-    from tests.test_nvfuser import KNOWN_OPS
-    log("KNOWN_OPS missing on GPU:", sorted(set(KNOWN_OPS) - set(names)))
-    for n in ("sum", "max", "prod", "var", "broadcast", "broadcast_in_dim", "expand", "reshape", "permute",
-              "cast", "where", "clamp", "lerp", "addcmul", "squeeze", "logical_not", "sign"):
-        doc = (getattr(nvf.ops, n).__doc__ or "").strip().splitlines()
-        sigs = [ln for ln in doc if ln.strip().startswith(f"{n}(") or "->" in ln][:6]
-        log(f"sig {n}:", " || ".join(s.strip() for s in sigs))
-    for n in ("define_tensor", "define_scalar"):
-        doc = (getattr(nvf, n).__doc__ or "").strip().splitlines()
-        log(f"sig {n}:", " || ".join(s.strip() for s in doc if "->" in s)[:800])
-    fd_methods = [m for m in dir(nvf.FusionExecutorCache) if not m.startswith("_")]
-    log("FusionExecutorCache:", fd_methods)
-    log("module:", [m for m in dir(nvf) if not m.startswith("_")])
+def key(res: dict) -> tuple | None:
+    sig = res.get("signature")
+    if res.get("outcome") not in ("crash", "mismatch") or not sig:
+        return None
+    return (sig["outcome"], sig["stage"], sig["kind"], sig["location"])
 
 
-def section_descriptors(nvf):
-    import torch
-    from fuzzfuse.backends.nvfuser_emit import tensor_descriptor
-    log("== descriptors")
-    def cases(dev):
-        e = lambda *s: torch.empty(*s, device=dev)  # noqa: E731
-        return [e(2, 3, 4), e(2, 1, 4), e(2, 3, 4, 5).contiguous(memory_format=torch.channels_last),
-                e(2, 3, 2, 4, 5).contiguous(memory_format=torch.channels_last_3d),
-                e(4, 2, 3).permute(1, 2, 0), e(2, 6, 4)[:, ::2], e(2, 3, 8)[..., ::2],
-                e(2, 1, 4).expand(2, 3, 4), e(1, 3, 1).expand(2, 3, 4),
-                e(1, 3, 1).expand(2, 3, 4).permute(2, 0, 1), e(3, 1, 1, 5)[:, :, :, ::2],
-                e(1, 4, 1, 2).contiguous(memory_format=torch.channels_last), e(5, 1)[::3],
-                e(()), e(6, 7).t()[1:, ::2], e(4, 1, 3).transpose(0, 1), e(3, 4, 5)[:, 1:3]]
-    bad = 0
-    for t in cases("cuda"):
-        mine = tensor_descriptor(tuple(t.shape), tuple(t.stride()))
-        theirs = nvf.compute_tensor_descriptor(list(t.shape), list(t.stride()))
-        theirs = (list(theirs[0]), list(theirs[1]))
-        ok = mine == theirs
-        bad += not ok
-        if not ok:
-            log("DESCRIPTOR MISMATCH", tuple(t.shape), t.stride(), "mine", mine, "nvfuser", theirs)
-        # from_pytorch's printed definition
-        with nvf.FusionDefinition() as fd:
-            tv = fd.from_pytorch(t)
-            fd.add_output(fd.ops.neg(tv))
-        line = [ln for ln in repr(fd).splitlines() if "define_tensor" in ln]
-        log("from_pytorch", tuple(t.shape), t.stride(), "->", line[0].strip() if line else repr(fd)[:300], "| mine", mine)
-    log("descriptor mismatches:", bad)
+# Minimal repros (the reducer's output from the second GPU run, and hand-made variants).
+HANDMADE = {
+    "exprEval_remainder_reduced": ("""
+T0 = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float, is_cpu=False)
+T1 = fd.define_tensor(shape=[1], contiguity=[None], dtype=DataType.Half, is_cpu=False)
+T2 = fd.ops.cast(T1, dtype=DataType.Float)
+T3 = fd.ops.remainder(T0, T2)
+T4 = fd.ops.cast(T3, dtype=DataType.Half)
+T5 = fd.ops.reshape(T4, new_shape=[1, 1])
+T6 = fd.ops.cast(T4, dtype=DataType.Float)
+T7 = fd.ops.cast(T5, dtype=DataType.Float)
+T8 = fd.ops.add(T6, T7)
+T9 = fd.ops.cast(T8, dtype=DataType.Half)
+fd.add_output(T9)""", "[torch.zeros((), device='cuda'), torch.zeros(1, dtype=torch.float16, device='cuda')]"),
+    "exprEval_remainder_float": ("""
+T0 = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float, is_cpu=False)
+T1 = fd.define_tensor(shape=[1], contiguity=[None], dtype=DataType.Float, is_cpu=False)
+T2 = fd.ops.remainder(T0, T1)
+T3 = fd.ops.reshape(T2, new_shape=[1, 1])
+T4 = fd.ops.add(T2, T3)
+fd.add_output(T4)""", "[torch.ones((), device='cuda'), torch.full((1,), 3.0, device='cuda')]"),
+    "exprEval_log_reduced": ("""
+T0 = fd.define_tensor(shape=[1, 1], contiguity=[None, None], dtype=DataType.BFloat16, is_cpu=False)
+T1 = fd.ops.cast(T0, dtype=DataType.Float)
+T2 = fd.ops.log(T1)
+T3 = fd.ops.cast(T2, dtype=DataType.BFloat16)
+T4 = fd.ops.cast(T3, dtype=DataType.Float)
+T5 = fd.ops.eq(T1, T4)
+T6 = fd.ops.permute(T3, dims=[1, 0])
+T7 = fd.ops.cast(T6, dtype=DataType.Float)
+T8 = fd.ops.eq(T5, T7)
+fd.add_output(T8)""", "[torch.zeros(1, 1, dtype=torch.bfloat16, device='cuda')]"),
+    "exprEval_log_float": ("""
+T0 = fd.define_tensor(shape=[1, 1], contiguity=[None, None], dtype=DataType.Float, is_cpu=False)
+T1 = fd.ops.log(T0)
+T2 = fd.ops.eq(T0, T1)
+T3 = fd.ops.permute(T1, dims=[1, 0])
+T4 = fd.ops.eq(T2, T3)
+fd.add_output(T4)""", "[torch.full((1, 1), 2.0, device='cuda')]"),
+    "normalization_utils_1986": ("""
+T0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float, is_cpu=False)
+T1 = fd.ops.add(T0, T0)
+T2 = fd.ops.sum(T1, dims=[0])
+T3 = fd.ops.neg(T0)
+T4 = fd.ops.add(T1, T3)
+T5 = fd.ops.add(T2, T3)
+fd.add_output(T4)
+fd.add_output(T5)""", "[torch.zeros(2, device='cuda')]"),
+    "reduce_expanded_shape (expect (1,))": ("""
+T0 = fd.define_tensor(shape=[-1], contiguity=[None], dtype=DataType.Float, is_cpu=False)
+T1 = fd.ops.max(T0, dims=[0])
+T2 = fd.ops.broadcast(T1, is_broadcast_dim=[True])
+fd.add_output(T2)""", "[torch.randn(1, device='cuda').expand(2)]"),
+    "reduce_expanded_shape_keepdim (expect (1, 3))": ("""
+T0 = fd.define_tensor(shape=[-1, -1], contiguity=[None, True], dtype=DataType.Float, is_cpu=False)
+T1 = fd.ops.sum(T0, dims=[0], keepdim=True)
+fd.add_output(T1)""", "[torch.randn(1, 3, device='cuda').expand(5, 3)]"),
+    "max_double_dblmax (expect [1.797e308])": ("""
+T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Double, is_cpu=False)
+T1 = fd.ops.max(T0, dims=[1])
+T2 = fd.ops.broadcast(T1, is_broadcast_dim=[False, True])
+T3 = fd.ops.sub(T0, T2)
+T4 = fd.ops.exp(T3)
+T5 = fd.ops.sum(T4, dims=[1])
+fd.add_output(T1)
+fd.add_output(T3)
+fd.add_output(T4)
+fd.add_output(T5)""", "[torch.tensor([[-0.5, 1.7976931348623157e308, 2.0]], dtype=torch.float64, device='cuda')]"),
+    "max_double_dblmax_alone (expect [1.797e308])": ("""
+T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Double, is_cpu=False)
+T1 = fd.ops.max(T0, dims=[1])
+fd.add_output(T1)""", "[torch.tensor([[-0.5, 1.7976931348623157e308, 2.0]], dtype=torch.float64, device='cuda')]"),
+    "lerp_neg_weight_inf (torch: nan)": ("""
+T0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float, is_cpu=False)
+T1 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float, is_cpu=False)
+T2 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float, is_cpu=False)
+T3 = fd.ops.lerp(T0, T1, T2)
+fd.add_output(T3)""", "[torch.tensor([-3.39, 1.0], device='cuda'), torch.tensor([-float('inf'), 2.0], device='cuda'), torch.tensor([-2.53, 0.7], device='cuda')]"),
+}
 
 
-def _raw_tables(nvf):
-    import torch
-    import torch.nn.functional as F
-    DT = nvf.DataType
-    S = lambda fd, v, d: fd.define_scalar(v, dtype=getattr(DT, d))  # noqa: E731
-    probes = {
-        **{n: (lambda n: lambda fd, a, b: getattr(fd.ops, n)(a))(n) for n in
-           "abs neg relu floor ceil round trunc frac sign bitwise_not logical_not isnan isinf silu exp sigmoid".split()},
-        **{n: (lambda n: lambda fd, a, b: getattr(fd.ops, n)(a, b))(n) for n in
-           "add mul sub truediv div pow maximum minimum remainder fmod atan2 eq logical_and bitwise_and".split()},
-        "add_fscalar": lambda fd, a, b: fd.ops.add(a, S(fd, 2.0, "Float")),
-        "add_dscalar": lambda fd, a, b: fd.ops.add(a, S(fd, 2.0, "Double")),
-        "add_iscalar": lambda fd, a, b: fd.ops.add(a, S(fd, 2, "Int")),
-        "where_tt": lambda fd, a, b: fd.ops.where(fd.ops.isnan(a), a, b),
-        "where_ts": lambda fd, a, b: fd.ops.where(fd.ops.isnan(a), a, S(fd, 0.5, "Float")),
-        "clamp_s": lambda fd, a, b: fd.ops.clamp(a, S(fd, -1.0, "Float"), S(fd, 1.0, "Float")),
-        "lerp": lambda fd, a, b: fd.ops.lerp(a, b, S(fd, 0.3, "Float")),
-        "addcmul": lambda fd, a, b: fd.ops.addcmul(a, b, a, S(fd, 0.5, "Float")),
-        "sum": lambda fd, a, b: fd.ops.sum(a, dims=[1]),
-        "prod": lambda fd, a, b: fd.ops.prod(a, dims=[1]),
-        "max": lambda fd, a, b: fd.ops.max(a, dims=[1]),
-        "min": lambda fd, a, b: fd.ops.min(a, dims=[1]),
-        "var": lambda fd, a, b: fd.ops.var(a, dims=[1], correction=1),
-        "cast_bool": lambda fd, a, b: fd.ops.cast(a, dtype=DT.Bool),
-    }
-    refs = {
-        "abs": torch.abs, "neg": torch.neg, "relu": torch.relu, "floor": torch.floor, "ceil": torch.ceil,
-        "round": torch.round, "trunc": torch.trunc, "frac": torch.frac, "sign": torch.sign,
-        "bitwise_not": torch.bitwise_not, "logical_not": torch.logical_not, "isnan": torch.isnan,
-        "isinf": torch.isinf, "silu": F.silu, "exp": torch.exp, "sigmoid": torch.sigmoid,
-        "add": torch.add, "mul": torch.mul, "sub": torch.sub, "truediv": torch.true_divide,
-        "pow": torch.pow, "maximum": torch.maximum, "minimum": torch.minimum, "remainder": torch.remainder,
-        "fmod": torch.fmod, "atan2": torch.atan2, "eq": torch.eq, "logical_and": torch.logical_and,
-        "bitwise_and": torch.bitwise_and,
-        "where_tt": lambda a, b: torch.where(torch.isnan(a), a, b),
-        "clamp_s": lambda a, b: torch.clamp(a, -1.0, 1.0), "lerp": lambda a, b: torch.lerp(a, b, 0.3),
-        "addcmul": lambda a, b: torch.addcmul(a, b, a, value=0.5), "sum": lambda a, b: a.sum(1),
-        "prod": lambda a, b: a.prod(1), "max": lambda a, b: a.amax(1), "min": lambda a, b: a.amin(1),
-        "var": lambda a, b: a.var(1), "cast_bool": lambda a, b: a.bool(),
-    }
-    return probes, refs
-
-
-def _diff(a, b, o, r) -> str:
-    """'' when nvFuser's o matches torch's r (NaN where NaN), else '!{' two examples '}'."""
-    import torch
-    od, rd = o.double().cpu(), r.double().cpu()
-    if od.shape != rd.shape:
-        return f"!shape{tuple(od.shape)}vs{tuple(rd.shape)}"
-    close = torch.isclose(od, rd, rtol=2e-2, atol=1e-3, equal_nan=True)
-    if bool(close.all()):
-        return ""
-    out = []
-    for ij in (~close).nonzero()[:2].tolist():
-        row = ij[0]
-        col = ij[1] if len(ij) > 1 else None
-        ins = f"a={a[row][col].item()!r},b={b[row][col].item()!r}" if col is not None else f"row{row}"
-        out.append(f"{ins} nv={od[tuple(ij)].item()!r} torch={rd[tuple(ij)].item()!r}")
-    return "!{" + "; ".join(out) + "}"
-
-
-RAW_PROBES = ("abs neg relu floor ceil round trunc frac sign bitwise_not logical_not isnan isinf silu exp sigmoid "
-              "add mul sub truediv div pow maximum minimum remainder fmod atan2 eq logical_and bitwise_and "
-              "add_fscalar add_dscalar add_iscalar where_tt where_ts clamp_s lerp addcmul sum prod max min var "
-              "cast_bool").split()
-
-
-def raw_probe(name: str, d: str) -> str:
-    """The dtype (and values, against torch) nvFuser gives op `name` on `d` operands."""
-    import torch
+def handmade():
+    import torch  # noqa: F401
     import nvfuser_direct as nvf
-    from fuzzfuse.backends.nvfuser_emit import NV_DTYPE
-    from fuzzfuse.ir import DTYPES
-    from fuzzfuse.ir.values import special_values
-    probes, refs = _raw_tables(nvf)
-    fn = probes[name]
-    gen = torch.Generator().manual_seed(0)
-    base = (torch.randn(4, 7, generator=gen, dtype=torch.float64) * 3)
-    ys = (torch.randn(4, 7, generator=gen, dtype=torch.float64) * 3)
-    if d == "bool":
-        a, b = base > 0, ys > 0
-    elif d in ("int32", "int64"):
-        a, b = base.round().to(DTYPES[d]), ys.round().to(DTYPES[d]).clamp(1, 5)
-    else:
-        a, b = base.to(DTYPES[d]), ys.to(DTYPES[d])
-        sp = special_values(d)[:6] + [2.5, -2.5, 0.5, -1.5]
-        a.view(-1)[: len(sp)] = torch.tensor(sp, dtype=a.dtype)
-    a, b = a.cuda(), b.cuda()
-    DT = nvf.DataType
-    try:
-        with nvf.FusionDefinition() as fd:
-            ta = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=getattr(DT, NV_DTYPE[d]),
-                                  is_cpu=False, stride_order=[1, 0])
-            tb = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=getattr(DT, NV_DTYPE[d]),
-                                  is_cpu=False, stride_order=[1, 0])
-            fd.add_output(fn(fd, ta, tb))
-        o = fd.execute([a, b])[0]
-        cell = f"{d}->{str(o.dtype).removeprefix('torch.')}"
-        if name in refs:
-            try:
-                r = refs[name](a, b)
-                cell += _diff(a, b, o, r)
-            except Exception as e:  # torch rejects the dtype
-                cell += f"(torch: {type(e).__name__})"
-    except Exception as e:
-        msg = str(e).strip().splitlines()
-        head = next((ln for ln in msg if "Expected" in ln or "ASSERT" in ln or "error" in ln.lower()), msg[0] if msg else "")
-        cell = f"{d}:E[{type(e).__name__}: {head[:200]}]"
-    return cell
-
-
-def section_evidence(nvf):
-    import torch
-    from fuzzfuse.backends.nvfuser import NvFuserBackend, capture_stdout_fd
-    from fuzzfuse.ir import make_inputs
-    from fuzzfuse.ir.builder import GraphBuilder
-    log("== evidence")
-    backend = NvFuserBackend()
-    backend.check_available()
-
-    def graphs():
-        b = GraphBuilder(); x = b.tensor((64, 1000)); yield "pointwise", b.build([b.add("exp", b.add("add", x, 1.0))])
-        b = GraphBuilder(); x = b.tensor((64, 1000)); yield "reduction", b.build([b.add("sum", x, dims=[1], keepdim=False)])
-        b = GraphBuilder(); x = b.tensor((8, 4099)); yield "softmax", b.build([b.add("softmax", x, dim=1)])
-        b = GraphBuilder(); x = b.tensor((8, 65539)); yield "softmax_big", b.build([b.add("softmax", x, dim=1)])
-        b = GraphBuilder(); x = b.tensor((6, 10)); yield "view_only", b.build([b.add("permute", b.add("reshape", x, shape=[10, 6]), dims=[1, 0])])
-        b = GraphBuilder(); x = b.tensor((32, 48))
-        s0 = b.add("sum", x, dims=[0], keepdim=True); y = b.add("add", x, s0); s1 = b.add("sum", y, dims=[1], keepdim=True)
-        yield "segmented", b.build([b.add("mul", y, s1), b.add("amax", b.add("permute", y, dims=[1, 0]), dims=[0], keepdim=False)])
-        b = GraphBuilder(); x = b.tensor((5, 7)); yield "reshape_identity_out", b.build([b.add("reshape", x, shape=[5, 7])])
-        b = GraphBuilder(); x = b.tensor((5, 7)); yield "permute_identity_out", b.build([b.add("permute", x, dims=[0, 1])])
-        b = GraphBuilder(); x = b.tensor((5, 1)); yield "sum_broadcast_dim", b.build([b.add("sum", x, dims=[1], keepdim=False)])
-        b = GraphBuilder(); x = b.tensor((5, 1)); yield "var_broadcast_dim", b.build([b.add("var", x, dims=[1], keepdim=True, correction=1)])
-        b = GraphBuilder(); x = b.tensor((6,)); r = b.add("reshape", x, shape=[6, 1]); yield "expand_reshaped_1", b.build([b.add("expand", r, sizes=[6, 4])])
-        b = GraphBuilder(); x = b.tensor((), "float16"); yield "zero_dim", b.build([b.add("exp", x)])
-
-    for tag, g in graphs():
-        inputs = make_inputs(g, "cuda")
+    for name, (body, inputs) in HANDMADE.items():
+        src = "def nvfuser_fusion(fd):\n" + "\n".join("    " + ln for ln in body.strip().splitlines()) + "\n"
+        ns = {"DataType": nvf.DataType, "torch": __import__("torch")}
+        exec(src, ns)
         try:
-            r = backend.run(g, inputs)
-            log(f"{tag}: fused={r.fused} evidence={r.evidence} compile={r.compile_seconds:.3f}s")
+            with nvf.FusionDefinition() as fd:
+                ns["nvfuser_fusion"](fd)
+            outs = fd.execute(eval(inputs, ns))
+            log(f"handmade {name}: ran, outputs " + "; ".join(
+                f"{tuple(o.shape)} {str(o.dtype)[6:]}" + (f" = {o.flatten().tolist()}" if o.numel() <= 4 else "")
+                for o in outs))
         except Exception as e:
-            log(f"{tag}: ERROR {type(e).__name__}: {str(e)[:1500]}")
-            if hasattr(e, "evidence"):
-                log("   evidence:", e.evidence)
-    # raw log of one segmented run
-    b = GraphBuilder(); x = b.tensor((32, 48))
-    s0 = b.add("sum", x, dims=[0], keepdim=True); y = b.add("add", x, s0)
-    g = b.build([b.add("mul", y, b.add("sum", y, dims=[1], keepdim=True)), b.add("exp", x)])
-    fd = backend.define(backend.emit(g).source)
-    with capture_stdout_fd() as cap:
-        fd.execute(make_inputs(g, "cuda"))
-    text = cap["text"]
-    log(f"raw segmenter log: {len(text)} chars; lines with Accepted/segment/group:")
-    for ln in text.splitlines():
-        if any(k in ln for k in ("Accepted", "egment", "group", "Group")):
-            log("   |", ln[:200])
-    log("raw head:", text[:1500].replace("\n", "\n   : "))
-    try:
-        fd2 = backend.define(backend.emit(g).source)
-        prof = nvf.PythonProfiler(auto_scheduled=True)
-        with prof:
-            fd2.execute(make_inputs(g, "cuda"))
-        p = prof.profile
-        log("profiler segments", p.segments, [(k.segment_id, k.scheduler, k.name[:40]) for k in p.kernel_profiles])
-    except Exception as e:
-        log("profiler failed:", type(e).__name__, str(e)[:500])
-    try:
-        log("scheduled ir head:", fd.fec.get_most_recent_scheduled_ir()[:600])
-    except Exception as e:
-        log("scheduled ir failed:", e)
-    # script round trip
-    em = backend.emit(g)
-    import subprocess
-    script = em.script(g)
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    log("standalone script rc", r.returncode, r.stdout[-300:], r.stderr[-500:])
+            text = str(e)
+            head = next((ln for ln in text.splitlines() if "Unexpected" in ln or "Expected" in ln or "ASSERT" in ln),
+                        text.splitlines()[0] if text else "")
+            loc = next((ln for ln in text.splitlines() if "Exception raised from" in ln), "")
+            log(f"handmade {name}: {type(e).__name__}: {head.strip()[:300]} || {loc.strip()[:200]}")
+
+
+def reduce_found(pool):
+    from fuzzfuse.backends.nvfuser import NvFuserBackend
+    from fuzzfuse.backends.nvfuser_emit import emit
+    from fuzzfuse.reduce.engine import reduce
+    from fuzzfuse.strategies import GenConfig, generate
+    counter = [10_000]
+
+    def run_many(graphs, style):
+        jobs = []
+        for g in graphs:
+            counter[0] += 1
+            jobs.append({"id": counter[0], "tag": "cand", "style": style, "graph": g.to_json()})
+        return pool.run_all(jobs)
+
+    for seed, style in FOUND:
+        if time.monotonic() > DEADLINE:
+            log("DEADLINE before reducing", seed)
+            break
+        graph = generate(seed, GenConfig(shapes=NvFuserBackend.shapes))
+        first = run_many([graph], style)[0]
+        want = key(first)
+        log(f"== seed{seed} [{style}]: {first.get('outcome')} {want} :: {str(first.get('detail'))[:300]}")
+        styles = [style]
+        if want is None:
+            other = "upcast" if style == "direct" else "direct"
+            first = run_many([graph], other)[0]
+            want = key(first)
+            log(f"   other style {other}: {first.get('outcome')} {want}")
+            if want is None:
+                continue
+            style = other
+
+        def interesting(cands, style=style, want=want):
+            return [key(r) == want for r in run_many(cands, style)]
+        start = time.monotonic()
+        try:
+            red = reduce(graph, interesting, batch=14, max_queries=int(os.environ.get("PROBE_QUERIES", "260")))
+        except Exception:
+            log("   reduce failed:", traceback.format_exc()[-800:])
+            continue
+        g = red.graph
+        final = run_many([g], style)[0]
+        log(f"   reduced {red.stats['ops_before']} -> {g.size} ops in {time.monotonic() - start:.0f}s "
+            f"({red.stats['queries']} queries, {red.stats['stopped']})")
+        log("   graph:", json.dumps(g.to_json(), sort_keys=True))
+        log("   source:\n" + emit(g, style).source)
+        detail = str(final.get("detail"))
+        log("   error:", detail[:1500])
 
 
 def main():
     outdir = sys.argv[1]
-    quick = "--quick" in sys.argv
     os.makedirs(outdir, exist_ok=True)
     from fuzzfuse.backends.nvfuser import enable_segmenter_logging
     enable_segmenter_logging()
-    t0 = time.monotonic()
     try:
-        import nvfuser_direct as nvf
-    except ImportError as e:
-        log("nvfuser_direct not importable:", e)
-        nvf = None
-    for section in (section_env, section_descriptors, section_evidence):
-        try:
-            section(nvf)
-        except Exception:
-            log(f"SECTION {section.__name__} FAILED\n{traceback.format_exc()}")
-    log(f"sections took {time.monotonic() - t0:.1f}s")
-
-    from fuzzfuse.backends.nvfuser_emit import STYLES, emit
-    from fuzzfuse.ir import OPS, DTYPES
+        handmade()
+    except Exception:
+        log("handmade failed", traceback.format_exc()[-1500:])
     from fuzzfuse.worker import WorkerPool
-    from tests.test_nvfuser import op_cases
-    from tests.test_nvfuser import gpu_jobs
-    jobs = [{"tag": f"raw:{name}", "raw": name, "dtype": d} for name in RAW_PROBES for d in DTYPES]
-    jobs += gpu_jobs(40 if quick else int(os.environ.get("PROBE_SEEDS", "300")))
-    for i, j in enumerate(jobs):
-        j["id"] = i
-    log(f"{len(jobs)} jobs")
-    workers = int(os.environ.get("PROBE_WORKERS", "14"))
-    counts: dict = {}
-    raw_rows: dict = {}
-    with open(os.path.join(outdir, "results.jsonl"), "w") as f, \
-            WorkerPool(workers, "tests.nvfuser_gpu_probe:job", timeout=150, init="tests.nvfuser_gpu_probe:init") as pool:
-        for j in jobs:
-            pool.submit(j)
-        for r in pool.results():
-            j = jobs[r["id"]]
-            if "outcome" not in r:  # the worker died or hung
-                r = {**{k: j.get(k) for k in ("tag", "op", "dtype", "style", "seed")}, "outcome": r.get("status"),
-                     "detail": str(r)[:3000], "graph": j.get("graph")}
-            f.write(json.dumps(r) + "\n")
-            f.flush()
-            if r["outcome"] == "raw":
-                raw_rows.setdefault(j["raw"], {})[j["dtype"]] = r["cell"]
-                if len(raw_rows[j["raw"]]) == len(DTYPES):
-                    log(f"raw {j['raw']}: " + "  ".join(raw_rows[j["raw"]][d] for d in DTYPES))
-                continue
-            key = ("seed" if "seed" in j else "op", r["outcome"])
-            counts[key] = counts.get(key, 0) + 1
-            if r["outcome"] != "pass":
-                log(f"FAIL {r.get('tag')} {r.get('style')}: {r['outcome']} {str(r.get('signature'))[:200]} :: "
-                    f"{str(r.get('detail'))[:300]}")
-            if time.monotonic() > DEADLINE:
-                log("DEADLINE: stopping")
-                break
-    log("counts:", counts, f"total {time.monotonic() - t0:.1f}s")
+    with WorkerPool(int(os.environ.get("PROBE_WORKERS", "14")), "tests.nvfuser_gpu_probe:job", timeout=150,
+                    init="tests.nvfuser_gpu_probe:init") as pool:
+        reduce_found(pool)
 
 
 if __name__ == "__main__":

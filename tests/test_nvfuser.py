@@ -13,7 +13,7 @@ from fuzzfuse.backends.nvfuser_emit import (NV_DTYPE, RECIPES, STYLES, Unsupport
 from fuzzfuse.ir import OPS, DTYPES, Graph, Layout, Values
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.ir.graph import GraphError
-from fuzzfuse.ir.types import ValueType, is_float, scalar_kind
+from fuzzfuse.ir.types import ValueType
 from fuzzfuse.strategies import GenConfig, generate
 
 ALL_DTYPES = tuple(DTYPES)
@@ -194,10 +194,10 @@ class _Node:
 
 
 def _trunc_div(a, b):
-    if isinstance(a, torch.Tensor) and not a.is_floating_point() or isinstance(b, torch.Tensor) and \
-            not b.is_floating_point() and not isinstance(a, float):
-        return torch.div(a, b, rounding_mode="trunc")
-    return torch.true_divide(a, b)
+    """fd.ops.div: C++ division (truncating on integers)."""
+    if any(isinstance(v, torch.Tensor) and v.is_floating_point() or isinstance(v, float) for v in (a, b)):
+        return torch.true_divide(a, b)
+    return torch.div(a, b, rounding_mode="trunc")
 
 
 def _broadcast(x, is_broadcast_dim):
@@ -661,28 +661,6 @@ def gpu_init() -> None:
 _GPU_BACKEND = None
 
 
-def too_large(graph: Graph, cap: int = 1 << 24) -> bool:
-    """generate() bounds op outputs by max_numel, not the inputs it draws: skip huge ones."""
-    import math
-    from fuzzfuse.ir import TensorInput
-    return any(math.prod(i.shape) > cap for i in graph.inputs if isinstance(i, TensorInput))
-
-
-def _compare_on_cpu() -> None:
-    """oracle.compare_output moves the fused output and fp64 reference to the CPU but not eager's,
-    which runs on the backend's device: compare everything on the CPU (until the oracle does)."""
-    import fuzzfuse.runner as runner
-    if getattr(runner.compare_output, "cpu_wrapped", False):
-        return
-    original = runner.compare_output
-
-    def compare_output(i, fused, eager, ref64, *args, **kwargs):
-        cpu = lambda t: t.detach().cpu() if isinstance(t, torch.Tensor) else t  # noqa: E731
-        return original(i, cpu(fused), cpu(eager), cpu(ref64), *args, **kwargs)
-    compare_output.cpu_wrapped = True
-    runner.compare_output = compare_output
-
-
 def gpu_job(job: dict) -> dict:
     """Worker handler: one graph (or generate() seed) through runner.run_case on nvFuser."""
     import traceback
@@ -697,10 +675,7 @@ def gpu_job(job: dict) -> dict:
         graph = Graph.from_json(job["graph"])
     else:
         graph = generate(job["seed"], GenConfig(shapes=NvFuserBackend.shapes))
-        if too_large(graph):
-            return {**out, "outcome": "skipped-large"}
     _GPU_BACKEND.style = job["style"]
-    _compare_on_cpu()
     try:
         res = run_case(graph, _GPU_BACKEND)
         out.update(outcome=res["outcome"], signature=res.get("signature"), detail=res.get("detail", "")[:3000],
@@ -743,4 +718,142 @@ def gpu_results():
             res.update({k: job[k] for k in ("tag", "op", "dtype", "style", "seed") if k in job},
                        outcome=res.get("status", "?"), detail=str(res.get("stderr_tail", ""))[-2000:],
                        graph=job.get("graph"))
+    out_file = os.environ.get("FUZZFUSE_GPU_RESULTS")
+    if out_file:  # keep every result (sources and graphs of failures included) for inspection
+        import json
+        with open(out_file, "w") as f:
+            for res in results:
+                f.write(json.dumps(res) + "\n")
     return results
+
+
+# nvFuser failures the op tests tolerate: (op, dtype, outcome kind) -> the nvFuser bug.
+_SOFTMAX_F64 = ("nvFuser 0.2.36: a float64 softmax row holding 1.7976931348623157e308 comes out all NaN "
+                "(eager: one 1.0, zeros elsewhere); the same values in a 1x3 tensor are right")
+KNOWN_OP_FAILURES: dict[tuple[str, str, str], str] = {
+    ("softmax", "float64", "nan-inf"): _SOFTMAX_F64, ("log_softmax", "float64", "nan-inf"): _SOFTMAX_F64}
+HARNESS = ("harness-error", "invalid", "worker-error")
+
+
+def _summary(rows: list[dict]) -> str:
+    return "\n".join(f"{r.get('tag')} [{r.get('style')}]: {r['outcome']} "
+                     f"{(r.get('signature') or {}).get('location', '')} {str(r.get('detail'))[:300]}"
+                     for r in rows[:20])
+
+
+@pytest.mark.gpu
+def test_known_ops_exist_in_nvfuser_direct():
+    _nvfuser_backend()
+    import nvfuser_direct
+    missing = set(KNOWN_OPS) - set(dir(nvfuser_direct.ops))
+    assert not missing
+
+
+@pytest.mark.gpu
+def test_descriptors_match_nvfusers_own():
+    _nvfuser_backend()
+    import nvfuser_direct
+    e = lambda *s: torch.empty(*s, device="cuda")  # noqa: E731
+    tensors = [e(2, 3, 4), e(2, 1, 4), e(2, 3, 4, 5).contiguous(memory_format=torch.channels_last),
+               e(2, 3, 2, 4, 5).contiguous(memory_format=torch.channels_last_3d), e(4, 2, 3).permute(1, 2, 0),
+               e(2, 6, 4)[:, ::2], e(2, 3, 8)[..., ::2], e(2, 1, 4).expand(2, 3, 4), e(1, 3, 1).expand(2, 3, 4),
+               e(1, 3, 1).expand(2, 3, 4).permute(2, 0, 1), e(3, 1, 1, 5)[:, :, :, ::2], e(5, 1)[::3], e(()),
+               e(6, 7).t()[1:, ::2], e(4, 1, 3).transpose(0, 1)]
+    for t in tensors:
+        contiguity, order = nvfuser_direct.compute_tensor_descriptor(list(t.shape), list(t.stride()))
+        assert tensor_descriptor(tuple(t.shape), tuple(t.stride())) == (list(contiguity), list(order)), t.stride()
+
+
+@pytest.mark.gpu
+def test_fusion_evidence_on_gpu():
+    backend = _nvfuser_backend()
+    from fuzzfuse.ir import make_inputs
+    b = GraphBuilder()
+    graph = b.build([b.add("exp", b.add("add", b.tensor((64, 1000)), 1.0))])
+    res = backend.run(graph, make_inputs(graph, "cuda"))
+    assert res.fused is True and res.evidence["schedulers"] == ["pointwise"] and res.evidence["kernels"] == 1
+    b = GraphBuilder()
+    x = b.tensor((32, 48))
+    y = b.add("add", x, b.add("sum", x, dims=[0], keepdim=True))
+    graph = b.build([b.add("mul", y, b.add("sum", y, dims=[1], keepdim=True))])
+    res = backend.run(graph, make_inputs(graph, "cuda"))
+    assert res.fused is True and res.evidence["segments"] >= 2, res.evidence
+    b = GraphBuilder()
+    graph = b.build([b.add("permute", b.add("reshape", b.tensor((6, 10)), shape=[10, 6]), dims=[1, 0])])
+    res = backend.run(graph, make_inputs(graph, "cuda"))
+    assert res.fused is None and res.evidence["kernels"] == 0
+
+
+@pytest.mark.gpu
+def test_nvfuser_lerp_still_differs_from_pytorch():
+    """The emitter writes lerp as ATen's formula because fd.ops.lerp picks its formula by w < 0.5
+    where ATen uses |w| < 0.5: lerp(-3.39, -inf, -2.53) is inf in nvFuser, NaN in PyTorch."""
+    _nvfuser_backend()
+    import nvfuser_direct as nvf
+    with nvf.FusionDefinition() as fd:
+        ts = [fd.define_tensor(shape=[-1], contiguity=[True], dtype=nvf.DataType.Float) for _ in range(3)]
+        fd.add_output(fd.ops.lerp(*ts))
+    a, b, w = (torch.tensor(v, device="cuda") for v in ([-3.39, 1.0], [-float("inf"), 2.0], [-2.53, 0.7]))
+    got, want = fd.execute([a, b, w])[0], torch.lerp(a, b, w)
+    assert torch.isnan(want[0]) and torch.equal(got[1:], want[1:])
+    assert not torch.isnan(got[0]), "fd.ops.lerp now matches ATen: the @lerp recipe could go back to fd.ops.lerp"
+
+
+@pytest.mark.gpu
+def test_workarounds_are_still_needed():
+    """The emitter upcasts NO_HALF ops and makes INT_IDENTITY ops a `set` because nvFuser cannot
+    compile them. When one of these starts working, its workaround can go (and the direct style
+    gets more direct)."""
+    _nvfuser_backend()
+    import nvfuser_direct as nvf
+    from fuzzfuse.backends.nvfuser_emit import INT_IDENTITY, NO_HALF
+    reductions = {"sum", "prod", "min", "var"}
+    now_working = []
+    for op, dtype in [(o, "Half") for o in sorted(NO_HALF)] + [(o, "Int") for o in sorted(INT_IDENTITY)]:
+        with nvf.FusionDefinition() as fd:
+            t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=getattr(nvf.DataType, dtype))
+            fn = getattr(fd.ops, op)
+            if op in reductions:
+                out = fn(t, dims=[1])
+            elif op == "max":  # a plain max reduction compiles; the persistent (softmax) one does not
+                out = fd.ops.sub(t, fd.ops.broadcast(fn(t, dims=[1]), is_broadcast_dim=[False, True]))
+            elif op == "clamp":
+                lo, hi = (fd.define_scalar(v, dtype=nvf.DataType.Float) for v in (-1.0, 1.0))
+                out = fn(t, lo, hi)
+            else:
+                out = fn(t)
+            fd.add_output(out)
+        x = torch.ones(4, 9, device="cuda", dtype=torch.float16 if dtype == "Half" else torch.int64)
+        try:
+            fd.execute([x])
+            now_working.append((op, dtype))
+        except RuntimeError as e:
+            assert "NVRTC" in str(e) or "nvrtc" in str(e).lower() or "compile" in str(e).lower(), str(e)[:500]
+    assert not now_working, f"nvFuser now compiles {now_working}: drop their workarounds in nvfuser_emit"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_every_op_on_nvfuser_matches_eager(gpu_results, name):
+    """Every dtype the op takes, both styles where they differ: exact for ints and bools, within
+    fp64-arbitrated tolerances for floats (the oracle's)."""
+    rows = [r for r in gpu_results if r.get("op") == name]
+    assert rows
+    bad = [r for r in rows if r["outcome"] != "pass" and
+           (name, r.get("dtype"), (r.get("signature") or {}).get("kind")) not in KNOWN_OP_FAILURES]
+    assert not bad, _summary(bad)
+
+
+@pytest.mark.gpu
+def test_random_graphs_on_nvfuser(gpu_results):
+    """A few hundred generate() graphs with the nvFuser shape policy: no emitter or harness defect
+    (the emitted dtypes always match PyTorch's), and the nvFuser failures stay rare (each is a
+    finding; the report lists them)."""
+    rows = [r for r in gpu_results if "seed" in r]
+    ran = [r for r in rows if r["outcome"] != "skipped-large"]
+    harness = [r for r in ran if r["outcome"] in HARNESS]
+    assert not harness, _summary(harness)
+    failures = [r for r in ran if r["outcome"] != "pass"]
+    print(f"\n{len(ran)} random graphs ran, {len(failures)} nvFuser failures:\n{_summary(failures)}")
+    assert len(ran) >= 0.9 * len(rows)
+    assert len(failures) <= 0.1 * len(ran), _summary(failures)

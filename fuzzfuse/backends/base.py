@@ -26,6 +26,10 @@ class BackendError(Exception):
         self.cause = cause
 
 
+class Unsupported(Exception):
+    """The fuser cannot express this graph (an op it lacks): outcome `unsupported`, not a crash."""
+
+
 class Unavailable(Exception):
     """The backend cannot run here; the message says why (one line, shown to users)."""
 

@@ -3,7 +3,7 @@
 The output is one function in the style of nvFuser's own repro scripts::
 
     def nvfuser_fusion(fd: FusionDefinition) -> None:
-        T0 = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Half, is_cpu=False, stride_order=[1, 0])
+        T0 = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Half, is_cpu=False)
         T1 = fd.ops.exp(T0)
         T2 = fd.ops.cast(T1, dtype=DataType.Half)
         fd.add_output(T2)
@@ -39,6 +39,7 @@ from ..ir.graph import Graph, Node, ScalarInput, TensorInput
 from ..ir.ops import OPS
 from ..ir.types import DTYPES, INT_DTYPES, ValueType, is_float, normalize_dims
 from ..ir.values import apply_layout
+from . import base
 
 STYLES = ("direct", "upcast")
 # fuzzfuse dtype name -> nvfuser_direct DataType member.
@@ -49,7 +50,7 @@ HALF = ("float16", "bfloat16")
 SCALAR_INPUT_DTYPE = {"float": "float64", "int": "int64", "bool": "bool"}
 
 
-class Unsupported(Exception):
+class Unsupported(base.Unsupported):
     """An op (or an op on these dtypes) that nvFuser cannot express; the backend reports the case
     as outcome "unsupported" instead of a crash."""
 
@@ -148,9 +149,11 @@ def nv_common_dtype(vals: list["Val"], float_op: bool = False, half_to_float: bo
 
 # Measured on nvfuser_direct 0.2.36 (H200): ops that nvFuser accepts on Half/BFloat16 tensors but
 # cannot compile (NVRTC: "no instance of overloaded function relu matches (__half)", "no operator +
-# matches __half + __half" in the reduction). PyTorch computes these in float32 and rounds once,
-# so even the "direct" style casts their half operands to float32 (nvFuser's own frontends do too).
-NO_HALF = {"relu", "floor", "ceil", "round", "trunc", "frac", "silu", "isnan", "isinf", "clamp", "where",
+# matches __half + __half" in the reduction; max compiles as a plain reduction but not inside a
+# persistent kernel, e.g. softmax). PyTorch computes these in float32 and rounds once, so even the
+# "direct" style casts their half operands to float32 (nvFuser's own frontends do too).
+# tests/test_nvfuser.py::test_workarounds_are_still_needed says when one of them starts to compile.
+NO_HALF = {"relu", "floor", "ceil", "round", "trunc", "frac", "silu", "isnan", "isinf", "clamp",
            "sum", "prod", "max", "min", "var"}
 # Ops nvFuser cannot compile on integer tensors (NVRTC: "more than one instance of overloaded
 # function floor"); PyTorch defines them as the identity on integers, so that is what is emitted.
@@ -173,7 +176,7 @@ _UNMODELED = {"where", "clamp", "lerp", "addcmul", "var"}
 
 
 def _model(op: str, operands: list["Val"]) -> str | None:
-    tensors = [v for v in operands if v.shape is not None]
+    tensors = [v for v in operands if v.shape is not None] or operands
     if op in _SAME:
         return tensors[0].dtype
     if op in _FLOAT_UNARY:
@@ -334,8 +337,15 @@ class NvFuserEmitter:
 
     def operand(self, x: Val | bool | int | float, compute: str, op: str = "") -> Val:
         """An op operand: a tensor (upcast from half/bfloat16 in the upcast style, and for ops in
-        NO_HALF) or a scalar."""
+        NO_HALF) or a scalar.
+
+        When PyTorch computes in half/bfloat16, TensorIterator first converts every tensor operand
+        to that dtype (an int32 2049 becomes 2048.0), then does the math in float32. nvFuser would
+        convert an int32 or float32 operand straight to float32, so such operands are cast to the
+        half dtype first. (Python scalars go to float32 directly in both.)"""
         if isinstance(x, Val) and x.shape is not None:
+            if compute in HALF and x.dtype != compute:
+                x = self.cast(x, compute)
             return self.upcast(x, op)
         return self.scalar(x, compute)
 
@@ -539,6 +549,24 @@ def _clamp(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
         return e.result(e.op("minimum", e.op("maximum", x, lo, shape=out.shape), hi, shape=out.shape), c)
     x = e.upcast(e.cast(x, c), "clamp")
     return e.result(e.op("clamp", x, e.scalar(lo, c), e.scalar(hi, c), shape=out.shape), c)
+
+
+@recipe("lerp")
+def _lerp(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
+    """ATen's lerp: self + w * (end - self) when |w| < 0.5, else end - (end - self) * (1 - w).
+    (fd.ops.lerp tests w < 0.5 instead: a negative weight with an infinite operand gives inf where
+    PyTorch gives NaN; see test_nvfuser_lerp_still_differs.)"""
+    c, shape = out.dtype, out.shape
+    k = scalar_dtype(c)
+    a, b, w = (e.operand(x, c) for x in args)
+    diff = e.op("sub", b, a, shape=shape)
+    low = lambda: e.op("add", a, e.op("mul", w, diff, shape=shape), shape=shape)  # noqa: E731
+    high = lambda: e.op("sub", b, e.op("mul", diff, e.op("sub", e.const(1.0, k), w, shape=w.shape),  # noqa: E731
+                                               shape=shape), shape=shape)
+    if not isinstance(args[2], Val):  # a constant weight picks the formula here
+        return e.result(low() if abs(args[2]) < 0.5 else high(), c)
+    small = e.op("lt", e.op("abs", w, shape=w.shape), e.const(0.5, k), shape=w.shape)
+    return e.result(e.op("where", small, low(), high(), shape=shape), c)
 
 
 @recipe("addcmul")

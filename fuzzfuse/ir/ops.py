@@ -197,7 +197,7 @@ register(Op("clamp_min", "binary", 2, _promote, lambda x, lo: torch.clamp(x, min
             lambda args, at: f"torch.clamp({args[0]}, min={args[1]})", _no_bool, scalar_positions=(1,),
             nvfuser="maximum"))
 register(Op("lerp", "ternary", 3, _same, torch.lerp, _call("torch.lerp"), _same_float,
-            scalar_positions=(2,), nvfuser="lerp"))
+            scalar_positions=(2,), nvfuser="@lerp"))
 register(Op("addcmul", "ternary", 3, _same,
             lambda a, b, c, value=1.0: torch.addcmul(a, b, c, value=value), _call("torch.addcmul", "value"),
             lambda t, a: _same_float(t, a) and all(not x.is_scalar for x in t),
