@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ class Stats:
     # Per case: when its result arrived, and the fuser's own compile time (benchmarks read these).
     finished: list[float] = field(default_factory=list)
     compile_seconds: list[float] = field(default_factory=list)
+    # Which fuser schedulers/segments ran (nvFuser reports them): where the campaign has been.
+    coverage: collections.Counter = field(default_factory=collections.Counter)
 
     def steady_rate(self, skip: int) -> float:
         """Cases per second after the first `skip` results (worker start-up and warm-up excluded)."""
@@ -59,7 +62,10 @@ class Stats:
         return {"backend": backend, "versions": versions, "cases": self.cases,
                 "outcomes": dict(self.outcomes), "signatures": list(self.signatures.values()),
                 "seconds": round(secs, 2), "cases_per_second": round(self.cases / secs, 3) if secs else 0.0,
-                **extra}
+                "steady_cases_per_second": round(self.steady_rate(skip=extra.get("workers", 1)), 3),
+                "median_compile_seconds": round(statistics.median(self.compile_seconds), 4)
+                if self.compile_seconds else None,
+                "coverage": dict(self.coverage), **extra}
 
 
 class Campaign:
@@ -131,6 +137,7 @@ class Campaign:
         self.stats.finished.append(time.time())
         if result.get("compile_seconds"):
             self.stats.compile_seconds.append(result["compile_seconds"])
+        self.stats.coverage.update((result.get("evidence") or {}).get("schedulers") or [])
         if outcome not in FAILURES or sig is None:
             self.stats.outcomes[outcome] += 1
             return

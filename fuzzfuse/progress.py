@@ -21,6 +21,8 @@ def _table(campaign, pool) -> Table:
     t.add_row("signatures", str(len(s.signatures)))
     for entry in list(s.signatures.values())[-5:]:
         t.add_row("", f"{entry['count']}x {entry['key'][:100]}")
+    if s.coverage:
+        t.add_row("schedulers", "  ".join(f"{k} {v}" for k, v in s.coverage.most_common()))
     t.add_row("workers", "  ".join(pool.states()) + f"  (restarts {pool.restarts})")
     return t
 
@@ -29,7 +31,8 @@ def _line(campaign, pool) -> str:
     s = campaign.stats
     secs = max(s.seconds, 1e-9)
     return (f"[{secs:6.0f}s] cases {s.cases} ({s.cases / secs:.1f}/s) outcomes {dict(s.outcomes)} "
-            f"signatures {len(s.signatures)} restarts {pool.restarts}")
+            f"signatures {len(s.signatures)} restarts {pool.restarts}"
+            + (f" schedulers {dict(s.coverage)}" if s.coverage else ""))
 
 
 @contextlib.contextmanager
