@@ -34,7 +34,8 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
                 max_queries: int | None = None):
     """The reducer's Reduction for `case`: the smallest graph that fails with the case's signature."""
     # Replaying on another backend than the one that found it: that backend's name in the key.
-    target = replace(Signature.from_json(case.signature), backend=backend).key()
+    stored = replace(Signature.from_json(case.signature), backend=backend)
+    target = stored.key()
     ids = itertools.count()
     check_strides = bool(case.options.get("check_strides"))
     options = {k: v for k, v in case.options.items() if k != "check_strides"}
@@ -55,6 +56,14 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
     active = pool or WorkerPool(workers, "fuzzfuse.runner:run_job", timeout=timeout, env=worker_env(backend),
                                 init="fuzzfuse.runner:init_worker")
     try:
+        # A case saved by an older normalizer may name the same failure differently: the same
+        # outcome, stage, kind and assert location today stands for it.
+        fresh = classify(backend, active.run_all([{"id": next(ids), "backend": backend, "timeout": timeout,
+                                                    "graph": case.graph.to_json(), "check_strides": check_strides,
+                                                    "options": options}])[0])[1]
+        if fresh is not None and (fresh.outcome, fresh.stage, fresh.kind, fresh.location) == \
+                (stored.outcome, stored.stage, stored.kind, stored.location):
+            target = fresh.key()
         return reduce(case.graph, is_interesting, batch=max(1, workers), progress=progress,
                       max_queries=max_queries)
     finally:

@@ -60,6 +60,7 @@ _CPP_LOCATION = re.compile(r"(?:at|from \w+ at) [\"']?([^\s\"']+?\.(?:cpp|cc|h|h
 _NORMALIZERS = [
     (re.compile(r"0x[0-9a-fA-F]+"), "ADDR"),
     (re.compile(r"\bT\d+_[a-z]_\w+(\[[^\]]*\])?"), "T"),  # nvFuser tensor views: T12_l_float[iS4{i3}]
+    (re.compile(r"\b[a-zA-Z]{1,3}\d+\{[^}]*\}"), "ID"),  # nvFuser IterDomains: bS103{1 ex i1}, rS2{i0}
     (re.compile(r"%[\w.]+"), "%V"),  # TorchScript values
     (re.compile(r"\b(?:v|x|s)\d+\b"), "V"),  # fuzzfuse value names
     (re.compile(r"<fuzzfuse:[0-9a-f]+>"), "<graph>"),
@@ -96,10 +97,12 @@ def python_location(tb: str) -> str:
 
 def headline(message: str) -> str:
     """The line of an error message that names the failure (C++ errors put it after a preamble)."""
-    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
-    for ln in lines:
-        if any(k in ln for k in ("INTERNAL ASSERT FAILED", "Expected", "error:", "Error:")):
-            return ln
+    lines = [ln.strip() for ln in message.strip().splitlines()
+             if ln.strip() and not ln.strip().startswith(("frame #", "Exception raised from"))]
+    for keys in (("INTERNAL ASSERT FAILED", "Expected"), ("error:", "Error:")):
+        for ln in lines:
+            if any(k in ln for k in keys):
+                return ln
     return lines[0] if lines else ""
 
 

@@ -19,6 +19,19 @@ def test_same_bug_same_signature_across_names_numbers_addresses():
     assert "T12" not in a.message and "0x" not in a.message and "443" not in a.message
 
 
+def test_nvfuser_iter_domains_and_frames_are_normalized():
+    a = ("Expected squeeze_expanded || !id->hasExpandedExtent() . Refusing to squeeze expanded IterDomain "
+         "bS103{1 ex i1}. Exception raised from squeeze at /workspace/Fuser/csrc/ops/alias.cpp:333")
+    b = a.replace("bS103{1 ex i1}", "bS2{1 ex 7}")
+    assert exception_signature("nvfuser", "compile", "RuntimeError", a) == \
+        exception_signature("nvfuser", "compile", "RuntimeError", b)
+    framed = ("shape '[2, -1]' is invalid for input of size 3\nException raised from infer_size_impl at "
+              "/pytorch/aten/src/ATen/InferSize.h:99 (most recent call first):\nframe #0: c10::Error::Error("
+              "c10::SourceLocation) + 0x98 (0x7f in libc10.so)")
+    sig = exception_signature("nvfuser", "run", "RuntimeError", framed)
+    assert sig.message == "shape 'S' is invalid for input of size N" and sig.location == "aten/src/ATen/InferSize.h:99"
+
+
 def test_different_assert_or_stage_gives_different_signature():
     a = exception_signature("nvfuser", "run", "RuntimeError", NVFUSER_ERROR_A)
     other = NVFUSER_ERROR_A.replace("expr_evaluator.cpp:443", "scheduler/utils.cpp:101")
