@@ -89,8 +89,10 @@ BACKENDS: dict[str, str] = {
     "inductor": "fuzzfuse.backends.inductor:InductorBackend",
     "nvfuser": "fuzzfuse.backends.nvfuser:NvFuserBackend",
 }
-# Preference order for the default backend: the first available one wins.
-PREFERENCE = ("nvfuser", "inductor", "torchscript:nnc", "torchscript:onednn", "eager")
+# Preference order for the default backend: the first available one wins. nvFuser is the primary
+# target; without a GPU, NNC runs ~36 cases/s on 2 cores where CPU Inductor manages ~1 (a C++
+# compile per graph), so NNC finds more in a short campaign.
+PREFERENCE = ("nvfuser", "torchscript:nnc", "inductor", "torchscript:onednn", "eager")
 
 
 def _factory(name: str) -> Callable[[], Backend]:
