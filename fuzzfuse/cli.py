@@ -68,7 +68,7 @@ def cmd_reduce(args: argparse.Namespace) -> int:
         if time.time() - last[0] > 2:
             last[0] = time.time()
             print(f"  queries {stats.get('queries')} cache hits {stats.get('cache_hits')} "
-                  f"ops {stats.get('ops_after', stats.get('ops_before'))}", file=sys.stderr, flush=True)
+                  f"ops {stats.get('size')} (pass {stats.get('pass')})", file=sys.stderr, flush=True)
 
     if args.backend:
         _backend_name(args.backend)
