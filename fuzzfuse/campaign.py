@@ -229,7 +229,8 @@ class Campaign:
             result = reduce_case(case, self.backend_name, workers=self.workers, timeout=self.timeout, pool=pool,
                                  max_queries=self.reduce_budget)
             stats = {**result.stats, "seconds": round(time.time() - start, 2)}
-            directory = save_minimized(self.out / "minimized", case, result.graph, stats, self.backend_name)
+            directory = save_minimized(self.out / "minimized", case, result.graph, stats, self.backend_name,
+                                       timeout=self.timeout)
             entry["minimized"] = {"path": str(directory), "ops_before": case.graph.size,
                                   "ops_after": result.graph.size, "queries": stats.get("queries"),
                                   "seconds": stats["seconds"]}

@@ -93,7 +93,7 @@ def verify_repro(directory: Path, runs: int = VERIFY_RUNS, timeout: float = 600.
 
 
 def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend: str,
-                   verify_runs: int = VERIFY_RUNS) -> Path:
+                   verify_runs: int = VERIFY_RUNS, timeout: float = 60.0) -> Path:
     """Write minimized/<slug>/{case.json, repro.py, README.md}. A signature seen before keeps the
     smaller repro and counts the hit."""
     sig = Signature.from_json(case.signature)
@@ -112,14 +112,15 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
     minimized = replace(case, graph=reduced, backend=backend, hits=(existing.hits + 1) if existing else 1,
                         reduction={"ops_before": case.graph.size, "ops_after": reduced.size,
                                    **{k: stats[k] for k in ("queries", "cache_hits", "seconds") if k in stats}})
-    files = repro_files(reduced, fuser, case.signature, case.versions)
+    # A hang repro gives up (exit 1) after the case timeout; verification allows for start-up too.
+    files = repro_files(reduced, fuser, case.signature, case.versions, timeout=timeout)
     directory.mkdir(parents=True, exist_ok=True)
     atomic_write(directory / "repro.py", files["repro.py"])
     if "inputs.pt" in files:
         torch.save(files["inputs.pt"], directory / "inputs.pt")
     else:
         (directory / "inputs.pt").unlink(missing_ok=True)
-    minimized.verification = verify_repro(directory, verify_runs)
+    minimized.verification = verify_repro(directory, verify_runs, timeout=timeout + 120)
     write_json(directory / "case.json", minimized.to_json())
     atomic_write(directory / "README.md", bug_report(minimized, files["repro.py"]))
     return directory
@@ -167,4 +168,4 @@ def minimize_file(path: Path, out: Path, backend: str | None = None, workers: in
     start = time.time()
     result = reduce_case(case, name, workers=workers, timeout=timeout, progress=progress)
     stats = {**result.stats, "seconds": round(time.time() - start, 2)}
-    return save_minimized(Path(out), case, result.graph, stats, name)
+    return save_minimized(Path(out), case, result.graph, stats, name, timeout=timeout)

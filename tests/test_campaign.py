@@ -15,8 +15,9 @@ SMALL = Features(ops=("add", "mul", "neg", "exp", "tanh", "cos", "sum", "sigmoid
 
 
 def _fuzz(tmp_path, backend, cases, timeout=8.0):
+    # Reduction has its own tests (test_minimize.py); these are about fuzzing and classifying.
     return Campaign(BUGGY + backend, tmp_path, seed=1, workers=2, max_cases=cases, timeout=timeout,
-                    features=SMALL, swarm=False).run()
+                    features=SMALL, swarm=False, reduce=False).run()
 
 
 @pytest.mark.slow

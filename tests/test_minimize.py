@@ -77,7 +77,7 @@ def test_hard_crash_reduces_to_one_tanh():
 
 
 @pytest.mark.slow
-def test_hang_reduces_to_one_cos():
+def test_hang_reduces_to_one_cos(tmp_path):
     b = GraphBuilder()
     x = b.tensor((3, 4))
     v = b.add("cos", b.add("mul", b.add("exp", x), 2.0))
@@ -86,6 +86,9 @@ def test_hang_reduces_to_one_cos():
                 signature={"outcome": "hang", "backend": BUGGY + "HangOnCos", "stage": "run", "kind": "timeout"})
     _, result = reduce_with("HangOnCos", graph, timeout=3.0, case=case)
     assert ops(result.graph) == ["cos"]
+    directory = save_minimized(tmp_path, case, result.graph, result.stats, BUGGY + "HangOnCos", verify_runs=1,
+                               timeout=3.0)
+    assert load_case(directory / "case.json").verification["status"] == "reproduces"  # gives up, exit 1
 
 
 def test_no_slippage_between_two_bugs():
