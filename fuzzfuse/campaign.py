@@ -37,7 +37,7 @@ class Stats:
     cases: int = 0
     outcomes: collections.Counter = field(default_factory=collections.Counter)
     signatures: dict[str, dict] = field(default_factory=dict)  # key -> {signature, count, first, ...}
-    fused_kernels: int = 0
+    fused_cases: int = 0
     start: float = field(default_factory=time.time)
     # Per case: when its result arrived, and the fuser's own compile time (benchmarks read these).
     finished: list[float] = field(default_factory=list)
@@ -133,7 +133,7 @@ class Campaign:
             self._settle_recheck(recheck_of)
             return
         self.stats.cases += 1
-        self.stats.fused_kernels += bool(result.get("fused"))
+        self.stats.fused_cases += bool(result.get("fused"))
         self.stats.finished.append(time.time())
         if result.get("compile_seconds"):
             self.stats.compile_seconds.append(result["compile_seconds"])
@@ -142,9 +142,9 @@ class Campaign:
             self.stats.outcomes[outcome] += 1
             return
         key = sig.key()
+        graph = self._graph_of(job, result)
         entry = self.stats.signatures.get(key)
         if entry is None:
-            graph = self._graph_of(job, result)
             entry = self.stats.signatures[key] = {
                 "key": key, "slug": sig.slug(), "signature": sig.to_json(), "outcome": outcome, "count": 0,
                 "first_seen": time.time(), "smallest_size": graph.size, "confirmed": None,
@@ -161,7 +161,6 @@ class Campaign:
         self.stats.outcomes["flaky" if entry["confirmed"] is False else outcome] += 1
         if self._saved_per_sig[key] < MAX_SAVED_PER_SIGNATURE:
             self._saved_per_sig[key] += 1
-            graph = self._graph_of(job, result)
             path = save_case(self.out / "corpus", Case(
                 graph, self.backend_name, job.get("seed"), outcome, sig.to_json(),
                 str(result.get("detail") or result.get("stderr_tail") or "")[:20000], self.versions,
@@ -239,7 +238,7 @@ class Campaign:
 
     def checkpoint(self, pool: WorkerPool | None = None, **extra) -> dict:
         summary = self.stats.summary(self.backend_name, self.versions, {**extra,
-            "seed": self.seed, "workers": self.workers, "fused_cases": self.stats.fused_kernels,
+            "seed": self.seed, "workers": self.workers, "fused_cases": self.stats.fused_cases,
             "worker_restarts": pool.restarts if pool else 0})
         write_json(self.out / "summary.json", summary)
         return summary
