@@ -18,7 +18,7 @@ from fuzzfuse.campaign import Campaign
 
 def measure(backend: str, seconds: float, workers: int, max_ops: int) -> dict:
     with tempfile.TemporaryDirectory() as out:
-        campaign = Campaign(backend, out, seed=1, workers=workers, time_limit=seconds, max_ops=max_ops)
+        campaign = Campaign(backend, out, seed=1, workers=workers, time_limit=seconds, max_ops=max_ops, reduce=False)
         summary = campaign.run()
     stats = campaign.stats
     steady = stats.steady_rate(skip=workers)
