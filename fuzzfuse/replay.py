@@ -4,7 +4,7 @@ from __future__ import annotations
 import collections
 import sys
 
-from .backends import Unavailable, get_backend
+from .backends import Unavailable, default_backend, get_backend
 from .campaign import worker_env
 from .corpus import CorpusError, case_files, iter_cases
 from .oracle import Signature
@@ -13,13 +13,23 @@ from .worker import WorkerPool
 
 
 def replay_results(cases: list, backend: str | None, workers: int, timeout: float) -> list[dict]:
-    """Run (path, Case) pairs, grouped by backend, each group in its own isolated pool."""
+    """Run (path, Case) pairs, grouped by backend, each group in its own isolated pool. Cases whose
+    own backend cannot run here (nvFuser cases on a CPU machine) are reported and skipped."""
     groups: dict[str, list] = collections.defaultdict(list)
+    fallback = None
     for path, case in cases:
-        groups[backend or case.backend].append((path, case))
+        if not (backend or case.backend) and fallback is None:
+            fallback = default_backend()  # seed cases name no backend: the best one here
+        groups[backend or case.backend or fallback].append((path, case))
     rows = []
     for name, members in groups.items():
-        get_backend(name)  # raises Unavailable with the reason
+        try:
+            get_backend(name)
+        except Unavailable as e:
+            if backend:  # asked for by name: bad input
+                raise
+            print(f"skipped {len(members)} case(s) for {name}: {e}", file=sys.stderr)
+            continue
         jobs = [{"id": i, "backend": name, "graph": c.graph.to_json(), "timeout": timeout,
                  "check_strides": bool(c.options.get("check_strides")),
                  "options": {k: v for k, v in c.options.items() if k != "check_strides"}}
@@ -62,6 +72,8 @@ def replay(paths: list[str], backend: str | None = None, workers: int = 1, timeo
         rows = replay_results(loaded, backend, workers, timeout)
     except Unavailable as e:
         raise BadInput(str(e)) from e
+    if loaded and not rows:
+        raise BadInput("no case could run here: every case's backend is unavailable")
     for row in rows:
         print(f"{row['verdict']:17} {row['path']}  {row['signature'] or ''}")
     failing = sum(r["signature"] is not None for r in rows)

@@ -78,3 +78,14 @@ def test_replay_skips_corrupt_files_in_a_directory_and_replays_the_rest(tmp_path
     assert r.returncode == 1  # the bugs are still there; the corrupt file did not stop the replay
     r = _cli("replay", str(good[0]), "--backend", "eager")
     assert "fixed" in r.stdout and r.returncode == 0
+
+
+def test_replay_skips_cases_whose_backend_cannot_run_here():
+    """nvFuser cases in the shared corpus are reported and skipped on a CPU machine; the rest run
+    (seed cases name no backend and run on the default one)."""
+    from pathlib import Path
+    repo = Path(__file__).parent.parent
+    n = len(list((repo / "corpus" / "nvfuser").glob("*.json")))
+    r = _cli("replay", "corpus/nvfuser", "corpus/seed-efficientnet_se-float32-contiguous.json", cwd=repo)
+    assert f"skipped {n} case(s) for nvfuser" in r.stderr and "1 replayed" in r.stdout, r.stdout + r.stderr
+    assert r.returncode in (0, 1)
