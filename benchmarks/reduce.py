@@ -45,7 +45,7 @@ import torch  # noqa: E402
 import torch.fx as fx  # noqa: E402
 from torch._functorch.fx_minifier import minifier  # noqa: E402
 
-from fuzzfuse.campaign import case_seed, worker_env  # noqa: E402
+from fuzzfuse.campaign import case_seed  # noqa: E402
 from fuzzfuse.corpus import Case  # noqa: E402
 from fuzzfuse.ir import (OPS, Graph, GraphError, Node, ScalarInput, TensorInput, make_inputs,  # noqa: E402
                          to_source)
@@ -54,7 +54,7 @@ from fuzzfuse.ir.values import with_exact_values  # noqa: E402
 from fuzzfuse.minimize import reduce_case  # noqa: E402
 from fuzzfuse.oracle import Signature  # noqa: E402
 from fuzzfuse.reduce.passes import pinned  # noqa: E402
-from fuzzfuse.runner import backend_for, classify, init_worker, run_case  # noqa: E402
+from fuzzfuse.runner import backend_for, case_pool, classify, init_worker, run_case, worker_env  # noqa: E402
 from fuzzfuse.strategies import Features, GenConfig, batch_features, generate  # noqa: E402
 from fuzzfuse.worker import WorkerPool  # noqa: E402
 
@@ -277,8 +277,7 @@ def main() -> None:
     init_worker()
 
     rows = []
-    with WorkerPool(args.workers, "fuzzfuse.runner:run_job", timeout=args.timeout, env=worker_env(args.backend),
-                    init="fuzzfuse.runner:init_worker") as pool:
+    with case_pool(args.backend, args.workers, args.timeout) as pool:
         oracle = Oracle(pool, args.backend, args.timeout)
         cases = find_failures(args.backend, args.cases, args.seed, args.search_graphs, oracle)
         for k, case in enumerate(cases):

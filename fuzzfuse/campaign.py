@@ -13,8 +13,8 @@ from pathlib import Path
 from .backends import get_backend
 from .corpus import Case, save_case, write_json
 from .ir import Graph
-from .oracle import FAILURES, Signature
-from .runner import classify
+from .oracle import FAILURES
+from .runner import case_pool, classify, graph_job
 from .strategies import Features, GenConfig, batch_features, config_from_json, config_to_json, generate
 from .worker import WorkerPool
 
@@ -25,11 +25,6 @@ MAX_SAVED_PER_SIGNATURE = 20
 
 def case_seed(campaign_seed: int, index: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{campaign_seed}:{index}".encode()).digest()[:6], "big")
-
-
-def worker_env(backend_name: str) -> dict[str, str]:
-    """Environment a fuser reads at import time, set before the worker imports torch."""
-    return {"FUZZFUSE_BACKEND": backend_name, **getattr(get_backend(backend_name), "env", {})}
 
 
 @dataclass
@@ -151,9 +146,9 @@ class Campaign:
                 "detail": str(result.get("detail", ""))[:500]}
             self._rechecks[key] = []
             for k in range(RECHECKS):
-                recheck = {"id": f"recheck-{k}-{key}", "backend": self.backend_name, "graph": graph.to_json(),
-                           "check_strides": self.check_strides, "timeout": self.timeout, "recheck_of": key,
-                           "options": job.get("options") or {}}
+                recheck = {**graph_job(f"recheck-{k}-{key}", self.backend_name, graph, self.timeout,
+                                       {"check_strides": self.check_strides, **(job.get("options") or {})}),
+                           "recheck_of": key}
                 self._jobs[recheck["id"]] = recheck
                 pool.submit(recheck)
         entry["count"] += 1
@@ -186,10 +181,8 @@ class Campaign:
     def run(self) -> dict:
         self.out.mkdir(parents=True, exist_ok=True)
         self.stats = Stats()
-        env = worker_env(self.backend_name)
         last_checkpoint = time.time()
-        with WorkerPool(self.workers, "fuzzfuse.runner:run_job", timeout=self.timeout, env=env,
-                        init="fuzzfuse.runner:init_worker") as pool:
+        with case_pool(self.backend_name, self.workers, self.timeout) as pool:
             try:
                 while True:
                     while pool.pending() < 2 * self.workers and not self._done_submitting():

@@ -17,13 +17,12 @@ from typing import Callable
 import torch
 
 from .backends import get_backend
-from .campaign import worker_env
 from .corpus import Case, atomic_write, load_case, write_json
 from .ir import Graph
 from .oracle import Signature
 from .reduce import cost, reduce
 from .repro import repro_files
-from .runner import classify
+from .runner import case_pool, classify, graph_job
 from .worker import WorkerPool
 
 VERIFY_RUNS = 3
@@ -37,12 +36,9 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
     stored = replace(Signature.from_json(case.signature), backend=backend)
     target = stored.key()
     ids = itertools.count()
-    check_strides = bool(case.options.get("check_strides"))
-    options = {k: v for k, v in case.options.items() if k != "check_strides"}
 
     def is_interesting(candidates: list[Graph]) -> list[bool]:
-        jobs = [{"id": next(ids), "backend": backend, "graph": g.to_json(), "timeout": timeout,
-                 "check_strides": check_strides, "options": options} for g in candidates]
+        jobs = [graph_job(next(ids), backend, g, timeout, case.options) for g in candidates]
         verdicts = []
         for result in active.run_all(jobs):
             try:
@@ -53,14 +49,12 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
         return verdicts
 
     own = pool is None
-    active = pool or WorkerPool(workers, "fuzzfuse.runner:run_job", timeout=timeout, env=worker_env(backend),
-                                init="fuzzfuse.runner:init_worker")
+    active = pool or case_pool(backend, workers, timeout)
     try:
         # A case saved by an older normalizer may name the same failure differently: the same
         # outcome, stage, kind and assert location today stands for it.
-        fresh = classify(backend, active.run_all([{"id": next(ids), "backend": backend, "timeout": timeout,
-                                                    "graph": case.graph.to_json(), "check_strides": check_strides,
-                                                    "options": options}])[0])[1]
+        fresh = classify(backend, active.run_all([graph_job(next(ids), backend, case.graph, timeout,
+                                                             case.options)])[0])[1]
         if fresh is not None and (fresh.outcome, fresh.stage, fresh.kind, fresh.location) == \
                 (stored.outcome, stored.stage, stored.kind, stored.location):
             target = fresh.key()
@@ -136,7 +130,7 @@ def bug_report(case: Case, repro: str) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in case.versions.items())
     return f"""# {case.backend} {what.get(sig.get('outcome'), sig.get('outcome'))}: {sig.get('kind')} {sig.get('location')}
 
-**Signature:** `{'|'.join(str(sig.get(k, '')) for k in ('outcome', 'backend', 'stage', 'kind', 'location', 'message'))}`
+**Signature:** `{Signature.from_json(sig).key()}`
 
 **Versions:** {versions}
 

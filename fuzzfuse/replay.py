@@ -5,11 +5,9 @@ import collections
 import sys
 
 from .backends import Unavailable, default_backend, get_backend
-from .campaign import worker_env
 from .corpus import CorpusError, case_files, iter_cases
 from .oracle import Signature
-from .runner import classify
-from .worker import WorkerPool
+from .runner import case_pool, classify, graph_job
 
 
 def replay_results(cases: list, backend: str | None, workers: int, timeout: float) -> list[dict]:
@@ -30,12 +28,8 @@ def replay_results(cases: list, backend: str | None, workers: int, timeout: floa
                 raise
             print(f"skipped {len(members)} case(s) for {name}: {e}", file=sys.stderr)
             continue
-        jobs = [{"id": i, "backend": name, "graph": c.graph.to_json(), "timeout": timeout,
-                 "check_strides": bool(c.options.get("check_strides")),
-                 "options": {k: v for k, v in c.options.items() if k != "check_strides"}}
-                for i, (_, c) in enumerate(members)]
-        with WorkerPool(min(workers, len(jobs)), "fuzzfuse.runner:run_job", timeout=timeout, env=worker_env(name),
-                        init="fuzzfuse.runner:init_worker") as pool:
+        jobs = [graph_job(i, name, c.graph, timeout, c.options) for i, (_, c) in enumerate(members)]
+        with case_pool(name, min(workers, len(jobs)), timeout) as pool:
             results = pool.run_all(jobs)
         for (path, case), result in zip(members, results):
             rows.append({"path": str(path), "backend": name, "case": case, **_judge(name, case, result)})

@@ -15,7 +15,7 @@ import torch
 from .ir import Graph, TensorInput, make_inputs, to_source
 from .ir.graph import Layout
 from .ir.types import is_float
-from .oracle import ATOL, RMSE_MULTIPLIER, RTOL, reduction_factor, reduction_sizes
+from .oracle import ATOL, RMSE_MULTIPLIER, RTOL, Signature, reduction_factor, reduction_sizes
 
 INLINE_LIMIT = 4096  # elements; larger inputs go to inputs.pt
 
@@ -149,7 +149,7 @@ def repro_files(graph: Graph, backend, signature: dict, versions: dict, timeout:
     external = numel > INLINE_LIMIT
     types = graph.infer_types()
     reduced = reduction_sizes(graph, types)
-    key = "|".join(str(signature.get(k, "")) for k in ("outcome", "backend", "stage", "kind", "location", "message"))
+    key = Signature.from_json(signature).key()
     header = (f'#!/usr/bin/env python3\n"""fuzzfuse repro: {signature.get("outcome")} on {backend.name}\n\n'
               f"signature: {key}\nversions: {versions}\n\n"
               "Exits 1 while the bug is present, 0 once it is fixed.\n\"\"\"\n")

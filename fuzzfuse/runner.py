@@ -113,6 +113,28 @@ def run_case(graph: Graph, backend, check_strides: bool = False, options: dict |
     return out
 
 
+def worker_env(backend_name: str) -> dict[str, str]:
+    """Environment a fuser reads at import time, set before the worker imports torch."""
+    return {"FUZZFUSE_BACKEND": backend_name, **getattr(get_backend(backend_name), "env", {})}
+
+
+def case_pool(backend_name: str, workers: int, timeout: float):
+    """Isolated workers that run cases on one backend (run_job), its environment set."""
+    from .worker import WorkerPool
+
+    return WorkerPool(workers, "fuzzfuse.runner:run_job", timeout=timeout, env=worker_env(backend_name),
+                      init="fuzzfuse.runner:init_worker")
+
+
+def graph_job(job_id, backend: str, graph: Graph, timeout: float, case_options: dict | None = None) -> dict:
+    """A worker job that runs `graph` with the per-case options a saved case records (check_strides,
+    nvFuser's style...)."""
+    options = dict(case_options or {})
+    check_strides = bool(options.pop("check_strides", False))
+    return {"id": job_id, "backend": backend, "graph": graph.to_json(), "timeout": timeout,
+            "check_strides": check_strides, "options": options}
+
+
 def classify(backend: str, result: dict) -> tuple[str, Signature | None]:
     """Outcome and signature of a worker pool result, including the deaths the worker could not
     report itself (hard-crash: by signal or exit code; hang: the pool's timeout)."""
