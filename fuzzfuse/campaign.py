@@ -39,6 +39,8 @@ class Stats:
     compile_seconds: list[float] = field(default_factory=list)
     # Which fuser schedulers/segments ran (nvFuser reports them): where the campaign has been.
     coverage: collections.Counter = field(default_factory=collections.Counter)
+    # [seconds since start, cases, distinct signatures] at each checkpoint: the report's plots.
+    timeline: list[list] = field(default_factory=list)
 
     def steady_rate(self, skip: int) -> float:
         """Cases per second after the first `skip` results (worker start-up and warm-up excluded)."""
@@ -60,14 +62,15 @@ class Stats:
                 "steady_cases_per_second": round(self.steady_rate(skip=extra.get("workers", 1)), 3),
                 "median_compile_seconds": round(statistics.median(self.compile_seconds), 4)
                 if self.compile_seconds else None,
-                "coverage": dict(self.coverage), **extra}
+                "coverage": dict(self.coverage), "start": self.start, "timeline": self.timeline, **extra}
 
 
 class Campaign:
     def __init__(self, backend: str, out: Path, seed: int = 0, workers: int = 2,
                  time_limit: float | None = None, max_cases: int | None = None, timeout: float = 60.0,
                  check_strides: bool = False, max_ops: int = 12, features: Features | None = None,
-                 swarm: bool = True, display=None, reduce: bool = True, reduce_budget: int = 400):
+                 swarm: bool = True, display=None, reduce: bool = True, reduce_budget: int = 400,
+                 backward: bool = False):
         self.backend_name = backend
         self.backend = get_backend(backend)
         self.out = Path(out)
@@ -75,7 +78,7 @@ class Campaign:
         self.time_limit, self.max_cases, self.timeout = time_limit, max_cases, timeout
         self.check_strides, self.max_ops = check_strides, max_ops
         self.features = features or getattr(self.backend, "features", Features())
-        self.swarm = swarm
+        self.swarm, self.backward = swarm, backward
         self.reduce, self.reduce_budget = reduce, reduce_budget
         self.stats = Stats()
         self.versions = self.backend.versions()
@@ -89,7 +92,7 @@ class Campaign:
     def config_for(self, index: int) -> GenConfig:
         features = batch_features(self.seed, index // BATCH, self.features) if self.swarm else self.features
         return GenConfig(features=features,
-                         shapes=self.backend.shapes, max_ops=self.max_ops)
+                         shapes=self.backend.shapes, max_ops=self.max_ops, backward=self.backward)
 
     def _new_job(self) -> dict:
         i = self._next_index
@@ -161,7 +164,7 @@ class Campaign:
                 str(result.get("detail") or result.get("stderr_tail") or "")[:20000], self.versions,
                 job.get("config"), {"check_strides": self.check_strides, **(job.get("options") or {})}))
             if graph.size <= entry["smallest_size"] or "case" not in entry:
-                entry["smallest_size"], entry["case"] = graph.size, str(path)
+                entry["smallest_size"], entry["case"] = graph.size, str(path.relative_to(self.out))
 
     def _settle_recheck(self, key: str) -> None:
         """A signature is reproducible when every re-run of its first case fails the same way;
@@ -216,20 +219,23 @@ class Campaign:
             sig = entry["signature"]
             if entry["confirmed"] is not True or sig["kind"] == "no-fusion" or "minimized" in entry:
                 continue
-            case = load_case(Path(entry["case"]))
+            case = load_case(self.out / entry["case"])
             start = time.time()
             result = reduce_case(case, self.backend_name, workers=self.workers, timeout=self.timeout, pool=pool,
                                  max_queries=self.reduce_budget)
             stats = {**result.stats, "seconds": round(time.time() - start, 2)}
             directory = save_minimized(self.out / "minimized", case, result.graph, stats, self.backend_name,
                                        timeout=self.timeout)
-            entry["minimized"] = {"path": str(directory), "ops_before": case.graph.size,
+            entry["minimized"] = {"path": str(directory.relative_to(self.out)), "ops_before": case.graph.size,
                                   "ops_after": result.graph.size, "queries": stats.get("queries"),
                                   "seconds": stats["seconds"]}
             print(f"minimized {entry['key']}: {case.graph.size} -> {result.graph.size} ops, "
                   f"{stats.get('queries')} queries, {stats['seconds']:.0f}s -> {directory}", file=sys.stderr)
 
     def checkpoint(self, pool: WorkerPool | None = None, **extra) -> dict:
+        point = [round(self.stats.seconds, 1), self.stats.cases, len(self.stats.signatures)]
+        if not self.stats.timeline or self.stats.timeline[-1][1:] != point[1:]:
+            self.stats.timeline.append(point)
         summary = self.stats.summary(self.backend_name, self.versions, {**extra,
             "seed": self.seed, "workers": self.workers, "fused_cases": self.stats.fused_cases,
             "worker_restarts": pool.restarts if pool else 0})

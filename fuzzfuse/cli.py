@@ -40,7 +40,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     limit = args.time if args.time is not None or args.max_cases is not None else 60.0
     campaign = Campaign(backend, Path(args.out), seed=args.seed, workers=args.workers, time_limit=limit,
                         max_cases=args.max_cases, timeout=args.timeout, check_strides=args.check_strides,
-                        max_ops=args.max_ops, reduce=not args.no_reduce)
+                        max_ops=args.max_ops, reduce=not args.no_reduce, backward=args.backward)
     with campaign_display() as display:
         campaign.display = display
         summary = campaign.run()
@@ -102,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--timeout", type=float, default=60.0, help="seconds per case before it counts as a hang")
     f.add_argument("--max-ops", type=int, default=12)
     f.add_argument("--check-strides", action="store_true", help="also compare output strides")
+    f.add_argument("--backward", action="store_true",
+                   help="training mode: also compare the gradients of requires_grad inputs")
     f.add_argument("--no-reduce", action="store_true", help="do not minimize new signatures into OUT/minimized/")
     f.set_defaults(func=cmd_fuzz)
 

@@ -60,6 +60,9 @@ class GenConfig:
     shapes: ShapeConfig = field(default_factory=ShapeConfig)
     max_ops: int = 12
     max_inputs: int = 3
+    # Training-mode cases: float inputs may be marked requires_grad, and the oracle then compares
+    # their gradients too (campaign switch --backward).
+    backward: bool = False
 
 
 def swarm(rng: random.Random, base: Features = Features()) -> Features:
