@@ -1,9 +1,10 @@
 """Cases per second per backend, and how close each gets to its compile-bound limit.
 
-    python benchmarks/throughput.py [--seconds 60] [--workers 2] [--backends torchscript:nnc,inductor]
+    python benchmarks/throughput.py [--seconds 60] [--workers 1,2] [--backends torchscript:nnc,inductor]
 
 The compile-bound limit is workers / median compile time: what a campaign would reach if compiling
-were the only cost. Rates are measured in steady state (each worker's start-up and first case, which
+were the only cost. Scaling is the steady rate against linear scaling from the first worker count
+(100%: N workers do N times the first row's per-worker rate). Rates are measured in steady state (each worker's start-up and first case, which
 pays the fuser's one-time warm-up, excluded). Compare ratios measured in one run: machines are noisy.
 """
 from __future__ import annotations
@@ -26,7 +27,8 @@ def measure(backend: str, seconds: float, workers: int, max_ops: int) -> dict:
     limit = workers / median_compile if median_compile else float("inf")
     return {"backend": backend, "workers": workers, "cases": summary["cases"], "overall": summary["cases_per_second"],
             "steady": steady, "median_compile": median_compile, "limit": limit,
-            "of_limit": steady / limit if limit != float("inf") else float("nan"), "outcomes": summary["outcomes"]}
+            "of_limit": steady / limit if limit != float("inf") else float("nan"), "outcomes": summary["outcomes"],
+            "phases": summary["median_phase_seconds"], "coverage": summary["coverage"]}
 
 
 def main() -> None:
@@ -37,16 +39,22 @@ def main() -> None:
     p.add_argument("--max-ops", type=int, default=12)
     args = p.parse_args()
     status = availability()
-    print(f"{'backend':20} {'workers':>7} {'cases':>6} {'overall/s':>9} {'steady/s':>9} {'med compile':>11} "
-          f"{'limit/s':>8} {'of limit':>8}  outcomes")
+    print(f"{'backend':20} {'workers':>7} {'cases':>6} {'overall/s':>9} {'steady/s':>9} {'scaling':>7} "
+          f"{'med compile':>11} {'limit/s':>8} {'of limit':>8}  outcomes")
     for backend in args.backends.split(","):
         if status.get(backend) is not None:
             print(f"{backend:20} unavailable: {status[backend]}")
             continue
+        base = None
         for workers in map(int, args.workers.split(",")):
             r = measure(backend, args.seconds, workers, args.max_ops)
-            print(f"{backend:20} {workers:7} {r['cases']:6} {r['overall']:9.2f} {r['steady']:9.2f} "
+            base = base or r["steady"] / workers  # scaling: against linear from the first row
+            scaling = r["steady"] / (base * workers) if base else float("nan")
+            print(f"{backend:20} {workers:7} {r['cases']:6} {r['overall']:9.2f} {r['steady']:9.2f} {scaling:7.0%} "
                   f"{r['median_compile']:10.3f}s {r['limit']:8.1f} {r['of_limit']:8.0%}  {r['outcomes']}", flush=True)
+            print(f"{'':28} median seconds per case by phase: {r['phases']}", flush=True)
+            if r["coverage"]:
+                print(f"{'':28} scheduler coverage: {r['coverage']}", flush=True)
 
 
 if __name__ == "__main__":

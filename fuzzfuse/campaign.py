@@ -3,6 +3,7 @@ re-run to rule out flakiness, every failing case saved, stats checkpointed to su
 from __future__ import annotations
 
 import collections
+import dataclasses
 import hashlib
 import statistics
 import sys
@@ -37,10 +38,13 @@ class Stats:
     # Per case: when its result arrived, and the fuser's own compile time (benchmarks read these).
     finished: list[float] = field(default_factory=list)
     compile_seconds: list[float] = field(default_factory=list)
+    # Worker-side seconds per phase (generate, eager, backend, compare): where a case's time goes.
+    phase_seconds: dict[str, list[float]] = field(default_factory=lambda: collections.defaultdict(list))
     # Which fuser schedulers/segments ran (nvFuser reports them): where the campaign has been.
     coverage: collections.Counter = field(default_factory=collections.Counter)
     # [seconds since start, cases, distinct signatures] at each checkpoint: the report's plots.
     timeline: list[list] = field(default_factory=list)
+    focus_batches: collections.Counter = field(default_factory=collections.Counter)
 
     def steady_rate(self, skip: int) -> float:
         """Cases per second after the first `skip` results (worker start-up and warm-up excluded)."""
@@ -62,7 +66,8 @@ class Stats:
                 "steady_cases_per_second": round(self.steady_rate(skip=extra.get("workers", 1)), 3),
                 "median_compile_seconds": round(statistics.median(self.compile_seconds), 4)
                 if self.compile_seconds else None,
-                "coverage": dict(self.coverage), "start": self.start, "timeline": self.timeline, **extra}
+                "median_phase_seconds": {k: round(statistics.median(v), 4) for k, v in self.phase_seconds.items()},
+                "coverage": dict(self.coverage), "focus_batches": dict(self.focus_batches), "start": self.start, "timeline": self.timeline, **extra}
 
 
 class Campaign:
@@ -70,7 +75,7 @@ class Campaign:
                  time_limit: float | None = None, max_cases: int | None = None, timeout: float = 60.0,
                  check_strides: bool = False, max_ops: int = 12, features: Features | None = None,
                  swarm: bool = True, display=None, reduce: bool = True, reduce_budget: int = 400,
-                 backward: bool = False):
+                 backward: bool = False, devices: list[str] | None = None):
         self.backend_name = backend
         self.backend = get_backend(backend)
         self.out = Path(out)
@@ -79,6 +84,7 @@ class Campaign:
         self.check_strides, self.max_ops = check_strides, max_ops
         self.features = features or getattr(self.backend, "features", Features())
         self.swarm, self.backward = swarm, backward
+        self.devices = devices
         self.reduce, self.reduce_budget = reduce, reduce_budget
         self.stats = Stats()
         self.versions = self.backend.versions()
@@ -87,10 +93,16 @@ class Campaign:
         self._jobs: dict[int | str, dict] = {}
         self._rechecks: dict[str, list] = {}  # signature key -> outcomes of its re-runs
         self._saved_per_sig: collections.Counter = collections.Counter()
+        self._focus: dict[int, str] = {}  # batch -> the scheduler it aims at
 
     # ---- job stream ------------------------------------------------------------------------
     def config_for(self, index: int) -> GenConfig:
-        features = batch_features(self.seed, index // BATCH, self.features) if self.swarm else self.features
+        batch = index // BATCH
+        focus = self.focus_for(batch)
+        if focus:
+            features = dataclasses.replace(self.features, **self.backend.coverage_focus[focus])
+        else:
+            features = batch_features(self.seed, batch, self.features) if self.swarm else self.features
         return GenConfig(features=features,
                          shapes=self.backend.shapes, max_ops=self.max_ops, backward=self.backward)
 
@@ -102,6 +114,17 @@ class Campaign:
                "timeout": self.timeout, "options": self.options_for(i)}
         self._jobs[i] = job
         return job
+
+    def focus_for(self, batch: int) -> str | None:
+        """Every other batch of a backend that reports schedulers aims at the least-covered one it
+        knows how to reach (decided when the batch starts, from the coverage so far)."""
+        recipes = getattr(self.backend, "coverage_focus", None)
+        if not recipes or batch % 2 == 0:
+            return None
+        if batch not in self._focus:
+            self._focus[batch] = min(recipes, key=lambda s: self.stats.coverage.get(s, 0))
+            self.stats.focus_batches[self._focus[batch]] += 1
+        return self._focus[batch]
 
     def options_for(self, index: int) -> dict:
         """Per-case backend choices, drawn from the seed: nvFuser's lowering style (ops on the
@@ -135,6 +158,8 @@ class Campaign:
         self.stats.finished.append(time.time())
         if result.get("compile_seconds"):
             self.stats.compile_seconds.append(result["compile_seconds"])
+        for phase, seconds in (result.get("timings") or {}).items():
+            self.stats.phase_seconds[phase].append(seconds)
         self.stats.coverage.update((result.get("evidence") or {}).get("schedulers") or [])
         if outcome not in FAILURES or sig is None:
             self.stats.outcomes[outcome] += 1
@@ -185,7 +210,7 @@ class Campaign:
         self.out.mkdir(parents=True, exist_ok=True)
         self.stats = Stats()
         last_checkpoint = time.time()
-        with case_pool(self.backend_name, self.workers, self.timeout) as pool:
+        with case_pool(self.backend_name, self.workers, self.timeout, self.devices) as pool:
             try:
                 while True:
                     while pool.pending() < 2 * self.workers and not self._done_submitting():

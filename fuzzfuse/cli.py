@@ -32,6 +32,22 @@ def _backend_name(requested: str | None) -> str:
     return name
 
 
+def _devices(spec: str | None, backend: str) -> list[str] | None:
+    """`--devices 0,1`: GPU indices that exist here, for a backend that runs on a GPU."""
+    if not spec:
+        return None
+    import torch
+
+    devices = [d.strip() for d in spec.split(",") if d.strip()]
+    if get_backend(backend).device != "cuda":
+        raise BadInput(f"--devices: backend {backend} does not run on a GPU")
+    count = torch.cuda.device_count()
+    bad = [d for d in devices if not d.isdigit() or int(d) >= count]
+    if bad or not devices:
+        raise BadInput(f"--devices {spec}: no such GPU {', '.join(bad)} (this machine has {count})")
+    return devices
+
+
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from .campaign import Campaign
     from .progress import campaign_display
@@ -40,7 +56,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     limit = args.time if args.time is not None or args.max_cases is not None else 60.0
     campaign = Campaign(backend, Path(args.out), seed=args.seed, workers=args.workers, time_limit=limit,
                         max_cases=args.max_cases, timeout=args.timeout, check_strides=args.check_strides,
-                        max_ops=args.max_ops, reduce=not args.no_reduce, backward=args.backward)
+                        max_ops=args.max_ops, reduce=not args.no_reduce, backward=args.backward,
+                        devices=_devices(args.devices, backend))
     with campaign_display() as display:
         campaign.display = display
         summary = campaign.run()
@@ -97,7 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--time", type=float, help="seconds to run (default 60 unless --max-cases is given)")
     f.add_argument("--max-cases", type=int)
     f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    f.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="default: one per CPU core (compiling is CPU-bound)")
+    f.add_argument("--devices", help="GPUs to spread the workers over, e.g. 0,1,2,3 (default: the first)")
     f.add_argument("--out", default=".", help="output directory (corpus/, summary.json)")
     f.add_argument("--timeout", type=float, default=60.0, help="seconds per case before it counts as a hang")
     f.add_argument("--max-ops", type=int, default=12)

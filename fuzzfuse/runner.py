@@ -118,12 +118,13 @@ def worker_env(backend_name: str) -> dict[str, str]:
     return {"FUZZFUSE_BACKEND": backend_name, **getattr(get_backend(backend_name), "env", {})}
 
 
-def case_pool(backend_name: str, workers: int, timeout: float):
-    """Isolated workers that run cases on one backend (run_job), its environment set."""
+def case_pool(backend_name: str, workers: int, timeout: float, devices: list[str] | None = None):
+    """Isolated workers that run cases on one backend (run_job), its environment set, spread over
+    `devices` (GPU indices) when given."""
     from .worker import WorkerPool
 
     return WorkerPool(workers, "fuzzfuse.runner:run_job", timeout=timeout, env=worker_env(backend_name),
-                      init="fuzzfuse.runner:init_worker")
+                      init="fuzzfuse.runner:init_worker", devices=devices)
 
 
 def graph_job(job_id, backend: str, graph: Graph, timeout: float, case_options: dict | None = None) -> dict:

@@ -96,7 +96,7 @@ class _Worker:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", _BOOT, config], stdin=subprocess.DEVNULL,
                 stdout=log, stderr=log, pass_fds=(job_r, result_w),
-                start_new_session=True, env=pool._env)
+                start_new_session=True, env=pool.env_of(index))
         os.close(job_r)
         os.close(result_w)
         os.set_blocking(self.result_r, False)
@@ -158,14 +158,18 @@ class WorkerPool:
 
     handler, init: "package.module:function", imported in the worker; init() runs once per
     worker before its first job.  env: extra variables set in the worker before any import.
+    devices: GPUs to spread the workers over, round robin (worker i sees only devices[i % n], as its
+    cuda:0; a restarted worker keeps its device).
     timeout: seconds a job may run unless it carries its own "timeout".  start_timeout: the limit
     for a worker to start.  A worker that cannot start raises RuntimeError (a setup bug).
     Not thread-safe: use it from one thread, preferably as a context manager.
     """
 
     def __init__(self, workers: int, handler: str, timeout: float = 60.0,
-                 env: dict[str, str] | None = None, init: str | None = None, start_timeout: float = 180.0):
+                 env: dict[str, str] | None = None, init: str | None = None, start_timeout: float = 180.0,
+                 devices: list[str] | None = None):
         self.handler, self.init, self.timeout = handler, init, timeout
+        self.devices = list(devices or [])
         # Starting means importing torch and warming a fuser: slow on a loaded machine, and
         # unrelated to how long one job may take.
         self.start_timeout = start_timeout
@@ -182,6 +186,11 @@ class WorkerPool:
         except BaseException:
             self.close()
             raise
+
+    def env_of(self, index: int) -> dict[str, str]:
+        if not self.devices:
+            return self._env
+        return {**self._env, "CUDA_VISIBLE_DEVICES": self.devices[index % len(self.devices)]}
 
     def submit(self, job: dict) -> None:
         """Queue a JSON-able job; it carries its own "id", copied into its result."""

@@ -103,6 +103,10 @@ def fusion_evidence(kernel_code: str, log: str) -> dict:
     return {"schedulers": schedulers, "segments": len(schedulers), "kernels": len(kernels)}
 
 
+def _ops_of(*kinds: str) -> tuple[str, ...]:
+    return tuple(name for name, op in OPS.items() if op.kind in kinds)
+
+
 def nothing_to_fuse(graph: Graph) -> bool:
     """Only views/broadcasts, identities (same-dtype casts, rounding integers), reductions over
     size-1 dims, and values of at most one element."""
@@ -128,7 +132,9 @@ class NvFuserBackend:
     name = "nvfuser"
     device = "cuda"
     # nvFuser reads NVFUSER_DUMP once per process: workers set it before importing anything.
-    env = {"NVFUSER_DUMP": DUMP_OPTION}
+    # Campaigns run one worker per core, so each compiles single-threaded: nvFuser's default pool
+    # of 8 compile threads per process would oversubscribe the cores 8-fold.
+    env = {"NVFUSER_DUMP": DUMP_OPTION, "NVFUSER_NUM_THREADS": os.environ.get("NVFUSER_NUM_THREADS", "1")}
     # Campaigns draw one per case (recorded in the case's options).
     styles = STYLES
     # Sizes that cross nvFuser's vectorization (inner dims not multiples of 2/4/8: 7, 127, 129,
@@ -136,6 +142,22 @@ class NvFuserBackend:
     # not fit registers or shared memory), mixed with the generator's small dims (1 = broadcast).
     shapes = ShapeConfig(max_rank=4, max_dim=8, large_dims=(127, 129, 255, 1023, 1025, 2049, 4099, 65539),
                          large_prob=0.1, max_numel=1 << 24)
+
+    # The generator features that lead nvFuser to each scheduler: campaigns steer every other batch
+    # toward the least-covered one (views alone give expr_eval; the rest mostly give pointwise).
+    # Small op lists, so that the ops that matter are drawn often.
+    coverage_focus = {
+        "reduction": {"ops": _ops_of("reduction") + ("add", "mul", "exp", "abs", "neg", "cast"), "patterns": ()},
+        "inner_persistent": {"ops": _ops_of("normalization") + ("sum", "amax", "mean", "var", "sub", "mul", "exp",
+                                                                "div", "rsqrt", "add", "unsqueeze", "expand"),
+                             "patterns": ("layer_norm",)},
+        "outer_persistent": {"ops": ("sum", "mean", "var", "amax", "sub", "mul", "add", "rsqrt", "sigmoid",
+                                     "unsqueeze", "expand"),
+                             "patterns": ("batch_norm", "squeeze_excite"),
+                             "layouts": ("contiguous", "channels_last", "channels_last_3d")},
+        "transpose": {"ops": ("permute", "transpose", "add", "mul", "sigmoid", "neg", "cast", "where"),
+                      "patterns": (), "layouts": ("permuted", "channels_last", "channels_last_3d")},
+    }
 
     def __init__(self, style: str | None = None, static_sizes: bool = False):
         style = style or os.environ.get("FUZZFUSE_NVFUSER_STYLE", "direct")
