@@ -28,7 +28,7 @@ def measure(backend: str, seconds: float, workers: int, max_ops: int) -> dict:
     return {"backend": backend, "workers": workers, "cases": summary["cases"], "overall": summary["cases_per_second"],
             "steady": steady, "median_compile": median_compile, "limit": limit,
             "of_limit": steady / limit if limit != float("inf") else float("nan"), "outcomes": summary["outcomes"],
-            "phases": summary["median_phase_seconds"], "coverage": summary["coverage"]}
+            "phases": summary["median_phase_seconds"], "mean_phases": summary["mean_phase_seconds"], "coverage": summary["coverage"]}
 
 
 def main() -> None:
@@ -52,7 +52,8 @@ def main() -> None:
             scaling = r["steady"] / (base * workers) if base else float("nan")
             print(f"{backend:20} {workers:7} {r['cases']:6} {r['overall']:9.2f} {r['steady']:9.2f} {scaling:7.0%} "
                   f"{r['median_compile']:10.3f}s {r['limit']:8.1f} {r['of_limit']:8.0%}  {r['outcomes']}", flush=True)
-            print(f"{'':28} median seconds per case by phase: {r['phases']}", flush=True)
+            print(f"{'':28} seconds per case by phase, median: {r['phases']}", flush=True)
+            print(f"{'':28} seconds per case by phase, mean:   {r['mean_phases']}", flush=True)
             if r["coverage"]:
                 print(f"{'':28} scheduler coverage: {r['coverage']}", flush=True)
 

@@ -67,6 +67,7 @@ class Stats:
                 "median_compile_seconds": round(statistics.median(self.compile_seconds), 4)
                 if self.compile_seconds else None,
                 "median_phase_seconds": {k: round(statistics.median(v), 4) for k, v in self.phase_seconds.items()},
+                "mean_phase_seconds": {k: round(statistics.fmean(v), 4) for k, v in self.phase_seconds.items()},
                 "coverage": dict(self.coverage), "focus_batches": dict(self.focus_batches), "start": self.start, "timeline": self.timeline, **extra}
 
 
@@ -158,7 +159,9 @@ class Campaign:
         self.stats.finished.append(time.time())
         if result.get("compile_seconds"):
             self.stats.compile_seconds.append(result["compile_seconds"])
-        for phase, seconds in (result.get("timings") or {}).items():
+        phases = {**(result.get("timings") or {}),
+                  **{k.removesuffix("_seconds"): result[k] for k in ("worker_seconds", "cpu_seconds") if k in result}}
+        for phase, seconds in phases.items():
             self.stats.phase_seconds[phase].append(seconds)
         self.stats.coverage.update((result.get("evidence") or {}).get("schedulers") or [])
         if outcome not in FAILURES or sig is None:
