@@ -127,8 +127,9 @@ class Mismatch:
     detail: str
     dtype_class: str
 
-    def signature(self, backend: str) -> Signature:
-        return Signature("mismatch", backend, "run", self.kind, self.dtype_class)
+    def signature(self, backend: str, stage: str = "run") -> Signature:
+        """stage "run" for outputs, "backward-run" for the gradients of a backward case."""
+        return Signature("mismatch", backend, stage, self.kind, self.dtype_class)
 
 
 def dtype_class(t: torch.Tensor) -> str:
@@ -157,14 +158,16 @@ def compare_output(i: int, fused: torch.Tensor, eager: torch.Tensor, ref64: torc
         return Mismatch(i, "shape", f"{tuple(fused.shape)} != {tuple(eager.shape)}", cls)
     if fused.dtype != eager.dtype:
         return Mismatch(i, "dtype", f"{dtype_name(fused.dtype)} != {dtype_name(eager.dtype)}", cls)
-    fused, eager = fused.detach().cpu(), eager.detach().cpu()
     if check_strides:
         mismatch = _stride_mismatch(i, fused, eager, cls)
         if mismatch:
             return mismatch
+    # Compared where eager ran: on a GPU, copying every output to the host would cost the CPU
+    # time that the fuser's compiles need.
+    fused, eager, ref64 = fused.detach().to(eager.device), eager.detach(), ref64.detach().to(eager.device)
     if cls == "float":
-        return _compare_float(i, fused, eager, ref64.detach().cpu(), reduced, cls)
-    return _compare_discrete(i, fused, eager, ref64.detach().cpu(), cls)
+        return _compare_float(i, fused, eager, ref64, reduced, cls)
+    return _compare_discrete(i, fused, eager, ref64, cls)
 
 
 def _stride_mismatch(i: int, fused: torch.Tensor, eager: torch.Tensor, cls: str) -> Mismatch | None:
@@ -221,6 +224,17 @@ def _compare_discrete(i: int, fused: torch.Tensor, eager: torch.Tensor, ref64: t
     idx = tuple(bad.nonzero()[0].tolist())
     return Mismatch(i, "values", f"{int(bad.sum())} of {bad.numel()} elements differ, e.g. {idx}: fused "
                     f"{fused[idx].item()} eager {eager[idx].item()}", cls)
+
+
+def gradient_reduction_sizes(graph, types) -> dict[str, int]:
+    """For each requires_grad input, a bound on the terms summed into one element of its gradient:
+    the chain rule sums over every output element it reaches (a broadcast's backward is a
+    reduction) and every reduction upstream multiplies in."""
+    reduced = reduction_sizes(graph, types)
+    widest = max([types[n.name].numel() for n in graph.nodes] + [1])
+    fold = max([reduced[o] for o in graph.outputs] + [1])
+    return {i.name: fold * max(1, widest // max(types[i.name].numel(), 1))
+            for i in graph.inputs if getattr(i, "requires_grad", False)}
 
 
 def reduction_sizes(graph, types) -> dict[str, int]:
