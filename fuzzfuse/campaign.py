@@ -1,18 +1,18 @@
 """The fuzz loop: seeded cases fanned out to isolated workers, outcomes counted, each new failure
-re-run to rule out flakiness, every failing case saved, stats checkpointed to summary.json."""
+re-run to rule out flakiness, every failing case saved, stats checkpointed to summary.json and
+state.json (so `fuzz --resume` continues after any stop, SIGKILL included: see checkpoint.py)."""
 from __future__ import annotations
 
 import collections
 import dataclasses
 import hashlib
-import statistics
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .backends import get_backend
-from .corpus import Case, save_case, write_json
+from .checkpoint import DirectoryClaim, Stats, load_state, save_state, shard_dir
+from .corpus import Case, load_case, save_case, write_json
 from .ir import Graph
 from .oracle import FAILURES
 from .runner import case_pool, classify, graph_job
@@ -24,51 +24,8 @@ RECHECKS = 2  # re-runs of a new signature's first case before it counts as repr
 MAX_SAVED_PER_SIGNATURE = 20
 
 
-def case_seed(campaign_seed: int, index: int) -> int:
+def case_seed(campaign_seed: int | str, index: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{campaign_seed}:{index}".encode()).digest()[:6], "big")
-
-
-@dataclass
-class Stats:
-    cases: int = 0
-    outcomes: collections.Counter = field(default_factory=collections.Counter)
-    signatures: dict[str, dict] = field(default_factory=dict)  # key -> {signature, count, first, ...}
-    fused_cases: int = 0
-    start: float = field(default_factory=time.time)
-    # Per case: when its result arrived, and the fuser's own compile time (benchmarks read these).
-    finished: list[float] = field(default_factory=list)
-    compile_seconds: list[float] = field(default_factory=list)
-    # Worker-side seconds per phase (generate, eager, backend, compare): where a case's time goes.
-    phase_seconds: dict[str, list[float]] = field(default_factory=lambda: collections.defaultdict(list))
-    # Which fuser schedulers/segments ran (nvFuser reports them): where the campaign has been.
-    coverage: collections.Counter = field(default_factory=collections.Counter)
-    # [seconds since start, cases, distinct signatures] at each checkpoint: the report's plots.
-    timeline: list[list] = field(default_factory=list)
-    focus_batches: collections.Counter = field(default_factory=collections.Counter)
-
-    def steady_rate(self, skip: int) -> float:
-        """Cases per second after the first `skip` results (worker start-up and warm-up excluded)."""
-        done = self.finished[skip:]
-        return (len(done) - 1) / (done[-1] - done[0]) if len(done) > 2 and done[-1] > done[0] else 0.0
-
-    # Set when fuzzing stops: rates exclude the reductions that follow.
-    stop: float | None = None
-
-    @property
-    def seconds(self) -> float:
-        return (self.stop or time.time()) - self.start
-
-    def summary(self, backend: str, versions: dict, extra: dict) -> dict:
-        secs = self.seconds
-        return {"backend": backend, "versions": versions, "cases": self.cases,
-                "outcomes": dict(self.outcomes), "signatures": list(self.signatures.values()),
-                "seconds": round(secs, 2), "cases_per_second": round(self.cases / secs, 3) if secs else 0.0,
-                "steady_cases_per_second": round(self.steady_rate(skip=extra.get("workers", 1)), 3),
-                "median_compile_seconds": round(statistics.median(self.compile_seconds), 4)
-                if self.compile_seconds else None,
-                "median_phase_seconds": {k: round(statistics.median(v), 4) for k, v in self.phase_seconds.items()},
-                "mean_phase_seconds": {k: round(statistics.fmean(v), 4) for k, v in self.phase_seconds.items()},
-                "coverage": dict(self.coverage), "focus_batches": dict(self.focus_batches), "start": self.start, "timeline": self.timeline, **extra}
 
 
 class Campaign:
@@ -76,11 +33,14 @@ class Campaign:
                  time_limit: float | None = None, max_cases: int | None = None, timeout: float = 60.0,
                  check_strides: bool = False, max_ops: int = 12, features: Features | None = None,
                  swarm: bool = True, display=None, reduce: bool = True, reduce_budget: int = 400,
-                 backward: bool = False, devices: list[str] | None = None):
+                 backward: bool = False, devices: list[str] | None = None, shard: str | None = None):
         self.backend_name = backend
         self.backend = get_backend(backend)
-        self.out = Path(out)
+        self.root, self.shard = Path(out), shard
+        self.out = shard_dir(self.root, shard)
         self.seed, self.workers = seed, workers
+        # Each shard draws its own seed stream, so hosts sharing OUT never repeat each other.
+        self.stream: int | str = seed if not shard else f"{seed}/{shard}"
         self.time_limit, self.max_cases, self.timeout = time_limit, max_cases, timeout
         self.check_strides, self.max_ops = check_strides, max_ops
         self.features = features or getattr(self.backend, "features", Features())
@@ -95,6 +55,7 @@ class Campaign:
         self._rechecks: dict[str, list] = {}  # signature key -> outcomes of its re-runs
         self._saved_per_sig: collections.Counter = collections.Counter()
         self._focus: dict[int, str] = {}  # batch -> the scheduler it aims at
+        self._resubmit: list[int] = []  # indices that were in flight when a resumed run stopped
 
     # ---- job stream ------------------------------------------------------------------------
     def config_for(self, index: int) -> GenConfig:
@@ -103,14 +64,17 @@ class Campaign:
         if focus:
             features = dataclasses.replace(self.features, **self.backend.coverage_focus[focus])
         else:
-            features = batch_features(self.seed, batch, self.features) if self.swarm else self.features
+            features = batch_features(self.stream, batch, self.features) if self.swarm else self.features
         return GenConfig(features=features,
                          shapes=self.backend.shapes, max_ops=self.max_ops, backward=self.backward)
 
     def _new_job(self) -> dict:
-        i = self._next_index
-        self._next_index += 1
-        job = {"id": i, "backend": self.backend_name, "seed": case_seed(self.seed, i),
+        if self._resubmit:
+            i = self._resubmit.pop(0)
+        else:
+            i = self._next_index
+            self._next_index += 1
+        job = {"id": i, "backend": self.backend_name, "seed": case_seed(self.stream, i),
                "config": config_to_json(self.config_for(i)), "check_strides": self.check_strides,
                "timeout": self.timeout, "options": self.options_for(i)}
         self._jobs[i] = job
@@ -131,9 +95,11 @@ class Campaign:
         """Per-case backend choices, drawn from the seed: nvFuser's lowering style (ops on the
         tensor's own dtype, or Thunder-style upcast to fp32 and back), since a bug can hide in one."""
         styles = getattr(self.backend, "styles", ())
-        return {"style": styles[case_seed(self.seed, index) % len(styles)]} if styles else {}
+        return {"style": styles[case_seed(self.stream, index) % len(styles)]} if styles else {}
 
     def _done_submitting(self) -> bool:
+        if self._resubmit:
+            return False
         if self.max_cases is not None and self._next_index >= self.max_cases:
             return True
         return self.time_limit is not None and self.stats.seconds >= self.time_limit
@@ -156,13 +122,13 @@ class Campaign:
             return
         self.stats.cases += 1
         self.stats.fused_cases += bool(result.get("fused"))
-        self.stats.finished.append(time.time())
+        self.stats.add_sample(self.stats.finished, time.time())
         if result.get("compile_seconds"):
-            self.stats.compile_seconds.append(result["compile_seconds"])
+            self.stats.add_sample(self.stats.compile_seconds, result["compile_seconds"])
         phases = {**(result.get("timings") or {}),
                   **{k.removesuffix("_seconds"): result[k] for k in ("worker_seconds", "cpu_seconds") if k in result}}
         for phase, seconds in phases.items():
-            self.stats.phase_seconds[phase].append(seconds)
+            self.stats.add_sample(self.stats.phase_seconds[phase], seconds)
         self.stats.coverage.update((result.get("evidence") or {}).get("schedulers") or [])
         if outcome not in FAILURES or sig is None:
             self.stats.outcomes[outcome] += 1
@@ -175,13 +141,8 @@ class Campaign:
                 "key": key, "slug": sig.slug(), "signature": sig.to_json(), "outcome": outcome, "count": 0,
                 "first_seen": time.time(), "smallest_size": graph.size, "confirmed": None,
                 "detail": str(result.get("detail", ""))[:500]}
-            self._rechecks[key] = []
-            for k in range(RECHECKS):
-                recheck = {**graph_job(f"recheck-{k}-{key}", self.backend_name, graph, self.timeout,
-                                       {"check_strides": self.check_strides, **(job.get("options") or {})}),
-                           "recheck_of": key}
-                self._jobs[recheck["id"]] = recheck
-                pool.submit(recheck)
+            self._submit_rechecks(key, graph, {"check_strides": self.check_strides, **(job.get("options") or {})},
+                                  pool)
         entry["count"] += 1
         entry["last_seen"] = time.time()
         self.stats.outcomes["flaky" if entry["confirmed"] is False else outcome] += 1
@@ -193,6 +154,14 @@ class Campaign:
                 job.get("config"), {"check_strides": self.check_strides, **(job.get("options") or {})}))
             if graph.size <= entry["smallest_size"] or "case" not in entry:
                 entry["smallest_size"], entry["case"] = graph.size, str(path.relative_to(self.out))
+
+    def _submit_rechecks(self, key: str, graph: Graph, options: dict, pool: WorkerPool) -> None:
+        self._rechecks[key] = []
+        for k in range(RECHECKS):
+            recheck = {**graph_job(f"recheck-{k}-{key}", self.backend_name, graph, self.timeout, options),
+                       "recheck_of": key}
+            self._jobs[recheck["id"]] = recheck
+            pool.submit(recheck)
 
     def _settle_recheck(self, key: str) -> None:
         """A signature is reproducible when every re-run of its first case fails the same way;
@@ -210,10 +179,13 @@ class Campaign:
 
     # ---- main loop -------------------------------------------------------------------------
     def run(self) -> dict:
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.stats = Stats()
-        last_checkpoint = time.time()
-        with case_pool(self.backend_name, self.workers, self.timeout, self.devices) as pool:
+        with DirectoryClaim(self.out), case_pool(self.backend_name, self.workers, self.timeout, self.devices) as pool:
+            self.stats.start = time.time()
+            for key, entry in self.stats.signatures.items():  # rechecks a stopped run left unsettled
+                if entry["confirmed"] is None and entry.get("case"):
+                    case = load_case(self.out / entry["case"])
+                    self._submit_rechecks(key, case.graph, case.options, pool)
+            last_checkpoint = time.time()
             try:
                 while True:
                     while pool.pending() < 2 * self.workers and not self._done_submitting():
@@ -239,8 +211,9 @@ class Campaign:
 
     def reduce_signatures(self, pool: WorkerPool) -> None:
         """Minimize one case of every reproducible signature into OUT/minimized/. A fuser that
-        declined a whole graph (unfused/no-fusion) is coverage, not a bug, and is not reduced."""
-        from .corpus import load_case
+        declined a whole graph (unfused/no-fusion) is coverage, not a bug, and is not reduced.
+        Each reduction keeps its smallest failing graph so far in OUT/reducing/, where a resumed
+        campaign picks it up."""
         from .minimize import reduce_case, save_minimized
 
         for entry in self.stats.signatures.values():
@@ -248,25 +221,65 @@ class Campaign:
             if entry["confirmed"] is not True or sig["kind"] == "no-fusion" or "minimized" in entry:
                 continue
             case = load_case(self.out / entry["case"])
+            progress = self.out / "reducing" / f"{entry['slug']}.json"
             start = time.time()
             result = reduce_case(case, self.backend_name, workers=self.workers, timeout=self.timeout, pool=pool,
-                                 max_queries=self.reduce_budget)
+                                 max_queries=self.reduce_budget, checkpoint=progress)
             stats = {**result.stats, "seconds": round(time.time() - start, 2)}
             directory = save_minimized(self.out / "minimized", case, result.graph, stats, self.backend_name,
                                        timeout=self.timeout)
             entry["minimized"] = {"path": str(directory.relative_to(self.out)), "ops_before": case.graph.size,
                                   "ops_after": result.graph.size, "queries": stats.get("queries"),
                                   "seconds": stats["seconds"]}
+            self.checkpoint(pool)
+            progress.unlink(missing_ok=True)
             print(f"minimized {entry['key']}: {case.graph.size} -> {result.graph.size} ops, "
                   f"{stats.get('queries')} queries, {stats['seconds']:.0f}s -> {directory}", file=sys.stderr)
 
     def checkpoint(self, pool: WorkerPool | None = None, **extra) -> dict:
+        """summary.json for people and tools, state.json for --resume; both atomic."""
         point = [round(self.stats.seconds, 1), self.stats.cases, len(self.stats.signatures)]
         if not self.stats.timeline or self.stats.timeline[-1][1:] != point[1:]:
             self.stats.timeline.append(point)
         summary = self.stats.summary(self.backend_name, self.versions, {**extra,
-            "seed": self.seed, "workers": self.workers, "fused_cases": self.stats.fused_cases,
+            "seed": self.seed, "shard": self.shard, "workers": self.workers, "fused_cases": self.stats.fused_cases,
             "worker_restarts": pool.restarts if pool else 0})
         write_json(self.out / "summary.json", summary)
+        in_flight = sorted(j["id"] for j in self._jobs.values() if isinstance(j["id"], int))
+        save_state(self.out, {
+            "args": self.args(), "next_index": self._next_index, "in_flight": in_flight,
+            "stats": self.stats.to_json(), "saved_per_signature": dict(self._saved_per_sig),
+            "focus": {str(b): f for b, f in self._focus.items()}})
         return summary
 
+    def args(self) -> dict:
+        """The constructor arguments that define the campaign (what --resume restores)."""
+        return {"backend": self.backend_name, "seed": self.seed, "shard": self.shard, "workers": self.workers,
+                "time_limit": self.time_limit, "max_cases": self.max_cases, "timeout": self.timeout,
+                "check_strides": self.check_strides, "max_ops": self.max_ops, "swarm": self.swarm,
+                "reduce": self.reduce, "reduce_budget": self.reduce_budget, "backward": self.backward,
+                "devices": self.devices, "features": dataclasses.asdict(self.features)}
+
+    @classmethod
+    def resume(cls, out: Path, more_seconds: float | None = None, more_cases: int | None = None,
+               **overrides) -> "Campaign":
+        """The campaign stopped in `out` (a campaign dir, or a shard dir), ready to continue its
+        seed stream with its stats, known signatures, unsettled rechecks and unfinished reductions.
+        Without more_seconds/more_cases it finishes its original budget; with them it runs that
+        much more. `overrides` may change how it runs (workers, devices), not what it generates."""
+        state = load_state(out)
+        args = dict(state["args"])
+        features = Features(**{k: tuple(v) if isinstance(v, list) else v for k, v in args.pop("features").items()})
+        args.update({k: v for k, v in overrides.items() if v is not None})
+        backend, shard = args.pop("backend"), args.pop("shard")
+        root = Path(out).parent.parent if shard else Path(out)
+        campaign = cls(backend, root, features=features, **args, shard=shard)
+        campaign.stats = Stats.from_json(state["stats"])
+        campaign._next_index = int(state["next_index"])
+        campaign._resubmit = [int(i) for i in state["in_flight"]]
+        campaign._saved_per_sig.update(state["saved_per_signature"])
+        campaign._focus = {int(b): f for b, f in state["focus"].items()}
+        if more_seconds is not None or more_cases is not None:
+            campaign.time_limit = campaign.stats.seconds + more_seconds if more_seconds is not None else None
+            campaign.max_cases = campaign._next_index + more_cases if more_cases is not None else None
+        return campaign

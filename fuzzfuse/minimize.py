@@ -30,8 +30,10 @@ VERIFY_RUNS = 3
 
 def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 60.0,
                 progress: Callable[[dict], None] | None = None, pool: WorkerPool | None = None,
-                max_queries: int | None = None):
-    """The reducer's Reduction for `case`: the smallest graph that fails with the case's signature."""
+                max_queries: int | None = None, checkpoint: Path | None = None):
+    """The reducer's Reduction for `case`: the smallest graph that fails with the case's signature.
+    checkpoint: a file that always holds the smallest failing graph found so far (as a case); when
+    it exists, the reduction resumes from it."""
     # Replaying on another backend than the one that found it: that backend's name in the key.
     stored = replace(Signature.from_json(case.signature), backend=backend)
     target = stored.key()
@@ -46,19 +48,28 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
             except RuntimeError:  # a harness error on a candidate: not the bug we are after
                 sig = None
             verdicts.append(sig is not None and sig.key() == target)
+        if checkpoint is not None:
+            smaller = [g for g, ok in zip(candidates, verdicts) if ok and g.size < best[0]]
+            if smaller:
+                best[0] = min(g.size for g in smaller)
+                write_json(checkpoint, replace(case, graph=min(smaller, key=lambda g: g.size)).to_json())
         return verdicts
 
+    start = case.graph
+    if checkpoint is not None and checkpoint.exists():
+        start = load_case(checkpoint).graph
+    best = [start.size]
     own = pool is None
     active = pool or case_pool(backend, workers, timeout)
     try:
         # A case saved by an older normalizer may name the same failure differently: the same
         # outcome, stage, kind and assert location today stands for it.
-        fresh = classify(backend, active.run_all([graph_job(next(ids), backend, case.graph, timeout,
+        fresh = classify(backend, active.run_all([graph_job(next(ids), backend, start, timeout,
                                                              case.options)])[0])[1]
         if fresh is not None and (fresh.outcome, fresh.stage, fresh.kind, fresh.location) == \
                 (stored.outcome, stored.stage, stored.kind, stored.location):
             target = fresh.key()
-        return reduce(case.graph, is_interesting, batch=max(1, workers), progress=progress,
+        return reduce(start, is_interesting, batch=max(1, workers), progress=progress,
                       max_queries=max_queries)
     finally:
         if own:

@@ -815,8 +815,6 @@ def test_workarounds_are_still_needed():
             fn = getattr(fd.ops, op)
             if op in reductions:
                 out = fn(t, dims=[1])
-            elif op == "max":  # a plain max reduction compiles; the persistent (softmax) one does not
-                out = fd.ops.sub(t, fd.ops.broadcast(fn(t, dims=[1]), is_broadcast_dim=[False, True]))
             elif op == "clamp":
                 lo, hi = (fd.define_scalar(v, dtype=nvf.DataType.Float) for v in (-1.0, 1.0))
                 out = fn(t, lo, hi)

@@ -149,12 +149,11 @@ def nv_common_dtype(vals: list["Val"], float_op: bool = False, half_to_float: bo
 
 # Measured on nvfuser_direct 0.2.36 (H200): ops that nvFuser accepts on Half/BFloat16 tensors but
 # cannot compile (NVRTC: "no instance of overloaded function relu matches (__half)", "no operator +
-# matches __half + __half" in the reduction; max compiles as a plain reduction but not inside a
-# persistent kernel, e.g. softmax). PyTorch computes these in float32 and rounds once, so even the
+# matches __half + __half" in the reduction). PyTorch computes these in float32 and rounds once, so even the
 # "direct" style casts their half operands to float32 (nvFuser's own frontends do too).
 # tests/test_nvfuser.py::test_workarounds_are_still_needed says when one of them starts to compile.
 NO_HALF = {"relu", "floor", "ceil", "round", "trunc", "frac", "silu", "isnan", "isinf", "clamp",
-           "sum", "prod", "max", "min", "var"}
+           "sum", "prod", "min", "var"}
 # Ops nvFuser cannot compile on integer tensors (NVRTC: "more than one instance of overloaded
 # function floor"); PyTorch defines them as the identity on integers, so that is what is emitted.
 INT_IDENTITY = {"floor", "ceil", "round", "trunc"}

@@ -1,0 +1,180 @@
+"""What a campaign keeps on disk so that a SIGKILL loses nothing and `fuzz --resume` goes on:
+its counters (Stats), its position in the seed stream (state.json), and a claim on its directory
+so that two processes never write the same files.
+
+Every file is written whole or not at all (corpus.write_json: temp file + rename), and cases are
+saved before the state that counts them, so a kill at any moment leaves a consistent directory:
+at worst the cases that were in flight run again after the resume.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import socket
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .corpus import CorpusError, write_json
+
+STATE_SCHEMA = 1
+STATE_FILE = "state.json"
+LOCK_FILE = ".campaign.lock"
+# Per-case samples kept for the rates and medians: enough for stable figures, bounded for campaigns
+# that run for days.
+MAX_SAMPLES = 20_000
+
+
+@dataclass
+class Stats:
+    cases: int = 0
+    outcomes: collections.Counter = field(default_factory=collections.Counter)
+    signatures: dict[str, dict] = field(default_factory=dict)  # key -> {signature, count, first, ...}
+    fused_cases: int = 0
+    # Fuzzing seconds of earlier runs of this campaign (before a resume), and this run's start.
+    elapsed_before: float = 0.0
+    start: float = field(default_factory=time.time)
+    # Per case: when its result arrived, and the fuser's own compile time (benchmarks read these).
+    finished: list[float] = field(default_factory=list)
+    compile_seconds: list[float] = field(default_factory=list)
+    # Worker-side seconds per phase (generate, eager, backend, compare): where a case's time goes.
+    phase_seconds: dict[str, list[float]] = field(default_factory=lambda: collections.defaultdict(list))
+    # Which fuser schedulers/segments ran (nvFuser reports them): where the campaign has been.
+    coverage: collections.Counter = field(default_factory=collections.Counter)
+    # [seconds, cases, distinct signatures] at each checkpoint: the report's plots.
+    timeline: list[list] = field(default_factory=list)
+    focus_batches: collections.Counter = field(default_factory=collections.Counter)
+    # Set when fuzzing stops: rates exclude the reductions that follow.
+    stop: float | None = None
+
+    @property
+    def seconds(self) -> float:
+        """Fuzzing seconds over every run of the campaign."""
+        return self.elapsed_before + (self.stop or time.time()) - self.start
+
+    def add_sample(self, samples: list[float], value: float) -> None:
+        samples.append(value)
+        if len(samples) > 2 * MAX_SAMPLES:
+            del samples[:-MAX_SAMPLES]
+
+    def steady_rate(self, skip: int) -> float:
+        """Cases per second in this run after the first `skip` results (worker start-up and
+        warm-up excluded)."""
+        done = self.finished[skip:]
+        return (len(done) - 1) / (done[-1] - done[0]) if len(done) > 2 and done[-1] > done[0] else 0.0
+
+    def summary(self, backend: str, versions: dict, extra: dict) -> dict:
+        secs = self.seconds
+        median = lambda v: round(statistics.median(v), 4)  # noqa: E731
+        return {"backend": backend, "versions": versions, "cases": self.cases,
+                "outcomes": dict(self.outcomes), "signatures": list(self.signatures.values()),
+                "seconds": round(secs, 2), "cases_per_second": round(self.cases / secs, 3) if secs else 0.0,
+                "steady_cases_per_second": round(self.steady_rate(skip=extra.get("workers", 1)), 3),
+                "median_compile_seconds": median(self.compile_seconds) if self.compile_seconds else None,
+                "median_phase_seconds": {k: median(v) for k, v in self.phase_seconds.items()},
+                "mean_phase_seconds": {k: round(statistics.fmean(v), 4) for k, v in self.phase_seconds.items()},
+                "coverage": dict(self.coverage), "focus_batches": dict(self.focus_batches),
+                "start": self.start - self.elapsed_before, "timeline": self.timeline, **extra}
+
+    def to_json(self) -> dict:
+        return {"cases": self.cases, "outcomes": dict(self.outcomes), "signatures": self.signatures,
+                "fused_cases": self.fused_cases, "elapsed": self.seconds,
+                "compile_seconds": self.compile_seconds[-MAX_SAMPLES:],
+                "phase_seconds": {k: v[-MAX_SAMPLES:] for k, v in self.phase_seconds.items()},
+                "coverage": dict(self.coverage), "timeline": self.timeline,
+                "focus_batches": dict(self.focus_batches)}
+
+    @staticmethod
+    def from_json(d: dict) -> "Stats":
+        """Counters of a stopped run; this run's clock starts now."""
+        return Stats(cases=int(d["cases"]), outcomes=collections.Counter(d["outcomes"]),
+                     signatures=dict(d["signatures"]), fused_cases=int(d["fused_cases"]),
+                     elapsed_before=float(d["elapsed"]), compile_seconds=list(d["compile_seconds"]),
+                     phase_seconds=collections.defaultdict(list, d["phase_seconds"]),
+                     coverage=collections.Counter(d["coverage"]), timeline=list(d["timeline"]),
+                     focus_batches=collections.Counter(d["focus_batches"]))
+
+
+def save_state(out: Path, state: dict) -> None:
+    write_json(out / STATE_FILE, {"schema": STATE_SCHEMA, "kind": "fuzzfuse-campaign-state", **state})
+
+
+def load_state(out: Path) -> dict:
+    """The state of the campaign in `out`; CorpusError (one line) when there is none to resume."""
+    path = Path(out) / STATE_FILE
+    try:
+        state = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CorpusError(f"{out}: no campaign to resume (no {STATE_FILE})") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CorpusError(f"{path}: cannot read campaign state: {e}") from e
+    if not isinstance(state, dict) or state.get("kind") != "fuzzfuse-campaign-state":
+        raise CorpusError(f"{path}: not a fuzzfuse campaign state")
+    if state.get("schema") != STATE_SCHEMA:
+        raise CorpusError(f"{path}: unsupported campaign state schema {state.get('schema')!r}")
+    return state
+
+
+class DirectoryInUse(Exception):
+    """Another live campaign writes to this directory (one line for the user)."""
+
+
+class DirectoryClaim:
+    """An exclusive claim on a campaign directory: a lock file created with O_EXCL (which also
+    holds on NFS), naming the host and pid. A claim left by a dead process on this host is taken
+    over; one from another host must be removed by hand (that host may still be running)."""
+
+    def __init__(self, out: Path):
+        self.path = Path(out) / LOCK_FILE
+        self.owner = f"{socket.gethostname()} {os.getpid()}"
+
+    def __enter__(self) -> "DirectoryClaim":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                if not self._stale():
+                    raise DirectoryInUse(
+                        f"{self.path.parent} is in use by the campaign of {self._holder()} (give each "
+                        f"host or process its own --shard, or remove {self.path} if that campaign is dead)")
+                self.path.unlink(missing_ok=True)
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(self.owner + "\n")
+            return self
+        raise DirectoryInUse(f"{self.path.parent}: cannot claim the directory")
+
+    def __exit__(self, *exc) -> None:
+        if self._holder() == self.owner:
+            self.path.unlink(missing_ok=True)
+
+    def _holder(self) -> str:
+        try:
+            return self.path.read_text().strip()
+        except OSError:
+            return "?"
+
+    def _stale(self) -> bool:
+        host, _, pid = self._holder().partition(" ")
+        if host != socket.gethostname() or not pid.isdigit():
+            return False
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+
+def shard_dir(out: Path, shard: str | None) -> Path:
+    """Where one host's (or one process's) campaign writes: OUT itself, or OUT/shards/NAME when
+    several share OUT. `fuzzfuse triage OUT` merges the shards."""
+    if not shard:
+        return Path(out)
+    if not shard.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise ValueError(f"--shard {shard!r}: use letters, digits, '-', '_' or '.'")
+    return Path(out) / "shards" / shard
