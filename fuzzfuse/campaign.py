@@ -115,7 +115,11 @@ class Campaign:
 
     def _record(self, job: dict, result: dict, pool: WorkerPool) -> None:
         recheck_of = job.get("recheck_of")
-        outcome, sig = classify(self.backend_name, result)
+        try:
+            outcome, sig = classify(self.backend_name, result)
+        except RuntimeError as e:  # a fuzzfuse defect on this case: keep the case, say so, go on
+            self._harness_error(job, result, str(e))
+            return
         if recheck_of is not None:
             self._rechecks[recheck_of].append(sig.key() if sig else "pass")
             self._settle_recheck(recheck_of)
@@ -154,6 +158,20 @@ class Campaign:
                 job.get("config"), {"check_strides": self.check_strides, **(job.get("options") or {})}))
             if graph.size <= entry["smallest_size"] or "case" not in entry:
                 entry["smallest_size"], entry["case"] = graph.size, str(path.relative_to(self.out))
+
+    def _harness_error(self, job: dict, result: dict, message: str) -> None:
+        """A days-long campaign must not die of one fuzzfuse defect (an emitter bug, say): the case
+        goes to OUT/harness-errors/ for the fuzzfuse developers, and the count shows in the stats."""
+        if job.get("recheck_of") is None:
+            self.stats.cases += 1
+        self.stats.outcomes["harness-error"] += 1
+        graph = self._graph_of(job, result)
+        save_case(self.out / "harness-errors", Case(graph, self.backend_name, job.get("seed"), "harness-error",
+                                                    None, message[:20000], self.versions, job.get("config"),
+                                                    job.get("options") or {}))
+        if self.stats.outcomes["harness-error"] == 1:
+            print(f"fuzzfuse harness error (case kept in {self.out / 'harness-errors'}):\n{message[:2000]}",
+                  file=sys.stderr)
 
     def _submit_rechecks(self, key: str, graph: Graph, options: dict, pool: WorkerPool) -> None:
         self._rechecks[key] = []
