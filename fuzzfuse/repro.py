@@ -15,7 +15,8 @@ import torch
 from .ir import Graph, TensorInput, make_inputs, to_source
 from .ir.graph import Layout
 from .ir.types import is_float
-from .oracle import ATOL, RMSE_MULTIPLIER, RTOL, Signature, reduction_factor, reduction_sizes
+from .oracle import (ATOL, RMSE_MULTIPLIER, RTOL, Signature, gradient_reduction_sizes, reduction_factor,
+                     reduction_sizes)
 
 INLINE_LIMIT = 4096  # elements; larger inputs go to inputs.pt
 
@@ -24,28 +25,28 @@ RTOL = {rtol}
 ATOL = {atol}
 
 
-def differs(i, fused, expected, ref):
+def differs(i, fused, expected, ref, k=None, what="output"):
     """fuzzfuse's oracle, compactly: beyond dtype tolerances AND further from float64 than eager."""
     if not isinstance(fused, torch.Tensor) or fused.shape != expected.shape or fused.dtype != expected.dtype:
-        return f"output {{i}}: got {{getattr(fused, 'dtype', type(fused))}} {{tuple(getattr(fused, 'shape', ()))}}, " \\
+        return f"{{what}} {{i}}: got {{getattr(fused, 'dtype', type(fused))}} {{tuple(getattr(fused, 'shape', ()))}}, " \\
                f"expected {{expected.dtype}} {{tuple(expected.shape)}}"
-    f, e, r = fused.detach().cpu().double(), expected.double(), ref.double()
+    f, e, r = (t.detach().cpu().double() for t in (fused, expected, ref))
     if not expected.is_floating_point():
         bad = (f != e) & (e == r) & (f != r)
-        return f"output {{i}}: {{int(bad.sum())}} elements differ" if bad.any() else None
+        return f"{{what}} {{i}}: {{int(bad.sum())}} elements differ" if bad.any() else None
     cls = lambda t: torch.isnan(t) * 1 + (t == math.inf) * 2 + (t == -math.inf) * 3
     bad = (cls(f) != cls(e)) & (cls(e) == cls(r)) & (cls(f) != cls(r))
     if bad.any():
-        return f"output {{i}}: NaN/Inf at {{int(bad.sum())}} positions where eager and float64 agree"
+        return f"{{what}} {{i}}: NaN/Inf at {{int(bad.sum())}} positions where eager and float64 agree"
     ok = (cls(f) == 0) & (cls(e) == 0) & (cls(r) == 0)
     f, e, r = f[ok], e[ok], r[ok]
-    k = REDUCED[i]
+    k = REDUCED[i] if k is None else k
     if f.numel() == 0 or torch.allclose(f, e, rtol=RTOL[expected.dtype] * k, atol=ATOL[expected.dtype] * k):
         return None
     rmse = lambda a, b: math.sqrt(torch.mean((a - b) ** 2).item())
     if rmse(f, r) <= {multiplier} * rmse(e, r) + ATOL[expected.dtype] * k:
         return None
-    return f"output {{i}}: rmse vs float64 {{rmse(f, r):.3g}} (eager {{rmse(e, r):.3g}}); max |fused - eager| " \\
+    return f"{{what}} {{i}}: rmse vs float64 {{rmse(f, r):.3g}} (eager {{rmse(e, r):.3g}}); max |fused - eager| " \\
            f"{{(f - e).abs().max().item():.3g}}"
 '''
 
@@ -70,6 +71,72 @@ def main():
         print("FAIL: nothing was fused (the fallback path ran)")
         return 1
     print("OK: fused code ran and matches eager")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+_AUTOGRAD = '''
+
+REQUIRES_GRAD = {requires_grad}
+GRAD_SEED = {grad_seed}
+GRAD_REDUCED = {grad_reduced}
+
+
+def leaves(inputs):
+    """The inputs, each requires_grad one a fresh leaf that wants its gradient."""
+    return [x.detach().requires_grad_(True) if rg else x for x, rg in zip(inputs, REQUIRES_GRAD)]
+
+
+def upstream(outputs):
+    """The case's seeded upstream gradient for each differentiable output (None for the others)."""
+    gen = torch.Generator().manual_seed(GRAD_SEED)
+    return [torch.randn(tuple(o.shape), generator=gen, dtype=torch.float64).to(device=o.device, dtype=o.dtype)
+            if o.requires_grad else None for o in outputs]
+
+
+def gradients(outputs, xs, grad_outputs):
+    """torch.autograd.grad of the outputs, weighted by grad_outputs, w.r.t. the requires_grad inputs."""
+    pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if g is not None and o.requires_grad]
+    wrt = [x for x, rg in zip(xs, REQUIRES_GRAD) if rg]
+    if not pairs:
+        return []
+    return [g.detach() for g in torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs],
+                                                    allow_unused=True, materialize_grads=True)]
+'''
+
+_MAIN_BACKWARD = '''
+
+def main():
+    {timeout}inputs = make_inputs()
+    xs = leaves(inputs)
+    outs = fn(*xs)
+    grad_outputs = upstream(outs)
+    expected, expected_grads = [o.detach() for o in outs], gradients(outs, xs, grad_outputs)
+    xs = leaves([t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs])
+    outs = fn_float64(*xs)
+    ref = [o.detach() for o in outs]
+    ref_grads = gradients(outs, xs, [None if g is None else g.double() for g in grad_outputs])
+    try:
+        actual, grads, fused = run_fused(inputs, grad_outputs)
+    except Exception:
+        traceback.print_exc()
+        print("FAIL: the fuser raised ({outcome} expected)")
+        return 1
+    problems = [p for i, (a, e, r) in enumerate(zip(actual, expected, ref)) if (p := differs(i, a, e, r))]
+    problems += [p for j, (e, r) in enumerate(zip(expected_grads, ref_grads))
+                 if (p := differs(j, grads[j] if j < len(grads) else None, e, r, GRAD_REDUCED[j], "gradient"))]
+    for p in problems:
+        print("FAIL:", p)
+    if problems:
+        return 1
+    if not fused:
+        print("FAIL: nothing was fused (the fallback path ran)")
+        return 1
+    print("OK: fused code ran forward and backward and matches eager")
     return 0
 
 
@@ -168,10 +235,17 @@ def repro_files(graph: Graph, backend, signature: dict, versions: dict, timeout:
         _ORACLE.format(rtol="{" + ", ".join(f"torch.{str(d).split('.')[1]}: {RTOL[d]}" for d in dtypes) + "}",
                        atol="{" + ", ".join(f"torch.{str(d).split('.')[1]}: {ATOL[d]}" for d in dtypes) + "}",
                        multiplier=RMSE_MULTIPLIER),
-        _MAIN.format(outcome=signature.get("outcome"),
-                     timeout=(f"import faulthandler\n    faulthandler.dump_traceback_later({timeout}, exit=True)\n    "
-                              if signature.get("outcome") == "hang" else "")),
     ]
+    if graph.requires_grad:
+        grad_reduced = gradient_reduction_sizes(graph, types)
+        parts.append(_AUTOGRAD.format(
+            requires_grad=[isinstance(i, TensorInput) and i.requires_grad for i in graph.inputs],
+            grad_seed=graph.grad_seed,
+            grad_reduced=[reduction_factor(grad_reduced[i.name]) for i in graph.inputs if i.name in grad_reduced]))
+    hang = (f"import faulthandler\n    faulthandler.dump_traceback_later({timeout}, exit=True)\n    "
+            if signature.get("outcome") == "hang" else "")
+    main = _MAIN_BACKWARD if graph.requires_grad else _MAIN
+    parts.append(main.format(outcome=signature.get("outcome"), timeout=hang))
     files: dict[str, object] = {"repro.py": "".join(parts)}
     if external:
         files["inputs.pt"] = [v.contiguous() if isinstance(v, torch.Tensor) else v for v in values]

@@ -5,6 +5,7 @@ torch alive across the many cases a worker runs. Everything it returns is JSON.
 """
 from __future__ import annotations
 
+import inspect
 import os
 import time
 import traceback
@@ -13,8 +14,9 @@ import warnings
 import torch
 
 from .backends import BackendError, Unsupported, get_backend
-from .ir import Graph, make_inputs, run_eager
-from .oracle import Signature, compare_output, exception_signature, normalize, reduction_sizes
+from .ir import Graph, make_inputs, run_autograd, run_eager
+from .oracle import (Signature, compare_output, exception_signature, gradient_reduction_sizes, normalize,
+                     reduction_sizes)
 from .strategies import GenConfig, config_from_json, generate
 
 _backends: dict = {}
@@ -58,14 +60,24 @@ def _error_text(e: BaseException) -> str:
 
 
 def run_case(graph: Graph, backend, check_strides: bool = False, options: dict | None = None) -> dict:
-    """options: backend-specific per-case choices recorded in the case (nvFuser's emission style)."""
+    """options: backend-specific per-case choices recorded in the case (nvFuser's emission style).
+    A graph with requires_grad inputs is a backward case: the gradients of those inputs, for the
+    graph's seeded upstream gradients, are judged too (stage "backward-run")."""
     timings: dict[str, float] = {}
     out = {"outcome": "pass", "signature": None, "detail": "", "timings": timings, "fused": None}
     t = time.perf_counter()
     try:
         inputs = make_inputs(graph, backend.device)
-        eager, tainted = run_eager(graph, inputs)
-        ref64, _ = run_eager(graph, inputs, upcast=True)
+        grad_outputs = None
+        if graph.requires_grad:
+            eager, tainted_all, grad_outputs, eager_grads = run_autograd(graph, inputs)
+            ref64, _, _, ref_grads = run_autograd(graph, inputs, grad_outputs, upcast=True)
+            tainted = {o for o in graph.outputs if o in tainted_all}
+            if all(g is None for g in grad_outputs):  # no differentiable output: forward only
+                grad_outputs = None
+        else:
+            eager, tainted = run_eager(graph, inputs)
+            ref64, _ = run_eager(graph, inputs, upcast=True)
     except Exception as e:  # eager itself failed: a generator defect, never a fuser bug
         sig = exception_signature(backend.name, "eager", type(e).__name__, str(e), traceback.format_exc(),
                                   outcome="invalid")
@@ -73,8 +85,15 @@ def run_case(graph: Graph, backend, check_strides: bool = False, options: dict |
     timings["eager"] = time.perf_counter() - t
 
     t = time.perf_counter()
+    kwargs = dict(options or {})
+    if grad_outputs is not None:
+        if "grad_outputs" not in inspect.signature(backend.run).parameters:
+            sig = Signature("unsupported", backend.name, "backward-compile", "Unsupported", "", "no backward")
+            return {**out, "outcome": "unsupported", "signature": sig.to_json(),
+                    "detail": f"{backend.name} has no backward support"}
+        kwargs["grad_outputs"] = grad_outputs
     try:
-        result = backend.run(graph, inputs, **(options or {}))
+        result = backend.run(graph, inputs, **kwargs)
     except Unsupported as e:
         sig = Signature("unsupported", backend.name, "compile", "Unsupported", "", normalize(str(e)))
         return {**out, "outcome": "unsupported", "signature": sig.to_json(), "detail": _error_text(e)}
@@ -102,15 +121,39 @@ def run_case(graph: Graph, backend, check_strides: bool = False, options: dict |
             timings["compare"] = time.perf_counter() - t
             return {**out, "outcome": "mismatch", "signature": mismatch.signature(backend.name).to_json(),
                     "detail": f"output {i} ({name}): {mismatch.kind}: {mismatch.detail}"}
+    # Gradients are not judged downstream of undefined behaviour (a where on a NaN cast's result).
+    if grad_outputs is not None and not tainted_all:
+        mismatch = _compare_grads(graph, types, result.grads or [], eager_grads, ref_grads)
+        if mismatch:
+            timings["compare"] = time.perf_counter() - t
+            name = [i.name for i in graph.inputs if getattr(i, "requires_grad", False)][mismatch.output]
+            return {**out, "outcome": "mismatch",
+                    "signature": mismatch.signature(backend.name, "backward-run").to_json(),
+                    "detail": f"gradient of input {name}: {mismatch.kind}: {mismatch.detail}"}
     timings["compare"] = time.perf_counter() - t
-    if result.fused is False:
+    if result.fused is False or (grad_outputs is not None and result.backward_fused is False):
         # A fallback that ran although something fused is a finding; a fuser that declined the
-        # whole graph is coverage data.
-        kind = "fallback" if result.evidence.get("fallback") else "no-fusion"
-        sig = Signature("unfused", backend.name, "run", kind)
+        # whole graph is coverage data. The backward is judged apart: it is a graph of its own.
+        stage = "run" if result.fused is False else "backward-run"
+        evidence = result.evidence if stage == "run" else result.evidence.get("backward", {})
+        kind = "fallback" if evidence.get("fallback") else "no-fusion"
+        sig = Signature("unfused", backend.name, stage, kind)
         return {**out, "outcome": "unfused", "signature": sig.to_json(),
-                "detail": f"nothing fused: {result.evidence}"}
+                "detail": f"nothing fused ({'backward' if stage != 'run' else 'forward'}): {evidence}"}
     return out
+
+
+def _compare_grads(graph: Graph, types: dict, fused: list, eager: list, ref64: list):
+    """The first gradient that is wrong (a Mismatch whose `output` indexes the requires_grad
+    inputs), with the same float64 arbitration as outputs."""
+    wanted = [i.name for i in graph.inputs if getattr(i, "requires_grad", False)]
+    reduced = gradient_reduction_sizes(graph, types)
+    for j, name in enumerate(wanted):
+        got = fused[j] if j < len(fused) else None
+        mismatch = compare_output(j, got, eager[j], ref64[j], reduced[name])
+        if mismatch:
+            return mismatch
+    return None
 
 
 def worker_env(backend_name: str) -> dict[str, str]:

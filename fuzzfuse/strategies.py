@@ -21,7 +21,7 @@ from typing import Callable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .ir import OPS, Graph, GraphError, Layout, Values
+from .ir import OPS, Graph, GraphError, Layout, TensorInput, Values
 from .ir.ops import choice, ints, permutations
 from .ir.builder import GraphBuilder, batch_norm, layer_norm, squeeze_excite
 from .ir.types import DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
@@ -233,7 +233,39 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
     used = {r for n in b.nodes for r in n.refs()}
     sinks = [n.name for n in b.nodes if n.name not in used]
     extra = [n.name for n in b.nodes if n.name in used and draw(ints(0, 9)) == 0]
-    return b.build(sinks + extra)
+    graph = b.build(sinks + extra)
+    return draw(requires_grad(graph)) if config.backward else graph
+
+
+def grad_reach(graph: Graph, name: str) -> tuple[bool, bool]:
+    """(does a graph output carry a gradient from input `name`, is eager's backward from it safe):
+    autograd tracks every float value computed from a tracked one; a comparison, a bool result or
+    a cast to an integer cuts the path, and an op the registry marks not differentiable for its
+    operands would raise once the backward reaches it."""
+    types = graph.infer_types()
+    tracked, safe = {name}, True
+    for n in graph.nodes:
+        if set(n.refs()) & tracked and is_float(types[n.name].dtype):
+            tracked.add(n.name)
+            arg_types = [types[a] if isinstance(a, str) else ValueType(None, scalar_kind(a)) for a in n.args]
+            safe = safe and OPS[n.op].differentiable(arg_types, n.args)
+    return bool(tracked & set(graph.outputs)), safe
+
+
+@st.composite
+def requires_grad(draw: Callable, graph: Graph) -> Graph:
+    """A backward case of `graph`: some or all of its float inputs (drawn) marked requires_grad,
+    those that reach an output through differentiable ops, and a seed for the upstream gradients.
+    A graph where none qualifies stays forward-only."""
+    every = draw(st.booleans())
+    marked = []
+    for spec in graph.inputs:
+        if isinstance(spec, TensorInput) and is_float(spec.dtype) and (every or draw(st.booleans())):
+            reaches, safe = grad_reach(graph, spec.name)
+            spec = dataclasses.replace(spec, requires_grad=reaches and safe)
+        marked.append(spec)
+    graph = dataclasses.replace(graph, inputs=tuple(marked))
+    return dataclasses.replace(graph, grad_seed=draw(ints(0, 2**31 - 1))) if graph.requires_grad else graph
 
 
 @functools.lru_cache(maxsize=64)
@@ -280,4 +312,5 @@ def batch_features(campaign_seed: int, batch: int, base: Features = Features()) 
 
 
 __all__ = ["Features", "ShapeConfig", "GenConfig", "swarm", "shapes", "values", "layouts", "graphs",
-           "generate", "batch_features", "config_to_json", "config_from_json", "scalar_constants", "PATTERNS", "ALL_LAYOUTS"]
+           "generate", "batch_features", "config_to_json", "config_from_json", "scalar_constants", "PATTERNS",
+           "ALL_LAYOUTS", "requires_grad", "grad_reach"]

@@ -5,12 +5,14 @@ the real fusers are tested beside them."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import time
 
+import torch
 
 from fuzzfuse.backends.base import BackendError, RunResult
 from fuzzfuse.backends.eager import EagerBackend
-from fuzzfuse.ir import Graph, run_eager
+from fuzzfuse.ir import OPS, Graph, run_eager
 
 
 def _has_sum_into_sigmoid(graph: Graph) -> bool:
@@ -78,3 +80,33 @@ class HangOnCos(_Buggy):
             time.sleep(3600)
 
 
+
+
+class _SigmoidWrongGrad(torch.autograd.Function):
+    """sigmoid with a wrong backward: grad * y instead of grad * y * (1 - y)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.sigmoid(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * y
+
+
+class WrongGradOnSigmoid(EagerBackend):
+    """Forward right, backward wrong: the gradient through every sigmoid misses its (1 - y) factor."""
+    name = "custom:tests.buggy_backends:WrongGradOnSigmoid"
+
+    def run(self, graph: Graph, inputs: list, grad_outputs: list | None = None) -> RunResult:
+        sigmoid = OPS["sigmoid"]
+        OPS["sigmoid"] = dataclasses.replace(sigmoid, eager=_SigmoidWrongGrad.apply)
+        try:
+            result = super().run(graph, inputs, grad_outputs)
+        finally:
+            OPS["sigmoid"] = sigmoid
+        result.fused = result.backward_fused = True
+        return result

@@ -6,6 +6,7 @@ stage ("compile" or "run") so that signatures can tell a codegen crash from a ru
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 from dataclasses import dataclass, field
@@ -42,6 +43,10 @@ class RunResult:
     # What the evidence was: kernel names, fusion groups, schedulers... (JSON-able).
     evidence: dict = field(default_factory=dict)
     compile_seconds: float = 0.0
+    # Backward cases only: the gradient of each requires_grad input (in input order), and whether
+    # the backward ran fused code (evidence["backward"] says why).
+    grads: list[torch.Tensor] | None = None
+    backward_fused: bool | None = None
 
 
 class Backend(Protocol):
@@ -56,26 +61,36 @@ class Backend(Protocol):
     def check_available(self) -> None:
         """Raise Unavailable(reason) when this backend cannot run in this process."""
 
-    def run(self, graph: Graph, inputs: list) -> RunResult:
-        """Compile and run the graph; raise BackendError on a fuser failure."""
+    def run(self, graph: Graph, inputs: list, grad_outputs: list | None = None) -> RunResult:
+        """Compile and run the graph; raise BackendError on a fuser failure. With grad_outputs (one
+        upstream gradient per output, None where an output is not differentiable), also backpropagate
+        them to the graph's requires_grad inputs through the fuser (stages "backward-compile",
+        "backward-run") and return RunResult.grads. Backends without a backward omit the argument;
+        their backward cases are reported unsupported."""
 
     def versions(self) -> dict[str, str]:
         """Versions that a bug report needs (torch, the fuser package...)."""
 
     def repro_code(self, graph: Graph) -> str:
         """Source of `run_fused(inputs) -> (outputs, fused)` for a standalone repro that imports
-        torch only (and the fuser's package); `fn` is defined there as the graph's function."""
+        torch only (and the fuser's package); `fn` is defined there as the graph's function. For a
+        backward case (graph.requires_grad): `run_fused(inputs, grad_outputs) -> (outputs, grads,
+        fused)`, with the repro's `leaves(inputs)` and `gradients(outputs, leaves, grad_outputs)`."""
 
 
 def generic_repro_code(name: str, graph: Graph) -> str:
     """run_fused through fuzzfuse itself: for backends that are not a public fuser (eager, custom)."""
     return f'''
-def run_fused(inputs):
+def run_fused(inputs, grad_outputs=None):
     """{name}, run through fuzzfuse (a custom backend: no standalone form)."""
     import json
     from fuzzfuse.backends import get_backend
     from fuzzfuse.ir import Graph
-    result = get_backend({name!r}).run(Graph.from_json(json.loads({json.dumps(graph.to_json())!r})), inputs)
+    graph = Graph.from_json(json.loads({json.dumps(graph.to_json())!r}))
+    if graph.requires_grad:
+        result = get_backend({name!r}).run(graph, inputs, grad_outputs=grad_outputs)
+        return result.outputs, result.grads, result.fused is not False and result.backward_fused is not False
+    result = get_backend({name!r}).run(graph, inputs)
     return result.outputs, result.fused is not False
 '''
 
@@ -86,6 +101,10 @@ BACKENDS: dict[str, str] = {
     "torchscript:nnc": "fuzzfuse.backends.torchscript:NNCBackend",
     "torchscript:onednn": "fuzzfuse.backends.torchscript:OneDNNBackend",
     "torchscript:nvfuser": "fuzzfuse.backends.torchscript:TorchScriptNvFuserBackend",
+    # aot_autograd (functorch's memory_efficient_fusion): the fuser compiles the forward and the
+    # backward FX graphs a training step produces.
+    "aot:nnc": "fuzzfuse.backends.aot:AotNNCBackend",
+    "aot:onednn": "fuzzfuse.backends.aot:AotOneDNNBackend",
     "inductor": "fuzzfuse.backends.inductor:InductorBackend",
     "nvfuser": "fuzzfuse.backends.nvfuser:NvFuserBackend",
 }
@@ -96,14 +115,19 @@ PREFERENCE = ("nvfuser", "torchscript:nnc", "inductor", "torchscript:onednn", "e
 
 
 def _factory(name: str) -> Callable[[], Backend]:
-    """A registered name, or `custom:package.module:Factory` for backends outside this package
-    (the reducer's deliberately buggy test backends, say)."""
+    """A registered name, `custom:package.module:Factory` for backends outside this package
+    (the reducer's deliberately buggy test backends, say), or `dynamo:NAME` /
+    `dynamo:package.module:function` for any torch.compile backend."""
+    if name.startswith("dynamo:") and name.count(":") in (1, 2):
+        from .dynamo import DynamoBackend
+        return functools.partial(DynamoBackend, name.removeprefix("dynamo:"))
     if name.startswith("custom:") and name.count(":") == 2:
         spec = name.removeprefix("custom:")
     elif name in BACKENDS:
         spec = BACKENDS[name]
     else:
-        raise Unavailable(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
+        raise Unavailable(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}, dynamo:NAME, "
+                          "dynamo:package.module:function, custom:package.module:Class")
     module, attr = spec.split(":")
     try:
         return getattr(importlib.import_module(module), attr)
@@ -120,8 +144,10 @@ def get_backend(name: str) -> Backend:
 
 def availability() -> dict[str, str | None]:
     """name -> None when available, else the reason it is not."""
+    from .dynamo import listed_names
+
     out: dict[str, str | None] = {}
-    for name in BACKENDS:
+    for name in (*BACKENDS, *listed_names()):
         try:
             get_backend(name)
             out[name] = None

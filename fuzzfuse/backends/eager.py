@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ..ir import Graph, run_eager
+from ..ir import Graph, run_autograd, run_eager
 from ..strategies import ShapeConfig
 
 
@@ -16,9 +16,12 @@ class EagerBackend:
     def check_available(self) -> None:
         pass
 
-    def run(self, graph: Graph, inputs: list):
+    def run(self, graph: Graph, inputs: list, grad_outputs: list | None = None):
         from .base import RunResult
-        return RunResult(run_eager(graph, inputs)[0], fused=None)
+        if grad_outputs is None:
+            return RunResult(run_eager(graph, inputs)[0], fused=None)
+        outputs, _, _, grads = run_autograd(graph, inputs, grad_outputs)
+        return RunResult(outputs, fused=None, grads=grads)
 
     def repro_code(self, graph: Graph) -> str:
         from .base import generic_repro_code

@@ -10,6 +10,10 @@ The final call runs under the legacy (non-Kineto) autograd profiler: it sees the
 events (the fused kernel's name, `fallback_function`, every aten op the interpreter still ran) but
 costs ~1 ms a call, where Kineto's profiler costs ~2.5 s once per process and ~2 ms a call.
 
+Backward cases (inputs that require grad): the profiling runs call the function and backpropagate
+the case's upstream gradients, so that autodiff's backward graph is profiled and fused as well;
+the measured forward and backward calls are profiled apart, and each must show fused kernels.
+
 Fuser flags are process-global. Each backend sets the whole fuser state at the start of every run,
 so the backend owns the process (workers are dedicated to one backend; tests may alternate backends).
 """
@@ -21,6 +25,7 @@ import time
 import torch
 
 from ..ir import Graph, to_source
+from ..ir.interp import input_gradients, with_leaves
 from ..strategies import Features, ShapeConfig
 from .base import BackendError, RunResult, Unavailable
 
@@ -60,6 +65,7 @@ class _ScriptedBackend:
     # A fused kernel's profiler event starts with this; the optimized graph holds `group_kind` nodes.
     kernel_prefix = ""
     group_kind = ""
+    repro_doc = "script `fn`."
     # NNC and oneDNN compile into interpreters/JITs on CPU that are slow on large tensors.
     shapes = ShapeConfig(max_rank=4, max_dim=5, max_numel=256)
 
@@ -76,51 +82,111 @@ class _ScriptedBackend:
         """Environment the fuser reads once, before torch is imported."""
         return "".join(f"import os\nos.environ[{k!r}] = {v!r}\n" for k, v in self.env.items())
 
+    def repro_compile(self, graph: Graph) -> str:
+        """Repro source (inside run_fused) that binds `compiled`, the fused form of `fn`."""
+        return "compiled = torch.jit.script(fn)"
+
     def repro_code(self, graph: Graph) -> str:
         flags = "\n".join(f"    torch._C.{setter}({value})" for setter, value in self.flags())
-        return f'''
+        fused = (f"any(n.startswith({self.kernel_prefix!r}) for n in names) "
+                 f"and 'fallback_function' not in names")
+        if not graph.requires_grad:
+            return f'''
 def run_fused(inputs):
-    """{self.name}: script, warm up through the profiling executor, then run under the profiler to
-    see whether fused kernels ran ({self.kernel_prefix}*) and the fallback did not."""
+    """{self.name}: {self.repro_doc}
+    Warm up through the profiling executor, then run under the profiler to see whether fused
+    kernels ran ({self.kernel_prefix}*) and the fallback did not."""
 {flags}
-    scripted = torch.jit.script(fn)
+    {self.repro_compile(graph)}
     for _ in range(torch._C._jit_get_num_profiled_runs() + 1):
-        scripted(*inputs)
+        compiled(*inputs)
     with torch.autograd.profiler.profile(use_kineto=False) as prof:
-        out = scripted(*inputs)
+        out = compiled(*inputs)
     names = [e.name for e in prof.function_events]
-    fused = any(n.startswith({self.kernel_prefix!r}) for n in names) and "fallback_function" not in names
-    return list(out), fused
+    return list(out), {fused}
+'''
+        return f'''
+def run_fused(inputs, grad_outputs):
+    """{self.name}: {self.repro_doc}
+    Warm up forward and backward through the profiling executor, then profile the forward and the
+    backward call apart: each must run fused kernels ({self.kernel_prefix}*) and no fallback."""
+{flags}
+    {self.repro_compile(graph)}
+    for _ in range(torch._C._jit_get_num_profiled_runs() + 1):
+        xs = leaves(inputs)
+        gradients(compiled(*xs), xs, grad_outputs)
+    xs = leaves(inputs)
+    with torch.autograd.profiler.profile(use_kineto=False) as prof:
+        out = compiled(*xs)
+    names = [e.name for e in prof.function_events]
+    fused = {fused}
+    with torch.autograd.profiler.profile(use_kineto=False) as prof:
+        grads = gradients(out, xs, grad_outputs)
+    names = [e.name for e in prof.function_events]
+    if not ({fused}):
+        print("the backward ran no fused kernel (or its fallback)")
+        fused = False
+    return [o.detach() for o in out], grads, fused
 '''
 
-    def _events(self, fn, inputs: list) -> tuple[tuple, list[tuple[str, tuple[str, ...]]]]:
-        """Outputs of one call, and (name, names of its ancestors) of every profiler event."""
+    def _events(self, call) -> tuple[object, list[tuple[str, tuple[str, ...]]]]:
+        """What `call()` returns, and (name, names of its ancestors) of every profiler event."""
         with torch.autograd.profiler.profile(use_kineto=False) as prof:
-            out = fn(*inputs)
+            out = call()
         return out, [(e.name, _ancestors(e)) for e in prof.function_events]
 
-    def run(self, graph: Graph, inputs: list) -> RunResult:
+    def compile(self, graph: Graph):
+        """The fused form of the graph's function (positional inputs, a tuple of outputs)."""
+        return torch.jit.CompilationUnit(to_source(graph)).fn
+
+    def run(self, graph: Graph, inputs: list, grad_outputs: list | None = None) -> RunResult:
         os.environ.update(self.env)
         self._configure()
+        backward = grad_outputs is not None
         start = time.perf_counter()
         try:
-            fn = torch.jit.CompilationUnit(to_source(graph)).fn
-            for _ in range(torch._C._jit_get_num_profiled_runs() + 1):
-                fn(*inputs)
+            fn = self.compile(graph)
         except Exception as e:
             raise BackendError("compile", e) from e
+        # Profiling runs: the executor records types, then specializes and fuses; a backward case
+        # warms the backward graph (autodiff's, or aot_autograd's) the same way.
+        for _ in range(torch._C._jit_get_num_profiled_runs() + 1):
+            xs = with_leaves(graph, inputs) if backward else inputs
+            try:
+                out = fn(*xs)
+            except Exception as e:
+                raise BackendError("compile", e) from e
+            if backward:
+                try:
+                    input_gradients(graph, xs, list(out), grad_outputs)
+                except Exception as e:
+                    raise BackendError("backward-compile", e) from e
         compile_seconds = time.perf_counter() - start
+        xs = with_leaves(graph, inputs) if backward else inputs
         try:
-            out, events = self._events(fn, inputs)
+            out, events = self._events(lambda: fn(*xs))
         except Exception as e:
             raise BackendError("run", e) from e
+        evidence = self._evidence(events)
+        result = RunResult([o.detach() for o in out], evidence["fused"], evidence, compile_seconds)
+        if backward:
+            try:
+                grads, events = self._events(lambda: input_gradients(graph, xs, list(out), grad_outputs))
+            except Exception as e:
+                raise BackendError("backward-run", e) from e
+            evidence["backward"] = self._evidence(events)
+            result.grads, result.backward_fused = [g.detach() for g in grads], evidence["backward"]["fused"]
+        return result
+
+    def _evidence(self, events: list[tuple[str, tuple[str, ...]]]) -> dict:
         kernels = [n for n, _ in events if n.startswith(self.kernel_prefix)]
         # A kernel that fails to compile may run its subgraph op by op inside the kernel's event
         # (NNC with PYTORCH_TENSOREXPR_FALLBACK=1); a failed type guard runs `fallback_function`.
         in_kernels = [n for n, up in events if n.startswith("aten::") and n not in _ALLOCATIONS
                       and any(a.startswith(self.kernel_prefix) for a in up)]
         fallback = bool(in_kernels) or any(n == "fallback_function" for n, _ in events)
-        evidence = {
+        return {
+            "fused": bool(kernels) and not fallback,
             "kernels": kernels,
             "fallback": fallback,
             "ops_inside_kernels": in_kernels,
@@ -128,7 +194,6 @@ def run_fused(inputs):
             # aten ops the interpreter ran itself (direct children of the scripted function's event).
             "unfused_ops": [n for n, up in events if up == ("fn",) and n.startswith("aten::")],
         }
-        return RunResult(list(out), bool(kernels) and not fallback, evidence, compile_seconds)
 
     def versions(self) -> dict[str, str]:
         return {"torch": torch.__version__, "onednn": _onednn_version()}
@@ -226,10 +291,10 @@ class TorchScriptNvFuserBackend(_ScriptedBackend):
                 ("_jit_set_texpr_fuser_enabled", False), ("_jit_set_llga_enabled", False),
                 ("_jit_override_can_fuse_on_gpu", False), ("_jit_set_nvfuser_enabled", True)]
 
-    def _events(self, fn, inputs: list) -> tuple[tuple, list[tuple[str, tuple[str, ...]]]]:
+    def _events(self, call) -> tuple[object, list[tuple[str, tuple[str, ...]]]]:
         """nvFuser kernels are CUDA kernels (`CudaCodeGen::kernelN`): only Kineto sees them."""
         activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
         with torch.profiler.profile(activities=activities) as prof:
-            out = fn(*inputs)
+            out = call()
             torch.cuda.synchronize()
         return out, [(e.name, _ancestors(e)) for e in prof.events()]

@@ -13,7 +13,7 @@ from typing import Any, Union
 
 import networkx as nx
 
-from .types import DTYPES, PY_KINDS, ValueType, scalar_kind
+from .types import DTYPES, FLOAT_DTYPES, PY_KINDS, ValueType, scalar_kind
 
 SCHEMA_VERSION = 1
 LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "sliced", "expanded")
@@ -159,6 +159,9 @@ class Graph:
     inputs: tuple[Input, ...]
     nodes: tuple[Node, ...]
     outputs: tuple[str, ...]
+    # Seeds the upstream gradients of a backward case (inputs marked requires_grad), so that a
+    # case and its repro backpropagate exactly the same values.
+    grad_seed: int = 0
 
     # ---- structure -------------------------------------------------------------------------
     def input(self, name: str) -> Input:
@@ -192,8 +195,8 @@ class Graph:
         live = set(self.outputs)
         for o in self.outputs:
             live |= nx.ancestors(g, o)
-        return Graph(tuple(i for i in self.inputs if i.name in live),
-                     tuple(n for n in self.nodes if n.name in live), self.outputs)
+        return replace(self, inputs=tuple(i for i in self.inputs if i.name in live),
+                       nodes=tuple(n for n in self.nodes if n.name in live))
 
     def toposorted(self) -> "Graph":
         order = {name: i for i, name in enumerate(nx.lexicographical_topological_sort(self.to_networkx()))}
@@ -220,7 +223,12 @@ class Graph:
         inputs = tuple(replace(i, name=names[i.name]) for i in self.inputs)
         nodes = tuple(replace(n, name=names[n.name], args=tuple(names[a] if isinstance(a, str) else a for a in n.args))
                       for n in self.nodes)
-        return Graph(inputs, nodes, tuple(names[o] for o in self.outputs))
+        return replace(self, inputs=inputs, nodes=nodes, outputs=tuple(names[o] for o in self.outputs))
+
+    @property
+    def requires_grad(self) -> bool:
+        """A backward case: some input wants its gradient compared."""
+        return any(isinstance(i, TensorInput) and i.requires_grad for i in self.inputs)
 
     @property
     def size(self) -> int:
@@ -255,6 +263,9 @@ class Graph:
             defined.add(n.name)
         if not self.outputs or any(o not in defined for o in self.outputs):
             raise GraphError("outputs must name defined values")
+        for i in self.inputs:
+            if isinstance(i, TensorInput) and i.requires_grad and i.dtype not in FLOAT_DTYPES:
+                raise GraphError(f"input {i.name} requires grad but is {i.dtype}: only float tensors can")
         types = self.infer_types()
         for o in self.outputs:
             if types[o].is_scalar:
@@ -263,8 +274,11 @@ class Graph:
 
     # ---- JSON ------------------------------------------------------------------------------
     def to_json(self) -> dict:
-        return {"schema": SCHEMA_VERSION, "inputs": [i.to_json() for i in self.inputs],
-                "nodes": [n.to_json() for n in self.nodes], "outputs": list(self.outputs)}
+        d = {"schema": SCHEMA_VERSION, "inputs": [i.to_json() for i in self.inputs],
+             "nodes": [n.to_json() for n in self.nodes], "outputs": list(self.outputs)}
+        if self.requires_grad:  # forward-only graphs keep the JSON (and digests) they always had
+            d["grad_seed"] = self.grad_seed
+        return d
 
     @staticmethod
     def from_json(d: Any) -> "Graph":
@@ -275,9 +289,12 @@ class Graph:
             nodes = tuple(Node(_name(n["name"]), str(n["op"]), tuple(_arg(a) for a in n["args"]),
                                _attrs(n.get("attrs", {}))) for n in d["nodes"])
             outputs = tuple(_name(o) for o in d["outputs"])
+            grad_seed = d.get("grad_seed", 0)
+            if not isinstance(grad_seed, int) or isinstance(grad_seed, bool) or not 0 <= grad_seed < 2**63:
+                raise GraphError(f"bad grad_seed {grad_seed!r}")
         except (KeyError, TypeError, AttributeError) as e:
             raise GraphError(f"malformed graph: {e!r}") from e
-        return Graph(inputs, nodes, outputs).validate()
+        return Graph(inputs, nodes, outputs, grad_seed).validate()
 
     def canonical(self) -> str:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))

@@ -55,6 +55,56 @@ def run_eager(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[list
     return [env[o] for o in graph.outputs], {o for o in graph.outputs if o in tainted}
 
 
+# ---- autograd: backward cases ---------------------------------------------------------------------
+def with_leaves(graph: Graph, inputs: list) -> list:
+    """The inputs, each requires_grad one as a fresh leaf (same values and strides) that wants its
+    gradient."""
+    return [v.detach().requires_grad_(True) if isinstance(s, TensorInput) and s.requires_grad else v
+            for s, v in zip(graph.inputs, inputs)]
+
+
+def grad_inputs(graph: Graph, inputs: list) -> list[torch.Tensor]:
+    """The values of the requires_grad inputs, in input order: what gradients are taken of."""
+    return [v for s, v in zip(graph.inputs, inputs) if isinstance(s, TensorInput) and s.requires_grad]
+
+
+def upstream_gradients(graph: Graph, outputs: list) -> list[torch.Tensor | None]:
+    """A random upstream gradient for each output autograd can differentiate (None for the others:
+    bool and int outputs, outputs behind a cast to int), drawn from `graph.grad_seed`."""
+    gen = torch.Generator().manual_seed(graph.grad_seed)
+    return [torch.randn(tuple(o.shape), generator=gen, dtype=torch.float64).to(device=o.device, dtype=o.dtype)
+            if o.requires_grad else None for o in outputs]
+
+
+def input_gradients(graph: Graph, inputs: list, outputs: list, grad_outputs: list) -> list[torch.Tensor]:
+    """d(sum of outputs * upstream gradients) / d(each requires_grad input); zeros for an input no
+    differentiable output depends on. `inputs` are the leaves the outputs were computed from."""
+    pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if g is not None and o.requires_grad]
+    wrt = grad_inputs(graph, inputs)
+    if not pairs or not wrt:
+        return []
+    return list(torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True,
+                                    materialize_grads=True))
+
+
+def run_autograd(graph: Graph, inputs: list, grad_outputs: list | None = None, *, upcast: bool = False):
+    """Forward and backward in eager: (outputs, names tainted by undefined behaviour, the upstream
+    gradients, the requires_grad inputs' gradients). Upstream gradients are drawn when not given;
+    upcast=True runs both passes in float64 (the arbiter), from float64 leaves."""
+    if upcast:
+        inputs = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in inputs]
+        if grad_outputs is not None:
+            grad_outputs = [None if g is None else g.double() for g in grad_outputs]
+    inputs = with_leaves(graph, inputs)
+    with torch.enable_grad():
+        env, tainted = interpret(graph, inputs, upcast=upcast)
+    outputs = [env[o] for o in graph.outputs]
+    if grad_outputs is None:
+        grad_outputs = upstream_gradients(graph, outputs)
+    grads = input_gradients(graph, inputs, outputs, grad_outputs)
+    return [o.detach() for o in outputs], tainted, grad_outputs, [g.detach() for g in grads]
+
+
 def _annotation(spec) -> str:
     return "torch.Tensor" if isinstance(spec, TensorInput) else spec.dtype
 
@@ -80,4 +130,5 @@ def compile_source(graph: Graph, name: str = "fn"):
     return namespace[name]
 
 
-__all__ = ["interpret", "run_eager", "to_source", "compile_source", "node_source", "ScalarInput"]
+__all__ = ["interpret", "run_eager", "to_source", "compile_source", "node_source", "ScalarInput", "with_leaves",
+           "grad_inputs", "upstream_gradients", "input_gradients", "run_autograd"]

@@ -41,6 +41,10 @@ class Op:
     # to one-to-one ("exp" -> fd.ops.exp), or "@recipe" naming a composite there. None: no
     # lowering (the nvFuser backend reports such cases as unsupported).
     nvfuser: str | None = None
+    # Whether eager autograd can backpropagate through this call: False where its backward raises
+    # (the generator then marks no input requires_grad upstream of it). Ops whose gradient is zero
+    # or undefined (round, comparisons, int casts) are fine: their outputs carry no gradient.
+    differentiable: Callable[[Types, tuple], bool] = lambda types, args: True
 
 
 OPS: dict[str, Op] = {}
@@ -175,10 +179,12 @@ _BINARY = {
 _TENSOR_ONLY = {"maximum", "minimum", "atan2", "logical_and", "logical_or", "logical_xor"}
 # nvFuser lowerings that are not the fd.ops function of the op's own name (fd.ops.div truncates).
 _NVFUSER_BINARY = {"div": "truediv", "logical_xor": "@logical_xor"}
+# atan2's backward negates the other operand: with a bool operand it raises (torch 2.13).
+_BINARY_GRAD = {"atan2": _float_only}
 for _n, (_rule, _acc) in _BINARY.items():
     register(Op(_n, "binary", 2, _rule, getattr(torch, _n), _call(f"torch.{_n}"),
                 _acc or (lambda t, a: True), scalar_positions=() if _n in _TENSOR_ONLY else (1,),
-                nvfuser=_NVFUSER_BINARY.get(_n, _n)))
+                nvfuser=_NVFUSER_BINARY.get(_n, _n), differentiable=_BINARY_GRAD.get(_n, lambda t, a: True)))
 
 for _mode in ("trunc", "floor"):
     register(Op(f"div_{_mode}", "binary", 2, _promote,
@@ -192,7 +198,9 @@ register(Op("where", "ternary", 3, _elementwise(lambda ts: result_type(ts[1], ts
             scalar_positions=(2,), nvfuser="@where"))
 register(Op("clamp", "ternary", 3, _promote, lambda x, lo, hi: torch.clamp(x, lo, hi),
             _call("torch.clamp"), lambda t, a: _no_bool(t, a) and (t[1].is_scalar == t[2].is_scalar),
-            scalar_positions=(1, 2), nvfuser="@clamp"))
+            scalar_positions=(1, 2), nvfuser="@clamp",
+            # Tensor bounds that broadcast x to a larger shape: eager's backward raises (torch 2.13).
+            differentiable=lambda t, a: t[1].is_scalar or _promote(t, {}).shape == t[0].shape))
 register(Op("clamp_min", "binary", 2, _promote, lambda x, lo: torch.clamp(x, min=lo),
             lambda args, at: f"torch.clamp({args[0]}, min={args[1]})", _no_bool, scalar_positions=(1,),
             nvfuser="maximum"))

@@ -64,7 +64,7 @@ def cost(graph: Graph) -> tuple[int, ...]:
 
     1. op count;  2. number of inputs;  3. number of outputs;  4. total input numel;
     5. sum of input ranks;  6. op simplicity (sum of `op_rank`, lower for add/mul/neg);
-    7. dtype complexity (inputs and cast targets);  8. non-contiguous inputs;
+    7. dtype complexity (inputs and cast targets);  8. non-contiguous inputs and gradient targets;
     9. attribute and scalar complexity (reduction dims, keepdim, correction, constants, scalar inputs);
     10. value complexity (zeros < ones < arange < random < exact < specials);
     11. elements of exact inputs other than 0 and 1;  12. total numel of all intermediate values.
@@ -84,7 +84,7 @@ def cost(graph: Graph) -> tuple[int, ...]:
         sum(op_rank(n.op) for n in graph.nodes),
         sum(DTYPE_RANK[i.dtype] for i in tensors) + sum(DTYPE_RANK[n.attrs["dtype"]] for n in graph.nodes
                                                           if n.op == "cast"),
-        sum(layout_cost(i.layout) for i in tensors),
+        sum(layout_cost(i.layout) + i.requires_grad for i in tensors),
         sum(attrs_cost(n) + sum(constant_cost(a) for a in n.args if not isinstance(a, str)) for n in graph.nodes)
         + sum(constant_cost(s.value) for s in scalars),
         sum(values_cost(i.values) for i in tensors),

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 import torch
 
 from ..ir.graph import Graph, GraphError, Layout, Node, ScalarInput, TensorInput, Values
-from ..ir.interp import interpret
+from ..ir.interp import interpret, with_leaves
 from ..ir.ops import OPS
 from ..ir.types import ValueType, scalar_kind
 from ..ir.values import apply_layout, logical_values, make_inputs
@@ -97,9 +97,11 @@ def _finish(graph: Graph) -> Graph:
 
 
 def _eager_values(graph: Graph) -> dict | None:
-    """Every value of the graph on its own inputs; None when eager raises (then nothing is pinned)."""
+    """Every value of the graph on its own inputs; None when eager raises (then nothing is pinned).
+    In a backward case, values that carry a gradient keep `requires_grad` (see `pinned`)."""
     try:
-        return interpret(graph, make_inputs(graph))[0]
+        with torch.enable_grad():
+            return interpret(graph, with_leaves(graph, make_inputs(graph)))[0]
     except RuntimeError:
         return None
 
@@ -126,9 +128,12 @@ def _strides_kind(t: torch.Tensor) -> tuple:
 
 
 def pinned(name: str, value: torch.Tensor) -> TensorInput:
-    """An input holding exactly `value`, with its strides where cheap."""
-    spec = TensorInput(name, tuple(value.shape), str(value.dtype).removeprefix("torch."), _layout_of(value))
-    return replace(spec, values=exact_values(value))
+    """An input holding exactly `value`, with its strides where cheap. A value that carried a
+    gradient stays a gradient target, so a backward failure survives the removal of its prefix
+    (drop_requires_grad takes it off where the failure does not need it)."""
+    spec = TensorInput(name, tuple(value.shape), str(value.dtype).removeprefix("torch."), _layout_of(value),
+                       requires_grad=value.requires_grad)
+    return replace(spec, values=exact_values(value.detach()))
 
 
 def _as_inputs(graph: Graph, names: list[str], env: dict) -> Graph:
@@ -328,6 +333,19 @@ def simplify_dtypes_layouts(graph: Graph) -> Iterator[Graph]:
         yield from (_with_node(graph, node) for node in casts)
 
 
+def drop_requires_grad(graph: Graph) -> Iterator[Graph]:
+    """Fewer gradient targets: every input forward-only at once (a backward failure never survives
+    that, since its signature names the backward stage), then one input at a time."""
+    marked = [(k, spec) for k, spec in _tensor_inputs(graph) if spec.requires_grad]
+    if len(marked) > 1:
+        everything = graph
+        for k, spec in marked:
+            everything = _with_input(everything, k, replace(spec, requires_grad=False))
+        yield everything
+    for k, spec in marked:
+        yield _with_input(graph, k, replace(spec, requires_grad=False))
+
+
 def _retyped(spec: TensorInput) -> TensorInput:
     dtype = SIMPLER_DTYPE[spec.dtype]
     if spec.values.exact is None:
@@ -398,7 +416,7 @@ def simplify_values(graph: Graph) -> Iterator[Graph]:
 
 
 DEFAULT_PASSES = (prune_outputs, truncate_suffix, ddmin_ops, cut_prefix, dead_code, merge_inputs, shrink_shapes,
-                  simplify_dtypes_layouts, simplify_attrs, simplify_values)
+                  simplify_dtypes_layouts, drop_requires_grad, simplify_attrs, simplify_values)
 # Run once the main passes are at their fixpoint, to a fixpoint of their own: after ddmin (which
 # pins a removed op's value) and cut-prefix, they rarely shrink a graph, and each round re-asked them.
 LAST_PASSES = (bypass_ops, substitute_ops)

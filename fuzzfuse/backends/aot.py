@@ -1,0 +1,77 @@
+"""aot_autograd (functorch) with a TorchScript fuser compiling the forward and backward graphs.
+
+This is the route training code took to NNC and nvFuser before torch.compile:
+`functorch.compile.memory_efficient_fusion` traces the function into aten FX graphs, splits the
+joint graph into a forward and a backward (min-cut rematerialization, with functorch's default
+decompositions of the `*_backward` ops into pointwise aten ops), and hands each to `ts_compile`,
+which strips overloads, scripts the FX graph, freezes it and runs it once. The fuser flags are set
+process-wide first, so the profiling executor fuses those scripted graphs. The backward graph is
+what a training step runs: saved activations, broadcast gradients, reductions of gradients.
+
+Evidence comes from the profiler as for TorchScript: the fused kernels must appear during the
+forward call and, separately, during the backward call.
+
+nvFuser (the lead's `nvfuser` backend) can join this route with a compiler that translates the
+aten FX graphs into a FusionDefinition: register it as `aot:nvfuser`, a subclass of `_AotBackend`
+whose `compiler()` returns that translator.
+"""
+from __future__ import annotations
+
+from ..ir import Graph, ScalarInput, compile_source
+from .base import Unavailable
+from .torchscript import NNCBackend, OneDNNBackend
+
+
+def _tensor_function(graph: Graph, fn):
+    """`fn` taking only the tensor inputs, the graph's scalar inputs bound to their values:
+    aot_autograd traces tensors, and the scalars are constants of the case anyway."""
+    scalars = {k: i.value for k, i in enumerate(graph.inputs) if isinstance(i, ScalarInput)}
+
+    def tensors_only(*tensors):
+        it = iter(tensors)
+        return fn(*[scalars[k] if k in scalars else next(it) for k in range(len(graph.inputs))])
+    return tensors_only
+
+
+class _AotBackend:
+    """Mixin over a TorchScript backend: same flags, shapes, evidence; the graph goes through
+    aot_autograd first."""
+
+    repro_doc = "aot_autograd (functorch's memory_efficient_fusion, ts_compile) over `fn`."
+
+    def check_available(self) -> None:
+        super().check_available()
+        try:
+            import functorch.compile  # noqa: F401
+        except ImportError as e:
+            raise Unavailable(f"this torch build has no functorch aot_autograd: {e}") from e
+
+    def compiler(self):
+        """The forward and backward compiler: functorch's TorchScript one."""
+        from functorch.compile import ts_compile
+        return ts_compile
+
+    def compile(self, graph: Graph):
+        from functorch.compile import memory_efficient_fusion
+
+        compiled = memory_efficient_fusion(_tensor_function(graph, compile_source(graph)),
+                                           fw_compiler=self.compiler(), bw_compiler=self.compiler())
+        tensors = [k for k, i in enumerate(graph.inputs) if not isinstance(i, ScalarInput)]
+        return lambda *inputs: compiled(*[inputs[k] for k in tensors])
+
+    def repro_compile(self, graph: Graph) -> str:
+        scalars = {k: i.value for k, i in enumerate(graph.inputs) if isinstance(i, ScalarInput)}
+        tensors = [k for k in range(len(graph.inputs)) if k not in scalars]
+        args = ", ".join(f"{scalars[k]!r}" if k in scalars else f"t[{tensors.index(k)}]"
+                         for k in range(len(graph.inputs)))
+        return ("from functorch.compile import memory_efficient_fusion\n"
+                f"    aot = memory_efficient_fusion(lambda *t: fn({args}))\n"
+                f"    compiled = lambda *xs: aot(*[xs[k] for k in {tensors}])")
+
+
+class AotNNCBackend(_AotBackend, NNCBackend):
+    name = "aot:nnc"
+
+
+class AotOneDNNBackend(_AotBackend, OneDNNBackend):
+    name = "aot:onednn"
