@@ -1,0 +1,236 @@
+"""Minimized repros as regression tests: how a repro run is judged (shared with the pytest plugin)
+and `fuzzfuse export DIR --pytest OUT.py`, which writes ONE self-contained pytest file for an
+upstream test suite.
+
+The exported file needs pytest and torch (plus the fuser's own package), never fuzzfuse. Each repro's
+source sits in it as a readable string above its test; the test writes it to a temporary directory
+as repro.py (with inputs.pt, embedded as base64, for repros whose inputs were too large to inline)
+and runs it in a fresh interpreter: fusers keep global state, and a hard crash must kill only that
+process. The functions `run_repro`, `judge` and `settle` below are copied into the exported file
+verbatim, so the plugin and the export can never disagree about what a run means.
+
+Verdicts, the same in both places:
+- an open bug is xfail(strict=True): XFAIL while its repro fails as recorded (same exit status or
+  signal, exception type and C++ assert location, or mismatch kind); a pass is XPASS(strict), which
+  fails the run: "fixed? move it to the fixed set";
+- a fixed bug (its repro directory holds a file named FIXED) must pass: a failure is a regression;
+- a repro that fails differently than recorded fails (a stale entry or a new bug), never xfails.
+"""
+from __future__ import annotations
+
+import ast
+import base64
+import inspect
+import json
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+# A repro directory holding a file of this name records a fixed bug (its text, if any, says where
+# it was fixed); without it the bug is open.
+FIXED = "FIXED"
+TIMEOUT = 600.0
+OPEN_REASON = "open fuser bug: XFAIL while it fails as recorded; XPASS means fixed? move it to the fixed set ({how})"
+
+
+def repro_dirs(root: Path) -> list[Path]:
+    """Every minimized repro under `root` (a directory holding case.json and repro.py), at any
+    depth, so that a campaign directory with shards/*/minimized/ works as well as minimized/."""
+    return sorted(p.parent for p in Path(root).rglob("case.json") if (p.parent / "repro.py").is_file())
+
+
+def recorded(directory: Path) -> dict:
+    """What case.json says about the bug, as plain JSON (nothing in it is executed)."""
+    case = json.loads((directory / "case.json").read_text())
+    if not isinstance(case, dict):
+        raise ValueError("not a JSON object")
+    sig = case.get("signature") or {}
+    return {"backend": case.get("backend", ""), "outcome": sig.get("outcome") or case.get("outcome", ""),
+            "kind": sig.get("kind", ""), "location": sig.get("location", ""),
+            "key": "|".join(str(sig.get(k, "")) for k in ("outcome", "backend", "stage", "kind", "location", "message")),
+            "status": (case.get("verification") or {}).get("status", "")}
+
+
+def skip_reason(case: dict) -> str | None:
+    """Repros whose recorded re-runs disagreed cannot give a verdict."""
+    if case["status"] in ("flaky", "does not reproduce"):
+        return f"recorded as {case['status']} when it was minimized"
+    return None
+
+
+# ---- copied verbatim into exported files: stdlib and pytest only -----------------------------
+class StillFails(Exception):
+    """The repro fails as recorded: the bug is still there (the only exception an xfail accepts)."""
+
+
+def run_repro(workdir, timeout, env=None):
+    """Run workdir/repro.py in a fresh interpreter: (exit status or None on timeout, stdout, stderr)."""
+    try:
+        run = subprocess.run([sys.executable, "repro.py"], cwd=workdir, capture_output=True, text=True,
+                             timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as e:
+        text = [s.decode(errors="replace") if isinstance(s, bytes) else s or "" for s in (e.stdout, e.stderr)]
+        return None, text[0], text[1]
+    return run.returncode, run.stdout, run.stderr
+
+
+def judge(outcome, kind, location, code, out, err):
+    """'as recorded' when the run fails the way case.json says, 'passes' on exit 0, else what it
+    did instead. It reads what repro.py shows: its exit status or signal, its FAIL lines and the
+    traceback it prints (exception type, C++ assert location)."""
+    if code == 0:
+        return "passes"
+    if code is None or ("Timeout (" in err and "FAIL" not in out):
+        seen, same = "hang (ran past the timeout)", outcome == "hang"
+    elif code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+        seen, same = f"hard-crash (died by {name})", outcome == "hard-crash" and name == kind
+    elif "FAIL: the fuser raised" in out:
+        raised = re.findall(r"^(?:[A-Za-z_][\w.]*\.)?([A-Za-z_]\w*)(?::|$)", err, re.M)
+        cpp = re.fullmatch(r"(.+\.(?:cpp|cc|h|hpp|cu|cuh)):(\d+)", location or "")
+        at = not cpp or re.search(re.escape(cpp[1]) + "[\"']?:" + cpp[2] + r"\b", err)
+        seen = f"crash ({raised[-1] if raised else 'no exception type printed'})"
+        same = outcome == "crash" and kind in raised and bool(at)
+        if outcome == "crash" and kind in raised and not at:
+            seen = f"crash ({kind}, but not at {location})"
+    elif "nothing was fused" in out:
+        seen, same = "unfused", outcome == "unfused"
+    elif "FAIL: output" in out:
+        kinds = set()
+        for line in re.findall(r"^FAIL: output \d+: (.*)$", out, re.M):
+            got = re.match(r"got (.+?) \(([^)]*)\), expected \S+ \(([^)]*)\)$", line)
+            if got:
+                kinds.add("shape" if got[1].startswith("torch.") and got[2] != got[3] else "dtype")
+            else:
+                kinds.add("nan-inf" if "NaN/Inf" in line else "values")
+        seen, same = f"mismatch ({', '.join(sorted(kinds))})", outcome == "mismatch" and kind in kinds
+    else:
+        seen, same = f"exit status {code} without a FAIL line (the repro itself broke?)", False
+    return "as recorded" if same else seen
+
+
+def settle(verdict, fixed, recorded, output):
+    """Turn a verdict into the test's outcome: raise StillFails (an open bug's xfail), fail, or
+    return (a pass; for an open bug the strict xfail marker makes it XPASS(strict))."""
+    import pytest
+
+    if verdict == "as recorded" and not fixed:
+        raise StillFails(f"still fails as recorded: {recorded}")
+    if verdict == "as recorded":
+        pytest.fail(f"regression: bug came back (it was marked fixed): fails as recorded: {recorded}\n{output}",
+                    pytrace=False)
+    if verdict != "passes":
+        pytest.fail(f"fails differently than recorded (a stale repro or a new bug): recorded {recorded}, "
+                    f"got {verdict}\n{output}", pytrace=False)
+
+
+def tail(out, err, lines=30):
+    """The end of a run's output, for failure messages."""
+    text = (out.rstrip() + "\n" + err).strip().splitlines()
+    return "\n".join(text[-lines:])
+# ---- end of the verbatim part -------------------------------------------------------------
+
+
+_HEADER = '''"""Regression tests for {count} tensor-fuser bug(s) found by fuzzfuse (exported from {source}).
+
+Self-contained: needs pytest and torch (plus the fuser's own package), not fuzzfuse. Each test writes
+one minimized repro (the string above it) to a temporary directory as repro.py, with inputs.pt when
+the inputs were too large to inline, and runs it in a fresh Python process: the repro exits 1 while
+the bug is present and 0 once it is fixed.
+
+- An open bug is xfail(strict=True): XFAIL while it fails as recorded; when it passes, XPASS(strict)
+  fails the run: the bug is fixed, so drop its xfail marker (it is then a regression test).
+- A test without the marker is a fixed bug: if its repro fails again, the bug came back.
+- A repro that fails differently than recorded (exit status, signal, exception type, C++ assert
+  location, mismatch kind) fails: the entry is stale or a new bug showed up.
+"""
+import base64
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+
+TIMEOUT = {timeout}
+
+
+'''
+
+_CHECK = '''
+
+def check(tmp_path, source, outcome, kind, location, fixed, inputs=None):
+    (tmp_path / "repro.py").write_text(source)
+    if inputs:
+        (tmp_path / "inputs.pt").write_bytes(base64.b64decode(inputs))
+    code, out, err = run_repro(tmp_path, TIMEOUT)
+    settle(judge(outcome, kind, location, code, out, err), fixed, f"{outcome} {kind} {location}".strip(),
+           tail(out, err))
+'''
+
+
+def string_literal(text: str) -> str:
+    """A raw triple-quoted literal when one round-trips (readable), else repr()."""
+    for quote in ("'''", '"""'):
+        candidate = f"r{quote}{text}{quote}"
+        if quote not in text:
+            try:
+                if ast.literal_eval(candidate) == text:
+                    return candidate
+            except (SyntaxError, ValueError):
+                pass
+    return repr(text)
+
+
+def _identifier(name: str, taken: set[str]) -> str:
+    base = "test_" + re.sub(r"\W+", "_", name).strip("_").lower()
+    ident, n = base, 2
+    while ident in taken:
+        ident, n = f"{base}_{n}", n + 1
+    taken.add(ident)
+    return ident
+
+
+def export_pytest(root: Path, out: Path, backend: str | None = None, timeout: float = TIMEOUT) -> int:
+    """Write the repros under `root` (optionally only `backend`'s) as one pytest file; the count.
+    Raises ValueError when there are none."""
+    root = Path(root)
+    dirs = [d for d in repro_dirs(root) if backend is None or recorded(d)["backend"] == backend]
+    if not dirs:
+        raise ValueError(f"{root}: no minimized repros (*/case.json with repro.py)"
+                         + (f" for backend {backend}" if backend else ""))
+    parts = [_HEADER.format(count=len(dirs), source=root.name or root, timeout=timeout)]
+    parts += [inspect.getsource(f) + "\n\n" for f in (StillFails, run_repro, judge, settle, tail)]
+    parts.append(f"OPEN = {OPEN_REASON.format(how='drop its xfail marker')!r}\n")
+    cuda = any(re.search(r"^DEVICE = 'cuda'", (d / "repro.py").read_text(), re.M) for d in dirs)
+    if cuda:
+        parts.append("CUDA = __import__('torch').cuda.is_available()\n")
+    parts.append(_CHECK)
+    taken: set[str] = set()
+    for d in dirs:
+        case, source = recorded(d), (d / "repro.py").read_text()
+        name = _identifier(d.relative_to(root).as_posix(), taken)
+        const = name.removeprefix("test_").upper()
+        fixed = (d / FIXED).exists()
+        parts.append(f"\n\n# {d.relative_to(root).as_posix()}\n{const} = {string_literal(source)}\n")
+        inputs = "None"
+        if (d / "inputs.pt").exists():
+            blob = base64.b64encode((d / "inputs.pt").read_bytes()).decode()
+            parts.append(f"{const}_INPUTS = (\n" + "".join(f"    {blob[i:i + 96]!r}\n" for i in range(0, len(blob), 96))
+                         + ")\n")
+            inputs = f"{const}_INPUTS"
+        parts.append("\n\n")
+        if skip_reason(case):
+            parts.append(f"@pytest.mark.skip(reason={skip_reason(case)!r})\n")
+        if re.search(r"^DEVICE = 'cuda'", source, re.M):
+            parts.append('@pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")\n')
+        if not fixed:
+            parts.append("@pytest.mark.xfail(strict=True, raises=StillFails, reason=OPEN)\n")
+        parts.append(f"def {name}(tmp_path):\n    {string_literal(case['key'])}\n"
+                     f"    check(tmp_path, {const}, {case['outcome']!r}, {case['kind']!r}, {case['location']!r}, "
+                     f"fixed={fixed}, inputs={inputs})\n")
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text("".join(parts))
+    return len(dirs)
