@@ -56,6 +56,7 @@ class Campaign:
         self._saved_per_sig: collections.Counter = collections.Counter()
         self._focus: dict[int, str] = {}  # batch -> the scheduler it aims at
         self._resubmit: list[int] = []  # indices that were in flight when a resumed run stopped
+        self.reducing: dict | None = None  # the reduction under way: its key and reducer counters
 
     # ---- job stream ------------------------------------------------------------------------
     def config_for(self, index: int) -> GenConfig:
@@ -227,6 +228,11 @@ class Campaign:
                 summary = self.checkpoint(pool, reduce_seconds=round(time.time() - start, 2))
         return summary
 
+    def reducer_queue(self) -> list[str]:
+        """Keys of the reproducible signatures still waiting to be minimized."""
+        return [k for k, e in self.stats.signatures.items() if e["confirmed"] is True and "minimized" not in e
+                and e["signature"]["kind"] != "no-fusion"] if self.reduce else []
+
     def reduce_signatures(self, pool: WorkerPool) -> None:
         """Minimize one case of every reproducible signature into OUT/minimized/. A fuser that
         declined a whole graph (unfused/no-fusion) is coverage, not a bug, and is not reduced.
@@ -241,14 +247,20 @@ class Campaign:
             case = load_case(self.out / entry["case"])
             progress = self.out / "reducing" / f"{entry['slug']}.json"
             start = time.time()
+            def show(stats: dict, key=entry["key"]) -> None:
+                self.reducing = {"key": key, **stats}
+                if self.display:
+                    self.display(self, pool)
+
             result = reduce_case(case, self.backend_name, workers=self.workers, timeout=self.timeout, pool=pool,
-                                 max_queries=self.reduce_budget, checkpoint=progress)
+                                 max_queries=self.reduce_budget, checkpoint=progress, progress=show)
             stats = {**result.stats, "seconds": round(time.time() - start, 2)}
             directory = save_minimized(self.out / "minimized", case, result.graph, stats, self.backend_name,
                                        timeout=self.timeout)
             entry["minimized"] = {"path": str(directory.relative_to(self.out)), "ops_before": case.graph.size,
                                   "ops_after": result.graph.size, "queries": stats.get("queries"),
                                   "seconds": stats["seconds"]}
+            self.reducing = None
             self.checkpoint(pool)
             progress.unlink(missing_ok=True)
             print(f"minimized {entry['key']}: {case.graph.size} -> {result.graph.size} ops, "

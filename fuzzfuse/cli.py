@@ -50,22 +50,33 @@ def _devices(spec: str | None, backend: str) -> list[str] | None:
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from .campaign import Campaign
+    from .checkpoint import DirectoryInUse
+    from .corpus import CorpusError
     from .progress import campaign_display
 
-    backend = _backend_name(args.backend)
-    limit = args.time if args.time is not None or args.max_cases is not None else 60.0
-    campaign = Campaign(backend, Path(args.out), seed=args.seed, workers=args.workers, time_limit=limit,
-                        max_cases=args.max_cases, timeout=args.timeout, check_strides=args.check_strides,
-                        max_ops=args.max_ops, reduce=not args.no_reduce, backward=args.backward,
-                        devices=_devices(args.devices, backend))
-    with campaign_display() as display:
-        campaign.display = display
-        summary = campaign.run()
+    try:
+        if args.resume:
+            campaign = Campaign.resume(Path(args.resume), more_seconds=args.time, more_cases=args.max_cases,
+                                       workers=args.workers, devices=args.devices and args.devices.split(","))
+            backend = _backend_name(campaign.backend_name)
+        else:
+            backend = _backend_name(args.backend)
+            limit = args.time if args.time is not None or args.max_cases is not None else 60.0
+            campaign = Campaign(backend, Path(args.out), seed=args.seed, workers=args.workers or os.cpu_count() or 1,
+                                time_limit=limit, max_cases=args.max_cases, timeout=args.timeout,
+                                check_strides=args.check_strides, max_ops=args.max_ops, reduce=not args.no_reduce,
+                                backward=args.backward, devices=_devices(args.devices, backend), shard=args.shard,
+                                reduce_budget=args.reduce_budget)
+        with campaign_display() as display:
+            campaign.display = display
+            summary = campaign.run()
+    except (CorpusError, DirectoryInUse, ValueError) as e:
+        raise BadInput(str(e)) from e
     print(f"{summary['cases']} cases in {summary['seconds']:.0f}s ({summary['cases_per_second']:.1f}/s) on "
           f"{backend}: {summary['outcomes']}")
     for s in summary["signatures"]:
         print(f"  {s['count']:5}x {s['outcome']:10} {s['key']}")
-    print(f"summary: {Path(args.out) / 'summary.json'}")
+    print(f"summary: {campaign.out / 'summary.json'}")
     return 0
 
 
@@ -73,6 +84,22 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from .replay import replay
 
     return replay(args.paths, backend=args.backend, workers=args.workers, timeout=args.timeout)
+
+
+def cmd_triage(args: argparse.Namespace) -> int:
+    from .report import write_report
+    from .triage import TriageError, load, print_table
+
+    try:
+        triage = load(Path(args.dir))
+    except TriageError as e:
+        raise BadInput(str(e)) from e
+    print_table(triage)
+    try:
+        print(f"report: {write_report(triage, Path(args.report) if args.report else None)}")
+    except OSError as e:
+        raise BadInput(f"cannot write the report: {e}") from e
+    return 0
 
 
 def cmd_reduce(args: argparse.Namespace) -> int:
@@ -103,6 +130,17 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from .export import export_pytest
+
+    try:
+        count = export_pytest(Path(args.dir), Path(args.pytest), backend=args.backend)
+    except (OSError, ValueError) as e:
+        raise BadInput(str(e)) from e
+    print(f"{count} repro(s) -> {args.pytest}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fuzzfuse", description="Find and minimize bugs in tensor fusing compilers.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -114,15 +152,20 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--time", type=float, help="seconds to run (default 60 unless --max-cases is given)")
     f.add_argument("--max-cases", type=int)
     f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                   help="default: one per CPU core (compiling is CPU-bound)")
+    f.add_argument("--workers", type=int, help="default: one per CPU core (compiling is CPU-bound)")
     f.add_argument("--devices", help="GPUs to spread the workers over, e.g. 0,1,2,3 (default: the first)")
+    f.add_argument("--resume", metavar="DIR",
+                   help="continue the campaign stopped in DIR (its seed stream, stats, signatures and "
+                        "reductions); --time/--max-cases then mean that much more")
+    f.add_argument("--shard", help="this host's (or process's) name when several campaigns share --out: "
+                                   "it writes OUT/shards/SHARD/ and draws its own seeds")
     f.add_argument("--out", default=".", help="output directory (corpus/, summary.json)")
     f.add_argument("--timeout", type=float, default=60.0, help="seconds per case before it counts as a hang")
     f.add_argument("--max-ops", type=int, default=12)
     f.add_argument("--check-strides", action="store_true", help="also compare output strides")
     f.add_argument("--backward", action="store_true",
                    help="training mode: also compare the gradients of requires_grad inputs")
+    f.add_argument("--reduce-budget", type=int, default=400, help="most reducer queries per signature")
     f.add_argument("--no-reduce", action="store_true", help="do not minimize new signatures into OUT/minimized/")
     f.set_defaults(func=cmd_fuzz)
 
@@ -140,11 +183,28 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--workers", type=int, default=1)
     r.add_argument("--timeout", type=float, default=120.0)
     r.set_defaults(func=cmd_replay)
+
+    t = sub.add_parser("triage", help="bucket the failures under DIR (every shard's summary.json, or saved "
+                                      "cases) by signature, most distinct first; write DIR/report.html")
+    t.add_argument("dir", help="a campaign --out directory, a directory of shards, minimized/ or a corpus")
+    t.add_argument("--report", help="where to write the HTML report (default DIR/report.html)")
+    t.set_defaults(func=cmd_triage)
+
+    e = sub.add_parser("export", help="write the minimized repros under DIR as one self-contained pytest file")
+    e.add_argument("dir", help="minimized/ or any directory holding <repro>/case.json + repro.py")
+    e.add_argument("--pytest", required=True, metavar="OUT.py", help="the test file to write (no fuzzfuse import)")
+    e.add_argument("--backend", help="only the repros of this backend")
+    e.set_defaults(func=cmd_export)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # Backends named by module (custom:, dynamo:module:function) import from the current directory
+    # as under `python -m`, also from the `fuzzfuse` script; last, so it shadows nothing installed.
+    # Workers and repro checks inherit sys.path as PYTHONPATH.
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
     try:
         return args.func(args)
     except BadInput as e:

@@ -23,15 +23,25 @@ def _table(campaign, pool) -> Table:
         t.add_row("", f"{entry['count']}x {entry['key'][:100]}")
     if s.coverage:
         t.add_row("schedulers", "  ".join(f"{k} {v}" for k, v in s.coverage.most_common()))
+    t.add_row("reducer", _reducer(campaign))
     t.add_row("workers", "  ".join(pool.states()) + f"  (restarts {pool.restarts})")
     return t
+
+
+def _reducer(campaign) -> str:
+    queue, now = campaign.reducer_queue(), campaign.reducing
+    done = sum("minimized" in e for e in campaign.stats.signatures.values())
+    text = f"{len(queue)} waiting, {done} minimized"
+    if now:
+        text += f"; reducing {now['key'][:70]}: {now.get('size')} ops after {now.get('queries')} queries"
+    return text
 
 
 def _line(campaign, pool) -> str:
     s = campaign.stats
     secs = max(s.seconds, 1e-9)
     return (f"[{secs:6.0f}s] cases {s.cases} ({s.cases / secs:.1f}/s) outcomes {dict(s.outcomes)} "
-            f"signatures {len(s.signatures)} restarts {pool.restarts}"
+            f"signatures {len(s.signatures)} reducer {_reducer(campaign)} restarts {pool.restarts}"
             + (f" schedulers {dict(s.coverage)}" if s.coverage else ""))
 
 

@@ -89,3 +89,59 @@ def test_replay_skips_cases_whose_backend_cannot_run_here():
     r = _cli("replay", "corpus/nvfuser", "corpus/seed-efficientnet_se-float32-contiguous.json", cwd=repo)
     assert f"skipped {n} case(s) for nvfuser" in r.stderr and "1 replayed" in r.stdout, r.stdout + r.stderr
     assert r.returncode in (0, 1)
+
+
+def test_live_display_shows_rate_outcomes_signatures_reducer_and_workers(tmp_path):
+    """The rich panel a long campaign shows, drawn from a real NNC campaign mid-run."""
+    import io
+
+    from rich.console import Console
+
+    from fuzzfuse.progress import campaign_display
+
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=200)
+    campaign = Campaign("torchscript:nnc", tmp_path, seed=4, workers=1, max_cases=60, reduce_budget=30)
+    with campaign_display(console, every=0.0) as display:
+        campaign.display = display
+        summary = campaign.run()
+    text = screen.getvalue()
+    for label in ("cases", "outcomes", "signatures", "reducer", "workers"):
+        assert label in text
+    assert "/s" in text and "waiting" in text and "minimized" in text
+    if any(s["confirmed"] for s in summary["signatures"]):
+        assert "reducing" in text  # the display kept drawing while the reducer ran
+
+
+def test_odd_batches_aim_at_the_least_covered_scheduler(tmp_path):
+    from fuzzfuse.campaign import BATCH
+
+    campaign = Campaign("torchscript:nnc", tmp_path, seed=1, workers=1, max_cases=1)
+    campaign.backend.coverage_focus = {"reduction": {"ops": ("sum", "add")}, "transpose": {"ops": ("permute", "neg")}}
+    campaign.stats.coverage.update({"reduction": 5, "transpose": 1})
+    assert campaign.focus_for(0) is None  # even batches stay swarm batches
+    assert campaign.focus_for(1) == "transpose"
+    assert set(campaign.config_for(BATCH).features.ops) == {"permute", "neg"}
+    campaign.stats.coverage.update({"transpose": 10})
+    assert campaign.focus_for(3) == "reduction"
+    assert campaign.focus_for(1) == "transpose"  # decided once, when the batch starts
+    assert campaign.stats.focus_batches == {"transpose": 1, "reduction": 1}
+
+
+def test_nvfuser_focus_recipes_draw_what_their_scheduler_needs():
+    import dataclasses
+
+    from fuzzfuse.backends.nvfuser import NvFuserBackend
+    from fuzzfuse.ir import OPS
+    from fuzzfuse.strategies import GenConfig, generate
+
+    def kinds(features) -> list[str]:
+        graphs = [generate(seed, GenConfig(features=features, shapes=NvFuserBackend.shapes)) for seed in range(40)]
+        return [OPS[n.op].kind for g in graphs for n in g.nodes]
+
+    base = kinds(Features())
+    for scheduler, recipe in NvFuserBackend.coverage_focus.items():
+        assert set(recipe.get("ops", ())) <= set(OPS), scheduler
+        focused = kinds(dataclasses.replace(Features(), **recipe))
+        wanted = "view" if scheduler == "transpose" else "reduction"
+        assert focused.count(wanted) / len(focused) > 2 * base.count(wanted) / len(base), scheduler

@@ -606,7 +606,7 @@ def _std(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
 
 def _softmax_common(e: NvFuserEmitter, node: Node, args: list, out: ValueType, log: bool) -> Val:
     """exp(x - max) / sum(exp(x - max)), or (x - max) - log(sum(...)), as PyTorch computes them."""
-    x = e.upcast(args[0], "max")  # max and sum have no half kernels
+    x = e.upcast(args[0], "sum")  # PyTorch computes half softmax in float32; sum has no half kernel
     rank = len(x.shape)
     d = normalize_dims([node.attrs["dim"]], rank)[0]
     kept = tuple(s for i, s in enumerate(x.shape) if i != d)
