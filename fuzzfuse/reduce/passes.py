@@ -139,16 +139,16 @@ def pinned(name: str, value: torch.Tensor) -> TensorInput:
 def _as_inputs(graph: Graph, names: list[str], env: dict) -> Graph:
     """Replace the named ops by inputs (same names) holding their eager values."""
     gone = set(names)
-    return _finish(Graph(graph.inputs + tuple(pinned(n, env[n]) for n in names),
-                         tuple(n for n in graph.nodes if n.name not in gone), graph.outputs))
+    return _finish(replace(graph, inputs=graph.inputs + tuple(pinned(n, env[n]) for n in names),
+                           nodes=tuple(n for n in graph.nodes if n.name not in gone)))
 
 
 def _substitute(graph: Graph, old: str, new: Any) -> Graph:
     """Remove the op or input `old`; its users read `new` (a value name or a constant) instead."""
     nodes = tuple(replace(n, args=tuple(new if a == old and isinstance(a, str) else a for a in n.args))
                   for n in graph.nodes if n.name != old)
-    return _finish(Graph(tuple(i for i in graph.inputs if i.name != old), nodes,
-                         tuple(new if o == old else o for o in graph.outputs)))
+    return _finish(replace(graph, inputs=tuple(i for i in graph.inputs if i.name != old), nodes=nodes,
+                           outputs=tuple(new if o == old else o for o in graph.outputs)))
 
 
 def _with_input(graph: Graph, index: int, spec: TensorInput | ScalarInput) -> Graph:

@@ -125,9 +125,10 @@ def dim_classes(graph: Graph) -> list[tuple[int, list[Pos]]]:
     return [(types[ps[0][0]].shape[ps[0][1]], ps) for ps in classes.values()]
 
 
-def _checked(inputs: tuple, nodes: list[Node], outputs: tuple) -> Graph | None:
+def _checked(graph: Graph, inputs: tuple, nodes: list[Node]) -> Graph | None:
+    """`graph` with new inputs and nodes (its outputs and upstream-gradient seed kept), if valid."""
     try:
-        return Graph(inputs, tuple(nodes), outputs).validate()
+        return replace(graph, inputs=inputs, nodes=tuple(nodes)).validate()
     except GraphError:
         return None
 
@@ -155,7 +156,7 @@ def resize(graph: Graph, positions: list[Pos], size: int) -> Graph | None:
             types[n.name] = OPS[n.op].infer(_arg_types(n, types), attrs)
         except (ValueError, KeyError, IndexError, TypeError):
             return None
-    return _checked(inputs, nodes, graph.outputs)
+    return _checked(graph, inputs, nodes)
 
 
 def _resize_input(spec: TensorInput, axes: list[int], size: int) -> TensorInput:
@@ -206,7 +207,7 @@ def drop_axis(graph: Graph, name: str, axis: int) -> Graph | None:
         if out_axis is not None:
             gone[n.name] = out_axis
         nodes.append(replace(n, attrs=attrs))
-    return _checked(inputs, nodes, graph.outputs)
+    return _checked(graph, inputs, nodes)
 
 
 def _without(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
