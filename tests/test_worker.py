@@ -187,3 +187,16 @@ def test_ctrl_c_in_parent_kills_workers_and_their_children(tmp_path):
     pids = [int(pid) for i in range(2) for pid in (tmp_path / f"{i}.pid").read_text().split()]
     assert len(pids) == 4
     assert all(_wait_gone(pid) for pid in pids)
+
+
+def test_devices_are_spread_round_robin_and_kept_across_restarts():
+    """--devices: worker i sees only devices[i % n]; a worker restarted after a crash keeps its GPU."""
+    with WorkerPool(3, f"{JOBS}:dispatch", devices=["0", "1"]) as pool:
+        seen = pool.run_all({"id": i, "kind": "echo", "env_var": "CUDA_VISIBLE_DEVICES", "seconds": 0.2} for i in range(9))
+        by_pid = {r["pid"]: r["env"] for r in seen}
+        assert sorted(by_pid.values()) == ["0", "0", "1"]
+        pool.run_all([{"id": "crash", "kind": "segfault"}])
+        again = pool.run_all({"id": f"a{i}", "kind": "echo", "env_var": "CUDA_VISIBLE_DEVICES", "seconds": 0.2}
+                            for i in range(9))
+        assert sorted({r["pid"]: r["env"] for r in again}.values()) == ["0", "0", "1"]
+        assert pool.restarts == 1

@@ -19,6 +19,7 @@ def init_fails():
 
 
 def echo(job):
+    time.sleep(job.get("seconds", 0))
     return {"payload": job.get("payload"), "pid": os.getpid(), "init_calls": INIT_CALLS,
             "env": os.environ.get(job.get("env_var", ""), None)}
 
