@@ -97,9 +97,10 @@ def judge(outcome, kind, location, code, out, err):
             seen = f"crash ({kind}, but not at {location})"
     elif "nothing was fused" in out:
         seen, same = "unfused", outcome == "unfused"
-    elif "FAIL: output" in out:
+    elif re.search(r"^FAIL: (output|gradient) \d+:", out, re.M):
+        # A forward mismatch prints outputs, a backward one (stage backward-*) gradients.
         kinds = set()
-        for line in re.findall(r"^FAIL: output \d+: (.*)$", out, re.M):
+        for line in re.findall(r"^FAIL: (?:output|gradient) \d+: (.*)$", out, re.M):
             got = re.match(r"got (.+?) \(([^)]*)\), expected \S+ \(([^)]*)\)$", line)
             if got:
                 kinds.add("shape" if got[1].startswith("torch.") and got[2] != got[3] else "dtype")
