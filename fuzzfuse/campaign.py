@@ -62,12 +62,15 @@ class Campaign:
     def config_for(self, index: int) -> GenConfig:
         batch = index // BATCH
         focus = self.focus_for(batch)
+        shapes = self.backend.shapes
         if focus:
-            features = dataclasses.replace(self.features, **self.backend.coverage_focus[focus])
+            # A recipe names Features fields, and ShapeConfig fields under "shapes".
+            recipe = dict(self.backend.coverage_focus[focus])
+            shapes = dataclasses.replace(shapes, **recipe.pop("shapes", {}))
+            features = dataclasses.replace(self.features, **recipe)
         else:
             features = batch_features(self.stream, batch, self.features) if self.swarm else self.features
-        return GenConfig(features=features,
-                         shapes=self.backend.shapes, max_ops=self.max_ops, backward=self.backward)
+        return GenConfig(features=features, shapes=shapes, max_ops=self.max_ops, backward=self.backward)
 
     def _new_job(self) -> dict:
         if self._resubmit:
