@@ -95,13 +95,25 @@ def python_location(tb: str) -> str:
     return ""
 
 
+_EMPTY_ERROR = re.compile(r"^[\w.]*(?:Error|Exception):?$")
+# The op TorchScript's interpreter marks with "<--- HERE" (the line above the marker).
+_FAILED_OP = re.compile(r"^\s*(?:\w+ = )?(?:torch\.ops\.)?((?:aten|prim|torch)[.:]+\w+)\(", re.M)
+
+
 def headline(message: str) -> str:
-    """The line of an error message that names the failure (C++ errors put it after a preamble)."""
+    """The line of an error message that names the failure (C++ errors put it after a preamble).
+    An error with an empty message (NNC raises some) is named by the op TorchScript's traceback
+    points at, so that different failures keep different signatures."""
     lines = [ln.strip() for ln in message.strip().splitlines()
              if ln.strip() and not ln.strip().startswith(("frame #", "Exception raised from"))]
     for keys in (("INTERNAL ASSERT FAILED", "Expected"), ("error:", "Error:")):
         for ln in lines:
             if any(k in ln for k in keys):
+                if _EMPTY_ERROR.match(ln):
+                    at = message[:message.find("<--- HERE")].rstrip().rsplit("\n", 1)[0]
+                    op = _FAILED_OP.findall(at)
+                    if "<--- HERE" in message and op:
+                        return f"{ln} (in {op[-1].replace('::', '.')})"
                 return ln
     return lines[0] if lines else ""
 

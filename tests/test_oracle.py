@@ -112,3 +112,20 @@ def test_strides_checked_only_on_request():
     cl = x.contiguous(memory_format=torch.channels_last)
     assert compare_output(0, x.clone(), cl, cl.double()) is None
     assert compare_output(0, x.clone(), cl, cl.double(), check_strides=True).kind == "strides"
+
+
+def test_an_empty_error_message_is_named_by_the_op_torchscript_points_at():
+    """NNC raises some errors with no message: the op under TorchScript's "<--- HERE" keeps two
+    such failures apart (the text is from a real aot:nnc crash)."""
+    def message(op: str) -> str:
+        return ("The following operation failed in the TorchScript interpreter.\n"
+                "Traceback of TorchScript (most recent call last):\n"
+                '  File "<eval_with_key>.17525", line 15, in forward\n'
+                "    mul = torch.ops.aten.mul(alias_1, log);  alias_1 = log = None\n"
+                f"    {op} = torch.ops.aten.{op}(logical_and, scalar_tensor, mul);  logical_and = None\n"
+                "            ~~~~~~~~~~~~~~~~~~~~ <--- HERE\n"
+                "    return (pow_1, where)\n"
+                "RuntimeError: \n")
+    assert normalize(message("where")) == "RuntimeError: (in aten.where)"
+    assert normalize(message("lerp")) == "RuntimeError: (in aten.lerp)"
+    assert normalize("RuntimeError: Invalid integral op_type: 23") == "RuntimeError: Invalid integral op_type: N"
