@@ -50,6 +50,23 @@ def differs(i, fused, expected, ref, k=None, what="output"):
            f"{{(f - e).abs().max().item():.3g}}"
 '''
 
+# How both mains end: every problem, then whether fused code ran. ({ran} is filled in here, not by
+# format: the templates' own {fields} are formatted later.)
+_VERDICT = '''    for p in problems:
+        print("FAIL:", p)
+    if problems:
+        return 1
+    if not fused:
+        print("FAIL: nothing was fused (the fallback path ran)")
+        return 1
+    print("OK: {ran} and matches eager")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
 _MAIN = '''
 
 def main():
@@ -63,20 +80,7 @@ def main():
         print("FAIL: the fuser raised ({outcome} expected)")
         return 1
     problems = [p for i, (a, e, r) in enumerate(zip(actual, expected, ref)) if (p := differs(i, a, e, r))]
-    for p in problems:
-        print("FAIL:", p)
-    if problems:
-        return 1
-    if not fused:
-        print("FAIL: nothing was fused (the fallback path ran)")
-        return 1
-    print("OK: fused code ran and matches eager")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-'''
+''' + _VERDICT.replace("{ran}", "fused code ran")
 
 
 _AUTOGRAD = '''
@@ -129,20 +133,7 @@ def main():
     problems = [p for i, (a, e, r) in enumerate(zip(actual, expected, ref)) if (p := differs(i, a, e, r))]
     problems += [p for j, (e, r) in enumerate(zip(expected_grads, ref_grads))
                  if (p := differs(j, grads[j] if j < len(grads) else None, e, r, GRAD_REDUCED[j], "gradient"))]
-    for p in problems:
-        print("FAIL:", p)
-    if problems:
-        return 1
-    if not fused:
-        print("FAIL: nothing was fused (the fallback path ran)")
-        return 1
-    print("OK: fused code ran forward and backward and matches eager")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-'''
+''' + _VERDICT.replace("{ran}", "fused code ran forward and backward")
 
 
 def _literal(values: list) -> str:
