@@ -57,8 +57,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     try:
         if args.resume:
             campaign = Campaign.resume(Path(args.resume), more_seconds=args.time, more_cases=args.max_cases,
-                                       workers=args.workers, devices=args.devices and args.devices.split(","))
+                                       workers=args.workers)
             backend = _backend_name(campaign.backend_name)
+            if args.devices:  # checked like a new campaign's, once the backend is known
+                campaign.devices = _devices(args.devices, backend)
         else:
             backend = _backend_name(args.backend)
             limit = args.time if args.time is not None or args.max_cases is not None else 60.0

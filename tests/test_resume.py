@@ -138,3 +138,11 @@ def test_reduction_resumes_from_its_checkpoint(tmp_path):
     # A resumed reduction starts from the checkpoint: it only has to confirm the fixpoint.
     again = reduce_case(case, backend, workers=1, checkpoint=checkpoint)
     assert again.graph.size == first.graph.size and again.stats["queries"] < first.stats["queries"]
+
+
+def test_resume_checks_devices_like_a_new_campaign(tmp_path):
+    Campaign("torchscript:nnc", tmp_path, seed=1, workers=1, max_cases=5, reduce=False).run()
+    r = subprocess.run([sys.executable, "-m", "fuzzfuse", "fuzz", "--resume", str(tmp_path), "--devices", "0",
+                        "--max-cases", "5"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "does not run on a GPU" in r.stderr
+    assert load_state(tmp_path)["next_index"] == 5  # refused before anything ran
