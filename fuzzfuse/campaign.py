@@ -159,7 +159,8 @@ class Campaign:
             path = save_case(self.out / "corpus", Case(
                 graph, self.backend_name, job.get("seed"), outcome, sig.to_json(),
                 str(result.get("detail") or result.get("stderr_tail") or "")[:20000], self.versions,
-                job.get("config"), {"check_strides": self.check_strides, **(job.get("options") or {})}))
+                job.get("config"), {"check_strides": self.check_strides, **(job.get("options") or {})}),
+                overwrite=False)
             if graph.size <= entry["smallest_size"] or "case" not in entry:
                 entry["smallest_size"], entry["case"] = graph.size, str(path.relative_to(self.out))
 

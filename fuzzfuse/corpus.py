@@ -77,9 +77,12 @@ def write_json(path: Path, data: dict) -> None:
     atomic_write(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
-def save_case(directory: Path, case: Case) -> Path:
+def save_case(directory: Path, case: Case, overwrite: bool = True) -> Path:
+    """Files are named by graph digest; with overwrite=False the first file for a graph stays as
+    it was (a campaign re-running a case it had saved before a SIGKILL must not rewrite it)."""
     path = Path(directory) / f"{case.graph.digest()}.json"
-    write_json(path, case.to_json())
+    if overwrite or not path.exists():
+        write_json(path, case.to_json())
     return path
 
 
