@@ -105,8 +105,8 @@ def cmd_triage(args: argparse.Namespace) -> int:
 
 
 def cmd_reduce(args: argparse.Namespace) -> int:
-    from .corpus import CorpusError
-    from .minimize import minimize_file
+    from .corpus import load_case
+    from .minimize import minimize_files
 
     last = [0.0]
 
@@ -118,18 +118,21 @@ def cmd_reduce(args: argparse.Namespace) -> int:
 
     if args.backend:
         _backend_name(args.backend)
+    bad = 0
     try:
-        directory = minimize_file(Path(args.case), Path(args.out), args.backend, args.workers, args.timeout, progress)
-    except (CorpusError, ValueError) as e:
-        raise BadInput(str(e)) from e
+        for path, done in minimize_files([Path(p) for p in args.cases], Path(args.out), args.backend,
+                                         args.workers, args.timeout, args.budget, progress):
+            if isinstance(done, Exception):  # one bad file: say so, reduce the rest
+                print(f"fuzzfuse: error: {done}", file=sys.stderr)
+                bad += 1
+                continue
+            case = load_case(done / "case.json")
+            red = case.reduction or {}
+            print(f"{path}: {red.get('ops_before')} -> {red.get('ops_after')} ops in {red.get('queries')} queries, "
+                  f"{red.get('seconds')}s; repro {case.verification['status']}: {done}", flush=True)
     except Unavailable as e:
         raise BadInput(str(e)) from e
-    from .corpus import load_case
-    case = load_case(directory / "case.json")
-    red = case.reduction or {}
-    print(f"{red.get('ops_before')} -> {red.get('ops_after')} ops in {red.get('queries')} queries, "
-          f"{red.get('seconds')}s; repro {case.verification['status']}: {directory}")
-    return 0
+    return EXIT_BAD_INPUT if bad else 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -171,8 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--no-reduce", action="store_true", help="do not minimize new signatures into OUT/minimized/")
     f.set_defaults(func=cmd_fuzz)
 
-    m = sub.add_parser("reduce", help="minimize a failing case into OUT/<signature-slug>/")
-    m.add_argument("case", help="a case JSON file (from a corpus/)")
+    m = sub.add_parser("reduce", help="minimize failing cases into OUT/<signature-slug>/, one per signature")
+    m.add_argument("cases", nargs="+", help="case JSON files or directories of them (a campaign's corpus/)")
+    m.add_argument("--budget", type=int, help="most reducer queries per signature (default: to a fixpoint)")
     m.add_argument("--backend", help="default: the case's own backend")
     m.add_argument("--out", default="minimized")
     m.add_argument("--workers", type=int, default=os.cpu_count() or 1)

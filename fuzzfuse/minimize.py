@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
@@ -17,7 +18,7 @@ from typing import Callable
 import torch
 
 from .backends import get_backend
-from .corpus import Case, atomic_write, load_case, write_json
+from .corpus import Case, CorpusError, atomic_write, iter_cases, load_case, write_json
 from .ir import Graph
 from .oracle import Signature
 from .reduce import cost, reduce
@@ -78,9 +79,9 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
 
 def verify_repro(directory: Path, runs: int = VERIFY_RUNS, timeout: float = 600.0) -> dict:
     """Run repro.py `runs` times, each in a fresh process in a clean directory holding only the
-    repro's own files. A repro whose exit codes disagree is flaky."""
-    codes = []
-    for _ in range(runs):
+    repro's own files. A repro whose exit codes disagree is flaky. The runs go concurrently: on a
+    GPU box each one is mostly a torch import, and a campaign verifies every signature it reduces."""
+    def run_once(_) -> int | str:
         with tempfile.TemporaryDirectory() as clean:
             for name in ("repro.py", "inputs.pt"):
                 if (directory / name).exists():
@@ -88,10 +89,13 @@ def verify_repro(directory: Path, runs: int = VERIFY_RUNS, timeout: float = 600.
             try:
                 # PYTHONPATH only matters to custom backends' repros, which import their backend.
                 env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-                codes.append(subprocess.run([sys.executable, "repro.py"], cwd=clean, capture_output=True,
-                                            timeout=timeout, env=env).returncode)
+                return subprocess.run([sys.executable, "repro.py"], cwd=clean, capture_output=True,
+                                      timeout=timeout, env=env).returncode
             except subprocess.TimeoutExpired:
-                codes.append("timeout")
+                return "timeout"
+
+    with ThreadPoolExecutor(runs) as threads:
+        codes = list(threads.map(run_once, range(runs)))
     failing = [c != 0 for c in codes]
     status = "reproduces" if all(failing) else "flaky" if any(failing) else "does not reproduce"
     return {"status": status, "exit_codes": codes, "runs": runs}
@@ -164,13 +168,27 @@ Run `python repro.py` (exit code 1 while the bug is present, 0 once fixed):
 """
 
 
-def minimize_file(path: Path, out: Path, backend: str | None = None, workers: int = 2, timeout: float = 60.0,
-                  progress=None) -> Path:
-    case = load_case(path)
-    if not case.signature:
-        raise ValueError(f"{path}: the case records no failure signature to preserve")
-    name = backend or case.backend
-    start = time.time()
-    result = reduce_case(case, name, workers=workers, timeout=timeout, progress=progress)
-    stats = {**result.stats, "seconds": round(time.time() - start, 2)}
-    return save_minimized(Path(out), case, result.graph, stats, name, timeout=timeout)
+def minimize_files(paths: list[Path], out: Path, backend: str | None = None, workers: int = 2,
+                   timeout: float = 60.0, max_queries: int | None = None, progress=None):
+    """Minimize the failing cases under `paths`, one per signature (its smallest case), sharing one
+    worker pool per backend. Yields (case path, minimized dir or the CorpusError/ValueError that
+    stopped that case), so a batch of a campaign's leftovers goes on past a bad file."""
+    chosen: dict[tuple[str, str], tuple[Path, Case]] = {}
+    for path, case in iter_cases(paths):
+        if isinstance(case, CorpusError) or not case.signature:
+            yield path, case if isinstance(case, CorpusError) else \
+                ValueError(f"{path}: the case records no failure signature to preserve")
+            continue
+        name = backend or case.backend
+        key = (name, replace(Signature.from_json(case.signature), backend=name).key())
+        if key not in chosen or case.graph.size < chosen[key][1].graph.size:
+            chosen[key] = (path, case)
+    for name in sorted({n for n, _ in chosen}):
+        with case_pool(name, workers, timeout) as pool:
+            for key in sorted(k for k in chosen if k[0] == name):
+                path, case = chosen[key]
+                start = time.time()
+                result = reduce_case(case, name, workers=workers, timeout=timeout, progress=progress, pool=pool,
+                                     max_queries=max_queries)
+                stats = {**result.stats, "seconds": round(time.time() - start, 2)}
+                yield path, save_minimized(Path(out), case, result.graph, stats, name, timeout=timeout)

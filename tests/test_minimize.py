@@ -125,3 +125,19 @@ def test_reduce_cli_writes_minimized_dir(tmp_path):
     assert f"{graph.size} -> 2 ops" in r.stdout and "reproduces" in r.stdout
     (slug,) = list((tmp_path / "min").iterdir())
     assert (slug / "repro.py").exists() and (slug / "README.md").exists()
+
+
+def test_reduce_cli_takes_a_corpus_reduces_once_per_signature_and_reports_bad_files(tmp_path):
+    from fuzzfuse.corpus import save_case
+    small = busy_graph(lambda b, v: b.add("sigmoid", b.add("sum", v, dims=[1], keepdim=True)))
+    big = busy_graph(lambda b, v: b.add("sigmoid", b.add("sum", b.add("exp", v), dims=[1], keepdim=True)))
+    for graph in (small, big):
+        save_case(tmp_path / "corpus", failing_case("CrashOnSumSigmoid", graph))
+    (tmp_path / "corpus" / "torn.json").write_text('{"graph": ')
+    r = subprocess.run([sys.executable, "-m", "fuzzfuse", "reduce", str(tmp_path / "corpus"), "--out",
+                        str(tmp_path / "min"), "--workers", "2", "--budget", "40"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 2 and "torn.json: cannot read case" in r.stderr
+    (line,) = [ln for ln in r.stdout.splitlines() if " ops in " in ln]  # one signature, one reduction
+    assert line.startswith(str(tmp_path / "corpus" / small.digest())) and "reproduces" in line
+    assert [p.name for p in (tmp_path / "min").iterdir()] == [line.rsplit("/", 1)[1]]
