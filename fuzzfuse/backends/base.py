@@ -105,6 +105,8 @@ BACKENDS: dict[str, str] = {
     # backward FX graphs a training step produces.
     "aot:nnc": "fuzzfuse.backends.aot:AotNNCBackend",
     "aot:onednn": "fuzzfuse.backends.aot:AotOneDNNBackend",
+    # ... and nvFuser, through a translation of those FX graphs into the IR.
+    "aot:nvfuser": "fuzzfuse.backends.aot_nvfuser:AotNvFuserBackend",
     "inductor": "fuzzfuse.backends.inductor:InductorBackend",
     "nvfuser": "fuzzfuse.backends.nvfuser:NvFuserBackend",
 }

@@ -1,0 +1,154 @@
+"""aot:nvfuser: nvFuser compiles the forward and backward graphs of a training step.
+
+aot_autograd (functorch) traces the case into aten FX graphs and partitions the joint graph into
+a forward and a backward, as for `aot:nnc`. Each FX graph is translated into the IR
+(`ir.from_aten`) when aot_autograd compiles it, then emitted as one nvfuser_direct
+FusionDefinition at its first call, when the real inputs' strides are known (the backward's
+inputs are saved activations and upstream gradients). The backward fusion is what a training
+step runs: saved activations, broadcast gradients, reductions of gradients.
+
+Failures carry nvFuser's error text like the `nvfuser` backend's, with the stages "compile"/"run"
+for the forward fusion and "backward-compile"/"backward-run" for the backward one. An aten op the
+IR cannot express makes the case unsupported, naming the op.
+
+Repros go through fuzzfuse (`generic_repro_code`): the backward fusion's inputs only exist
+inside aot_autograd, so there is no standalone nvfuser_direct script for it yet.
+"""
+from __future__ import annotations
+
+import functools
+import time
+
+from ..ir import Graph, ScalarInput, compile_source
+from ..ir.from_aten import Translation, translate
+from ..ir.from_aten import Unsupported as NoIRForm
+from ..ir.interp import input_gradients, with_leaves
+from .aot import _tensor_function
+from .base import BackendError, RunResult, Unavailable, generic_repro_code
+from .nvfuser import _RUN_ERROR, NvFuserBackend, _check_dtypes, _stage, capture_stdout_fd, fusion_evidence, nothing_to_fuse
+from .nvfuser_emit import Unsupported, emit
+
+
+@functools.cache
+def decompositions() -> dict:
+    """memory_efficient_fusion's table (the `*_backward` ops as pointwise aten ops), plus the
+    softmax backwards, which the IR writes as ATen's own decomposition."""
+    import torch
+    from functorch.compile import default_decompositions
+    from torch._decomp import get_decompositions
+    aten = torch.ops.aten
+    return {**default_decompositions,
+            **get_decompositions([aten._softmax_backward_data, aten._log_softmax_backward_data])}
+
+
+class _Fusion:
+    """One FX graph (the forward or the backward) as an nvFuser fusion."""
+
+    def __init__(self, phase: str, translation: Translation, style: str, backend: NvFuserBackend):
+        self.phase, self.translation, self.style, self.backend = phase, translation, style, backend
+        self.fd = None
+        self.evidence: dict = {}
+        self.compile_seconds = 0.0
+        self.error: BackendError | None = None
+
+    def stage(self, stage: str) -> str:
+        return stage if self.phase == "forward" else f"backward-{stage}"
+
+    def __call__(self, *args) -> list:
+        graph = self.translation.graph
+        inputs = self.translation.inputs(list(args))
+        if self.fd is not None:
+            return self.translation.outputs(self.execute(inputs))
+        strides = [tuple(x.stride()) for x in inputs]
+        source = emit(graph, self.style, strides, self.backend.static_sizes).source
+        start = time.perf_counter()
+        try:
+            self.fd = self.backend.define(source, graph)
+        except Exception as e:
+            self.error = BackendError(self.stage("compile"), e)
+            raise self.error from e
+        with capture_stdout_fd() as log:
+            outputs = self.execute(inputs)
+        self.compile_seconds = time.perf_counter() - start
+        _check_dtypes(graph, outputs)
+        try:
+            code = self.fd.fec.get_cuda_kernel(inputs)
+        except Exception:  # no kernel at all (expr_eval only)
+            code = ""
+        self.evidence = fusion_evidence(code, log["text"])
+        kernels = self.evidence["kernels"]
+        self.evidence["fused"] = True if kernels else (None if nothing_to_fuse(graph) else False)
+        return self.translation.outputs(outputs)
+
+    def execute(self, inputs: list) -> list:
+        try:
+            return self.fd.execute(inputs)
+        except Exception as e:
+            self.error = BackendError(self.stage(_stage(self.fd, inputs, e)), e)
+            self.error.sticky = bool(_RUN_ERROR.search(str(e)))  # the CUDA context may be unusable now
+            raise self.error from e
+
+
+class AotNvFuserBackend(NvFuserBackend):
+    name = "aot:nvfuser"
+
+    def check_available(self) -> None:
+        super().check_available()
+        try:
+            import functorch.compile  # noqa: F401
+        except ImportError as e:
+            raise Unavailable(f"this torch build has no functorch aot_autograd: {e}") from e
+
+    def run(self, graph: Graph, inputs: list, grad_outputs: list | None = None, *,
+            style: str | None = None) -> RunResult:
+        from functorch.compile import aot_function, make_boxed_func
+
+        style = style or self.style
+        fusions: dict[str, _Fusion] = {}
+
+        def compiler(phase: str):
+            def compile_fx(gm, example_inputs):
+                try:
+                    translation = translate(gm)
+                except NoIRForm as e:
+                    raise Unsupported(f"{phase} graph: {e}") from e
+                fusions[phase] = _Fusion(phase, translation, style, self)
+                return make_boxed_func(fusions[phase])
+            return compile_fx
+
+        fn = aot_function(_tensor_function(graph, compile_source(graph)), fw_compiler=compiler("forward"),
+                          bw_compiler=compiler("backward"), decompositions=decompositions())
+        xs = with_leaves(graph, inputs) if grad_outputs is not None else inputs
+        out = self._call(fusions, lambda: fn(*[x for s, x in zip(graph.inputs, xs) if not isinstance(s, ScalarInput)]))
+        forward = fusions["forward"]
+        evidence = {**forward.evidence, "style": style}
+        result = RunResult([o.detach() for o in out], forward.evidence["fused"], evidence, forward.compile_seconds)
+        if grad_outputs is not None:
+            grads = self._call(fusions, lambda: input_gradients(graph, xs, list(out), grad_outputs))
+            backward = fusions.get("backward")
+            # No backward fusion when no output gradient reaches an input: nothing to fuse.
+            evidence["backward"] = backward.evidence if backward else {"fused": None, "kernels": 0}
+            evidence["schedulers"] = evidence.get("schedulers", []) + evidence["backward"].get("schedulers", [])
+            result.grads, result.backward_fused = [g.detach() for g in grads], evidence["backward"]["fused"]
+            result.compile_seconds += backward.compile_seconds if backward else 0.0
+        return result
+
+    @staticmethod
+    def _call(fusions: dict[str, _Fusion], call):
+        """`call()`, with a fusion's failure re-raised as the BackendError it recorded (autograd may
+        wrap what a backward raises)."""
+        try:
+            return call()
+        except (BackendError, Unsupported, AssertionError):
+            raise
+        except Exception as e:
+            recorded = next((f.error for f in fusions.values() if f.error is not None), None)
+            if recorded is not None:
+                raise recorded from e
+            raise BackendError("backward-compile" if "forward" in fusions else "compile", e) from e
+
+    def repro_code(self, graph: Graph) -> str:
+        return generic_repro_code(self.name, graph)
+
+
+__all__ = ["AotNvFuserBackend", "decompositions"]
