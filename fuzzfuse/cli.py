@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from .backends import Unavailable, availability, default_backend, get_backend
+from .backends import BACKENDS, Unavailable, availability, default_backend, get_backend, has_backward
 
 EXIT_BAD_INPUT = 2
 
@@ -23,12 +23,16 @@ def cmd_backends(args: argparse.Namespace) -> int:
     return 0
 
 
-def _backend_name(requested: str | None) -> str:
-    name = requested or default_backend()
+def _backend_name(requested: str | None, backward: bool = False) -> str:
+    name = requested or default_backend(backward)
     try:
-        get_backend(name)
+        backend = get_backend(name)
     except Unavailable as e:
         raise BadInput(str(e)) from e
+    if backward and not has_backward(backend):
+        route = f"aot:{name}" if f"aot:{name}" in BACKENDS else None
+        raise BadInput(f"backend {name} has no backward" + (f": use --backend {route} for training cases"
+                                                             if route else ""))
     return name
 
 
@@ -58,11 +62,11 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         if args.resume:
             campaign = Campaign.resume(Path(args.resume), more_seconds=args.time, more_cases=args.max_cases,
                                        workers=args.workers)
-            backend = _backend_name(campaign.backend_name)
+            backend = _backend_name(campaign.backend_name, campaign.backward)
             if args.devices:  # checked like a new campaign's, once the backend is known
                 campaign.devices = _devices(args.devices, backend)
         else:
-            backend = _backend_name(args.backend)
+            backend = _backend_name(args.backend, args.backward)
             limit = args.time if args.time is not None or args.max_cases is not None else 60.0
             campaign = Campaign(backend, Path(args.out), seed=args.seed, workers=args.workers or os.cpu_count() or 1,
                                 time_limit=limit, max_cases=args.max_cases, timeout=args.timeout,

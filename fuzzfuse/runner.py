@@ -5,7 +5,6 @@ torch alive across the many cases a worker runs. Everything it returns is JSON.
 """
 from __future__ import annotations
 
-import inspect
 import os
 import time
 import traceback
@@ -13,7 +12,7 @@ import warnings
 
 import torch
 
-from .backends import BackendError, Unsupported, get_backend
+from .backends import BackendError, Unsupported, get_backend, has_backward
 from .ir import Graph, make_inputs, run_autograd, run_eager
 from .oracle import (Signature, compare_output, exception_signature, gradient_reduction_sizes, normalize,
                      reduction_sizes)
@@ -87,7 +86,7 @@ def run_case(graph: Graph, backend, check_strides: bool = False, options: dict |
     t = time.perf_counter()
     kwargs = dict(options or {})
     if grad_outputs is not None:
-        if "grad_outputs" not in inspect.signature(backend.run).parameters:
+        if not has_backward(backend):
             sig = Signature("unsupported", backend.name, "backward-compile", "Unsupported", "", "no backward")
             return {**out, "outcome": "unsupported", "signature": sig.to_json(),
                     "detail": f"{backend.name} has no backward support"}

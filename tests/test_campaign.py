@@ -60,6 +60,8 @@ def test_bad_input_gives_one_line_and_exit_2(tmp_path):
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "unknown backend" in r.stderr
     r = _cli("fuzz", "--backend", "nvfuser", "--max-cases", "1")  # no GPU here
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    r = _cli("fuzz", "--backend", "custom:tests.buggy_backends:CrashOnSumSigmoid", "--backward", "--max-cases", "1")
+    assert r.returncode == 2 and r.stderr.strip().endswith("has no backward"), r.stderr
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     r = _cli("replay", str(bad))
@@ -149,3 +151,11 @@ def test_nvfuser_focus_recipes_draw_what_their_scheduler_needs():
         focused = kinds(dataclasses.replace(Features(), **recipe))
         wanted = "view" if scheduler == "transpose" else "reduction"
         assert focused.count(wanted) / len(focused) > 2 * base.count(wanted) / len(base), scheduler
+
+
+def test_backward_campaigns_pick_a_backend_with_a_backward():
+    from fuzzfuse.backends import default_backend, has_backward
+    from fuzzfuse.backends.aot_nvfuser import AotNvFuserBackend
+    from fuzzfuse.backends.nvfuser import NvFuserBackend
+    assert not has_backward(NvFuserBackend()) and has_backward(AotNvFuserBackend())
+    assert default_backend(backward=True) == "torchscript:nnc"  # no GPU here: aot:nvfuser is unavailable

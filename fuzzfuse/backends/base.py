@@ -114,6 +114,8 @@ BACKENDS: dict[str, str] = {
 # target; without a GPU, NNC runs ~36 cases/s on 2 cores where CPU Inductor manages ~1 (a C++
 # compile per graph), so NNC finds more in a short campaign.
 PREFERENCE = ("nvfuser", "torchscript:nnc", "inductor", "torchscript:onednn", "eager")
+# With --backward: nvFuser's forward-only backend gives way to its aot_autograd route.
+BACKWARD_PREFERENCE = ("aot:nvfuser", "torchscript:nnc", "inductor", "torchscript:onednn", "eager")
 
 
 def _factory(name: str) -> Callable[[], Backend]:
@@ -158,6 +160,12 @@ def availability() -> dict[str, str | None]:
     return out
 
 
-def default_backend() -> str:
+def has_backward(backend: Backend) -> bool:
+    """Whether `backend.run` takes upstream gradients (the protocol's optional argument)."""
+    import inspect
+    return "grad_outputs" in inspect.signature(backend.run).parameters
+
+
+def default_backend(backward: bool = False) -> str:
     status = availability()
-    return next(n for n in PREFERENCE if status.get(n) is None)
+    return next(n for n in (BACKWARD_PREFERENCE if backward else PREFERENCE) if status.get(n) is None)
