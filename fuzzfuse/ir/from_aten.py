@@ -367,7 +367,11 @@ def translate(gm: torch.fx.GraphModule) -> Translation:
         env[node] = t.cast(out, _dtype(meta.dtype))
     graph = Graph(tuple(t.b.inputs), tuple(t.b.nodes), tuple(outputs))
     live = graph.without_dead_code()
-    return Translation(replace(live, inputs=graph.inputs).validate(), tuple(t.constants), tuple(slots))
+    # Every placeholder stays (aot_autograd passes them all); constants only where used.
+    used = {i.name for i in live.inputs}
+    inputs = tuple(i for i in graph.inputs if i.name.startswith("in") or i.name in used)
+    constants = tuple(c for k, c in enumerate(t.constants) if f"c{k}" in used)
+    return Translation(replace(live, inputs=inputs).validate(), constants, tuple(slots))
 
 
 __all__ = ["translate", "Translation", "Constant", "Unsupported", "TranslationError", "ATEN"]
