@@ -2,6 +2,7 @@
 that run every registry op for every dtype, and random graphs, on nvFuser against eager."""
 from __future__ import annotations
 
+import itertools
 import os
 
 import pytest
@@ -288,6 +289,145 @@ def torch_run(source: str, inputs: list) -> list:
     return fd.execute(inputs)
 
 
+# ---- a dtype-only stand-in: nvFuser's type promotion, to check the emitter's casts on CPU ---------
+class _NvVal:
+    """dtype; rank (None: scalar) without reduction axes; reduced: the reduction axes still in the
+    logical domain (a raw reduction output)."""
+
+    def __init__(self, dtype: str, rank: int | None, reduced: int = 0):
+        self.dtype, self.rank, self.reduced = dtype, rank, reduced
+
+
+def _nv_promote(a: str | None, b: str) -> str:
+    return b if a is None else str(torch.promote_types(DTYPES[a], DTYPES[b])).removeprefix("torch.")
+
+
+def _nv_combine(higher: str | None, lower: str | None) -> str | None:
+    """combineCategories in csrc/type_promotion.cpp (c10's combine_categories)."""
+    isf = lambda d: d is not None and DTYPES[d].is_floating_point  # noqa: E731
+    if isf(higher):
+        return higher
+    if higher == "bool" or isf(lower):
+        return lower if higher is None else higher if lower is None else _nv_promote(higher, lower)
+    return higher if higher is not None else lower
+
+
+_NV_SAME = set("permute set segment_set abs relu floor ceil round trunc frac sign bitwise_not".split())
+_NV_BOOL = set("isnan isinf isfinite signbit logical_not eq ne lt le gt ge logical_and logical_or".split())
+_NV_FLOAT = set("exp exp2 expm1 log log2 log10 log1p sqrt rsqrt reciprocal sin cos tan tanh sigmoid erf silu "
+                "truediv atan2".split())
+
+
+class NvDtypeFusionDefinition:
+    """Gives every value the dtype nvFuser's definition would, written from nvFuser's sources
+    (csrc/type_promotion.cpp, csrc/ops/arith.cpp) apart from the emitter's own model:
+    `computeTypes` classes a tensor as dimensioned when its logical domain is not empty, and a
+    reduction output keeps its reduced axes there (newForReduction), unless they were all
+    broadcasts (squeezed). `count_reduced` picks which of the two the fake assumes."""
+
+    def __init__(self, count_reduced: bool):
+        self.count_reduced = count_reduced
+        self.outputs: list[str] = []
+        outer = self
+
+        class Ops:
+            def __getattr__(self, name):
+                return lambda *args, **kwargs: outer.apply(name, args, kwargs)
+        self.ops = Ops()
+
+    def define_tensor(self, *, shape, dtype, **_):
+        return _NvVal(_DT_NAMES[dtype], len(shape))
+
+    def define_scalar(self, *args, dtype):
+        return _NvVal(_DT_NAMES[dtype], None)
+
+    def add_output(self, v: _NvVal):
+        self.outputs.append(v.dtype)
+
+    def compute_types(self, vals: list[_NvVal], float_op: bool = False) -> str:
+        if len({v.dtype for v in vals}) == 1:
+            common = vals[0].dtype
+        else:
+            dim = zero = wrapped = None
+            for v in vals:
+                if v.rank is None:
+                    wrapped = _nv_promote(wrapped, "float32" if v.dtype in ("float16", "bfloat16") else v.dtype)
+                elif v.rank + (v.reduced if self.count_reduced else 0) > 0:
+                    dim = _nv_promote(dim, v.dtype)
+                else:
+                    zero = _nv_promote(zero, v.dtype)
+            common = _nv_combine(dim, _nv_combine(zero, wrapped))
+        if float_op and not DTYPES[common].is_floating_point:
+            common = "float32"
+        return "float32" if common in ("float16", "bfloat16") else common
+
+    def apply(self, name: str, args: tuple, kwargs: dict) -> _NvVal:
+        vals = [a for a in args if isinstance(a, _NvVal)]
+        x = vals[0]
+        ranks = [v.rank for v in vals if v.rank is not None]
+        rank = max(ranks) if ranks else None  # a new output: no reduction axes
+        if name == "cast":
+            return _NvVal(_DT_NAMES[kwargs["dtype"]], x.rank)
+        if name in ("sum", "prod", "max", "min"):
+            integral = not DTYPES[x.dtype].is_floating_point
+            dtype = "int64" if name in ("sum", "prod") and integral else x.dtype
+            return _NvVal(dtype, x.rank - len(kwargs["dims"]), reduced=len(kwargs["dims"]))
+        if name == "var":  # a composite: its output is a pointwise op's
+            return _NvVal(x.dtype, x.rank - len(kwargs["dims"]))
+        if name == "broadcast":
+            return _NvVal(x.dtype, len(kwargs["is_broadcast_dim"]))
+        if name in ("expand", "reshape"):
+            return _NvVal(x.dtype, len(kwargs["new_shape"] if name == "reshape" else args[1]))
+        if name in _NV_SAME:
+            return _NvVal(x.dtype, x.rank)
+        if name in _NV_BOOL:
+            return _NvVal("bool", rank)
+        if name in _NV_FLOAT:
+            return _NvVal(self.compute_types(vals, float_op=True), rank)
+        if name == "where":  # the condition takes no part
+            return _NvVal(self.compute_types(vals[1:]), rank)
+        return _NvVal(self.compute_types(vals), rank)  # neg, add, ..., pow, clamp, lerp, addcmul
+
+
+def nv_dtypes(source: str, count_reduced: bool) -> list[str]:
+    """The output dtypes nvFuser gives the emitted fusion (modelled from its sources, on CPU)."""
+    namespace = {"FusionDefinition": NvDtypeFusionDefinition, "DataType": _FakeDataType()}
+    exec(compile(source, "<emitted>", "exec"), namespace)
+    fd = NvDtypeFusionDefinition(count_reduced)
+    namespace["nvfuser_fusion"](fd)
+    return fd.outputs
+
+
+def assert_nv_dtypes_match_pytorch(graph: Graph, styles=STYLES) -> None:
+    types = graph.infer_types()
+    want = [types[o].dtype for o in graph.outputs]
+    for style in styles:
+        source = emit(graph, style).source
+        for count_reduced in (True, False):
+            assert nv_dtypes(source, count_reduced) == want, (style, count_reduced, source)
+
+
+def reduced_operand_cases(ops=("add", "div", "lt", "maximum", "bitwise_and", "div_trunc", "div_floor",
+                               "remainder", "where", "clamp", "logical_xor"),
+                          reductions=("sum", "amax"), dtypes=ALL_DTYPES) -> list[tuple[str, Graph]]:
+    """op(x, r) and op(r, x): r a full reduction (0-dim in PyTorch, not in nvFuser), x a tensor or a
+    0-dim tensor of any dtype."""
+    cases = []
+    for red, rdt, xdt, xshape, name, first in itertools.product(reductions, dtypes, dtypes, [(4, 7), ()], ops,
+                                                                 (True, False)):
+        def build(b: GraphBuilder) -> str:
+            x = b.tensor(xshape, xdt)
+            r = b.add(red, b.tensor((3, 5), rdt), dims=[0, 1], keepdim=False)
+            a, c = (x, r) if first else (r, x)
+            if name == "where":
+                return b.add(name, b.tensor(xshape, "bool"), a, c)
+            return b.add(name, a, c, c) if name == "clamp" else b.add(name, a, c)
+        graph = _try(build)
+        if graph is not None:
+            cases.append((f"{name}({'x, r' if first else 'r, x'}) x:{xdt}{list(xshape)} r:{red}({rdt})", graph))
+    return cases
+
+
 # ---- CPU: the emitter --------------------------------------------------------------------------
 def test_every_registry_op_declares_a_usable_lowering():
     assert lowering_problems() == {}
@@ -309,6 +449,7 @@ def test_every_op_lowers_for_every_dtype_it_accepts(name):
                 assert len(fd.outputs) == len(graph.outputs)
                 assert len(fd.inputs) == len(graph.inputs)
                 assert types[graph.outputs[0]].dtype in DTYPES
+            assert_nv_dtypes_match_pytorch(graph)
             covered += 1
     assert covered, f"no dtype exercises {name}"
 
@@ -426,6 +567,84 @@ def test_runtime_scalar_is_an_input_cast_to_the_compute_dtype():
     assert em.input_names == ["s0", "x0"] and em.notes
 
 
+def test_full_reduction_is_cast_to_the_compute_dtype_before_meeting_another_dtype():
+    """nvFuser ranks sum(y) over all dims by its reduced axes: int32 x + sum(x) would be int64 there
+    (the campaign's "nvFuser gave int64, PyTorch gives int32"), float32 x - amax(float64 y) float64."""
+    b = GraphBuilder()
+    x = b.tensor((4, 7), "int32")
+    graph = b.build([b.add("add", x, b.add("sum", x, dims=[0, 1], keepdim=False))])
+    src = emit(graph).source
+    assert "T1 = fd.ops.sum(T0, dims=[0, 1])" in src and "T2 = fd.ops.cast(T1, dtype=DataType.Int32)" in src
+    assert "fd.ops.add(T0, T2)" in src
+    b = GraphBuilder()
+    x = b.tensor((4, 7), "float32")
+    m = b.add("amax", b.tensor((3,), "float64"), dims=[0], keepdim=False)
+    graph = b.build([b.add("sub", x, m), b.add("lt", m, x)])
+    src = emit(graph).source
+    assert src.count("fd.ops.cast(T2, dtype=DataType.Float)") == 1 and "fd.ops.lt(T3, T0)" in src
+    # The other way: a 0-dim int64 input outranks amax(int32) in PyTorch, not in nvFuser.
+    b = GraphBuilder()
+    z = b.tensor((), "int64")
+    graph = b.build([b.add("mul", z, b.add("amax", b.tensor((3,), "int32"), dims=[-1], keepdim=False))])
+    src = emit(graph).source
+    assert "T3 = fd.ops.cast(T2, dtype=DataType.Int)" in src and "fd.ops.mul(T0, T3)" in src
+    # Same dtype, keepdim, partial reductions, float ops on integers: nothing to cast.
+    b = GraphBuilder()
+    x = b.tensor((4, 7), "int32")
+    graph = b.build([b.add("add", x, b.add("amax", x, dims=[0, 1], keepdim=False)),
+                     b.add("div", x, b.add("sum", x, dims=[0, 1], keepdim=False)),
+                     b.add("add", x, b.add("sum", b.tensor((4, 7), "int64"), dims=[0, 1], keepdim=True)),
+                     b.add("add", x, b.add("sum", b.tensor((4, 7), "int64"), dims=[0], keepdim=False))])
+    assert "fd.ops.cast" not in emit(graph).source
+
+
+def test_nvfuser_promotion_model_matches_torch_result_type():
+    """The emitter's model of nvFuser's computeTypes, over the operands it writes (Python scalars as
+    constants of scalar_dtype(compute)), gives PyTorch's dtype for every pair of non-half dtypes
+    and ranks. A full reduction's output is not modelled (None) where its rank decides."""
+    from fuzzfuse.backends.nvfuser_emit import Val, nv_common_dtype, scalar_dtype
+    plain = [d for d in ALL_DTYPES if d not in ("float16", "bfloat16")]
+    name = lambda dt: str(dt).removeprefix("torch.")  # noqa: E731
+    for a, b in itertools.product(plain, repeat=2):
+        for ra, rb in itertools.product([(3,), ()], repeat=2):
+            ta, tb = torch.ones(ra, dtype=DTYPES[a]), torch.ones(rb, dtype=DTYPES[b])
+            want = name(torch.result_type(ta, tb))
+            assert nv_common_dtype([Val("T0", a, ra), Val("T1", b, rb)]) == want, (a, ra, b, rb)
+            if rb == ():
+                got = nv_common_dtype([Val("T0", a, ra), Val("T1", b, rb, reduced=True)])
+                assert got == want if a == b else got in (want, None), (a, ra, b)
+        for value in (3, 2.5, True):
+            want = name(torch.result_type(torch.ones(3, dtype=DTYPES[a]), value))
+            const = Val("S1", scalar_dtype(want), None)
+            assert nv_common_dtype([Val("T0", a, (3,)), const]) == want, (a, value)
+    ambiguous = [Val("T0", "int32", (3,)), Val("T1", "int64", (), reduced=True)]
+    assert nv_common_dtype(ambiguous) is None
+
+
+def test_emitted_dtypes_match_pytorch_with_full_reduction_operands():
+    """Every binary/ternary kind with a full reduction on either side, every dtype pair, under
+    nvFuser's promotion whether it counts the reduced axes or not (NvDtypeFusionDefinition)."""
+    cases = reduced_operand_cases()
+    assert len(cases) > 1000
+    for tag, graph in cases:
+        half = "float16" in tag or "bfloat16" in tag
+        assert_nv_dtypes_match_pytorch(graph, STYLES if half else ("direct",))
+
+
+def test_minimum_of_a_keepdim_mean_and_a_float64_sum():
+    """A random graph (generate seed 745, nvFuser shapes) the old emitter got wrong: float32
+    minimum(mean(.., keepdim), sum(float64 over all dims)) came out float64."""
+    b = GraphBuilder()
+    x = b.tensor((2049,), "float64")
+    total = b.add("sum", b.add("fmod", x, x), dims=[-1], keepdim=False)
+    mean = b.add("mean", b.add("exp", b.add("ge", x, x)), dims=[0], keepdim=True)
+    graph = b.build([b.add("abs", b.add("minimum", mean, total)), total])
+    assert_nv_dtypes_match_pytorch(graph)
+    from fuzzfuse.ir import make_inputs
+    outs = torch_run(emit(graph).source, make_inputs(graph))
+    assert [o.dtype for o in outs] == [torch.float32, torch.float64]
+
+
 def test_true_division_and_integer_rounding_modes():
     b = GraphBuilder()
     x = b.tensor((3,), "int32")
@@ -488,6 +707,7 @@ def test_random_graphs_emit_and_execute_on_the_fake():
         for style in STYLES:
             fd = fake_run(emit(graph, style).source)
             assert len(fd.outputs) == len(graph.outputs)
+        assert_nv_dtypes_match_pytorch(graph)
 
 
 @pytest.mark.parametrize("name", sorted(OPS))
@@ -699,6 +919,11 @@ def gpu_jobs(seeds: int = 300) -> list[dict]:
                 for style in (STYLES if bodies["direct"] != bodies["upcast"] else ("direct",)):
                     jobs.append({"id": len(jobs), "tag": f"{name}/{dtype}/{k}", "op": name, "dtype": dtype,
                                  "style": style, "graph": graph.to_json()})
+    for tag, graph in reduced_operand_cases(ops=("add", "maximum", "lt", "div"),
+                                            dtypes=("int32", "int64", "float32", "float64")):
+        if "(x, r)" in tag and len({i.dtype for i in graph.inputs}) > 1:
+            jobs.append({"id": len(jobs), "tag": tag, "op": "@reduced-operand", "style": "direct",
+                         "graph": graph.to_json()})
     for seed in range(seeds):
         jobs.append({"id": len(jobs), "tag": f"seed{seed}", "seed": seed, "style": STYLES[seed % 2]})
     return jobs
@@ -797,6 +1022,32 @@ def test_nvfuser_lerp_still_differs_from_pytorch():
     got, want = fd.execute([a, b, w])[0], torch.lerp(a, b, w)
     assert torch.isnan(want[0]) and torch.equal(got[1:], want[1:])
     assert not torch.isnan(got[0]), "fd.ops.lerp now matches ATen: the @lerp recipe could go back to fd.ops.lerp"
+
+
+@pytest.mark.gpu
+def test_nvfuser_still_ranks_full_reductions_by_their_reduced_axes():
+    """Why the emitter casts full reductions (`Val.reduced`) before they meet another dtype:
+    nvFuser's type promotion counts a reduction output's reduced axes as dims, so int32 x + sum(x)
+    (int32 in PyTorch: the sum is 0-dim) is int64 in nvFuser."""
+    _nvfuser_backend()
+    import nvfuser_direct as nvf
+    with nvf.FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=nvf.DataType.Int32)
+        fd.add_output(fd.ops.add(t, fd.ops.sum(t, dims=[0, 1])))
+        fd.add_output(fd.ops.add(t, fd.ops.set(fd.ops.sum(t, dims=[0, 1]))))  # a true 0-dim tensor
+    x = torch.arange(6, dtype=torch.int32, device="cuda").reshape(2, 3)
+    ranked, zero_dim = fd.execute([x])
+    assert (x + x.sum()).dtype == torch.int32 and zero_dim.dtype == torch.int32
+    assert ranked.dtype == torch.int64, "nvFuser now ranks a full reduction as 0-dim: Val.reduced can go"
+
+
+@pytest.mark.gpu
+def test_full_reduction_operands_on_nvfuser(gpu_results):
+    """op(x, r), r a full reduction of another dtype: PyTorch's dtypes and values on nvFuser."""
+    rows = [r for r in gpu_results if r.get("op") == "@reduced-operand"]
+    assert rows
+    bad = [r for r in rows if r["outcome"] != "pass"]
+    assert not bad, _summary(bad)
 
 
 @pytest.mark.gpu

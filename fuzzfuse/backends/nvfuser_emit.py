@@ -21,6 +21,10 @@ below. What this module adds is the PyTorch semantics nvFuser does not give for 
   casts each op's result to the dtype `Graph.infer_types()` says PyTorch gives, so every value
   rounds where eager rounds. Constants are defined with PyTorch's compute dtype (float32 for
   half/bfloat16/float32 math, float64 for double, int64 for integers).
+- A reduction's output keeps its reduced axes in nvFuser (IterType::Reduction), and nvFuser's type
+  promotion counts them as dims: a full reduction, 0-dim in PyTorch, then outranks a tensor of
+  its category (int32 x + sum(int32 y) is int32 in PyTorch, int64 in nvFuser). Such operands are
+  cast to the compute dtype first, as TensorIterator converts them (`Val.reduced`).
 - PyTorch's `div` is true division (`truediv`), `div(rounding_mode="floor")` follows ATen's
   `div_floor_floating` / `div_floor_integer` step by step, mean is sum then division by the
   reduced numel, keepdim reductions reduce then broadcast back, softmax subtracts the max.
@@ -30,6 +34,7 @@ Two styles (a per-case choice): "direct" applies each op to its operands' own dt
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Callable, Union
 
@@ -122,29 +127,37 @@ def _combine(higher: str | None, lower: str | None) -> str | None:
     return higher if higher is not None else lower
 
 
-def nv_common_dtype(vals: list["Val"], float_op: bool = False, half_to_float: bool = True) -> str | None:
-    """nvFuser's `computeTypes`: PyTorch's result_type where a scalar keeps its own dtype (only a
-    half/bfloat16 scalar becomes float32), then int->float32 for float ops, then half->float32."""
-    dtypes = [v.dtype for v in vals]
-    if any(d is None for d in dtypes):
-        return None
-    if len(set(dtypes)) == 1:
-        common = dtypes[0]
-    else:
-        dim = zero = wrapped = None
-        for v in vals:
-            if v.shape is None:
-                wrapped = _promote(wrapped, "float32" if v.dtype in HALF else v.dtype)
-            elif len(v.shape) == 0:
-                zero = _promote(zero, v.dtype)
-            else:
-                dim = _promote(dim, v.dtype)
-        common = _combine(dim, _combine(zero, wrapped))
+def _result_type(vals: list["Val"], reduced_as_dims: tuple[bool, ...], float_op: bool, half_to_float: bool) -> str:
+    dim = zero = wrapped = None
+    flags = iter(reduced_as_dims)
+    for v in vals:
+        if v.shape is None:
+            wrapped = _promote(wrapped, "float32" if v.dtype in HALF else v.dtype)
+        elif len(v.shape) == 0 and not (v.reduced and next(flags)):
+            zero = _promote(zero, v.dtype)
+        else:
+            dim = _promote(dim, v.dtype)
+    dtypes = {v.dtype for v in vals}
+    common = dtypes.pop() if len(dtypes) == 1 else _combine(dim, _combine(zero, wrapped))
     if float_op and not is_float(common):
         common = "float32"
     if half_to_float and common in HALF:
         common = "float32"
     return common
+
+
+def nv_common_dtype(vals: list["Val"], float_op: bool = False, half_to_float: bool = True) -> str | None:
+    """nvFuser's `computeTypes` (csrc/type_promotion.cpp): PyTorch's result_type where a scalar keeps
+    its own dtype (only a half/bfloat16 scalar becomes float32), then int->float32 for float ops,
+    then half->float32. A tensor counts as dimensioned when its logical domain is not empty, and a
+    full reduction's still holds its reduced axes (unless they were all broadcasts, which nvFuser
+    squeezes): None (not modelled) when that decides the dtype."""
+    if any(v.dtype is None for v in vals):
+        return None
+    ambiguous = sum(1 for v in vals if v.reduced and v.shape == ())
+    ways = {_result_type(vals, flags, float_op, half_to_float)
+            for flags in itertools.product((False, True), repeat=ambiguous)}
+    return ways.pop() if len(ways) == 1 else None
 
 
 # Measured on nvfuser_direct 0.2.36 (H200): ops that nvFuser accepts on Half/BFloat16 tensors but
@@ -172,6 +185,8 @@ _ACCUMULATE = {"sum", "prod"}  # integers accumulate in int64, half in float32
 # Ops whose result dtype the emitter does not model: their result is always cast (a same-dtype
 # cast is a `set` in nvFuser, harmless).
 _UNMODELED = {"where", "clamp", "lerp", "addcmul", "var"}
+# Reductions whose output keeps the reduced axes (see Val.reduced).
+_REDUCE = {"sum", "prod", "max", "min", "var"}
 
 
 def _model(op: str, operands: list["Val"]) -> str | None:
@@ -196,11 +211,14 @@ def _model(op: str, operands: list["Val"]) -> str | None:
 @dataclass(frozen=True)
 class Val:
     """A value in the emitted source: its variable name, the dtype nvFuser gives it (None when
-    not modelled), and its shape (None for a scalar)."""
+    not modelled), and its shape (None for a scalar). `reduced`: the output of a full reduction
+    (0-dim in PyTorch) whose nvFuser logical domain still holds the reduced axes, which nvFuser's
+    type promotion counts as dims (`getValueType` in csrc/type_promotion.cpp)."""
 
     name: str
     dtype: str | None
     shape: tuple[int, ...] | None
+    reduced: bool = False
 
 
 @dataclass(frozen=True)
@@ -297,11 +315,11 @@ class NvFuserEmitter:
         self._count = 0
 
     # ---- source building ----------------------------------------------------------------------
-    def assign(self, expr: str, dtype: str | None, shape: tuple[int, ...] | None) -> Val:
+    def assign(self, expr: str, dtype: str | None, shape: tuple[int, ...] | None, reduced: bool = False) -> Val:
         name = f"{'S' if shape is None else 'T'}{self._count}"
         self._count += 1
         self.lines.append(f"{name} = {expr}")
-        return Val(name, dtype, shape)
+        return Val(name, dtype, shape, reduced)
 
     def op(self, name: str, *args: Arg, shape: tuple[int, ...] | None, nv_dtype: str | None = "model",
            **kwargs: Arg) -> Val:
@@ -309,7 +327,7 @@ class NvFuserEmitter:
         if nv_dtype == "model":
             nv_dtype = _model(name, [a for a in args if isinstance(a, Val)])
         text = ", ".join([_src(a) for a in args] + [f"{k}={_src(v)}" for k, v in kwargs.items()])
-        return self.assign(f"fd.ops.{name}({text})", nv_dtype, shape)
+        return self.assign(f"fd.ops.{name}({text})", nv_dtype, shape, reduced=name in _REDUCE and shape == ())
 
     def cast(self, v: Val, dtype: str) -> Val:
         """v as `dtype`; casts are shared, so an upcast operand used twice is cast once."""
@@ -341,9 +359,15 @@ class NvFuserEmitter:
         When PyTorch computes in half/bfloat16, TensorIterator first converts every tensor operand
         to that dtype (an int32 2049 becomes 2048.0), then does the math in float32. nvFuser would
         convert an int32 or float32 operand straight to float32, so such operands are cast to the
-        half dtype first. (Python scalars go to float32 directly in both.)"""
+        half dtype first. (Python scalars go to float32 directly in both.)
+
+        A full reduction's output (`Val.reduced`) is cast to the compute dtype too: nvFuser ranks it
+        by its reduced axes and would promote differently. (Not in float ops on integers: nvFuser
+        turns every integer operand into float32 there, as PyTorch does.)"""
         if isinstance(x, Val) and x.shape is not None:
             if compute in HALF and x.dtype != compute:
+                x = self.cast(x, compute)
+            elif x.reduced and (is_float(compute) or op not in _FLOAT_UNARY | _FLOAT_BINARY):
                 x = self.cast(x, compute)
             return self.upcast(x, op)
         return self.scalar(x, compute)
