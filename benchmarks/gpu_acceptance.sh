@@ -5,7 +5,8 @@
 #
 # 1. pytest -m gpu (every op x dtype on nvFuser, random graphs, aot:nvfuser training graphs)
 # 2. the seed corpus replayed on nvfuser (forward seeds) and aot:nvfuser (training seeds)
-# 3. an nvFuser campaign on all cores (default 600 s), each new signature reduced
+# 3. an nvFuser campaign on all cores (default 600 s), each new signature reduced, after two
+#    60-s throughput runs with nvFuser's segmenter log on and off (what the coverage log costs)
 # 4. an aot:nvfuser --backward campaign (default 240 s), reduced
 # 5. the committed corpus/nvfuser cases whose signature has no minimized repro yet, reduced
 # and prints the figures a note needs (rate against the compile-bound limit, outcomes, coverage).
@@ -30,6 +31,13 @@ timeout 300 python3 -m fuzzfuse replay $(ls corpus/seed-*.json | grep -v _train)
 timeout 300 python3 -m fuzzfuse replay corpus/seed-*_train-*.json --backend aot:nvfuser --workers 8 \
   > "$OUT/seeds_aot_nvfuser.log" 2>&1
 stamp "seeds replayed"
+
+stamp "throughput: nvFuser's segmenter log on and off (60 s each)"
+for LOG in 1 0; do
+  FUZZFUSE_NVFUSER_SEGMENTER_LOG=$LOG timeout 300 python3 benchmarks/throughput.py --backends nvfuser \
+    --workers "$(nproc)" --seconds 60 > "$OUT/throughput_log$LOG.txt" 2>&1
+done
+stamp "throughput measured"
 
 stamp "nvfuser campaign ${FWD}s"
 timeout $((FWD + 900)) python3 -m fuzzfuse fuzz --backend nvfuser --time "$FWD" --seed "$RANDOM" \

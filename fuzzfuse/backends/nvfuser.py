@@ -38,6 +38,9 @@ from .base import BackendError, RunResult, Unavailable
 from .nvfuser_emit import INT_IDENTITY, STYLES, Emission, Unsupported, emit
 
 DUMP_OPTION = "segmenter_logging"
+# FUZZFUSE_NVFUSER_SEGMENTER_LOG=0 turns nvFuser's segmenter log off: coverage then comes from the
+# kernel names alone (segments that run no kernel are not seen), for measuring what the log costs.
+SEGMENTER_LOG = os.environ.get("FUZZFUSE_NVFUSER_SEGMENTER_LOG", "1") != "0"
 _ACCEPTED = re.compile(r"\*\*\*Accepted\*\*\* as:\s*([A-Za-z_]+)")
 _KERNEL = re.compile(r"__global__ void nvfuser_([a-z_]+?)_f\d+_c\d+_r\d+_g(\d+)\(")
 _SEGMENTED = "Try to schedule fusion segmented"
@@ -59,6 +62,8 @@ def _import_nvfuser():
 
 def enable_segmenter_logging() -> None:
     """nvFuser reads NVFUSER_DUMP once, at its first use in the process: call before that."""
+    if not SEGMENTER_LOG:
+        return
     current = [o for o in os.environ.get("NVFUSER_DUMP", "").split(",") if o]
     if DUMP_OPTION not in current:
         os.environ["NVFUSER_DUMP"] = ",".join(current + [DUMP_OPTION])
@@ -134,7 +139,8 @@ class NvFuserBackend:
     # nvFuser reads NVFUSER_DUMP once per process: workers set it before importing anything.
     # Campaigns run one worker per core, so each compiles single-threaded: nvFuser's default pool
     # of 8 compile threads per process would oversubscribe the cores 8-fold.
-    env = {"NVFUSER_DUMP": DUMP_OPTION, "NVFUSER_NUM_THREADS": os.environ.get("NVFUSER_NUM_THREADS", "1")}
+    env = {**({"NVFUSER_DUMP": DUMP_OPTION} if SEGMENTER_LOG else {}),
+           "NVFUSER_NUM_THREADS": os.environ.get("NVFUSER_NUM_THREADS", "1")}
     # Campaigns draw one per case (recorded in the case's options).
     styles = STYLES
     # Sizes that cross nvFuser's vectorization (inner dims not multiples of 2/4/8: 7, 127, 129,
