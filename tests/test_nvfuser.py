@@ -9,8 +9,10 @@ import pytest
 import torch
 
 from fuzzfuse.backends.base import Unavailable
-from fuzzfuse.backends.nvfuser_emit import (NV_DTYPE, RECIPES, STYLES, Unsupported, emit, layout_strides,
-                                            lowering_problems, tensor_descriptor)
+from fuzzfuse.backends.nvfuser_dtypes import NV_DTYPE
+from fuzzfuse.backends.nvfuser_emit import (STYLES, Unsupported, emit, layout_strides, lowering_problems,
+                                            tensor_descriptor)
+from fuzzfuse.backends.nvfuser_recipes import RECIPES
 from fuzzfuse.ir import OPS, DTYPES, Graph, Layout, Values
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.ir.graph import GraphError
@@ -602,7 +604,7 @@ def test_nvfuser_promotion_model_matches_torch_result_type():
     """The emitter's model of nvFuser's computeTypes, over the operands it writes (Python scalars as
     constants of scalar_dtype(compute)), gives PyTorch's dtype for every pair of non-half dtypes
     and ranks. A full reduction's output is not modelled (None) where its rank decides."""
-    from fuzzfuse.backends.nvfuser_emit import Val, nv_common_dtype, scalar_dtype
+    from fuzzfuse.backends.nvfuser_dtypes import Val, nv_common_dtype, scalar_dtype
     plain = [d for d in ALL_DTYPES if d not in ("float16", "bfloat16")]
     name = lambda dt: str(dt).removeprefix("torch.")  # noqa: E731
     for a, b in itertools.product(plain, repeat=2):
@@ -1057,7 +1059,7 @@ def test_workarounds_are_still_needed():
     gets more direct)."""
     _nvfuser_backend()
     import nvfuser_direct as nvf
-    from fuzzfuse.backends.nvfuser_emit import INT_IDENTITY, NO_HALF
+    from fuzzfuse.backends.nvfuser_dtypes import INT_IDENTITY, NO_HALF
     reductions = {"sum", "prod", "min", "var"}
     now_working = []
     for op, dtype in [(o, "Half") for o in sorted(NO_HALF)] + [(o, "Int") for o in sorted(INT_IDENTITY)]:
@@ -1078,7 +1080,7 @@ def test_workarounds_are_still_needed():
             now_working.append((op, dtype))
         except RuntimeError as e:
             assert "NVRTC" in str(e) or "nvrtc" in str(e).lower() or "compile" in str(e).lower(), str(e)[:500]
-    assert not now_working, f"nvFuser now compiles {now_working}: drop their workarounds in nvfuser_emit"
+    assert not now_working, f"nvFuser now compiles {now_working}: drop their workarounds in nvfuser_dtypes"
 
 
 @pytest.mark.gpu

@@ -35,7 +35,8 @@ from ..ir import OPS, Graph, TensorInput
 from ..ir.types import DTYPES, INT_DTYPES
 from ..strategies import ShapeConfig
 from .base import BackendError, RunResult, Unavailable
-from .nvfuser_emit import INT_IDENTITY, STYLES, Emission, Unsupported, emit
+from .nvfuser_dtypes import INT_IDENTITY
+from .nvfuser_emit import STYLES, Emission, Unsupported, emit
 
 DUMP_OPTION = "segmenter_logging"
 # FUZZFUSE_NVFUSER_SEGMENTER_LOG=0 turns nvFuser's segmenter log off: coverage then comes from the

@@ -13,14 +13,16 @@ prints. This module imports nothing from nvFuser.
 
 How a registry op lowers is declared with the op (`Op.nvfuser` in `fuzzfuse.ir.ops`): the name of
 the `fd.ops` function it maps to one-to-one, or `"@recipe"` naming a composite in `RECIPES`
-below. What this module adds is the PyTorch semantics nvFuser does not give for free:
+(`nvfuser_recipes`, where every recipe lives). The model of the dtypes nvFuser gives and of what it
+cannot compile is `nvfuser_dtypes`. What these modules add is the PyTorch semantics nvFuser does not
+give for free:
 
 - nvFuser computes half/bfloat16 in float32 and returns float32, and its type promotion treats
   Python scalars by their own dtype (a double scalar turns an int tensor into float64, where
-  PyTorch gives float32). The emitter models the dtype nvFuser gives every value (`_model`) and
-  casts each op's result to the dtype `Graph.infer_types()` says PyTorch gives, so every value
-  rounds where eager rounds. Constants are defined with PyTorch's compute dtype (float32 for
-  half/bfloat16/float32 math, float64 for double, int64 for integers).
+  PyTorch gives float32). The emitter models the dtype nvFuser gives every value
+  (`nvfuser_dtypes.model`) and casts each op's result to the dtype `Graph.infer_types()` says
+  PyTorch gives, so every value rounds where eager rounds. Constants are defined with PyTorch's
+  compute dtype (float32 for half/bfloat16/float32 math, float64 for double, int64 for integers).
 - A reduction's output keeps its reduced axes in nvFuser (IterType::Reduction), and nvFuser's type
   promotion counts them as dims: a full reduction, 0-dim in PyTorch, then outranks a tensor of
   its category (int32 x + sum(int32 y) is int32 in PyTorch, int64 in nvFuser). Such operands are
@@ -34,9 +36,8 @@ Two styles (a per-case choice): "direct" applies each op to its operands' own dt
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
-from typing import Callable, Union
+from typing import Union
 
 import torch
 
@@ -45,12 +46,11 @@ from ..ir.ops import OPS
 from ..ir.types import DTYPES, INT_DTYPES, ValueType, is_float, normalize_dims
 from ..ir.values import apply_layout
 from . import base
+from .nvfuser_dtypes import (DT, FLOAT_BINARY, FLOAT_UNARY, HALF, INT_IDENTITY, NO_HALF, NV_DTYPE, REDUCE, Val, model,
+                             scalar_dtype)
+from .nvfuser_recipes import RECIPES
 
 STYLES = ("direct", "upcast")
-# fuzzfuse dtype name -> nvfuser_direct DataType member.
-NV_DTYPE = {"float32": "Float", "float16": "Half", "bfloat16": "BFloat16", "float64": "Double",
-            "int32": "Int32", "int64": "Int", "bool": "Bool"}
-HALF = ("float16", "bfloat16")
 # Runtime scalar inputs are defined with the dtype of their Python kind (what fd.execute gets).
 SCALAR_INPUT_DTYPE = {"float": "float64", "int": "int64", "bool": "bool"}
 
@@ -109,150 +109,20 @@ def layout_strides(spec: TensorInput) -> tuple[int, ...]:
     return tuple(apply_layout(meta, spec.layout).stride())
 
 
-# ---- nvFuser's dtype behaviour (a model, checked op by op on the GPU by tests/test_nvfuser.py) ----
-def _promote(a: str | None, b: str) -> str:
-    if a is None:
-        return b
-    return str(torch.promote_types(DTYPES[a], DTYPES[b])).removeprefix("torch.")
-
-
-def _combine(higher: str | None, lower: str | None) -> str | None:
-    """c10::combine_categories."""
-    if higher is not None and is_float(higher):
-        return higher
-    if higher == "bool" or (lower is not None and is_float(lower)):
-        if higher is None:
-            return lower
-        return higher if lower is None else _promote(higher, lower)
-    return higher if higher is not None else lower
-
-
-def _result_type(vals: list["Val"], reduced_as_dims: tuple[bool, ...], float_op: bool, half_to_float: bool) -> str:
-    dim = zero = wrapped = None
-    flags = iter(reduced_as_dims)
-    for v in vals:
-        if v.shape is None:
-            wrapped = _promote(wrapped, "float32" if v.dtype in HALF else v.dtype)
-        elif len(v.shape) == 0 and not (v.reduced and next(flags)):
-            zero = _promote(zero, v.dtype)
-        else:
-            dim = _promote(dim, v.dtype)
-    dtypes = {v.dtype for v in vals}
-    common = dtypes.pop() if len(dtypes) == 1 else _combine(dim, _combine(zero, wrapped))
-    if float_op and not is_float(common):
-        common = "float32"
-    if half_to_float and common in HALF:
-        common = "float32"
-    return common
-
-
-def nv_common_dtype(vals: list["Val"], float_op: bool = False, half_to_float: bool = True) -> str | None:
-    """nvFuser's `computeTypes` (csrc/type_promotion.cpp): PyTorch's result_type where a scalar keeps
-    its own dtype (only a half/bfloat16 scalar becomes float32), then int->float32 for float ops,
-    then half->float32. A tensor counts as dimensioned when its logical domain is not empty, and a
-    full reduction's still holds its reduced axes (unless they were all broadcasts, which nvFuser
-    squeezes): None (not modelled) when that decides the dtype."""
-    if any(v.dtype is None for v in vals):
-        return None
-    ambiguous = sum(1 for v in vals if v.reduced and v.shape == ())
-    ways = {_result_type(vals, flags, float_op, half_to_float)
-            for flags in itertools.product((False, True), repeat=ambiguous)}
-    return ways.pop() if len(ways) == 1 else None
-
-
-# Measured on nvfuser_direct 0.2.36 (H200): ops that nvFuser accepts on Half/BFloat16 tensors but
-# cannot compile (NVRTC: "no instance of overloaded function relu matches (__half)", "no operator +
-# matches __half + __half" in the reduction). PyTorch computes these in float32 and rounds once, so even the
-# "direct" style casts their half operands to float32 (nvFuser's own frontends do too).
-# tests/test_nvfuser.py::test_workarounds_are_still_needed says when one of them starts to compile.
-NO_HALF = {"relu", "floor", "ceil", "round", "trunc", "frac", "silu", "isnan", "isinf", "clamp",
-           "sum", "prod", "min", "var"}
-# Ops nvFuser cannot compile on integer tensors (NVRTC: "more than one instance of overloaded
-# function floor"); PyTorch defines them as the identity on integers, so that is what is emitted.
-INT_IDENTITY = {"floor", "ceil", "round", "trunc"}
-
-# nvFuser op name -> how its result dtype follows from its operands'.
-_SAME = {"abs", "relu", "floor", "ceil", "round", "trunc", "frac", "bitwise_not", "sign", "set",
-         "permute", "reshape", "broadcast", "expand", "squeeze", "segment_set", "max", "min"}
-_FLOAT_UNARY = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "sin",
-                "cos", "tan", "tanh", "sigmoid", "erf", "silu"}
-_BOOL = {"isnan", "isinf", "isfinite", "signbit", "logical_not", "eq", "ne", "lt", "le", "gt", "ge",
-         "logical_and", "logical_or"}
-_PROMOTE = {"neg", "add", "sub", "mul", "pow", "maximum", "minimum", "remainder", "fmod", "bitwise_and",
-            "bitwise_or", "bitwise_xor", "div"}  # neg: Half in, Float out
-_FLOAT_BINARY = {"truediv", "atan2"}
-_ACCUMULATE = {"sum", "prod"}  # integers accumulate in int64, half in float32
-# Ops whose result dtype the emitter does not model: their result is always cast (a same-dtype
-# cast is a `set` in nvFuser, harmless).
-_UNMODELED = {"where", "clamp", "lerp", "addcmul", "var"}
-# Reductions whose output keeps the reduced axes (see Val.reduced).
-_REDUCE = {"sum", "prod", "max", "min", "var"}
-
-
-def _model(op: str, operands: list["Val"]) -> str | None:
-    tensors = [v for v in operands if v.shape is not None] or operands
-    if op in _SAME:
-        return tensors[0].dtype
-    if op in _FLOAT_UNARY:
-        return nv_common_dtype(tensors[:1], float_op=True)
-    if op in _BOOL:
-        return "bool"
-    if op in _PROMOTE:
-        return nv_common_dtype(operands)
-    if op in _FLOAT_BINARY:
-        return nv_common_dtype(operands, float_op=True)
-    if op in _ACCUMULATE:
-        d = tensors[0].dtype
-        return None if d is None else ("int64" if not is_float(d) else "float32" if d in HALF else d)
-    return None
-
-
 # ---- the emitter ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Val:
-    """A value in the emitted source: its variable name, the dtype nvFuser gives it (None when
-    not modelled), and its shape (None for a scalar). `reduced`: the output of a full reduction
-    (0-dim in PyTorch) whose nvFuser logical domain still holds the reduced axes, which nvFuser's
-    type promotion counts as dims (`getValueType` in csrc/type_promotion.cpp)."""
-
-    name: str
-    dtype: str | None
-    shape: tuple[int, ...] | None
-    reduced: bool = False
-
-
-@dataclass(frozen=True)
-class _DT:
-    """A DataType argument in the source."""
-
-    dtype: str
-
-
-Arg = Union[Val, _DT, bool, int, float, list, tuple, str]
+Arg = Union[Val, DT, bool, int, float, list, tuple, str]
 
 
 def _src(x: Arg) -> str:
     if isinstance(x, Val):
         return x.name
-    if isinstance(x, _DT):
+    if isinstance(x, DT):
         return f"DataType.{NV_DTYPE[x.dtype]}"
     if isinstance(x, (list, tuple)):
         return "[" + ", ".join(_src(v) for v in x) + "]"
     if isinstance(x, float):
         return repr(x)  # finite: graph constants are validated finite
     return repr(x)
-
-
-def scalar_dtype(compute: str) -> str:
-    """The dtype a Python constant takes in an op whose PyTorch compute dtype is `compute`:
-    PyTorch converts wrapped numbers to the op's math type (float32 for half/bfloat16/float32)."""
-    if compute == "float64":
-        return "float64"
-    if is_float(compute):
-        return "float32"
-    if compute in INT_DTYPES:
-        return "int64"
-    return "bool"
 
 
 def _literal(value: bool | int | float, dtype: str) -> bool | int | float:
@@ -325,9 +195,9 @@ class NvFuserEmitter:
            **kwargs: Arg) -> Val:
         """`fd.ops.<name>(args, kwargs)`; nvFuser's result dtype is modelled unless `nv_dtype` says."""
         if nv_dtype == "model":
-            nv_dtype = _model(name, [a for a in args if isinstance(a, Val)])
+            nv_dtype = model(name, [a for a in args if isinstance(a, Val)])
         text = ", ".join([_src(a) for a in args] + [f"{k}={_src(v)}" for k, v in kwargs.items()])
-        return self.assign(f"fd.ops.{name}({text})", nv_dtype, shape, reduced=name in _REDUCE and shape == ())
+        return self.assign(f"fd.ops.{name}({text})", nv_dtype, shape, reduced=name in REDUCE and shape == ())
 
     def cast(self, v: Val, dtype: str) -> Val:
         """v as `dtype`; casts are shared, so an upcast operand used twice is cast once."""
@@ -335,14 +205,14 @@ class NvFuserEmitter:
             return v
         key = ("cast", v.name, dtype)
         if key not in self._cache:
-            self._cache[key] = self.op("cast", v, nv_dtype=dtype, shape=v.shape, dtype=_DT(dtype))
+            self._cache[key] = self.op("cast", v, nv_dtype=dtype, shape=v.shape, dtype=DT(dtype))
         return self._cache[key]
 
     def const(self, value: bool | int | float, dtype: str) -> Val:
         value = _literal(value, dtype)
         key = ("const", repr(value), dtype)
         if key not in self._cache:
-            self._cache[key] = self.assign(f"fd.define_scalar({value!r}, dtype={_src(_DT(dtype))})", dtype, None)
+            self._cache[key] = self.assign(f"fd.define_scalar({value!r}, dtype={_src(DT(dtype))})", dtype, None)
         return self._cache[key]
 
     def scalar(self, x: Val | bool | int | float, compute: str) -> Val:
@@ -367,7 +237,7 @@ class NvFuserEmitter:
         if isinstance(x, Val) and x.shape is not None:
             if compute in HALF and x.dtype != compute:
                 x = self.cast(x, compute)
-            elif x.reduced and (is_float(compute) or op not in _FLOAT_UNARY | _FLOAT_BINARY):
+            elif x.reduced and (is_float(compute) or op not in FLOAT_UNARY | FLOAT_BINARY):
                 x = self.cast(x, compute)
             return self.upcast(x, op)
         return self.scalar(x, compute)
@@ -381,7 +251,7 @@ class NvFuserEmitter:
         """Cast an op's result to PyTorch's result dtype (always when nvFuser's is not modelled)."""
         if v.dtype == dtype:
             return v
-        return self.op("cast", v, nv_dtype=dtype, shape=v.shape, dtype=_DT(dtype))
+        return self.op("cast", v, nv_dtype=dtype, shape=v.shape, dtype=DT(dtype))
 
     def keepdim(self, v: Val, dims: list[int], rank: int) -> Val:
         flags = [i in dims for i in range(rank)]
@@ -403,7 +273,7 @@ class NvFuserEmitter:
                 k += 1
             else:
                 dt = SCALAR_INPUT_DTYPE[spec.dtype]
-                v = self.assign(f"fd.define_scalar(dtype={_src(_DT(dt))})", dt, None)
+                v = self.assign(f"fd.define_scalar(dtype={_src(DT(dt))})", dt, None)
                 self.notes.append(f"{spec.name}: runtime scalar input ({spec.dtype}, {NV_DTYPE[dt]})")
             self.env[spec.name] = v
             self.inputs.add(v.name)
@@ -427,7 +297,7 @@ class NvFuserEmitter:
         shape = [1 if s == 1 else (s if self.static_sizes else -1) for s in spec.shape]
         # As nvFuser's own repro scripts: stride_order only when it is not the row-major default.
         order = "" if stride_order == list(range(len(shape) - 1, -1, -1)) else f", stride_order={stride_order}"
-        expr = (f"fd.define_tensor(shape={shape}, contiguity={contiguity}, dtype={_src(_DT(spec.dtype))}, "
+        expr = (f"fd.define_tensor(shape={shape}, contiguity={contiguity}, dtype={_src(DT(spec.dtype))}, "
                 f"is_cpu=False{order})")
         return self.assign(expr, spec.dtype, tuple(spec.shape))
 
@@ -480,232 +350,6 @@ def _kind(scalar_dtype_name: str) -> str:
     return "float" if is_float(scalar_dtype_name) else "bool" if scalar_dtype_name == "bool" else "int"
 
 
-# ---- recipes: composites and ops with attributes ---------------------------------------------
-Recipe = Callable[[NvFuserEmitter, Node, list, ValueType], Val]
-RECIPES: dict[str, Recipe] = {}
-
-
-def recipe(name: str) -> Callable[[Recipe], Recipe]:
-    def register(fn: Recipe) -> Recipe:
-        RECIPES[name] = fn
-        return fn
-    return register
-
-
-@recipe("gelu")
-def _gelu(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    """F.gelu(approximate='none') as ATen computes it: x * 0.5 * (1 + erf(x * M_SQRT1_2))."""
-    x = e.upcast(args[0])
-    c = out.dtype
-    inner = e.op("erf", e.op("mul", x, e.const(0.7071067811865476, scalar_dtype(c)), shape=x.shape), shape=x.shape)
-    one_plus = e.op("add", inner, e.const(1.0, scalar_dtype(c)), shape=x.shape)
-    half_x = e.op("mul", x, e.const(0.5, scalar_dtype(c)), shape=x.shape)
-    return e.result(e.op("mul", half_x, one_plus, shape=x.shape), c)
-
-
-@recipe("logical_xor")
-def _logical_xor(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    """nvFuser has no logical_xor: truthiness of each side (a cast to bool: NaN is true), then ne."""
-    a, b = (e.cast(x, "bool") for x in args)
-    return e.result(e.op("ne", a, b, shape=out.shape), "bool")
-
-
-@recipe("div_trunc")
-def _div_trunc(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    """Integers: C++ division (nvFuser's `div`); floats: trunc(a / b) in the math dtype."""
-    c = out.dtype
-    a, b = e.operand(args[0], c), e.operand(args[1], c)
-    if not is_float(c):
-        return e.result(e.op("div", a, b, shape=out.shape), c)
-    return e.result(e.op("trunc", e.op("truediv", a, b, shape=out.shape), shape=out.shape), c)
-
-
-@recipe("div_floor")
-def _div_floor(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    """ATen's div_floor_integer / div_floor_floating, op by op (floor(a / b) is not the same:
-    1 // 0.1 is 9.0, floor(1 / 0.1) is 10.0)."""
-    c, shape = out.dtype, out.shape
-    a, b = e.operand(args[0], c), e.operand(args[1], c)
-    if not is_float(c):
-        a, b = (e.cast(x, c) if x.shape is not None else x for x in (a, b))
-        zero, one = e.const(0, "int64"), e.const(1, "int64")
-        quot = e.op("div", a, b, shape=shape)
-        rem = e.op("sub", a, e.op("mul", quot, b, shape=shape), shape=shape)
-        signs_differ = e.op("ne", e.op("lt", a, zero, shape=a.shape), e.op("lt", b, zero, shape=b.shape), shape=shape)
-        adjust = e.op("logical_and", signs_differ, e.op("ne", rem, zero, shape=shape), shape=shape)
-        floored = e.op("where", adjust, e.op("sub", quot, one, shape=shape), quot, shape=shape)
-        return e.result(floored, c)
-    k = scalar_dtype(c)
-    zero, one, half = e.const(0.0, k), e.const(1.0, k), e.const(0.5, k)
-    mod = e.op("fmod", a, b, shape=shape)
-    div = e.op("truediv", e.op("sub", a, mod, shape=shape), b, shape=shape)
-    fix = e.op("logical_and", e.op("ne", mod, zero, shape=shape),
-               e.op("ne", e.op("lt", b, zero, shape=b.shape), e.op("lt", mod, zero, shape=shape), shape=shape),
-               shape=shape)
-    div = e.op("where", fix, e.op("sub", div, one, shape=shape), div, shape=shape)
-    floor = e.op("floor", div, shape=shape)
-    floor = e.op("where", e.op("gt", e.op("sub", div, floor, shape=shape), half, shape=shape),
-                 e.op("add", floor, one, shape=shape), floor, shape=shape)
-    quotient = e.op("truediv", a, b, shape=shape)
-    signed_zero = e.op("mul", quotient, zero, shape=shape)  # copysign(0, a / b) where |a / b| < 1
-    res = e.op("where", e.op("ne", div, zero, shape=shape), floor, signed_zero, shape=shape)
-    res = e.op("where", e.op("eq", b, zero, shape=b.shape), quotient, res, shape=shape)
-    return e.result(res, c)
-
-
-@recipe("where")
-def _where(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    """The condition takes no part in type promotion."""
-    cond, a, b = args
-    c = out.dtype
-    return e.result(e.op("where", cond, e.operand(a, c, "where"), e.operand(b, c, "where"), shape=out.shape), c)
-
-
-@recipe("clamp")
-def _clamp(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    """All operands in the common dtype first (PyTorch promotes the three jointly). nvFuser's clamp
-    takes scalar bounds only; tensor bounds are min(max(x, lo), hi), as ATen's clamp kernel."""
-    c = out.dtype
-    x, lo, hi = args
-    if isinstance(lo, Val) and lo.shape is not None:
-        x, lo, hi = (e.upcast(e.cast(t, c)) for t in (x, lo, hi))
-        return e.result(e.op("minimum", e.op("maximum", x, lo, shape=out.shape), hi, shape=out.shape), c)
-    x = e.upcast(e.cast(x, c), "clamp")
-    return e.result(e.op("clamp", x, e.scalar(lo, c), e.scalar(hi, c), shape=out.shape), c)
-
-
-@recipe("lerp")
-def _lerp(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    """ATen's lerp: self + w * (end - self) when |w| < 0.5, else end - (end - self) * (1 - w).
-    (fd.ops.lerp tests w < 0.5 instead: a negative weight with an infinite operand gives inf where
-    PyTorch gives NaN; see test_nvfuser_lerp_still_differs.)"""
-    c, shape = out.dtype, out.shape
-    k = scalar_dtype(c)
-    a, b, w = (e.operand(x, c) for x in args)
-    diff = e.op("sub", b, a, shape=shape)
-    low = lambda: e.op("add", a, e.op("mul", w, diff, shape=shape), shape=shape)  # noqa: E731
-    high = lambda: e.op("sub", b, e.op("mul", diff, e.op("sub", e.const(1.0, k), w, shape=w.shape),  # noqa: E731
-                                               shape=shape), shape=shape)
-    if not isinstance(args[2], Val):  # a constant weight picks the formula here
-        return e.result(low() if abs(args[2]) < 0.5 else high(), c)
-    small = e.op("lt", e.op("abs", w, shape=w.shape), e.const(0.5, k), shape=w.shape)
-    return e.result(e.op("where", small, low(), high(), shape=shape), c)
-
-
-@recipe("addcmul")
-def _addcmul(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    c = out.dtype
-    a, b, t = (e.upcast(x) for x in args)
-    value = e.const(node.attrs.get("value", 1.0), scalar_dtype(c))
-    return e.result(e.op("addcmul", a, b, t, value, shape=out.shape), c)
-
-
-@recipe("mean")
-def _mean(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    """sum, then true division by the number of reduced elements, then the keepdim broadcast."""
-    x = e.upcast(args[0], "sum")
-    rank = len(x.shape)
-    dims = normalize_dims(list(node.attrs["dims"]), rank)
-    kept = tuple(s for i, s in enumerate(x.shape) if i not in dims)
-    count = 1
-    for d in dims:
-        count *= x.shape[d]
-    total = e.op("sum", x, shape=kept, dims=dims)
-    mean = e.result(e.op("truediv", total, e.const(float(count), scalar_dtype(out.dtype)), shape=kept), out.dtype)
-    return e.keepdim(mean, dims, rank) if node.attrs["keepdim"] else mean
-
-
-@recipe("std")
-def _std(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    """sqrt(var), in float32 for half/bfloat16 (one rounding, as ATen's std)."""
-    x = e.upcast(args[0], "var")
-    rank = len(x.shape)
-    dims = normalize_dims(list(node.attrs["dims"]), rank)
-    kept = tuple(s for i, s in enumerate(x.shape) if i not in dims)
-    var = e.op("var", x, shape=kept, dims=dims, correction=int(node.attrs["correction"]))
-    var = e.result(var, "float32" if out.dtype in HALF else out.dtype)
-    std = e.result(e.op("sqrt", var, shape=kept), out.dtype)
-    return e.keepdim(std, dims, rank) if node.attrs["keepdim"] else std
-
-
-def _softmax_common(e: NvFuserEmitter, node: Node, args: list, out: ValueType, log: bool) -> Val:
-    """exp(x - max) / sum(exp(x - max)), or (x - max) - log(sum(...)), as PyTorch computes them."""
-    x = e.upcast(args[0], "sum")  # PyTorch computes half softmax in float32; sum has no half kernel
-    rank = len(x.shape)
-    d = normalize_dims([node.attrs["dim"]], rank)[0]
-    kept = tuple(s for i, s in enumerate(x.shape) if i != d)
-    shape = x.shape
-    peak = e.keepdim(e.op("max", x, shape=kept, dims=[d]), [d], rank)
-    shifted = e.op("sub", x, peak, shape=shape)
-    exp = e.op("exp", shifted, shape=shape)
-    total = e.keepdim(e.op("sum", exp, shape=kept, dims=[d]), [d], rank)
-    if log:
-        res = e.op("sub", shifted, e.op("log", total, shape=total.shape), shape=shape)
-    else:
-        res = e.op("truediv", exp, total, shape=shape)
-    return e.result(res, out.dtype)
-
-
-RECIPES["softmax"] = lambda e, node, args, out: _softmax_common(e, node, args, out, log=False)
-RECIPES["log_softmax"] = lambda e, node, args, out: _softmax_common(e, node, args, out, log=True)
-
-
-@recipe("cast")
-def _cast(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    """Always emitted, also to the same dtype (nvFuser makes that a `set`)."""
-    x = args[0]
-    return e.op("cast", x, nv_dtype=out.dtype, shape=out.shape, dtype=_DT(out.dtype))
-
-
-@recipe("unsqueeze")
-def _unsqueeze(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    x = args[0]
-    dim = node.attrs["dim"] % (len(x.shape) + 1)
-    flags = [i == dim for i in range(len(x.shape) + 1)]
-    return e.op("broadcast", x, shape=out.shape, is_broadcast_dim=flags)
-
-
-@recipe("index_none")
-def _index_none(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    x = args[0]
-    flags = [s == "None" for s in node.attrs["spec"]]
-    flags += [False] * (len(out.shape) - len(flags))
-    return e.op("broadcast", x, shape=out.shape, is_broadcast_dim=flags)
-
-
-@recipe("expand")
-def _expand(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    """New leading dims are broadcast first; then expand to the concrete output sizes."""
-    x = args[0]
-    lead = len(out.shape) - len(x.shape)
-    if lead:
-        x = e.op("broadcast", x, shape=(1,) * lead + x.shape, is_broadcast_dim=[True] * lead + [False] * len(x.shape))
-    return e.op("expand", x, list(out.shape), shape=out.shape)  # fd.ops.expand(arg, shape)
-
-
-@recipe("permute")
-def _permute(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    x = args[0]
-    rank = max(len(x.shape), 1)
-    return e.op("permute", x, shape=out.shape, dims=[d % rank for d in node.attrs["dims"]])
-
-
-@recipe("transpose")
-def _transpose(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    x = args[0]
-    rank = len(x.shape)
-    perm = list(range(rank))
-    a, b = node.attrs["dim0"] % rank, node.attrs["dim1"] % rank
-    perm[a], perm[b] = perm[b], perm[a]
-    return e.op("permute", x, shape=out.shape, dims=perm)
-
-
-@recipe("reshape")
-def _reshape(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    """Concrete sizes (a -1 in the graph is resolved by the type rule)."""
-    return e.op("reshape", args[0], shape=out.shape, new_shape=list(out.shape))
-
-
 def emit(graph: Graph, style: str = "direct", strides: list[tuple[int, ...]] | None = None,
          static_sizes: bool = False) -> Emission:
     """The graph as nvfuser_direct source. `strides`: one tuple per tensor input (default: what
@@ -727,5 +371,5 @@ def lowering_problems() -> dict[str, str]:
     return problems
 
 
-__all__ = ["STYLES", "NV_DTYPE", "Unsupported", "Emission", "NvFuserEmitter", "emit", "tensor_descriptor",
-           "layout_strides", "RECIPES", "lowering_problems", "nv_common_dtype", "scalar_dtype"]
+__all__ = ["STYLES", "Unsupported", "Emission", "NvFuserEmitter", "emit", "tensor_descriptor", "layout_strides",
+           "lowering_problems"]

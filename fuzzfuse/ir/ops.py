@@ -38,7 +38,7 @@ class Op:
     # draw_attrs(draw, operand types) -> attrs; draw is Hypothesis' draw function.
     draw_attrs: Callable[[Callable, Types], Attrs] | None = None
     # How fuzzfuse.backends.nvfuser_emit lowers the op: the name of the `fd.ops` function it maps
-    # to one-to-one ("exp" -> fd.ops.exp), or "@recipe" naming a composite there. None: no
+    # to one-to-one ("exp" -> fd.ops.exp), or "@recipe" naming a composite in nvfuser_recipes. None: no
     # lowering (the nvFuser backend reports such cases as unsupported).
     nvfuser: str | None = None
     # Whether eager autograd can backpropagate through this call: False where its backward raises
