@@ -41,12 +41,12 @@ stamp "throughput measured"
 
 stamp "nvfuser campaign ${FWD}s"
 timeout $((FWD + 900)) python3 -m fuzzfuse fuzz --backend nvfuser --time "$FWD" --seed "$RANDOM" \
-  --reduce-budget 120 --out "$OUT/nvfuser" > "$OUT/nvfuser.log" 2>&1 < /dev/null
+  --reduce-budget 120 --known minimized --out "$OUT/nvfuser" > "$OUT/nvfuser.log" 2>&1 < /dev/null
 stamp "nvfuser campaign exit $?"
 
 stamp "aot:nvfuser --backward campaign ${BWD}s"
 timeout $((BWD + 600)) python3 -m fuzzfuse fuzz --backend aot:nvfuser --backward --time "$BWD" --seed "$RANDOM" \
-  --reduce-budget 80 --out "$OUT/aot_nvfuser" > "$OUT/aot_nvfuser.log" 2>&1 < /dev/null
+  --reduce-budget 80 --known minimized --out "$OUT/aot_nvfuser" > "$OUT/aot_nvfuser.log" 2>&1 < /dev/null
 stamp "aot:nvfuser campaign exit $?"
 
 stamp "leftover corpus/nvfuser signatures"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from .backends import get_backend
 from .checkpoint import DirectoryClaim, Stats, load_state, save_state, shard_dir
-from .corpus import Case, load_case, save_case, write_json
+from .corpus import Case, CorpusError, iter_cases, load_case, save_case, write_json
 from .ir import Graph
-from .oracle import FAILURES
+from .oracle import FAILURES, Signature
 from .runner import case_pool, classify, graph_job
 from .strategies import Features, GenConfig, batch_features, config_from_json, config_to_json, generate
 from .worker import WorkerPool
@@ -22,6 +22,18 @@ from .worker import WorkerPool
 BATCH = 50  # cases per swarm feature set
 RECHECKS = 2  # re-runs of a new signature's first case before it counts as reproducible
 MAX_SAVED_PER_SIGNATURE = 20
+
+
+def known_signatures(directories: list[str]) -> dict[str, str]:
+    """signature key -> the repro directory that already holds it, over the minimized repros
+    under `directories` (a bad file there is bad input: CorpusError)."""
+    keys: dict[str, str] = {}
+    for path, case in iter_cases(directories):
+        if isinstance(case, CorpusError):
+            raise case
+        if case.signature:
+            keys[Signature.from_json(case.signature).key()] = str(path.parent)
+    return keys
 
 
 def case_seed(campaign_seed: int | str, index: int) -> int:
@@ -33,7 +45,8 @@ class Campaign:
                  time_limit: float | None = None, max_cases: int | None = None, timeout: float = 60.0,
                  check_strides: bool = False, max_ops: int = 12, features: Features | None = None,
                  swarm: bool = True, display=None, reduce: bool = True, reduce_budget: int = 400,
-                 backward: bool = False, devices: list[str] | None = None, shard: str | None = None):
+                 backward: bool = False, devices: list[str] | None = None, shard: str | None = None,
+                 known: list[str] | None = None):
         self.backend_name = backend
         self.backend = get_backend(backend)
         self.root, self.shard = Path(out), shard
@@ -47,6 +60,10 @@ class Campaign:
         self.swarm, self.backward = swarm, backward
         self.devices = devices
         self.reduce, self.reduce_budget = reduce, reduce_budget
+        # Directories of minimized repros (the regression corpus): their signatures are counted
+        # but not reduced again, which on a GPU lease saves the device time they would take.
+        self.known = [str(k) for k in known or []]
+        self._known_keys = known_signatures(self.known)
         self.stats = Stats()
         self.versions = self.backend.versions()
         self.display = display
@@ -149,6 +166,8 @@ class Campaign:
                 "key": key, "slug": sig.slug(), "signature": sig.to_json(), "outcome": outcome, "count": 0,
                 "first_seen": time.time(), "smallest_size": graph.size, "confirmed": None,
                 "detail": str(result.get("detail", ""))[:500]}
+            if key in self._known_keys:
+                entry["known"] = self._known_keys[key]
             self._submit_rechecks(key, graph, {"check_strides": self.check_strides, **(job.get("options") or {})},
                                   pool)
         entry["count"] += 1
@@ -235,7 +254,7 @@ class Campaign:
     def reducer_queue(self) -> list[str]:
         """Keys of the reproducible signatures still waiting to be minimized."""
         return [k for k, e in self.stats.signatures.items() if e["confirmed"] is True and "minimized" not in e
-                and e["signature"]["kind"] != "no-fusion"] if self.reduce else []
+                and "known" not in e and e["signature"]["kind"] != "no-fusion"] if self.reduce else []
 
     def reduce_signatures(self, pool: WorkerPool) -> None:
         """Minimize one case of every reproducible signature into OUT/minimized/. A fuser that
@@ -246,7 +265,8 @@ class Campaign:
 
         for entry in self.stats.signatures.values():
             sig = entry["signature"]
-            if entry["confirmed"] is not True or sig["kind"] == "no-fusion" or "minimized" in entry:
+            if entry["confirmed"] is not True or sig["kind"] == "no-fusion" or "minimized" in entry \
+                    or "known" in entry:
                 continue
             case = load_case(self.out / entry["case"])
             progress = self.out / "reducing" / f"{entry['slug']}.json"
@@ -292,7 +312,7 @@ class Campaign:
                 "time_limit": self.time_limit, "max_cases": self.max_cases, "timeout": self.timeout,
                 "check_strides": self.check_strides, "max_ops": self.max_ops, "swarm": self.swarm,
                 "reduce": self.reduce, "reduce_budget": self.reduce_budget, "backward": self.backward,
-                "devices": self.devices, "features": dataclasses.asdict(self.features)}
+                "devices": self.devices, "known": self.known, "features": dataclasses.asdict(self.features)}
 
     @classmethod
     def resume(cls, out: Path, more_seconds: float | None = None, more_cases: int | None = None,

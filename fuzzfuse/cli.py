@@ -72,7 +72,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                                 time_limit=limit, max_cases=args.max_cases, timeout=args.timeout,
                                 check_strides=args.check_strides, max_ops=args.max_ops, reduce=not args.no_reduce,
                                 backward=args.backward, devices=_devices(args.devices, backend), shard=args.shard,
-                                reduce_budget=args.reduce_budget)
+                                reduce_budget=args.reduce_budget, known=args.known)
         with campaign_display() as display:
             campaign.display = display
             summary = campaign.run()
@@ -176,6 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="training mode: also compare the gradients of requires_grad inputs")
     f.add_argument("--reduce-budget", type=int, default=400, help="most reducer queries per signature")
     f.add_argument("--no-reduce", action="store_true", help="do not minimize new signatures into OUT/minimized/")
+    f.add_argument("--known", action="append", metavar="DIR",
+                   help="minimized repros (e.g. minimized/): their signatures are counted, not reduced again")
     f.set_defaults(func=cmd_fuzz)
 
     m = sub.add_parser("reduce", help="minimize failing cases into OUT/<signature-slug>/, one per signature")

@@ -165,6 +165,8 @@ def _merge_summary(buckets: dict[str, Bucket], root: Path, path: Path, data: dic
         b.flaky |= e.get("outcome") == "flaky" or e.get("confirmed") is False
         if (e.get("minimized") or {}).get("path"):
             b.offer_repro(path.parent / e["minimized"]["path"], e["minimized"].get("ops_after"))
+        elif e.get("known") and Path(e["known"]).is_dir():  # held by the regression corpus (--known)
+            b.offer_repro(Path(e["known"]), None)
         if e.get("case"):
             b.offer_case(path.parent / e["case"], e.get("smallest_size"))
     return run

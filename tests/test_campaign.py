@@ -159,3 +159,17 @@ def test_backward_campaigns_pick_a_backend_with_a_backward():
     from fuzzfuse.backends.nvfuser import NvFuserBackend
     assert not has_backward(NvFuserBackend()) and has_backward(AotNvFuserBackend())
     assert default_backend(backward=True) == "torchscript:nnc"  # no GPU here: aot:nvfuser is unavailable
+
+
+def test_known_signatures_are_counted_not_reduced_again(tmp_path):
+    """A campaign told where the regression corpus is (--known minimized/) spends no reduction on
+    the signatures it already holds, and says which repro holds each."""
+    kwargs = dict(seed=1, workers=2, max_cases=25, timeout=8.0, features=SMALL, swarm=False, reduce_budget=40)
+    first = Campaign(BUGGY + "CrashOnSumSigmoid", tmp_path / "first", **kwargs).run()
+    (crash,) = [s for s in first["signatures"] if s["outcome"] == "crash"]
+    repro = tmp_path / "first" / crash["minimized"]["path"]
+    again = Campaign(BUGGY + "CrashOnSumSigmoid", tmp_path / "again", known=[str(tmp_path / "first" / "minimized")],
+                     **kwargs).run()
+    (seen,) = [s for s in again["signatures"] if s["key"] == crash["key"]]
+    assert seen["count"] > 0 and seen["known"] == str(repro) and "minimized" not in seen
+    assert not (tmp_path / "again" / "minimized").exists()
