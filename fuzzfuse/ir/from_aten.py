@@ -108,10 +108,6 @@ def aten(*names: str):
     return register
 
 
-_SAME_NAME_UNARY = ("abs neg relu floor ceil round trunc frac sign bitwise_not logical_not isnan isinf silu exp "
-                    "exp2 expm1 log log2 log10 log1p sqrt rsqrt reciprocal sin cos tan tanh sigmoid erf").split()
-for _n in _SAME_NAME_UNARY:
-    aten(_n)((lambda n: lambda t, x: t.add(n, x))(_n))
 aten("sgn")(lambda t, x: t.add("sign", x))
 
 
@@ -120,12 +116,6 @@ def _gelu(t, x, approximate="none"):
     if approximate != "none":
         raise Unsupported(f"gelu(approximate={approximate!r}) has no IR form")
     return t.add("gelu", x)
-
-
-_SAME_NAME_BINARY = ("mul maximum minimum remainder fmod atan2 eq ne lt le gt ge logical_and logical_or "
-                     "logical_xor bitwise_and bitwise_or bitwise_xor pow").split()
-for _n in _SAME_NAME_BINARY:
-    aten(_n)((lambda n: lambda t, a, b: t.add(n, a, b))(_n))
 
 
 def _add_sub(op: str) -> Handler:
@@ -314,6 +304,13 @@ def _fill_value(name: str, args: tuple, kwargs: dict):
     if not isinstance(value, (bool, int, float)):
         raise Unsupported(f"aten.{name} with a tensor fill value has no IR form")
     return value
+
+
+# Every other IR op of one or two operands is the aten op of its name: an op added to ir/ops.py
+# translates without a line here.
+for _name, _op in OPS.items():
+    if _op.kind in ("unary", "binary") and _name not in ATEN and hasattr(torch.ops.aten, _name):
+        ATEN[_name] = (lambda n: lambda t, *args: t.add(n, *args))(_name)
 
 
 def translate(gm: torch.fx.GraphModule) -> Translation:
