@@ -135,6 +135,13 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
     return directory
 
 
+def _actual(detail: str) -> str:
+    """The failure text, cut at 2000 characters; a fenced code block after it (a backend's
+    standalone form of what failed) is kept whole."""
+    text, fence, code = detail.strip().partition("```")
+    return text[:2000] + (fence + code if fence else "")
+
+
 def bug_report(case: Case, repro: str) -> str:
     """A report ready to paste upstream: what fails, expected versus actual, versions, the repro."""
     sig = case.signature or {}
@@ -152,7 +159,7 @@ def bug_report(case: Case, repro: str) -> str:
 **Expected:** the fused graph runs (stage `{sig.get('stage')}`) and matches eager PyTorch within rounding
 (checked against a float64 run of the same graph).
 
-**Actual:** {case.detail.strip()[:2000] or sig.get('outcome')}
+**Actual:** {_actual(case.detail) or sig.get('outcome')}
 
 Found by fuzzfuse (seed {case.seed}); minimized from {red.get('ops_before', '?')} to {red.get('ops_after', '?')} ops in
 {red.get('queries', '?')} queries. The repro {ver.get('status', 'was not re-run')} in {ver.get('runs', 0)} fresh

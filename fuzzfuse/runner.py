@@ -102,7 +102,7 @@ def run_case(graph: Graph, backend, check_strides: bool = False, options: dict |
         sig = exception_signature(backend.name, e.stage, type(cause).__name__, str(cause), tb)
         timings["backend"] = time.perf_counter() - t
         # A CUDA error can leave the context unusable (sticky): that worker must be replaced.
-        return {**out, "outcome": "crash", "signature": sig.to_json(), "detail": _error_text(cause),
+        return {**out, "outcome": "crash", "signature": sig.to_json(), "detail": _error_text(cause) + e.context,
                 "traceback": tb[-MAX_MESSAGE:], "restart_worker": bool(getattr(e, "sticky", False))}
     timings["backend"] = time.perf_counter() - t
     out.update(fused=result.fused, evidence=result.evidence, compile_seconds=result.compile_seconds)

@@ -166,6 +166,12 @@ def test_backend_plumbing_attributes_a_backward_crash():
     assert result["outcome"] == "crash", result
     assert result["signature"]["stage"] == "backward-compile"
     assert result["signature"]["location"] == "csrc/fusion_segmenter.cpp:4623"
+    # The detail carries the failing backward fusion as a standalone nvfuser_direct script.
+    script = result["detail"].split("```python\n", 1)[1].split("```", 1)[0]
+    assert "The failing backward fusion" in result["detail"] and "with FusionDefinition() as fd:" in script
+    compile(script, "<fusion>", "exec")
+    assert not any(f"{w} {m}" in script for w in ("import", "from") for m in ("fuzzfuse", "functorch"))
+    assert ".as_strided(" in script
 
 
 # ---- GPU --------------------------------------------------------------------------------------

@@ -141,3 +141,12 @@ def test_reduce_cli_takes_a_corpus_reduces_once_per_signature_and_reports_bad_fi
     (line,) = [ln for ln in r.stdout.splitlines() if " ops in " in ln]  # one signature, one reduction
     assert line.startswith(str(tmp_path / "corpus" / small.digest())) and "reproduces" in line
     assert [p.name for p in (tmp_path / "min").iterdir()] == [line.rsplit("/", 1)[1]]
+
+
+def test_bug_report_cuts_long_failure_text_but_keeps_a_standalone_script_whole():
+    from fuzzfuse.minimize import _actual
+    script = "\n".join(f"T{k} = fd.ops.exp(T{k - 1})" for k in range(1, 200))
+    detail = "RuntimeError: " + "x" * 5000 + "\n\nThe failing backward fusion:\n\n```python\n" + script + "\n```\n"
+    shown = _actual(detail)
+    assert shown.startswith("RuntimeError: ") and "x" * 2000 not in shown
+    assert shown.endswith(script + "\n```") and _actual("plain") == "plain"

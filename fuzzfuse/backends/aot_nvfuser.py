@@ -47,6 +47,7 @@ class _Fusion:
     def __init__(self, phase: str, translation: Translation, style: str, backend: NvFuserBackend):
         self.phase, self.translation, self.style, self.backend = phase, translation, style, backend
         self.fd = None
+        self.script = ""  # the fusion as a standalone nvfuser_direct script, once emitted
         self.evidence: dict = {}
         self.compile_seconds = 0.0
         self.error: BackendError | None = None
@@ -60,13 +61,13 @@ class _Fusion:
         if self.fd is not None:
             return self.translation.outputs(self.execute(inputs))
         strides = [tuple(x.stride()) for x in inputs]
-        source = emit(graph, self.style, strides, self.backend.static_sizes).source
+        emission = emit(graph, self.style, strides, self.backend.static_sizes)
+        self.script = emission.script(graph, strides)
         start = time.perf_counter()
         try:
-            self.fd = self.backend.define(source, graph)
+            self.fd = self.backend.define(emission.source, graph)
         except Exception as e:
-            self.error = BackendError(self.stage("compile"), e)
-            raise self.error from e
+            raise self.failed("compile", e) from e
         with capture_stdout_fd() as log:
             outputs = self.execute(inputs)
         self.compile_seconds = time.perf_counter() - start
@@ -84,9 +85,17 @@ class _Fusion:
         try:
             return self.fd.execute(inputs)
         except Exception as e:
-            self.error = BackendError(self.stage(_stage(self.fd, inputs, e)), e)
-            self.error.sticky = bool(_RUN_ERROR.search(str(e)))  # the CUDA context may be unusable now
-            raise self.error from e
+            raise self.failed(_stage(self.fd, inputs, e), e) from e
+
+    def failed(self, stage: str, cause: Exception) -> BackendError:
+        """The error to raise, carrying the failing fusion as a standalone script (what an nvFuser
+        bug report wants: the aot_autograd harness is not needed to reproduce it)."""
+        self.error = BackendError(self.stage(stage), cause)
+        self.error.sticky = bool(_RUN_ERROR.search(str(cause)))  # the CUDA context may be unusable now
+        self.error.context = (f"\n\nThe failing {self.phase} fusion as a standalone nvfuser_direct script (inputs "
+                              f"with the real shapes, dtypes and strides, random values):\n\n```python\n"
+                              f"{self.script.rstrip()}\n```\n")
+        return self.error
 
 
 class AotNvFuserBackend(NvFuserBackend):

@@ -25,6 +25,8 @@ class BackendError(Exception):
         super().__init__(f"{stage}: {type(cause).__name__}: {cause}")
         self.stage = stage
         self.cause = cause
+        # Appended to the case's detail, never to the signature (e.g. the failing fusion's script).
+        self.context = ""
 
 
 class Unsupported(Exception):
