@@ -11,8 +11,9 @@ Failures carry nvFuser's error text like the `nvfuser` backend's, with the stage
 for the forward fusion and "backward-compile"/"backward-run" for the backward one. An aten op the
 IR cannot express makes the case unsupported, naming the op.
 
-Repros go through fuzzfuse (`generic_repro_code`): the backward fusion's inputs only exist
-inside aot_autograd, so there is no standalone nvfuser_direct script for it yet.
+A crash carries the failing fusion as a standalone nvfuser_direct script (random values, real
+shapes, dtypes and strides) in its detail. repro.py goes through fuzzfuse (`generic_repro_code`):
+the backward fusion's exact inputs only exist inside aot_autograd.
 """
 from __future__ import annotations
 
