@@ -48,12 +48,13 @@ stamp "leftover corpus/nvfuser signatures"
 python3 - "$OUT" > "$OUT/leftovers.txt" <<'PY'
 import json, sys
 from pathlib import Path
+from fuzzfuse.campaign import known_signatures
 from fuzzfuse.corpus import iter_cases
 from fuzzfuse.oracle import Signature
 
 out = Path(sys.argv[1])
 key = lambda sig: Signature.from_json(sig).key()  # noqa: E731
-done = {key(c.signature) for _, c in iter_cases(["minimized"]) if not isinstance(c, Exception) and c.signature}
+done = set(known_signatures(["minimized"]))
 for summary in out.glob("*/summary.json"):
     done |= {s["key"] for s in json.loads(summary.read_text())["signatures"] if s.get("minimized")}
 for path, case in iter_cases(["corpus/nvfuser"]):

@@ -252,7 +252,8 @@ class Campaign:
         return summary
 
     def reducer_queue(self) -> list[str]:
-        """Keys of the reproducible signatures still waiting to be minimized."""
+        """Keys of the reproducible signatures still waiting to be minimized (not no-fusion
+        coverage, not held by a --known repro)."""
         return [k for k, e in self.stats.signatures.items() if e["confirmed"] is True and "minimized" not in e
                 and "known" not in e and e["signature"]["kind"] != "no-fusion"] if self.reduce else []
 
@@ -263,15 +264,12 @@ class Campaign:
         campaign picks it up."""
         from .minimize import reduce_case, save_minimized
 
-        for entry in self.stats.signatures.values():
-            sig = entry["signature"]
-            if entry["confirmed"] is not True or sig["kind"] == "no-fusion" or "minimized" in entry \
-                    or "known" in entry:
-                continue
+        for key in self.reducer_queue():
+            entry = self.stats.signatures[key]
             case = load_case(self.out / entry["case"])
             progress = self.out / "reducing" / f"{entry['slug']}.json"
             start = time.time()
-            def show(stats: dict, key=entry["key"]) -> None:
+            def show(stats: dict, key=key) -> None:
                 self.reducing = {"key": key, **stats}
                 if self.display:
                     self.display(self, pool)

@@ -182,9 +182,11 @@ def minimize_files(paths: list[Path], out: Path, backend: str | None = None, wor
     stopped that case), so a batch of a campaign's leftovers goes on past a bad file."""
     chosen: dict[tuple[str, str], tuple[Path, Case]] = {}
     for path, case in iter_cases(paths):
-        if isinstance(case, CorpusError) or not case.signature:
-            yield path, case if isinstance(case, CorpusError) else \
-                ValueError(f"{path}: the case records no failure signature to preserve")
+        if isinstance(case, CorpusError):
+            yield path, case
+            continue
+        if not case.signature:
+            yield path, ValueError(f"{path}: the case records no failure signature to preserve")
             continue
         name = backend or case.backend
         key = (name, replace(Signature.from_json(case.signature), backend=name).key())

@@ -26,7 +26,7 @@ from ..ir.from_aten import Unsupported as NoIRForm
 from ..ir.interp import input_gradients, with_leaves
 from .aot import _tensor_function
 from .base import BackendError, RunResult, Unavailable, generic_repro_code
-from .nvfuser import _RUN_ERROR, NvFuserBackend, _check_dtypes, _stage, capture_stdout_fd, fusion_evidence, nothing_to_fuse
+from .nvfuser import NvFuserBackend, _stage, capture_stdout_fd, first_run_evidence, fusion_failure
 from .nvfuser_emit import Unsupported, emit
 
 
@@ -72,14 +72,8 @@ class _Fusion:
         with capture_stdout_fd() as log:
             outputs = self.execute(inputs)
         self.compile_seconds = time.perf_counter() - start
-        _check_dtypes(graph, outputs)
-        try:
-            code = self.fd.fec.get_cuda_kernel(inputs)
-        except Exception:  # no kernel at all (expr_eval only)
-            code = ""
-        self.evidence = fusion_evidence(code, log["text"])
-        kernels = self.evidence["kernels"]
-        self.evidence["fused"] = True if kernels else (None if nothing_to_fuse(graph) else False)
+        evidence, fused = first_run_evidence(self.fd, graph, inputs, outputs, log["text"])
+        self.evidence = {**evidence, "fused": fused}
         return self.translation.outputs(outputs)
 
     def execute(self, inputs: list) -> list:
@@ -91,8 +85,7 @@ class _Fusion:
     def failed(self, stage: str, cause: Exception) -> BackendError:
         """The error to raise, carrying the failing fusion as a standalone script (what an nvFuser
         bug report wants: the aot_autograd harness is not needed to reproduce it)."""
-        self.error = BackendError(self.stage(stage), cause)
-        self.error.sticky = bool(_RUN_ERROR.search(str(cause)))  # the CUDA context may be unusable now
+        self.error = fusion_failure(self.stage(stage), cause)
         self.error.context = (f"\n\nThe failing {self.phase} fusion as a standalone nvfuser_direct script (inputs "
                               f"with the real shapes, dtypes and strides, random values):\n\n```python\n"
                               f"{self.script.rstrip()}\n```\n")

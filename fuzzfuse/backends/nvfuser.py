@@ -230,19 +230,12 @@ class NvFuserBackend:
             with capture_stdout_fd() as log:
                 outputs = fd.execute(args)
         except Exception as e:
-            err = BackendError(_stage(fd, args, e), e)
-            err.sticky = bool(_RUN_ERROR.search(str(e)))  # CUDA context may be unusable now
-            raise err from e
+            raise fusion_failure(_stage(fd, args, e), e) from e
         compile_seconds = time.perf_counter() - start
-        _check_dtypes(graph, outputs)
-        try:
-            code = fd.fec.get_cuda_kernel(args)
-        except Exception:  # no kernel at all (expr_eval only)
-            code = ""
-        evidence = {**fusion_evidence(code, log["text"]), "style": style}
+        evidence, fused = first_run_evidence(fd, graph, args, outputs, log["text"])
+        evidence["style"] = style
         if emission.notes:
             evidence["notes"] = emission.notes
-        fused = True if evidence["kernels"] else (None if nothing_to_fuse(graph) else False)
         return RunResult(list(outputs), fused, evidence, compile_seconds)
 
     def repro_code(self, graph: Graph) -> str:
@@ -275,6 +268,26 @@ def _stage(fd, args: list, error: BaseException) -> str:
     return "compile"
 
 
+def fusion_failure(stage: str, cause: BaseException) -> BackendError:
+    """The BackendError for a failed fusion; sticky on a CUDA error (the context may be unusable
+    now, so the worker must be replaced)."""
+    err = BackendError(stage, cause)
+    err.sticky = bool(_RUN_ERROR.search(str(cause)))
+    return err
+
+
+def first_run_evidence(fd, graph: Graph, args: list, outputs: list, log: str) -> tuple[dict, bool | None]:
+    """After a fusion's first execute: the emitter's output dtypes checked, the segments and
+    schedulers that ran, and whether fused code ran (see the module docstring)."""
+    _check_dtypes(graph, outputs)
+    try:
+        code = fd.fec.get_cuda_kernel(args)
+    except Exception:  # no kernel at all (expr_eval only)
+        code = ""
+    evidence = fusion_evidence(code, log)
+    return evidence, True if evidence["kernels"] else (None if nothing_to_fuse(graph) else False)
+
+
 def _check_dtypes(graph: Graph, outputs: list) -> None:
     """Output dtypes are the emitter's responsibility (it casts to PyTorch's); shapes and values
     are nvFuser's, judged by the oracle."""
@@ -288,5 +301,6 @@ def _check_dtypes(graph: Graph, outputs: list) -> None:
                                f"dtype model is wrong here")
 
 
-__all__ = ["NvFuserBackend", "EmitterError", "Unsupported", "fusion_evidence", "capture_stdout_fd",
+__all__ = ["NvFuserBackend", "EmitterError", "Unsupported", "fusion_evidence", "fusion_failure", "first_run_evidence",
+           "capture_stdout_fd",
            "enable_segmenter_logging", "nothing_to_fuse"]

@@ -21,7 +21,7 @@ import torch
 from .builder import GraphBuilder
 from .graph import Graph, GraphError
 from .ops import OPS
-from .types import DTYPES, ValueType, is_float, scalar_kind
+from .types import DTYPES, SCALAR_TENSOR_DTYPE, ValueType, is_float, scalar_kind
 
 _DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 
@@ -81,7 +81,7 @@ class _Translator:
         gives that scalar (float32, int64, bool)."""
         if isinstance(x, str) or pos in OPS[op].scalar_positions:
             return x
-        return self.constant((), {"float": "float32", "int": "int64", "bool": "bool"}[scalar_kind(x)], x)
+        return self.constant((), SCALAR_TENSOR_DTYPE[scalar_kind(x)], x)
 
     def add(self, op: str, *args, **attrs) -> str:
         try:

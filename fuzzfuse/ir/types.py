@@ -22,6 +22,8 @@ INT_DTYPES = ("int32", "int64")
 # Python scalars (constants and runtime scalar inputs) are typed by their Python kind.
 PY_KINDS = ("float", "int", "bool")
 DEFAULT_FLOAT = "float32"
+# The dtype PyTorch gives a Python scalar of each kind when it becomes a tensor (torch.tensor(2.0)).
+SCALAR_TENSOR_DTYPE = {"float": DEFAULT_FLOAT, "int": "int64", "bool": "bool"}
 
 
 def category(dtype: str) -> int:
@@ -96,7 +98,7 @@ def result_type(*operands: ValueType) -> str:
     dim = zero = wrapped = None
     for t in operands:
         if t.shape is None:
-            kind = {"float": DEFAULT_FLOAT, "int": "int64", "bool": "bool"}[t.dtype]
+            kind = SCALAR_TENSOR_DTYPE[t.dtype]
             wrapped = _promote(wrapped, kind)
         elif len(t.shape) == 0:
             zero = _promote(zero, t.dtype)
