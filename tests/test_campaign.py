@@ -173,3 +173,19 @@ def test_known_signatures_are_counted_not_reduced_again(tmp_path):
     (seen,) = [s for s in again["signatures"] if s["key"] == crash["key"]]
     assert seen["count"] > 0 and seen["known"] == str(repro) and "minimized" not in seen
     assert not (tmp_path / "again" / "minimized").exists()
+
+
+def test_known_signatures_of_the_committed_corpus_on_real_nnc(tmp_path):
+    """The same against a real fuser: an NNC campaign told about minimized/ finds failures the
+    regression corpus already holds, points at those repros and reduces none of them."""
+    from pathlib import Path
+
+    from fuzzfuse.campaign import known_signatures
+    corpus = str(Path(__file__).parent.parent / "minimized")
+    known = known_signatures([corpus])
+    summary = Campaign("torchscript:nnc", tmp_path, seed=3, workers=1, max_cases=150, known=[corpus],
+                       reduce_budget=30).run()
+    held = [s for s in summary["signatures"] if s["key"] in known]
+    assert held, [s["key"] for s in summary["signatures"]]
+    for s in held:
+        assert s["known"] == known[s["key"]] and "minimized" not in s
