@@ -189,3 +189,21 @@ def test_known_signatures_of_the_committed_corpus_on_real_nnc(tmp_path):
     assert held, [s["key"] for s in summary["signatures"]]
     for s in held:
         assert s["known"] == known[s["key"]] and "minimized" not in s
+
+
+def test_committed_nvfuser_crashes_are_keyed_as_campaigns_key_them_today():
+    """--known matches repros by signature key. A committed case keyed before a normalizer rule
+    existed is never matched: the 10-minute GPU campaign re-found alias.cpp:333 and
+    internal_nodes.cpp:1658 that way. An nvFuser case's detail is nvFuser's raw error text, so
+    the key a campaign computes today can be checked here without a GPU."""
+    from pathlib import Path
+
+    from fuzzfuse.corpus import iter_cases
+    from fuzzfuse.oracle import normalize
+    root = Path(__file__).parent.parent
+    crashes = [(path, case) for path, case in iter_cases([str(root / "minimized"), str(root / "corpus" / "nvfuser")])
+               if case.backend == "nvfuser" and (case.signature or {}).get("outcome") == "crash"]
+    assert len(crashes) >= 20
+    stale = [f"{path}: {case.signature['message']!r} != {normalize(case.detail)!r}" for path, case in crashes
+             if normalize(case.detail) != case.signature["message"]]
+    assert not stale, "\n".join(stale)
