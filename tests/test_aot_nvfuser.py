@@ -3,6 +3,7 @@ and the backend's plumbing end to end with nvFuser replaced by the torch-evaluat
 test_nvfuser (what runs on a GPU is nvfuser_direct; the GPU test at the bottom runs it)."""
 from __future__ import annotations
 
+import collections
 import warnings
 from dataclasses import replace
 
@@ -114,9 +115,10 @@ class _StandIn(AotNvFuserBackend):
     backward fusion return wrong gradients, `crash_backward` makes it raise as nvFuser would."""
     device = "cpu"
 
-    def __init__(self, break_backward=False, crash_backward=False):
+    def __init__(self, break_backward=False, crash_backward=False, wrong_forward_shape=False):
         super().__init__()
         self.break_backward, self.crash_backward = break_backward, crash_backward
+        self.wrong_forward_shape = wrong_forward_shape
 
     def check_available(self):
         pass
@@ -137,6 +139,9 @@ class _StandIn(AotNvFuserBackend):
         if self.break_backward and is_backward:
             execute = fd.execute
             fd.execute = lambda inputs: [o * 1.5 if o.is_floating_point() else o for o in execute(inputs)]
+        if self.wrong_forward_shape and not is_backward:  # as nvFuser's expanded-reduction shape bugs do
+            execute = fd.execute
+            fd.execute = lambda inputs: [o.expand(2, *o.shape) for o in execute(inputs)]
         return fd
 
 
@@ -172,6 +177,46 @@ def test_backend_plumbing_attributes_a_backward_crash():
     compile(script, "<fusion>", "exec")
     assert not any(f"{w} {m}" in script for w in ("import", "from") for m in ("fuzzfuse", "functorch"))
     assert ".as_strided(" in script
+
+
+def test_a_forward_output_of_the_wrong_shape_is_a_forward_mismatch():
+    """Not the autograd error that backward() raises on it: the GPU campaign's `_make_grads`
+    crashes were nvFuser forward shape bugs, misfiled as backward-compile crashes."""
+    result = run_case(_linear_block(), _StandIn(wrong_forward_shape=True))
+    assert result["outcome"] == "mismatch", result
+    assert (result["signature"]["stage"], result["signature"]["kind"]) == ("run", "shape")
+
+
+def test_a_backward_graph_without_an_ir_form_is_unsupported_naming_the_op():
+    b = GraphBuilder()
+    graph = _training(b.build([b.add("prod", b.add("exp", b.tensor((3, 4))), dim=1, keepdim=False)]))
+    result = run_case(graph, _StandIn())
+    assert result["outcome"] == "unsupported", result
+    assert "backward graph" in result["detail"] and "aten.slice" in result["detail"]
+
+
+def test_an_infinite_constant_in_a_backward_graph_is_emitted_runnable():
+    """var over one element: the backward scales by 1/(n-1) = inf, a constant the emitted source
+    (and its standalone script) must spell without a bare `inf` name (GPU campaign: NameError)."""
+    b = GraphBuilder()
+    graph = _training(b.build([b.add("var", b.tensor((1,)), dims=[0], correction=1, keepdim=False)]))
+    result = run_case(graph, _StandIn())
+    assert result["outcome"] == "pass", result
+    assert result["evidence"]["backward"]["fused"] is True
+
+
+def test_random_training_graphs_never_crash_the_stand_in():
+    """The stand-in computes with torch, so any crash here is a fuzzfuse defect that a GPU lease
+    would otherwise find first (the NameError and TypeError of the first aot:nvfuser campaign)."""
+    outcomes = collections.Counter()
+    for seed in range(150):
+        graph = generate(seed, GenConfig(backward=True))
+        if graph.requires_grad:
+            result = run_case(graph, _StandIn(), options={"style": ("direct", "upcast")[seed % 2]})
+            assert result["outcome"] in ("pass", "unsupported", "mismatch"), (seed, result["detail"][:2000])
+            outcomes[result["outcome"]] += 1
+    # aot_autograd's own backward formulas differ from eager's on rare NaN/inf cases (aot:nnc too).
+    assert outcomes["pass"] >= 0.9 * sum(outcomes.values()), outcomes
 
 
 # ---- GPU --------------------------------------------------------------------------------------

@@ -114,7 +114,7 @@ class AotNvFuserBackend(NvFuserBackend):
                 try:
                     translation = translate(gm)
                 except NoIRForm as e:
-                    raise Unsupported(f"{phase} graph: {e}") from e
+                    raise Unsupported(f"{phase} graph", str(e)) from e
                 fusions[phase] = _Fusion(phase, translation, style, self)
                 return make_boxed_func(fusions[phase])
             return compile_fx

@@ -36,6 +36,7 @@ Two styles (a per-case choice): "direct" applies each op to its operands' own dt
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -120,8 +121,8 @@ def _src(x: Arg) -> str:
         return f"DataType.{NV_DTYPE[x.dtype]}"
     if isinstance(x, (list, tuple)):
         return "[" + ", ".join(_src(v) for v in x) + "]"
-    if isinstance(x, float):
-        return repr(x)  # finite: graph constants are validated finite
+    if isinstance(x, float) and not math.isfinite(x):
+        return f"float('{x}')"  # aten graphs carry inf constants; the script must run standalone
     return repr(x)
 
 
@@ -212,7 +213,7 @@ class NvFuserEmitter:
         value = _literal(value, dtype)
         key = ("const", repr(value), dtype)
         if key not in self._cache:
-            self._cache[key] = self.assign(f"fd.define_scalar({value!r}, dtype={_src(DT(dtype))})", dtype, None)
+            self._cache[key] = self.assign(f"fd.define_scalar({_src(value)}, dtype={_src(DT(dtype))})", dtype, None)
         return self._cache[key]
 
     def scalar(self, x: Val | bool | int | float, compute: str) -> Val:

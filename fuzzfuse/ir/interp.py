@@ -81,7 +81,9 @@ def input_gradients(graph: Graph, inputs: list, outputs: list, grad_outputs: lis
     differentiable output depends on. `inputs` are the leaves the outputs were computed from."""
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if g is not None and o.requires_grad]
     wrt = grad_inputs(graph, inputs)
-    if not pairs or not wrt:
+    # A fuser's output of the wrong shape has no gradient to judge (autograd would raise): the
+    # forward comparison reports the shape, as a forward bug rather than a backward crash.
+    if not pairs or not wrt or any(o.shape != g.shape for o, g in pairs):
         return []
     return list(torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True,
                                     materialize_grads=True))
