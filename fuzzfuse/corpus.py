@@ -97,11 +97,13 @@ def load_case(path: Path) -> Case:
 
 
 def case_files(paths: list[str | Path]) -> list[Path]:
-    """Expand directories into the case files under them (sorted, for a stable replay order)."""
+    """Expand directories into the case files under them (sorted, for a stable replay order).
+    Hidden files and folders are skipped: a repro still being written is staged in one."""
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            files += sorted(f for f in p.rglob("*.json") if not f.name.startswith("."))
+            files += sorted(f for f in p.rglob("*.json")
+                            if not any(part.startswith(".") for part in f.relative_to(p).parts))
         else:
             files.append(p)
     return files

@@ -18,7 +18,7 @@ from typing import Callable
 import torch
 
 from .backends import get_backend
-from .corpus import Case, CorpusError, atomic_write, iter_cases, load_case, write_json
+from .corpus import Case, CorpusError, iter_cases, load_case, write_json
 from .ir import Graph
 from .oracle import Signature
 from .reduce import cost, reduce
@@ -32,8 +32,9 @@ VERIFY_RUNS = 3
 def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 60.0,
                 progress: Callable[[dict], None] | None = None, pool: WorkerPool | None = None,
                 max_queries: int | None = None, checkpoint: Path | None = None):
-    """The reducer's Reduction for `case`: the smallest graph that fails with the case's signature.
-    checkpoint: a file that always holds the smallest failing graph found so far (as a case); when
+    """The reducer's Reduction for `case`: the smallest graph that fails with the case's signature
+    (stats["signature"]: the signature it kept, today's wording of the case's; save_minimized
+    records that one). checkpoint: a file that always holds the smallest failing graph found so far (as a case); when
     it exists, the reduction resumes from it."""
     # Replaying on another backend than the one that found it: that backend's name in the key.
     stored = replace(Signature.from_json(case.signature), backend=backend)
@@ -67,11 +68,14 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
         # outcome, stage, kind and assert location today stands for it.
         fresh = classify(backend, active.run_all([graph_job(next(ids), backend, start, timeout,
                                                              case.options)])[0])[1]
+        kept = stored
         if fresh is not None and (fresh.outcome, fresh.stage, fresh.kind, fresh.location) == \
                 (stored.outcome, stored.stage, stored.kind, stored.location):
-            target = fresh.key()
-        return reduce(start, is_interesting, batch=max(1, workers), progress=progress,
-                      max_queries=max_queries)
+            kept, target = fresh, fresh.key()
+        reduction = reduce(start, is_interesting, batch=max(1, workers), progress=progress,
+                           max_queries=max_queries)
+        reduction.stats["signature"] = kept.to_json()
+        return reduction
     finally:
         if own:
             active.close()
@@ -105,6 +109,7 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
                    verify_runs: int = VERIFY_RUNS, timeout: float = 60.0) -> Path:
     """Write minimized/<slug>/{case.json, repro.py, README.md}. A signature seen before keeps the
     smaller repro and counts the hit."""
+    case = replace(case, signature=stats.get("signature") or case.signature)
     sig = Signature.from_json(case.signature)
     directory = Path(root) / sig.slug()
     reduced = reduced.renamed()
@@ -123,15 +128,20 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
                                    **{k: stats[k] for k in ("queries", "cache_hits", "seconds") if k in stats}})
     # A hang repro gives up (exit 1) after the case timeout; verification allows for start-up too.
     files = repro_files(reduced, fuser, case.signature, case.versions, timeout=timeout)
-    directory.mkdir(parents=True, exist_ok=True)
-    atomic_write(directory / "repro.py", files["repro.py"])
-    if "inputs.pt" in files:
-        torch.save(files["inputs.pt"], directory / "inputs.pt")
-    else:
-        (directory / "inputs.pt").unlink(missing_ok=True)
-    minimized.verification = verify_repro(directory, verify_runs, timeout=timeout + 120)
-    write_json(directory / "case.json", minimized.to_json())
-    atomic_write(directory / "README.md", bug_report(minimized, files["repro.py"]))
+    # Staged in a hidden folder and moved in whole: a stop mid-way leaves no half repro behind.
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    try:
+        (staging / "repro.py").write_text(files["repro.py"])
+        if "inputs.pt" in files:
+            torch.save(files["inputs.pt"], staging / "inputs.pt")
+        minimized.verification = verify_repro(staging, verify_runs, timeout=timeout + 120)
+        write_json(staging / "case.json", minimized.to_json())
+        (staging / "README.md").write_text(bug_report(minimized, files["repro.py"]))
+        shutil.rmtree(directory, ignore_errors=True)
+        staging.rename(directory)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return directory
 
 

@@ -60,6 +60,22 @@ def test_crash_reduces_to_sum_into_sigmoid_and_saves_a_repro(tmp_path):
     assert load_case(directory / "case.json").graph.size == 2
 
 
+def test_a_case_keyed_by_an_older_normalizer_is_saved_under_todays_signature(tmp_path):
+    """Same outcome, stage, kind and location, older wording: the reducer keeps today's wording,
+    and so does the saved repro (else `fuzz --known` never matches it: the GPU campaign's
+    InferSize.h:99 repro came back keyed with its old message)."""
+    from dataclasses import replace
+    graph = busy_graph(lambda b, v: b.add("sigmoid", b.add("sum", v, dims=[1], keepdim=True)))
+    fresh = failing_case("CrashOnSumSigmoid", graph)
+    stale = replace(fresh, signature={**fresh.signature, "message": "frame #N: c10::Error::Error(...)"})
+    _, result = reduce_with("CrashOnSumSigmoid", graph, case=stale)
+    assert result.stats["signature"] == fresh.signature
+    directory = save_minimized(tmp_path, stale, result.graph, result.stats, BUGGY + "CrashOnSumSigmoid",
+                               verify_runs=1)
+    assert load_case(directory / "case.json").signature == fresh.signature
+    assert [p.name for p in tmp_path.iterdir()] == [directory.name]  # nothing staged is left behind
+
+
 def test_wrong_values_reduce_to_one_exp():
     graph = busy_graph(lambda b, v: b.add("exp", v))
     case, result = reduce_with("WrongOnExp", graph)
