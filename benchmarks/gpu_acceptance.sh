@@ -8,11 +8,11 @@
 # 2. the seed corpus replayed on nvfuser (forward seeds) and aot:nvfuser (training seeds), at once
 # 3. an nvFuser campaign on all cores (default 600 s)
 # 4. an aot:nvfuser --backward campaign (default 180 s)
-# 5. every confirmed signature of 3-4 that no committed repro holds, reduced (crashes first)
-# 6. the committed corpus/nvfuser cases whose signature has no repro yet, reduced
-# 7. if time is left: 60-s throughput runs with nvFuser's segmenter log on and off
+# 5. every confirmed signature of 3 that no committed repro holds, and every corpus/nvfuser case
+#    whose signature has none, reduced; then the same for 4 and corpus/aot_nvfuser
+# 6. if time is left: 60-s throughput runs with nvFuser's segmenter log on and off
 # and prints the figures a note needs (rate against the compile-bound limit, outcomes, coverage).
-# Campaigns do not reduce as they end: the reductions of 5-6 share what time is left before
+# Campaigns do not reduce as they end: the reductions of 5 share what time is left before
 # BUDGET_SECONDS (default 1500) so that the backward campaign always runs. Everything lands in OUT
 # as it is made (tar it back), so a lease that ends early still returns the steps before.
 # Run it from a checkout of the project with nvfuser_direct importable.
@@ -41,19 +41,24 @@ timeout 150 python3 -m fuzzfuse replay corpus/seed-*_train-*.json --backend aot:
 wait
 stamp "seeds replayed"
 
-stamp "nvfuser campaign ${FWD}s"
-timeout $((FWD + 120)) python3 -m fuzzfuse fuzz --backend nvfuser --time "$FWD" --seed "$RANDOM" --no-reduce \
-  --known minimized --out "$OUT/nvfuser" > "$OUT/nvfuser.log" 2>&1 < /dev/null
-stamp "nvfuser campaign exit $?"
+if [ "$FWD" -gt 0 ]; then  # 0: no campaign (a lease that only reduces the corpus's leftovers)
+  stamp "nvfuser campaign ${FWD}s"
+  timeout $((FWD + 120)) python3 -m fuzzfuse fuzz --backend nvfuser --time "$FWD" --seed "$RANDOM" --no-reduce \
+    --known minimized --out "$OUT/nvfuser" > "$OUT/nvfuser.log" 2>&1 < /dev/null
+  stamp "nvfuser campaign exit $?"
+fi
 
-stamp "aot:nvfuser --backward campaign ${BWD}s"
-timeout $((BWD + 120)) python3 -m fuzzfuse fuzz --backend aot:nvfuser --backward --time "$BWD" --seed "$RANDOM" \
-  --no-reduce --known minimized --out "$OUT/aot_nvfuser" > "$OUT/aot_nvfuser.log" 2>&1 < /dev/null
-stamp "aot:nvfuser campaign exit $?"
+if [ "$BWD" -gt 0 ]; then
+  stamp "aot:nvfuser --backward campaign ${BWD}s"
+  timeout $((BWD + 120)) python3 -m fuzzfuse fuzz --backend aot:nvfuser --backward --time "$BWD" --seed "$RANDOM" \
+    --no-reduce --known minimized --out "$OUT/aot_nvfuser" > "$OUT/aot_nvfuser.log" 2>&1 < /dev/null
+  stamp "aot:nvfuser campaign exit $?"
+fi
 
-# What to reduce: (new) the smallest case of each confirmed campaign signature that no committed repro
-# holds, and (leftovers) the committed corpus/nvfuser cases whose signature has no repro. Hangs are
-# listed, not reduced (each query would cost the whole timeout).
+# What to reduce, nvFuser's own signatures first: the smallest case of each confirmed campaign
+# signature that no committed repro holds, then the committed corpus/nvfuser (corpus/aot_nvfuser)
+# cases whose signature has no repro yet. Hangs are listed, not reduced (each query would cost the
+# whole timeout).
 python3 - "$OUT" <<'PY'
 import json, sys
 from pathlib import Path
@@ -63,20 +68,23 @@ from fuzzfuse.oracle import Signature
 
 out = Path(sys.argv[1])
 known = set(known_signatures(["minimized"]))
-new = []
-for summary in sorted(out.glob("*/summary.json")):
-    for s in json.loads(summary.read_text())["signatures"]:
+for name, run, corpus in (("1-nvfuser", "nvfuser", "corpus/nvfuser"), ("2-aot_nvfuser", "aot_nvfuser", "corpus/aot_nvfuser")):
+    todo = []
+    summary = out / run / "summary.json"
+    for s in json.loads(summary.read_text())["signatures"] if summary.exists() else []:
         if s["confirmed"] and s["key"] not in known and s["signature"]["kind"] != "no-fusion" \
                 and s["outcome"] != "hang":
-            new.append(str(summary.parent / s["case"]))
+            todo.append(str(summary.parent / s["case"]))
             known.add(s["key"])
-(out / "reduce_new.txt").write_text("".join(p + "\n" for p in new))
-left = [str(path) for path, case in iter_cases(["corpus/nvfuser"]) if not isinstance(case, Exception)
-        and case.signature and case.signature.get("outcome") != "hang"
-        and Signature.from_json(case.signature).key() not in known]
-(out / "reduce_leftovers.txt").write_text("".join(p + "\n" for p in left))
+    for path, case in iter_cases([corpus]):
+        if not isinstance(case, Exception) and case.signature and case.signature.get("outcome") != "hang":
+            key = Signature.from_json(case.signature).key()
+            if key not in known:
+                todo.append(str(path))
+                known.add(key)
+    (out / f"reduce_{name}.txt").write_text("".join(p + "\n" for p in todo))
 PY
-for LIST in new leftovers; do
+for LIST in 1-nvfuser 2-aot_nvfuser; do
   if [ -s "$OUT/reduce_$LIST.txt" ] && [ "$(left)" -gt 60 ]; then
     stamp "reducing $(wc -l < "$OUT/reduce_$LIST.txt") $LIST signatures ($(left)s left)"
     timeout "$(left)" python3 -m fuzzfuse reduce $(cat "$OUT/reduce_$LIST.txt") --budget 80 \
