@@ -119,7 +119,7 @@ def run_case(graph: Graph, backend, check_strides: bool = False, options: dict |
         if mismatch:
             timings["compare"] = time.perf_counter() - t
             return {**out, "outcome": "mismatch", "signature": mismatch.signature(backend.name).to_json(),
-                    "detail": f"output {i} ({name}): {mismatch.kind}: {mismatch.detail}"}
+                    "detail": f"output {i} ({name}): {mismatch.kind}: {mismatch.detail}" + result.context}
     # Gradients are not judged downstream of undefined behaviour (a where on a NaN cast's result).
     if grad_outputs is not None and not tainted_all:
         mismatch = _compare_grads(graph, types, result.grads or [], eager_grads, ref_grads)
@@ -128,7 +128,7 @@ def run_case(graph: Graph, backend, check_strides: bool = False, options: dict |
             name = [i.name for i in graph.inputs if getattr(i, "requires_grad", False)][mismatch.output]
             return {**out, "outcome": "mismatch",
                     "signature": mismatch.signature(backend.name, "backward-run").to_json(),
-                    "detail": f"gradient of input {name}: {mismatch.kind}: {mismatch.detail}"}
+                    "detail": f"gradient of input {name}: {mismatch.kind}: {mismatch.detail}" + result.context}
     timings["compare"] = time.perf_counter() - t
     if result.fused is False or (grad_outputs is not None and result.backward_fused is False):
         # A fallback that ran although something fused is a finding; a fuser that declined the

@@ -164,6 +164,12 @@ def test_backend_plumbing_catches_a_wrong_backward():
     result = run_case(_linear_block(), _StandIn(break_backward=True))
     assert result["outcome"] == "mismatch" and result["signature"]["stage"] == "backward-run", result
     assert result["detail"].startswith("gradient of input")
+    # The report names the fusions that computed the numbers, each a standalone script.
+    scripts = result["detail"].split("```python\n")[1:]
+    assert "The forward fusion" in result["detail"] and "The backward fusion" in result["detail"]
+    assert len(scripts) == 2
+    for script in scripts:
+        compile(script.split("```", 1)[0], "<fusion>", "exec")
 
 
 def test_backend_plumbing_attributes_a_backward_crash():

@@ -12,8 +12,9 @@ for the forward fusion and "backward-compile"/"backward-run" for the backward on
 IR cannot express makes the case unsupported, naming the op.
 
 A crash carries the failing fusion as a standalone nvfuser_direct script (random values, real
-shapes, dtypes and strides) in its detail. repro.py goes through fuzzfuse (`generic_repro_code`):
-the backward fusion's exact inputs only exist inside aot_autograd.
+shapes, dtypes and strides) in its detail; a mismatch carries every fusion that ran. repro.py goes
+through fuzzfuse (`generic_repro_code`): the backward fusion's exact inputs only exist inside
+aot_autograd.
 """
 from __future__ import annotations
 
@@ -86,10 +87,13 @@ class _Fusion:
         """The error to raise, carrying the failing fusion as a standalone script (what an nvFuser
         bug report wants: the aot_autograd harness is not needed to reproduce it)."""
         self.error = fusion_failure(self.stage(stage), cause)
-        self.error.context = (f"\n\nThe failing {self.phase} fusion as a standalone nvfuser_direct script (inputs "
-                              f"with the real shapes, dtypes and strides, random values):\n\n```python\n"
-                              f"{self.script.rstrip()}\n```\n")
+        self.error.context = self.report(failing=True)
         return self.error
+
+    def report(self, failing: bool = False) -> str:
+        return (f"\n\nThe {'failing ' if failing else ''}{self.phase} fusion as a standalone nvfuser_direct script "
+                f"(inputs with the real shapes, dtypes and strides, random values):\n\n```python\n"
+                f"{self.script.rstrip()}\n```\n")
 
 
 class AotNvFuserBackend(NvFuserBackend):
@@ -134,6 +138,8 @@ class AotNvFuserBackend(NvFuserBackend):
             evidence["schedulers"] = evidence.get("schedulers", []) + evidence["backward"].get("schedulers", [])
             result.grads, result.backward_fused = [g.detach() for g in grads], evidence["backward"]["fused"]
             result.compile_seconds += backward.compile_seconds if backward else 0.0
+        # For a mismatch's report: which fusions computed the numbers.
+        result.context = "".join(f.report() for f in fusions.values() if f.script)
         return result
 
     @staticmethod

@@ -49,6 +49,9 @@ class RunResult:
     # the backward ran fused code (evidence["backward"] says why).
     grads: list[torch.Tensor] | None = None
     backward_fused: bool | None = None
+    # Appended to a mismatch's detail, as BackendError.context is to a crash's: what an upstream
+    # report needs beside the numbers (aot:nvfuser: the fusions that ran, as standalone scripts).
+    context: str = ""
 
 
 class Backend(Protocol):
