@@ -22,6 +22,7 @@ from .worker import WorkerPool
 BATCH = 50  # cases per swarm feature set
 RECHECKS = 2  # re-runs of a new signature's first case before it counts as reproducible
 MAX_SAVED_PER_SIGNATURE = 20
+FOCUS_TRIALS = 4  # focused batches a coverage recipe gets to reach its scheduler once
 
 
 def known_signatures(directories: list[str]) -> dict[str, str]:
@@ -103,12 +104,18 @@ class Campaign:
 
     def focus_for(self, batch: int) -> str | None:
         """Every other batch of a backend that reports schedulers aims at the least-covered one it
-        knows how to reach (decided when the batch starts, from the coverage so far)."""
+        knows how to reach (decided when the batch starts, from the coverage so far). A recipe
+        whose first FOCUS_TRIALS batches never reached its scheduler is dropped: it would otherwise
+        stay the least covered and take half the campaign."""
         recipes = getattr(self.backend, "coverage_focus", None)
         if not recipes or batch % 2 == 0:
             return None
         if batch not in self._focus:
-            self._focus[batch] = min(recipes, key=lambda s: self.stats.coverage.get(s, 0))
+            coverage, tried, hits = self.stats.coverage, self.stats.focus_batches, self.stats.focus_hits
+            reachable = [s for s in recipes if hits.get(s, 0) or tried.get(s, 0) < FOCUS_TRIALS]
+            if not reachable:
+                return None
+            self._focus[batch] = min(reachable, key=lambda s: coverage.get(s, 0))
             self.stats.focus_batches[self._focus[batch]] += 1
         return self._focus[batch]
 
@@ -154,7 +161,11 @@ class Campaign:
                   **{k.removesuffix("_seconds"): result[k] for k in ("worker_seconds", "cpu_seconds") if k in result}}
         for phase, seconds in phases.items():
             self.stats.add_sample(self.stats.phase_seconds[phase], seconds)
-        self.stats.coverage.update((result.get("evidence") or {}).get("schedulers") or [])
+        schedulers = (result.get("evidence") or {}).get("schedulers") or []
+        self.stats.coverage.update(schedulers)
+        focus = self._focus.get(job["id"] // BATCH)
+        if focus in schedulers:
+            self.stats.focus_hits[focus] += 1
         if outcome not in FAILURES or sig is None:
             self.stats.outcomes[outcome] += 1
             return

@@ -46,6 +46,8 @@ class Stats:
     # [seconds, cases, distinct signatures] at each checkpoint: the report's plots.
     timeline: list[list] = field(default_factory=list)
     focus_batches: collections.Counter = field(default_factory=collections.Counter)
+    # Cases of a focused batch that reached the scheduler it aimed at: whether a recipe works.
+    focus_hits: collections.Counter = field(default_factory=collections.Counter)
     # Set when fuzzing stops: rates exclude the reductions that follow.
     stop: float | None = None
 
@@ -76,7 +78,7 @@ class Stats:
                 "median_phase_seconds": {k: median(v) for k, v in self.phase_seconds.items()},
                 "mean_phase_seconds": {k: round(statistics.fmean(v), 4) for k, v in self.phase_seconds.items()},
                 "coverage": dict(self.coverage), "focus_batches": dict(self.focus_batches),
-                "start": self.start - self.elapsed_before, "timeline": self.timeline, **extra}
+                "focus_hits": dict(self.focus_hits), "start": self.start - self.elapsed_before, "timeline": self.timeline, **extra}
 
     def to_json(self) -> dict:
         return {"cases": self.cases, "outcomes": dict(self.outcomes), "signatures": self.signatures,
@@ -84,7 +86,7 @@ class Stats:
                 "compile_seconds": self.compile_seconds[-MAX_SAMPLES:],
                 "phase_seconds": {k: v[-MAX_SAMPLES:] for k, v in self.phase_seconds.items()},
                 "coverage": dict(self.coverage), "timeline": self.timeline,
-                "focus_batches": dict(self.focus_batches)}
+                "focus_batches": dict(self.focus_batches), "focus_hits": dict(self.focus_hits)}
 
     @staticmethod
     def from_json(d: dict) -> "Stats":
@@ -94,7 +96,8 @@ class Stats:
                      elapsed_before=float(d["elapsed"]), compile_seconds=list(d["compile_seconds"]),
                      phase_seconds=collections.defaultdict(list, d["phase_seconds"]),
                      coverage=collections.Counter(d["coverage"]), timeline=list(d["timeline"]),
-                     focus_batches=collections.Counter(d["focus_batches"]))
+                     focus_batches=collections.Counter(d["focus_batches"]),
+                     focus_hits=collections.Counter(d.get("focus_hits", {})))  # absent before 2026-11-30
 
 
 def save_state(out: Path, state: dict) -> None:

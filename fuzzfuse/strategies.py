@@ -23,11 +23,13 @@ from hypothesis import strategies as st
 
 from .ir import OPS, Graph, GraphError, Layout, TensorInput, Values
 from .ir.ops import choice, ints, permutations
-from .ir.builder import GraphBuilder, batch_norm, layer_norm, squeeze_excite
+from .ir.builder import GraphBuilder, batch_norm, layer_norm, layer_norm_backward, squeeze_excite
 from .ir.types import DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
 
 ALL_LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "sliced", "expanded")
 PATTERNS = ("layer_norm", "batch_norm", "squeeze_excite")
+# Drawn only where a backend's coverage recipe asks for them (the default stream stays as it was).
+FOCUS_PATTERNS = ("layer_norm_backward",)
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class ShapeConfig:
     fuser wants sizes that cross vectorization and block boundaries."""
 
     max_rank: int = 4
+    min_rank: int = 0
     max_dim: int = 6
     large_dims: tuple[int, ...] = ()
     large_prob: float = 0.0
@@ -84,7 +87,7 @@ def swarm(rng: random.Random, base: Features = Features()) -> Features:
 @st.composite
 def shapes(draw: Callable, config: ShapeConfig = ShapeConfig(), min_rank: int = 0) -> tuple[int, ...]:
     """Mostly small dims, with size-1 and odd sizes common; occasionally a large dim."""
-    rank = draw(ints(min_rank, config.max_rank))
+    rank = draw(ints(max(min_rank, config.min_rank), config.max_rank))
     small = [min(d, config.max_dim) for d in (1, 1, 2, 3, 4, 5, 7, 8)]
     dims = []
     for _ in range(rank):
@@ -190,6 +193,13 @@ def _try_pattern(draw: Callable, b: GraphBuilder, name: str, tensors: list[str])
             w = b.tensor(affine, t.dtype, values=Values(seed=draw(ints(0, 2**31 - 1))))
             bias = b.tensor(affine, t.dtype, values=Values(seed=draw(ints(0, 2**31 - 1))))
             return layer_norm(b, x, dim, w, bias, variance=choice(draw, ["var", "moments"]))
+        if name == "layer_norm_backward" and t.rank >= 2:  # needs dims to reduce on both sides
+            dim = draw(ints(-t.rank, t.rank - 1))
+            affine = [1] * t.rank
+            affine[dim] = t.shape[dim]
+            grad = b.tensor(t.shape, t.dtype, values=Values(seed=draw(ints(0, 2**31 - 1))))
+            weight = b.tensor(affine, t.dtype, values=Values(seed=draw(ints(0, 2**31 - 1))))
+            return layer_norm_backward(b, x, grad, dim, weight)[0]
         if name == "batch_norm" and t.rank == 4:
             return batch_norm(b, x, b.tensor([t.shape[1]], t.dtype), b.tensor([t.shape[1]], t.dtype))
         if name == "squeeze_excite" and t.rank == 4:
@@ -313,4 +323,4 @@ def batch_features(campaign_seed: int, batch: int, base: Features = Features()) 
 
 __all__ = ["Features", "ShapeConfig", "GenConfig", "swarm", "shapes", "values", "layouts", "graphs",
            "generate", "batch_features", "config_to_json", "config_from_json", "scalar_constants", "PATTERNS",
-           "ALL_LAYOUTS", "requires_grad", "grad_reach"]
+           "FOCUS_PATTERNS", "ALL_LAYOUTS", "requires_grad", "grad_reach"]

@@ -8,7 +8,7 @@ import pytest
 
 from fuzzfuse.campaign import Campaign
 from fuzzfuse.corpus import load_case
-from fuzzfuse.strategies import Features
+from fuzzfuse.strategies import FOCUS_PATTERNS, PATTERNS, Features
 
 BUGGY = "custom:tests.buggy_backends:"
 SMALL = Features(ops=("add", "mul", "neg", "exp", "tanh", "cos", "sum", "sigmoid"), patterns=())
@@ -133,6 +133,23 @@ def test_odd_batches_aim_at_the_least_covered_scheduler(tmp_path):
     assert campaign.config_for(0).shapes == campaign.backend.shapes
 
 
+def test_a_focus_recipe_that_never_reaches_its_scheduler_is_dropped(tmp_path):
+    """Else the least-covered scheduler keeps every other batch for good. A hit inside a focused
+    batch keeps its recipe in play; hits outside one do not count."""
+    from fuzzfuse.campaign import BATCH, FOCUS_TRIALS
+
+    campaign = Campaign("torchscript:nnc", tmp_path, seed=1, workers=1, max_cases=1)
+    campaign.backend.coverage_focus = {"reduction": {"ops": ("sum", "add")}, "transpose": {"ops": ("permute", "neg")}}
+    campaign.stats.coverage.update({"reduction": 500, "transpose": 3})
+    odd = [2 * k + 1 for k in range(FOCUS_TRIALS + 2)]
+    assert [campaign.focus_for(b) for b in odd[:FOCUS_TRIALS]] == ["transpose"] * FOCUS_TRIALS
+    assert campaign.focus_for(odd[FOCUS_TRIALS]) == "reduction"
+    # A transpose case of a focused batch: the recipe works after all, and comes back.
+    campaign._record({"id": odd[0] * BATCH}, {"outcome": "pass", "evidence": {"schedulers": ["transpose"]}}, None)
+    assert campaign.stats.focus_hits == {"transpose": 1}
+    assert campaign.focus_for(odd[FOCUS_TRIALS + 1]) == "transpose"
+
+
 def test_nvfuser_focus_recipes_draw_what_their_scheduler_needs():
     import dataclasses
 
@@ -140,15 +157,17 @@ def test_nvfuser_focus_recipes_draw_what_their_scheduler_needs():
     from fuzzfuse.ir import OPS
     from fuzzfuse.strategies import GenConfig, generate
 
-    def kinds(features) -> list[str]:
-        graphs = [generate(seed, GenConfig(features=features, shapes=NvFuserBackend.shapes)) for seed in range(40)]
+    def kinds(features, shapes=NvFuserBackend.shapes) -> list[str]:
+        graphs = [generate(seed, GenConfig(features=features, shapes=shapes)) for seed in range(40)]
         return [OPS[n.op].kind for g in graphs for n in g.nodes]
 
     base = kinds(Features())
     for scheduler, recipe in NvFuserBackend.coverage_focus.items():
-        recipe = {k: v for k, v in recipe.items() if k != "shapes"}
+        recipe = dict(recipe)
+        shapes = dataclasses.replace(NvFuserBackend.shapes, **recipe.pop("shapes", {}))
         assert set(recipe.get("ops", ())) <= set(OPS), scheduler
-        focused = kinds(dataclasses.replace(Features(), **recipe))
+        assert set(recipe.get("patterns", ())) <= set(PATTERNS + FOCUS_PATTERNS), scheduler
+        focused = kinds(dataclasses.replace(Features(), **recipe), shapes)
         wanted = "view" if scheduler == "transpose" else "reduction"
         assert focused.count(wanted) / len(focused) > 2 * base.count(wanted) / len(base), scheduler
 

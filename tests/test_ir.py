@@ -8,8 +8,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fuzzfuse.ir import DTYPES, Graph, GraphError, Layout, TensorInput, ValueType, make_input, make_inputs, run_eager
-from fuzzfuse.ir.builder import GraphBuilder, layer_norm
+from fuzzfuse.ir import (DTYPES, Graph, GraphError, Layout, TensorInput, Values, ValueType, make_input, make_inputs,
+                         run_eager)
+from fuzzfuse.ir.builder import GraphBuilder, layer_norm, layer_norm_backward
 from fuzzfuse.ir.types import dtype_name, result_type
 from fuzzfuse.ir.values import special_values
 from fuzzfuse.strategies import GenConfig, ShapeConfig, batch_features, generate, graphs
@@ -139,6 +140,26 @@ def test_layer_norm_over_channels_matches_torch():
     s = ((xs * xs).mean(1, keepdim=True) - u * u).clamp(0)
     want = (xs - u) * torch.rsqrt(s + 1e-5) * ws + bs
     torch.testing.assert_close(ours, want)
+
+
+@pytest.mark.parametrize("dim", [1, -1])
+def test_layer_norm_backward_is_autograds_layer_norm_backward(dim):
+    """The hand-written backward (dx, dw, db) equals autograd through the layer norm it differentiates."""
+    b = GraphBuilder()
+    x, grad = b.tensor((4, 6, 3), "float64"), b.tensor((4, 6, 3), "float64", values=Values(seed=7))
+    affine = [1, 1, 1]
+    affine[dim] = 6 if dim == 1 else 3
+    w = b.tensor(affine, "float64", values=Values(seed=9))
+    g = b.build(list(layer_norm_backward(b, x, grad, dim, w)))
+    xs, gs, ws = make_inputs(g)
+    dx, dw, db = run_eager(g, [xs, gs, ws])[0]
+    xl, wl, bl = xs.clone().requires_grad_(), ws.clone().requires_grad_(), torch.zeros_like(ws, requires_grad=True)
+    u = xl.mean(dim, keepdim=True)
+    y = (xl - u) * torch.rsqrt(xl.var(dim, correction=0, keepdim=True) + 1e-5) * wl + bl
+    want = torch.autograd.grad(y, [xl, wl, bl], gs)
+    torch.testing.assert_close(dx, want[0])
+    torch.testing.assert_close(dw, want[1].reshape(dw.shape))
+    torch.testing.assert_close(db, want[2].reshape(db.shape))
 
 
 def test_float64_arbiter_runs_graphs_mixing_default_float_results():

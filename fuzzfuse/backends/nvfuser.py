@@ -162,6 +162,12 @@ class NvFuserBackend:
                                      "unsqueeze", "expand"),
                              "patterns": ("batch_norm", "squeeze_excite"),
                              "layouts": ("contiguous", "channels_last", "channels_last_3d")},
+        # Layer norm's backward: reductions over the normalized dim and over all the others, of the
+        # same tensors, with rows long enough to keep in registers (dims above 1024 included).
+        "inner_outer_persistent": {"ops": ("add", "cast"), "patterns": ("layer_norm_backward",),
+                                   "dtypes": ("float32", "float16", "bfloat16"), "layouts": ("contiguous",),
+                                   "shapes": {"min_rank": 2, "large_dims": (256, 1000, 1024, 2048, 4096),
+                                              "large_prob": 0.6}},
         # The transpose scheduler wants two groups of large tensors with different innermost dims
         # (a 4-minute campaign steered here with small shapes reached it in 112 of 6,533 cases).
         "transpose": {"ops": ("permute", "transpose", "add", "mul", "sigmoid", "neg", "cast", "where"),

@@ -1,5 +1,6 @@
 """Build graphs op by op, type-checked as they grow, and the composite patterns users write
-(layer norm over any dim, batch norm over N/H/W, squeeze-excite) as subgraphs of registry ops.
+(layer norm over any dim and its hand-written backward, batch norm over N/H/W, squeeze-excite) as
+subgraphs of registry ops.
 
 Composites are macros over primitive ops rather than ops of their own: a fuser sees exactly the
 primitive sequence a user's module produces, and the reducer can take them apart.
@@ -73,6 +74,26 @@ def layer_norm(b: GraphBuilder, x: str, dim: int, weight: str | None = None, bia
     if bias is not None:
         y = b.add("add", y, bias)
     return y
+
+
+def layer_norm_backward(b: GraphBuilder, x: str, grad: str, dim: int, weight: str,
+                        eps: float = 1e-5) -> tuple[str, str, str]:
+    """Layer norm's backward over one dim, as hand-written training kernels compute it: (dx, dw, db).
+    dx needs reductions over `dim` (inner) and dw, db over every other dim (outer), all of the same
+    tensors: the graph shape nvFuser's inner-outer persistent scheduler exists for."""
+    rank = b.types[x].rank
+    dim = dim % rank
+    outer = [d for d in range(rank) if d != dim]
+    u = b.add("mean", x, dims=[dim], keepdim=True)
+    rstd = b.add("rsqrt", b.add("add", b.add("var", x, dims=[dim], correction=0, keepdim=True), eps))
+    xhat = b.add("mul", b.add("sub", x, u), rstd)
+    wg = b.add("mul", grad, weight)
+    c1 = b.add("mean", b.add("mul", wg, xhat), dims=[dim], keepdim=True)
+    c2 = b.add("mean", wg, dims=[dim], keepdim=True)
+    dx = b.add("mul", b.add("sub", b.add("sub", wg, c2), b.add("mul", xhat, c1)), rstd)
+    dw = b.add("sum", b.add("mul", grad, xhat), dims=outer, keepdim=False)
+    db = b.add("sum", grad, dims=outer, keepdim=False)
+    return dx, dw, db
 
 
 def batch_norm(b: GraphBuilder, x: str, weight: str | None = None, bias: str | None = None,
