@@ -106,8 +106,8 @@ def gradients(outputs, xs, grad_outputs):
     """torch.autograd.grad of the outputs, weighted by grad_outputs, w.r.t. the requires_grad inputs."""
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if g is not None and o.requires_grad]
     wrt = [x for x, rg in zip(xs, REQUIRES_GRAD) if rg]
-    if not pairs:
-        return []
+    if not pairs or any(o.shape != g.shape for o, g in pairs):
+        return []  # a fused output of the wrong shape: the forward comparison reports it
     return [g.detach() for g in torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs],
                                                     allow_unused=True, materialize_grads=True)]
 '''

@@ -110,3 +110,19 @@ class WrongGradOnSigmoid(EagerBackend):
             OPS["sigmoid"] = sigmoid
         result.fused = result.backward_fused = True
         return result
+
+
+class WrongShapeOnAmax(EagerBackend):
+    """Every amax keeps its reduced dims (the shape bug of fusers that drop a squeeze): in training
+    mode the fused output no longer fits its upstream gradient."""
+    name = "custom:tests.buggy_backends:WrongShapeOnAmax"
+
+    def run(self, graph: Graph, inputs: list, grad_outputs: list | None = None) -> RunResult:
+        amax = OPS["amax"]
+        OPS["amax"] = dataclasses.replace(amax, eager=lambda x, dims, keepdim: torch.amax(x, dims, keepdim=True))
+        try:
+            result = super().run(graph, inputs, grad_outputs)
+        finally:
+            OPS["amax"] = amax
+        result.fused = result.backward_fused = True
+        return result

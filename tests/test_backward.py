@@ -3,6 +3,8 @@ autograd with float64 arbitration, the reducer keeping a backward failure a back
 repros that backpropagate, and real fusers' backward graphs (TorchScript autodiff, aot_autograd,
 Inductor) running fused."""
 import json
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -95,6 +97,31 @@ def test_wrong_backward_is_caught_reduced_and_reproduced(tmp_path):
     directory = save_minimized(tmp_path, case, reduced.graph, reduced.stats, WRONG_GRAD, verify_runs=1)
     assert load_case(directory / "case.json").verification["status"] == "reproduces"
     assert "torch.autograd.grad" in (directory / "repro.py").read_text()
+
+
+def test_a_wrong_forward_shape_in_training_is_a_forward_mismatch():
+    """Not the autograd error backward() raises on it: the aot:nvfuser GPU campaign's `_make_grads`
+    crashes were forward shape bugs, misfiled as backward-compile crashes."""
+    b = GraphBuilder()
+    x = b.tensor((3, 4), values=Values(seed=1))
+    graph = training(b.build([b.add("amax", b.add("sigmoid", x), dims=[1], keepdim=False)]))
+    result = run_case(graph, backend_for("custom:tests.buggy_backends:WrongShapeOnAmax"))
+    assert result["outcome"] == "mismatch", result
+    assert (result["signature"]["stage"], result["signature"]["kind"]) == ("run", "shape")
+
+
+def test_onednns_0_dim_output_of_shape_1_is_a_forward_mismatch_and_its_repro_says_so(tmp_path):
+    """A real instance: aot:onednn (torch 2.13) returns `x * 0.0` of a 0-dim x with shape (1,). The
+    standalone repro reports that shape too, instead of crashing in its own backward call."""
+    b = GraphBuilder()
+    graph = training(b.build([b.add("mul", b.tensor(()), 0.0)]))
+    result = run_case(graph, backend_for("aot:onednn"))
+    assert result["outcome"] == "mismatch", result
+    assert (result["signature"]["stage"], result["signature"]["kind"]) == ("run", "shape")
+    case = Case(graph, "aot:onednn", outcome="mismatch", signature=result["signature"], detail=result["detail"])
+    directory = save_minimized(tmp_path, case, graph, {}, "aot:onednn", verify_runs=1)
+    run = subprocess.run([sys.executable, "repro.py"], cwd=directory, capture_output=True, text=True)
+    assert run.returncode == 1 and "FAIL: output 0: got" in run.stdout, run.stdout + run.stderr[-2000:]
 
 
 def test_drop_requires_grad_pass_and_pinned_values_keep_gradients():
