@@ -67,6 +67,9 @@ _NORMALIZERS = [
     (re.compile(r"/tmp/\S+"), "TMP"),
     (re.compile(r"'[^']*'|\"[^\"]*\""), "'S'"),
     (re.compile(r"\b\d+(\.\d+)?(e[-+]?\d+)?\b"), "N"),
+    # Shapes and size lists: one bug at different ranks is one signature.
+    (re.compile(r"\[N(?:, ?N)*\]"), "[N...]"),
+    (re.compile(r"\(N(?:, ?N)+,?\)"), "(N...)"),
     (re.compile(r"\s+"), " "),
 ]
 

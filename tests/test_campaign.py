@@ -226,3 +226,17 @@ def test_committed_nvfuser_crashes_are_keyed_as_campaigns_key_them_today():
     stale = [f"{path}: {case.signature['message']!r} != {normalize(case.detail)!r}" for path, case in crashes
              if normalize(case.detail) != case.signature["message"]]
     assert not stale, "\n".join(stale)
+
+
+def test_no_committed_signature_predates_the_shape_list_rule():
+    """Every backend's committed cases: a message still spelling out a size list `[N, N]` was keyed
+    before sizes were collapsed, and `--known` would never match it."""
+    import re
+    from pathlib import Path
+
+    from fuzzfuse.corpus import iter_cases
+    root = Path(__file__).parent.parent
+    cases = [(path, case) for path, case in iter_cases([str(root / "minimized"), str(root / "corpus")]) if case.signature]
+    assert len(cases) >= 150
+    stale = [str(path) for path, case in cases if re.search(r"\[N(, N)+\]|\(N(, N)+\)", case.signature.get("message", ""))]
+    assert not stale, stale

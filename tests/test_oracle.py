@@ -32,6 +32,17 @@ def test_nvfuser_iter_domains_and_frames_are_normalized():
     assert sig.message == "shape 'S' is invalid for input of size N" and sig.location == "aten/src/ATen/InferSize.h:99"
 
 
+def test_one_bug_at_different_ranks_is_one_signature():
+    """The oneDNN backward campaign counted one expand bug about 15 times, once per rank."""
+    def expand(shape, size):
+        return exception_signature("aot:onednn", "backward-run", "RuntimeError",
+                                   f"expand(torch.FloatTensor{{{shape}}}, size={size}): the number of sizes provided "
+                                   f"({len(size)}) must be greater or equal to the number of dimensions in the tensor")
+    assert expand([2, 3, 4, 5], [3, 4, 5]) == expand([7, 1], [1])
+    assert "{[N...]}, size=[N...])" in expand([2, 3], [3]).message
+    assert normalize("at (1, 2) and (3,)") == "at (N...) and (N,)"  # a 1-tuple is not a list of sizes
+
+
 def test_different_assert_or_stage_gives_different_signature():
     a = exception_signature("nvfuser", "run", "RuntimeError", NVFUSER_ERROR_A)
     other = NVFUSER_ERROR_A.replace("expr_evaluator.cpp:443", "scheduler/utils.cpp:101")
