@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from fuzzfuse.backends.base import Unavailable
+from fuzzfuse.backends.nvfuser import NvFuserBackend
 from fuzzfuse.backends.nvfuser_dtypes import NV_DTYPE
 from fuzzfuse.backends.nvfuser_emit import (STYLES, Unsupported, emit, layout_strides, lowering_problems,
                                             tensor_descriptor)
@@ -17,7 +18,7 @@ from fuzzfuse.ir import OPS, DTYPES, Graph, Layout, Values
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.ir.graph import GraphError
 from fuzzfuse.ir.types import ValueType
-from fuzzfuse.strategies import GenConfig, generate
+from fuzzfuse.strategies import Features, GenConfig, generate
 
 ALL_DTYPES = tuple(DTYPES)
 
@@ -706,6 +707,21 @@ def test_emitted_script_is_standalone_python():
 def test_random_graphs_emit_and_execute_on_the_fake():
     for seed in range(150):
         graph = generate(seed)
+        for style in STYLES:
+            fd = fake_run(emit(graph, style).source)
+            assert len(fd.outputs) == len(graph.outputs)
+        assert_nv_dtypes_match_pytorch(graph)
+
+
+@pytest.mark.parametrize("scheduler", sorted(NvFuserBackend.coverage_focus))
+def test_coverage_focus_graphs_emit_and_execute_on_the_fake(scheduler):
+    """What campaigns draw for every other batch, recipe shapes included (the fake runs no math)."""
+    import dataclasses
+    recipe = dict(NvFuserBackend.coverage_focus[scheduler])
+    shapes = dataclasses.replace(NvFuserBackend.shapes, **recipe.pop("shapes", {}))
+    config = GenConfig(features=dataclasses.replace(Features(), **recipe), shapes=shapes)
+    for seed in range(40):
+        graph = generate(seed, config)
         for style in STYLES:
             fd = fake_run(emit(graph, style).source)
             assert len(fd.outputs) == len(graph.outputs)
