@@ -94,7 +94,7 @@ def run_case(graph: Graph, backend, check_strides: bool = False, options: dict |
     try:
         result = backend.run(graph, inputs, **kwargs)
     except Unsupported as e:
-        sig = Signature("unsupported", backend.name, "compile", "Unsupported", "", normalize(str(e)))
+        sig = Signature("unsupported", backend.name, e.stage, "Unsupported", "", normalize(str(e)))
         return {**out, "outcome": "unsupported", "signature": sig.to_json(), "detail": _error_text(e)}
     except BackendError as e:
         cause = e.cause

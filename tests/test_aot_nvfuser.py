@@ -198,6 +198,7 @@ def test_a_backward_graph_without_an_ir_form_is_unsupported_naming_the_op():
     graph = _training(b.build([b.add("prod", b.add("exp", b.tensor((3, 4))), dim=1, keepdim=False)]))
     result = run_case(graph, _StandIn())
     assert result["outcome"] == "unsupported", result
+    assert result["signature"]["stage"] == "backward-compile"
     assert "backward graph" in result["detail"] and "aten.slice" in result["detail"]
 
 

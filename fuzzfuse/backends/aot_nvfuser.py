@@ -63,7 +63,11 @@ class _Fusion:
         if self.fd is not None:
             return self.translation.outputs(self.execute(inputs))
         strides = [tuple(x.stride()) for x in inputs]
-        emission = emit(graph, self.style, strides, self.backend.static_sizes)
+        try:
+            emission = emit(graph, self.style, strides, self.backend.static_sizes)
+        except Unsupported as e:
+            e.stage = self.stage("compile")
+            raise
         self.script = emission.script(graph, strides)
         start = time.perf_counter()
         try:
@@ -118,7 +122,9 @@ class AotNvFuserBackend(NvFuserBackend):
                 try:
                     translation = translate(gm)
                 except NoIRForm as e:
-                    raise Unsupported(f"{phase} graph", str(e)) from e
+                    unsupported = Unsupported(f"{phase} graph", str(e))
+                    unsupported.stage = "compile" if phase == "forward" else "backward-compile"
+                    raise unsupported from e
                 fusions[phase] = _Fusion(phase, translation, style, self)
                 return make_boxed_func(fusions[phase])
             return compile_fx

@@ -30,7 +30,10 @@ class BackendError(Exception):
 
 
 class Unsupported(Exception):
-    """The fuser cannot express this graph (an op it lacks): outcome `unsupported`, not a crash."""
+    """The fuser cannot express this graph (an op it lacks): outcome `unsupported`, not a crash.
+    `stage` says which graph ("backward-compile" for the backward one of a training step)."""
+
+    stage = "compile"
 
 
 class Unavailable(Exception):
