@@ -68,7 +68,8 @@ from fuzzfuse.oracle import Signature
 
 out = Path(sys.argv[1])
 known = set(known_signatures(["minimized"]))
-for name, run, corpus in (("1-nvfuser", "nvfuser", "corpus/nvfuser"), ("2-aot_nvfuser", "aot_nvfuser", "corpus/aot_nvfuser")):
+for name, run, corpus in (("1-nvfuser", "nvfuser", "corpus/nvfuser"),
+                          ("2-aot_nvfuser", "aot_nvfuser", "corpus/aot_nvfuser")):
     todo = []
     summary = out / run / "summary.json"
     for s in json.loads(summary.read_text())["signatures"] if summary.exists() else []:

@@ -78,7 +78,8 @@ class Stats:
                 "median_phase_seconds": {k: median(v) for k, v in self.phase_seconds.items()},
                 "mean_phase_seconds": {k: round(statistics.fmean(v), 4) for k, v in self.phase_seconds.items()},
                 "coverage": dict(self.coverage), "focus_batches": dict(self.focus_batches),
-                "focus_hits": dict(self.focus_hits), "start": self.start - self.elapsed_before, "timeline": self.timeline, **extra}
+                "focus_hits": dict(self.focus_hits), "start": self.start - self.elapsed_before,
+                "timeline": self.timeline, **extra}
 
     def to_json(self) -> dict:
         return {"cases": self.cases, "outcomes": dict(self.outcomes), "signatures": self.signatures,

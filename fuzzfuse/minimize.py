@@ -34,8 +34,8 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
                 max_queries: int | None = None, checkpoint: Path | None = None):
     """The reducer's Reduction for `case`: the smallest graph that fails with the case's signature
     (stats["signature"]: the signature it kept, today's wording of the case's; save_minimized
-    records that one). checkpoint: a file that always holds the smallest failing graph found so far (as a case); when
-    it exists, the reduction resumes from it."""
+    records that one). checkpoint: a file that always holds the smallest failing graph found so
+    far (as a case); when it exists, the reduction resumes from it."""
     # Replaying on another backend than the one that found it: that backend's name in the key.
     stored = replace(Signature.from_json(case.signature), backend=backend)
     target = stored.key()

@@ -3,14 +3,17 @@ into one line and exit code 2."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from fuzzfuse.campaign import Campaign
-from fuzzfuse.corpus import load_case
+from fuzzfuse.corpus import iter_cases, load_case
+from fuzzfuse.oracle import normalize
 from fuzzfuse.strategies import FOCUS_PATTERNS, PATTERNS, Features
 
 BUGGY = "custom:tests.buggy_backends:"
+ROOT = Path(__file__).parent.parent
 SMALL = Features(ops=("add", "mul", "neg", "exp", "tanh", "cos", "sum", "sigmoid"), patterns=())
 
 
@@ -85,10 +88,8 @@ def test_replay_skips_corrupt_files_in_a_directory_and_replays_the_rest(tmp_path
 def test_replay_skips_cases_whose_backend_cannot_run_here():
     """nvFuser cases in the shared corpus are reported and skipped on a CPU machine; the rest run
     (seed cases name no backend and run on the default one)."""
-    from pathlib import Path
-    repo = Path(__file__).parent.parent
-    n = len(list((repo / "corpus" / "nvfuser").glob("*.json")))
-    r = _cli("replay", "corpus/nvfuser", "corpus/seed-efficientnet_se-float32-contiguous.json", cwd=repo)
+    n = len(list((ROOT / "corpus" / "nvfuser").glob("*.json")))
+    r = _cli("replay", "corpus/nvfuser", "corpus/seed-efficientnet_se-float32-contiguous.json", cwd=ROOT)
     assert f"skipped {n} case(s) for nvfuser" in r.stderr and "1 replayed" in r.stdout, r.stdout + r.stderr
     assert r.returncode in (0, 1)
 
@@ -197,10 +198,8 @@ def test_known_signatures_are_counted_not_reduced_again(tmp_path):
 def test_known_signatures_of_the_committed_corpus_on_real_nnc(tmp_path):
     """The same against a real fuser: an NNC campaign told about minimized/ finds failures the
     regression corpus already holds, points at those repros and reduces none of them."""
-    from pathlib import Path
-
     from fuzzfuse.campaign import known_signatures
-    corpus = str(Path(__file__).parent.parent / "minimized")
+    corpus = str(ROOT / "minimized")
     known = known_signatures([corpus])
     summary = Campaign("torchscript:nnc", tmp_path, seed=3, workers=1, max_cases=150, known=[corpus],
                        reduce_budget=30).run()
@@ -210,18 +209,18 @@ def test_known_signatures_of_the_committed_corpus_on_real_nnc(tmp_path):
         assert s["known"] == known[s["key"]] and "minimized" not in s
 
 
+def committed_cases(*directories: str) -> list:
+    """(path, case) of every committed case under `directories` that records a failure signature."""
+    return [(path, case) for path, case in iter_cases([str(ROOT / d) for d in directories]) if case.signature]
+
+
 def test_committed_nvfuser_crashes_are_keyed_as_campaigns_key_them_today():
     """--known matches repros by signature key. A committed case keyed before a normalizer rule
     existed is never matched: the 10-minute GPU campaign re-found alias.cpp:333 and
     internal_nodes.cpp:1658 that way. An nvFuser case's detail is nvFuser's raw error text, so
     the key a campaign computes today can be checked here without a GPU."""
-    from pathlib import Path
-
-    from fuzzfuse.corpus import iter_cases
-    from fuzzfuse.oracle import normalize
-    root = Path(__file__).parent.parent
-    crashes = [(path, case) for path, case in iter_cases([str(root / "minimized"), str(root / "corpus" / "nvfuser")])
-               if case.backend == "nvfuser" and (case.signature or {}).get("outcome") == "crash"]
+    crashes = [(path, case) for path, case in committed_cases("minimized", "corpus/nvfuser")
+               if case.backend == "nvfuser" and case.signature["outcome"] == "crash"]
     assert len(crashes) >= 20
     stale = [f"{path}: {case.signature['message']!r} != {normalize(case.detail)!r}" for path, case in crashes
              if normalize(case.detail) != case.signature["message"]]
@@ -232,13 +231,7 @@ def test_no_committed_signature_predates_a_normalizer_rule():
     """Every backend's committed cases: a message that today's normalizer would still rewrite was
     keyed before one of its rules existed (size lists `[N, N]` -> `[N...]`, say), and `--known`
     would never match it. A normalized message is a fixed point of the normalizer."""
-    from pathlib import Path
-
-    from fuzzfuse.corpus import iter_cases
-    from fuzzfuse.oracle import normalize
-    root = Path(__file__).parent.parent
-    messages = [(path, case.signature.get("message", ""))
-                for path, case in iter_cases([str(root / "minimized"), str(root / "corpus")]) if case.signature]
+    messages = [(path, case.signature.get("message", "")) for path, case in committed_cases("minimized", "corpus")]
     assert len(messages) >= 150
     stale = [f"{path}: {m!r}" for path, m in messages if normalize(m).strip() != m.strip()]
     assert not stale, "\n".join(stale)

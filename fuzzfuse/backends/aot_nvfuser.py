@@ -43,6 +43,11 @@ def decompositions() -> dict:
             **get_decompositions([aten._softmax_backward_data, aten._log_softmax_backward_data])}
 
 
+def _staged(phase: str, stage: str) -> str:
+    """The stage name of the forward graph's `stage` ("compile", "run") in `phase`."""
+    return stage if phase == "forward" else f"backward-{stage}"
+
+
 class _Fusion:
     """One FX graph (the forward or the backward) as an nvFuser fusion."""
 
@@ -54,9 +59,6 @@ class _Fusion:
         self.compile_seconds = 0.0
         self.error: BackendError | None = None
 
-    def stage(self, stage: str) -> str:
-        return stage if self.phase == "forward" else f"backward-{stage}"
-
     def __call__(self, *args) -> list:
         graph = self.translation.graph
         inputs = self.translation.inputs(list(args))
@@ -66,7 +68,7 @@ class _Fusion:
         try:
             emission = emit(graph, self.style, strides, self.backend.static_sizes)
         except Unsupported as e:
-            e.stage = self.stage("compile")
+            e.stage = _staged(self.phase, "compile")
             raise
         self.script = emission.script(graph, strides)
         start = time.perf_counter()
@@ -90,7 +92,7 @@ class _Fusion:
     def failed(self, stage: str, cause: Exception) -> BackendError:
         """The error to raise, carrying the failing fusion as a standalone script (what an nvFuser
         bug report wants: the aot_autograd harness is not needed to reproduce it)."""
-        self.error = fusion_failure(self.stage(stage), cause)
+        self.error = fusion_failure(_staged(self.phase, stage), cause)
         self.error.context = self.report(failing=True)
         return self.error
 
@@ -123,7 +125,7 @@ class AotNvFuserBackend(NvFuserBackend):
                     translation = translate(gm)
                 except NoIRForm as e:
                     unsupported = Unsupported(f"{phase} graph", str(e))
-                    unsupported.stage = "compile" if phase == "forward" else "backward-compile"
+                    unsupported.stage = _staged(phase, "compile")
                     raise unsupported from e
                 fusions[phase] = _Fusion(phase, translation, style, self)
                 return make_boxed_func(fusions[phase])

@@ -308,5 +308,4 @@ def _check_dtypes(graph: Graph, outputs: list) -> None:
 
 
 __all__ = ["NvFuserBackend", "EmitterError", "Unsupported", "fusion_evidence", "fusion_failure", "first_run_evidence",
-           "capture_stdout_fd",
-           "enable_segmenter_logging", "nothing_to_fuse"]
+           "capture_stdout_fd", "enable_segmenter_logging", "nothing_to_fuse"]

@@ -55,20 +55,28 @@ class GraphBuilder:
 
 
 # ---- composites ------------------------------------------------------------------------------
-def layer_norm(b: GraphBuilder, x: str, dim: int, weight: str | None = None, bias: str | None = None,
-               variance: str = "var", eps: float = 1e-5) -> str:
-    """Normalize over one dim the way users hand-write it (e.g. over channels of NCHW).
+def standardize(b: GraphBuilder, x: str, dims: list[int], variance: str = "var",
+                eps: float = 1e-5) -> tuple[str, str]:
+    """(x - mean) * rstd over `dims`, and rstd: the core every normalization shares.
 
     variance: "var" uses x.var(unbiased=False); "moments" uses E[x^2] - E[x]^2 clamped at 0, the form
     from the report this project grew from."""
-    u = b.add("mean", x, dims=[dim], keepdim=True)
+    u = b.add("mean", x, dims=dims, keepdim=True)
     if variance == "moments":
         sq = b.add("mul", x, x)
-        ex2 = b.add("mean", sq, dims=[dim], keepdim=True)
+        ex2 = b.add("mean", sq, dims=dims, keepdim=True)
         s = b.add("clamp_min", b.add("sub", ex2, b.add("mul", u, u)), 0.0)
     else:
-        s = b.add("var", x, dims=[dim], correction=0, keepdim=True)
-    y = b.add("mul", b.add("sub", x, u), b.add("rsqrt", b.add("add", s, eps)))
+        s = b.add("var", x, dims=dims, correction=0, keepdim=True)
+    centered = b.add("sub", x, u)
+    rstd = b.add("rsqrt", b.add("add", s, eps))
+    return b.add("mul", centered, rstd), rstd
+
+
+def layer_norm(b: GraphBuilder, x: str, dim: int, weight: str | None = None, bias: str | None = None,
+               variance: str = "var", eps: float = 1e-5) -> str:
+    """Normalize over one dim the way users hand-write it (e.g. over channels of NCHW)."""
+    y, _ = standardize(b, x, [dim], variance, eps)
     if weight is not None:
         y = b.add("mul", y, weight)
     if bias is not None:
@@ -84,9 +92,7 @@ def layer_norm_backward(b: GraphBuilder, x: str, grad: str, dim: int, weight: st
     rank = b.types[x].rank
     dim = dim % rank
     outer = [d for d in range(rank) if d != dim]
-    u = b.add("mean", x, dims=[dim], keepdim=True)
-    rstd = b.add("rsqrt", b.add("add", b.add("var", x, dims=[dim], correction=0, keepdim=True), eps))
-    xhat = b.add("mul", b.add("sub", x, u), rstd)
+    xhat, rstd = standardize(b, x, [dim], eps=eps)
     wg = b.add("mul", grad, weight)
     c1 = b.add("mean", b.add("mul", wg, xhat), dims=[dim], keepdim=True)
     c2 = b.add("mean", wg, dims=[dim], keepdim=True)
@@ -99,10 +105,7 @@ def layer_norm_backward(b: GraphBuilder, x: str, grad: str, dim: int, weight: st
 def batch_norm(b: GraphBuilder, x: str, weight: str | None = None, bias: str | None = None,
                eps: float = 1e-5) -> str:
     """Training-mode batch norm over (N, H, W) of an NCHW tensor, as primitive ops."""
-    dims = [0] + list(range(2, b.types[x].rank))
-    u = b.add("mean", x, dims=dims, keepdim=True)
-    s = b.add("var", x, dims=dims, correction=0, keepdim=True)
-    y = b.add("mul", b.add("sub", x, u), b.add("rsqrt", b.add("add", s, eps)))
+    y, _ = standardize(b, x, [0] + list(range(2, b.types[x].rank)), eps=eps)
     if weight is not None:
         y = b.add("mul", y, b.add("index_none", weight, spec=[":", "None", "None"]))
     if bias is not None:
