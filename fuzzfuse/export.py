@@ -6,13 +6,13 @@ The exported file needs pytest and torch (plus the fuser's own package), never f
 source sits in it as a readable string above its test; the test writes it to a temporary directory
 as repro.py (with inputs.pt, embedded as base64, for repros whose inputs were too large to inline)
 and runs it in a fresh interpreter: fusers keep global state, and a hard crash must kill only that
-process. The functions `run_repro`, `judge` and `settle` below are copied into the exported file
+process. The functions `run_repro`, `judged_run`, `judge` and `settle` below are copied into the exported file
 verbatim, so the plugin and the export can never disagree about what a run means.
 
 Verdicts, the same in both places:
 - an open bug is xfail(strict=True): XFAIL while its repro fails as recorded (same exit status or
-  signal, exception type and C++ assert location, or mismatch kind); a pass is XPASS(strict), which
-  fails the run: "fixed? move it to the fixed set";
+  signal, exception type and C++ assert location, or mismatch kind); three passes in a row are XPASS(strict),
+  which fails the run: "fixed? move it to the fixed set";
 - a fixed bug (its repro directory holds a file named FIXED) must pass: a failure is a regression;
 - a repro that fails differently than recorded fails (a stale entry or a new bug), never xfails.
 """
@@ -74,6 +74,19 @@ def run_repro(workdir, timeout, env=None):
         text = [s.decode(errors="replace") if isinstance(s, bytes) else s or "" for s in (e.stdout, e.stderr)]
         return None, text[0], text[1]
     return run.returncode, run.stdout, run.stderr
+
+
+def judged_run(workdir, timeout, outcome, kind, location, fixed, env=None, runs=3):
+    """Run the repro and judge it: (verdict, stdout, stderr). An open bug counts as fixed only when
+    its repro passes `runs` times in a row: a hard crash can hide under load for one run (a repro
+    verified as reproducing may still be intermittent), and one failure as recorded means the
+    bug is still there."""
+    for _ in range(runs):
+        code, out, err = run_repro(workdir, timeout, env)
+        verdict = judge(outcome, kind, location, code, out, err)
+        if verdict != "passes" or fixed:
+            break
+    return verdict, out, err
 
 
 def judge(outcome, kind, location, code, out, err):
@@ -166,9 +179,8 @@ def check(tmp_path, source, outcome, kind, location, fixed, inputs=None):
     (tmp_path / "repro.py").write_text(source)
     if inputs:
         (tmp_path / "inputs.pt").write_bytes(base64.b64decode(inputs))
-    code, out, err = run_repro(tmp_path, TIMEOUT)
-    settle(judge(outcome, kind, location, code, out, err), fixed, f"{outcome} {kind} {location}".strip(),
-           tail(out, err))
+    verdict, out, err = judged_run(tmp_path, TIMEOUT, outcome, kind, location, fixed)
+    settle(verdict, fixed, f"{outcome} {kind} {location}".strip(), tail(out, err))
 '''
 
 
@@ -203,7 +215,7 @@ def export_pytest(root: Path, out: Path, backend: str | None = None, timeout: fl
         raise ValueError(f"{root}: no minimized repros (*/case.json with repro.py)"
                          + (f" for backend {backend}" if backend else ""))
     parts = [_HEADER.format(count=len(dirs), source=root.name or root, timeout=timeout)]
-    parts += [inspect.getsource(f) + "\n\n" for f in (StillFails, run_repro, judge, settle, tail)]
+    parts += [inspect.getsource(f) + "\n\n" for f in (StillFails, run_repro, judged_run, judge, settle, tail)]
     parts.append(f"OPEN = {OPEN_REASON.format(how='drop its xfail marker')!r}\n")
     cuda = any(re.search(r"^DEVICE = 'cuda'", (d / "repro.py").read_text(), re.M) for d in dirs)
     if cuda:

@@ -9,7 +9,8 @@ the repro. Verdicts:
 
 - an open bug (the default) is xfail(strict=True): XFAIL while the repro fails as recorded in
   case.json (same exit status or signal, exception type and C++ assert location, or mismatch
-  kind); if it passes, XPASS(strict) fails the run: "fixed? move it to the fixed set";
+  kind); if it passes three runs in a row, XPASS(strict) fails the run: "fixed? move it to the
+  fixed set" (one pass can be an intermittent crash hiding under load);
 - the fixed set: a repro directory holding a file named FIXED (its text may say where it was fixed,
   e.g. `echo "torch 2.14, pytorch#1234" > minimized/<slug>/FIXED`) must pass; if the repro fails
   again it FAILS as a regression ("bug came back");
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from .export import (FIXED, OPEN_REASON, TIMEOUT, StillFails, judge, recorded, repro_dirs, run_repro, settle,
+from .export import (FIXED, OPEN_REASON, TIMEOUT, StillFails, judged_run, recorded, repro_dirs, settle,
                      skip_reason, tail)
 
 
@@ -100,12 +101,12 @@ class ReproItem(pytest.Item):
                     shutil.copy(self.directory / name, work)
             # PYTHONPATH only matters to custom backends' repros, which import their backend.
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-            code, out, err = run_repro(work, self.config.getoption("fuzzfuse_timeout"), env)
+            verdict, out, err = judged_run(work, self.config.getoption("fuzzfuse_timeout"), case["outcome"],
+                                           case["kind"], case["location"], self.fixed, env)
         what = f"{case['outcome']} {case['kind']} {case['location']}".strip()
         if self.fixed and (self.directory / FIXED).read_text().strip():
             what += f"; {FIXED} says: {(self.directory / FIXED).read_text().strip()}"
-        settle(judge(case["outcome"], case["kind"], case["location"], code, out, err), self.fixed, what,
-               tail(out, err))
+        settle(verdict, self.fixed, what, tail(out, err))
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, (OSError, ValueError)):  # an unreadable case.json

@@ -26,16 +26,23 @@ MISMATCH = MINIMIZED / "torchscript-nnc-mismatch-values-float-cad304ad"
 SEGV = MINIMIZED / "torchscript-onednn-hard-crash-sigsegv-843f79a5"
 
 
+EAGER = "list(fn(*inputs)), True"
+# Passes the first time it runs in a directory, fails as it always did after that.
+INTERMITTENT = "run_fused(inputs) if os.path.exists('ran') else (open('ran', 'w').close(), list(fn(*inputs)), True)[1:]"
+
+
 def entry(corpus: Path, name: str, source: Path, *, passes=False, fixed=None, **recorded) -> Path:
-    """A copy of a real repro directory. passes: its fused run replaced by eager (the bug "fixed");
-    fixed: the text of a FIXED file; recorded: case.json signature fields or a verification status."""
+    """A copy of a real repro directory. passes: its fused run replaced by eager (the bug "fixed"),
+    or by another expression; fixed: the text of a FIXED file; recorded: case.json signature fields
+    or a verification status."""
     d = corpus / name
     shutil.copytree(source, d)
     if passes:
         text = (d / "repro.py").read_text()
         assert "actual, fused = run_fused(inputs)" in text
-        (d / "repro.py").write_text(text.replace("actual, fused = run_fused(inputs)",
-                                                 "actual, fused = list(fn(*inputs)), True"))
+        fused_run = EAGER if passes is True else passes
+        (d / "repro.py").write_text("import os\n" + text.replace("actual, fused = run_fused(inputs)",
+                                                                 f"actual, fused = {fused_run}"))
     if fixed is not None:
         (d / "FIXED").write_text(fixed)
     case = json.loads((d / "case.json").read_text())
@@ -86,6 +93,14 @@ def test_open_bugs_xfail_while_they_fail_and_a_pass_fails_as_strict_xpass(pytest
     expect(result, "XFAIL corpus::crash *", "XFAIL corpus::mismatch-inputs-pt *",
                                  "FAILED corpus::now-passes*")
     assert "[XPASS(strict)]" in result.stdout.str() and "fixed? move it to the fixed set" in result.stdout.str()
+
+
+def test_an_open_bug_that_passes_once_and_then_fails_as_recorded_is_still_open(pytester):
+    corpus = pytester.mkdir("corpus")
+    entry(corpus, "intermittent", CRASH, passes=INTERMITTENT)
+    result = pytester.runpytest("--fuzzfuse-corpus", str(corpus), "-rA")
+    result.assert_outcomes(xfailed=1)
+    expect(result, "XFAIL corpus::intermittent *")
 
 
 def test_fixed_bugs_must_pass_and_a_comeback_is_a_regression(pytester):
