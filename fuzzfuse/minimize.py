@@ -202,12 +202,20 @@ def minimize_files(paths: list[Path], out: Path, backend: str | None = None, wor
         key = (name, replace(Signature.from_json(case.signature), backend=name).key())
         if key not in chosen or case.graph.size < chosen[key][1].graph.size:
             chosen[key] = (path, case)
-    for name in sorted({n for n, _ in chosen}):
-        with case_pool(name, workers, timeout) as pool:
-            for key in sorted(k for k in chosen if k[0] == name):
-                path, case = chosen[key]
-                start = time.time()
-                result = reduce_case(case, name, workers=workers, timeout=timeout, progress=progress, pool=pool,
-                                     max_queries=max_queries)
-                stats = {**result.stats, "seconds": round(time.time() - start, 2)}
-                yield path, save_minimized(Path(out), case, result.graph, stats, name, timeout=timeout)
+    # A repro is written and verified (fresh processes, mostly imports) while the next case reduces.
+    with ThreadPoolExecutor(1) as saver:
+        pending = None
+        for name in sorted({n for n, _ in chosen}):
+            with case_pool(name, workers, timeout) as pool:
+                for key in sorted(k for k in chosen if k[0] == name):
+                    path, case = chosen[key]
+                    start = time.time()
+                    result = reduce_case(case, name, workers=workers, timeout=timeout, progress=progress,
+                                         pool=pool, max_queries=max_queries)
+                    stats = {**result.stats, "seconds": round(time.time() - start, 2)}
+                    if pending:
+                        yield pending[0], pending[1].result()
+                    pending = (path, saver.submit(save_minimized, Path(out), case, result.graph, stats, name,
+                                                  timeout=timeout))
+        if pending:
+            yield pending[0], pending[1].result()

@@ -149,14 +149,18 @@ def test_reduce_cli_takes_a_corpus_reduces_once_per_signature_and_reports_bad_fi
     big = busy_graph(lambda b, v: b.add("sigmoid", b.add("sum", b.add("exp", v), dims=[1], keepdim=True)))
     for graph in (small, big):
         save_case(tmp_path / "corpus", failing_case("CrashOnSumSigmoid", graph))
+    cast = busy_graph(lambda b, v: b.add("cast", v, dtype="int32"))
+    save_case(tmp_path / "corpus", failing_case("CrashOnCast", cast))  # a second signature, another backend
     (tmp_path / "corpus" / "torn.json").write_text('{"graph": ')
     r = subprocess.run([sys.executable, "-m", "fuzzfuse", "reduce", str(tmp_path / "corpus"), "--out",
                         str(tmp_path / "min"), "--workers", "2", "--budget", "40"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 2 and "torn.json: cannot read case" in r.stderr
-    (line,) = [ln for ln in r.stdout.splitlines() if " ops in " in ln]  # one signature, one reduction
-    assert line.startswith(str(tmp_path / "corpus" / small.digest())) and "reproduces" in line
-    assert [p.name for p in (tmp_path / "min").iterdir()] == [line.rsplit("/", 1)[1]]
+    lines = [ln for ln in r.stdout.splitlines() if " ops in " in ln]  # one reduction per signature
+    assert len(lines) == 2 and all("reproduces" in ln for ln in lines)
+    assert {ln.split(":", 1)[0] for ln in lines} == {str(tmp_path / "corpus" / g.digest()) + ".json"
+                                                     for g in (small, cast)}
+    assert sorted(p.name for p in (tmp_path / "min").iterdir()) == sorted(ln.rsplit("/", 1)[1] for ln in lines)
 
 
 def test_bug_report_cuts_long_failure_text_but_keeps_a_standalone_script_whole():
