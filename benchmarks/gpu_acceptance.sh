@@ -57,8 +57,8 @@ fi
 
 # What to reduce, nvFuser's own signatures first: the smallest case of each confirmed campaign
 # signature that no committed repro holds, then the committed corpus/nvfuser (corpus/aot_nvfuser)
-# cases whose signature has no repro yet. Hangs are listed, not reduced (each query would cost the
-# whole timeout).
+# cases whose signature has no repro yet. Hangs go last, with a short query timeout (a hanging query
+# costs the whole timeout).
 python3 - "$OUT" <<'PY'
 import json, sys
 from pathlib import Path
@@ -68,28 +68,30 @@ from fuzzfuse.oracle import Signature
 
 out = Path(sys.argv[1])
 known = set(known_signatures(["minimized"]))
+hangs = []
 for name, run, corpus in (("1-nvfuser", "nvfuser", "corpus/nvfuser"),
                           ("2-aot_nvfuser", "aot_nvfuser", "corpus/aot_nvfuser")):
     todo = []
     summary = out / run / "summary.json"
     for s in json.loads(summary.read_text())["signatures"] if summary.exists() else []:
-        if s["confirmed"] and s["key"] not in known and s["signature"]["kind"] != "no-fusion" \
-                and s["outcome"] != "hang":
-            todo.append(str(summary.parent / s["case"]))
+        if s["confirmed"] and s["key"] not in known and s["signature"]["kind"] != "no-fusion":
+            (hangs if s["outcome"] == "hang" else todo).append(str(summary.parent / s["case"]))
             known.add(s["key"])
     for path, case in iter_cases([corpus]):
-        if not isinstance(case, Exception) and case.signature and case.signature.get("outcome") != "hang":
+        if not isinstance(case, Exception) and case.signature:
             key = Signature.from_json(case.signature).key()
             if key not in known:
-                todo.append(str(path))
+                (hangs if case.signature.get("outcome") == "hang" else todo).append(str(path))
                 known.add(key)
     (out / f"reduce_{name}.txt").write_text("".join(p + "\n" for p in todo))
+(out / "reduce_3-hang.txt").write_text("".join(p + "\n" for p in hangs))
 PY
-for LIST in 1-nvfuser 2-aot_nvfuser; do
+for LIST in 1-nvfuser 2-aot_nvfuser 3-hang; do
   if [ -s "$OUT/reduce_$LIST.txt" ] && [ "$(left)" -gt 60 ]; then
     stamp "reducing $(wc -l < "$OUT/reduce_$LIST.txt") $LIST signatures ($(left)s left)"
+    QUERY_TIMEOUT=60; [ $LIST = 3-hang ] && QUERY_TIMEOUT=20
     timeout "$(left)" python3 -m fuzzfuse reduce $(cat "$OUT/reduce_$LIST.txt") --budget 80 \
-      --out "$OUT/minimized-$LIST" > "$OUT/reduce_$LIST.log" 2>&1 < /dev/null
+      --timeout $QUERY_TIMEOUT --out "$OUT/minimized-$LIST" > "$OUT/reduce_$LIST.log" 2>&1 < /dev/null
     stamp "reduce $LIST exit $?: $(ls "$OUT/minimized-$LIST" 2>/dev/null | wc -l) minimized"
   fi
 done
