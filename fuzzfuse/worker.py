@@ -150,10 +150,17 @@ class _Worker:
         return self.proc.returncode
 
     def tail(self) -> str:
-        """The end of the worker's stdout+stderr since its current job (or start) began."""
+        """The worker's stdout+stderr since its current job (or start) began: its start and its end
+        when it is long. A C++ abort prints the exception's what() first, then a backtrace, then
+        faulthandler's Python stack: the message and the stack are both worth keeping."""
         with open(self.log_path, "rb") as log:
-            log.seek(max(0, os.fstat(log.fileno()).st_size - TAIL_CHARS))
-            return log.read().decode(errors="replace")
+            size = os.fstat(log.fileno()).st_size
+            if size <= 2 * TAIL_CHARS:
+                return log.read().decode(errors="replace")
+            head = log.read(TAIL_CHARS)
+            log.seek(size - TAIL_CHARS)
+            return (head.decode(errors="replace") + f"\n[... {size - 2 * TAIL_CHARS} bytes ...]\n"
+                    + log.read().decode(errors="replace"))
 
 
 class WorkerPool:

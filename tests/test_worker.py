@@ -52,11 +52,13 @@ def test_hard_crash_is_reported_and_pool_goes_on(kind, signal_name, exitcode):
 
 def test_crash_reports_stderr_tail_with_python_stack():
     with WorkerPool(1, f"{JOBS}:dispatch") as pool:
-        [result] = pool.run_all([{"id": 1, "kind": "noisy_crash"}])
-    assert result["signal"] == "SIGABRT"
-    assert "last words before the crash" in result["stderr_tail"]
-    assert "noisy_crash" in result["stderr_tail"]  # faulthandler's traceback
-    assert len(result["stderr_tail"]) <= 2000
+        short, long = pool.run_all([{"id": 1, "kind": "noisy_crash"}, {"id": 2, "kind": "noisy_crash", "frames": 2000}])
+    assert short["signal"] == long["signal"] == "SIGABRT"
+    for result in (short, long):
+        assert result["stderr_tail"].startswith("last words before the crash")  # a C++ what() comes first
+        assert "noisy_crash" in result["stderr_tail"]  # faulthandler's traceback, last
+    assert "bytes ...]" not in short["stderr_tail"]
+    assert "bytes ...]" in long["stderr_tail"] and len(long["stderr_tail"]) <= 4100
 
 
 def test_crash_detected_while_forked_child_holds_pipes(tmp_path):

@@ -78,7 +78,7 @@ def big(job):
 
 
 def noisy_crash(job):
-    os.write(2, b"last words before the crash\n")
+    os.write(2, b"last words before the crash\n" + b"frame #n: somewhere\n" * job.get("frames", 0))
     os.abort()
 
 
