@@ -111,6 +111,7 @@ def cmd_triage(args: argparse.Namespace) -> int:
 def cmd_reduce(args: argparse.Namespace) -> int:
     from .corpus import load_case
     from .minimize import minimize_files
+    from .reduce import NotInteresting
 
     last = [0.0]
 
@@ -126,6 +127,9 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     try:
         for path, done in minimize_files([Path(p) for p in args.cases], Path(args.out), args.backend,
                                          args.workers, args.timeout, args.budget, progress):
+            if isinstance(done, NotInteresting):  # flaky or bound to its campaign's environment
+                print(f"fuzzfuse: skipped: {done}", file=sys.stderr)
+                continue
             if isinstance(done, Exception):  # one bad file: say so, reduce the rest
                 print(f"fuzzfuse: error: {done}", file=sys.stderr)
                 bad += 1

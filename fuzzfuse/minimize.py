@@ -21,12 +21,14 @@ from .backends import get_backend
 from .corpus import Case, CorpusError, iter_cases, load_case, write_json
 from .ir import Graph
 from .oracle import Signature
-from .reduce import cost, reduce
+from .reduce import NotInteresting, cost, reduce
 from .repro import repro_files
 from .runner import case_pool, classify, graph_job
 from .worker import WorkerPool
 
 VERIFY_RUNS = 3
+# Cases of one signature that minimize_files tries, smallest first, until one still fails as recorded.
+RETRIES_PER_SIGNATURE = 3
 
 
 def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 60.0,
@@ -187,10 +189,12 @@ Run `python repro.py` (exit code 1 while the bug is present, 0 once fixed):
 
 def minimize_files(paths: list[Path], out: Path, backend: str | None = None, workers: int = 2,
                    timeout: float = 60.0, max_queries: int | None = None, progress=None):
-    """Minimize the failing cases under `paths`, one per signature (its smallest case), sharing one
-    worker pool per backend. Yields (case path, minimized dir or the CorpusError/ValueError that
-    stopped that case), so a batch of a campaign's leftovers goes on past a bad file."""
-    chosen: dict[tuple[str, str], tuple[Path, Case]] = {}
+    """Minimize the failing cases under `paths`, one per signature (its smallest case that still
+    fails as recorded: up to RETRIES_PER_SIGNATURE of them are tried, smallest first), sharing one
+    worker pool per backend. Yields (case path, minimized dir or the error that stopped that case:
+    CorpusError, ValueError, or NotInteresting for a case that no longer fails), so a batch of a
+    campaign's leftovers goes on past a bad file."""
+    chosen: dict[tuple[str, str], list[tuple[Path, Case]]] = {}
     for path, case in iter_cases(paths):
         if isinstance(case, CorpusError):
             yield path, case
@@ -200,22 +204,26 @@ def minimize_files(paths: list[Path], out: Path, backend: str | None = None, wor
             continue
         name = backend or case.backend
         key = (name, replace(Signature.from_json(case.signature), backend=name).key())
-        if key not in chosen or case.graph.size < chosen[key][1].graph.size:
-            chosen[key] = (path, case)
+        chosen.setdefault(key, []).append((path, case))
     # A repro is written and verified (fresh processes, mostly imports) while the next case reduces.
     with ThreadPoolExecutor(1) as saver:
         pending = None
         for name in sorted({n for n, _ in chosen}):
             with case_pool(name, workers, timeout) as pool:
                 for key in sorted(k for k in chosen if k[0] == name):
-                    path, case = chosen[key]
-                    start = time.time()
-                    result = reduce_case(case, name, workers=workers, timeout=timeout, progress=progress,
-                                         pool=pool, max_queries=max_queries)
-                    stats = {**result.stats, "seconds": round(time.time() - start, 2)}
-                    if pending:
-                        yield pending[0], pending[1].result()
-                    pending = (path, saver.submit(save_minimized, Path(out), case, result.graph, stats, name,
-                                                  timeout=timeout))
+                    for path, case in sorted(chosen[key], key=lambda pc: pc[1].graph.size)[:RETRIES_PER_SIGNATURE]:
+                        start = time.time()
+                        try:
+                            result = reduce_case(case, name, workers=workers, timeout=timeout, progress=progress,
+                                                 pool=pool, max_queries=max_queries)
+                        except NotInteresting as e:
+                            yield path, NotInteresting(f"{path}: {e}")
+                            continue
+                        stats = {**result.stats, "seconds": round(time.time() - start, 2)}
+                        if pending:
+                            yield pending[0], pending[1].result()
+                        pending = (path, saver.submit(save_minimized, Path(out), case, result.graph, stats, name,
+                                                      timeout=timeout))
+                        break
         if pending:
             yield pending[0], pending[1].result()

@@ -3,6 +3,7 @@ reduced to its known minimal trigger without slipping to another signature, and 
 that fails on its own. Real-fuser reductions are in test_real_fusers.py."""
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -151,11 +152,15 @@ def test_reduce_cli_takes_a_corpus_reduces_once_per_signature_and_reports_bad_fi
         save_case(tmp_path / "corpus", failing_case("CrashOnSumSigmoid", graph))
     cast = busy_graph(lambda b, v: b.add("cast", v, dtype="int32"))
     save_case(tmp_path / "corpus", failing_case("CrashOnCast", cast))  # a second signature, another backend
+    b = GraphBuilder()
+    gone = b.build([b.add("sigmoid", b.tensor((3, 4)))])  # recorded with the crash, passes today: skipped
+    save_case(tmp_path / "corpus", replace(failing_case("CrashOnSumSigmoid", small), graph=gone))
     (tmp_path / "corpus" / "torn.json").write_text('{"graph": ')
     r = subprocess.run([sys.executable, "-m", "fuzzfuse", "reduce", str(tmp_path / "corpus"), "--out",
                         str(tmp_path / "min"), "--workers", "2", "--budget", "40"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 2 and "torn.json: cannot read case" in r.stderr
+    assert f"skipped: {tmp_path / 'corpus' / gone.digest()}.json: the original graph is not interesting" in r.stderr
     lines = [ln for ln in r.stdout.splitlines() if " ops in " in ln]  # one reduction per signature
     assert len(lines) == 2 and all("reproduces" in ln for ln in lines)
     assert {ln.split(":", 1)[0] for ln in lines} == {str(tmp_path / "corpus" / g.digest()) + ".json"

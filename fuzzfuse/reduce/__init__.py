@@ -7,7 +7,7 @@
 `engine` runs passes to a fixpoint with a cache; `passes` holds one function per pass; `shapes` does
 the dim bookkeeping the shape pass needs.
 """
-from .engine import Reduction, cost, reduce
+from .engine import NotInteresting, Reduction, cost, reduce
 from .passes import DEFAULT_PASSES, LAST_PASSES, admissible
 
-__all__ = ["reduce", "Reduction", "cost", "DEFAULT_PASSES", "LAST_PASSES", "admissible"]
+__all__ = ["reduce", "NotInteresting", "Reduction", "cost", "DEFAULT_PASSES", "LAST_PASSES", "admissible"]

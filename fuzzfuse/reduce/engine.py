@@ -208,6 +208,11 @@ def _fixpoint(engine: _Engine, passes: list[Pass], graph: Graph, current: tuple)
     return graph, current
 
 
+class NotInteresting(ValueError):
+    """The graph handed to the reducer does not fail as recorded (a flaky or environment-bound
+    failure): another case of the same signature may still."""
+
+
 def reduce(graph: Graph, is_interesting: Predicate, *, passes: Iterable[Pass] = DEFAULT_PASSES,
            last_passes: Iterable[Pass] = LAST_PASSES, batch: int = 1,
            progress: Callable[[dict], None] | None = None, max_queries: int | None = None) -> Reduction:
@@ -216,7 +221,7 @@ def reduce(graph: Graph, is_interesting: Predicate, *, passes: Iterable[Pass] = 
     `is_interesting(candidates) -> [bool]` must be True exactly when a candidate fails the way the
     original does; it gets up to `batch` candidates per call (run them in parallel). It is asked
     about the original first: reducing a graph that is not interesting would return a meaningless
-    result, so that raises ValueError. `progress(stats)` is called after each call to it. Once
+    result, so that raises NotInteresting. `progress(stats)` is called after each call to it. Once
     `max_queries` candidates have been sent, the reduction stops where it is. `last_passes` run
     after `passes` reached their fixpoint, to a fixpoint of their own (C-Reduce's "last" group).
     """
@@ -228,7 +233,7 @@ def reduce(graph: Graph, is_interesting: Predicate, *, passes: Iterable[Pass] = 
                         cost_before=current)
     engine.ask([graph], [graph.digest()], None)
     if not engine.cache[graph.digest()]:
-        raise ValueError("the original graph is not interesting")
+        raise NotInteresting("the original graph is not interesting (it does not fail as recorded now)")
     for group in (list(passes), list(last_passes)):
         graph, current = _fixpoint(engine, group, graph, current)
     engine.stats.update(ops_after=graph.size, inputs_after=len(graph.inputs), cost_after=current,
