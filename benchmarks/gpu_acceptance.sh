@@ -11,6 +11,9 @@
 # 5. every confirmed signature of 3 that no committed repro holds, and every corpus/nvfuser case
 #    whose signature has none, reduced; then the same for 4 and corpus/aot_nvfuser
 # 6. if time is left: 60-s throughput runs with nvFuser's segmenter log on and off
+# 7. every committed nvFuser repro recorded as "does not reproduce", re-run under each setting the
+#    workers use and the repro does not (NVFUSER_NUM_THREADS=1, NVFUSER_DUMP=segmenter_logging):
+#    which one, if any, the failure needs
 # and prints the figures a note needs (rate against the compile-bound limit, outcomes, coverage).
 # Campaigns do not reduce as they end: the reductions of 5 share what time is left before
 # BUDGET_SECONDS (default 1500) so that the backward campaign always runs. Everything lands in OUT
@@ -104,6 +107,16 @@ if [ "$(left)" -gt 150 ]; then
   done
   stamp "throughput measured"
 fi
+
+stamp "repros that did not reproduce, under the workers' nvFuser settings"
+for DIR in $(grep -l '"status": "does not reproduce"' minimized/*nvfuser*/case.json | xargs -r -n1 dirname); do
+  [ "$(left)" -gt 60 ] || break
+  for SETTING in "" NVFUSER_NUM_THREADS=1 NVFUSER_DUMP=segmenter_logging \
+                 "NVFUSER_NUM_THREADS=1 NVFUSER_DUMP=segmenter_logging"; do
+    (cd "$DIR" && env $SETTING timeout 120 python3 repro.py > /dev/null 2>&1)
+    echo "$(basename "$DIR") [${SETTING:-as written}]: exit $?" | tee -a "$OUT/unreproduced.txt"
+  done
+done
 
 python3 - "$OUT" <<'PY' | tee "$OUT/figures.txt"
 import json, sys
