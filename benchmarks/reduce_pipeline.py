@@ -56,9 +56,10 @@ def main() -> None:
     cases = pick(args.paths, args.signatures)
     if not cases:
         raise SystemExit("no crash or mismatch cases under the paths")
-    times: dict[str, list[float]] = {"verified inline": [], "verified while the next reduces": []}
+    modes = {"verified inline": VerifyInline, "verified while the next reduces": ThreadPoolExecutor}
+    times: dict[str, list[float]] = {mode: [] for mode in modes}
     for _ in range(args.rounds):
-        for mode, executor in (("verified inline", VerifyInline), ("verified while the next reduces", ThreadPoolExecutor)):
+        for mode, executor in modes.items():
             minimize.ThreadPoolExecutor = executor
             with tempfile.TemporaryDirectory() as out:
                 start = time.perf_counter()
@@ -69,7 +70,8 @@ def main() -> None:
     minimize.ThreadPoolExecutor = ThreadPoolExecutor
     print(f"{len(cases)} signatures, {args.rounds} rounds, {args.workers} workers, {args.budget} queries each")
     for mode, seconds in times.items():
-        print(f"  {mode:32} median {statistics.median(seconds):6.1f} s  (rounds: {', '.join(f'{s:.1f}' for s in seconds)})")
+        rounds = ", ".join(f"{s:.1f}" for s in seconds)
+        print(f"  {mode:32} median {statistics.median(seconds):6.1f} s  (rounds: {rounds})")
 
 
 if __name__ == "__main__":
