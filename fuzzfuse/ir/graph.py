@@ -198,17 +198,6 @@ class Graph:
         return replace(self, inputs=tuple(i for i in self.inputs if i.name in live),
                        nodes=tuple(n for n in self.nodes if n.name in live))
 
-    def toposorted(self) -> "Graph":
-        order = {name: i for i, name in enumerate(nx.lexicographical_topological_sort(self.to_networkx()))}
-        return replace(self, nodes=tuple(sorted(self.nodes, key=lambda n: order[n.name])))
-
-    def fresh_name(self, prefix: str) -> str:
-        taken = {i.name for i in self.inputs} | {n.name for n in self.nodes}
-        k = 0
-        while f"{prefix}{k}" in taken:
-            k += 1
-        return f"{prefix}{k}"
-
     def renamed(self) -> "Graph":
         """Canonical names (tensors x0.., scalars s0.., ops v0.. in order): readable repros, and
         graphs that differ only in names hash alike."""

@@ -133,13 +133,6 @@ def broadcast_shapes(*shapes: tuple[int, ...] | None) -> tuple[int, ...]:
     return tuple(dims)
 
 
-def can_broadcast_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
-    try:
-        return broadcast_shapes(shape, target) == tuple(target)
-    except ValueError:
-        return False
-
-
 def normalize_dims(dims: list[int] | tuple[int, ...], rank: int) -> list[int]:
     """Negative dims count from the end, as in PyTorch; a 0-dim tensor accepts dim 0 and -1."""
     r = max(rank, 1)
