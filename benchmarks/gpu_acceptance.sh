@@ -10,7 +10,7 @@
 # 4. an aot:nvfuser --backward campaign (default 180 s)
 # 5. every confirmed signature of 3 that no committed repro holds, and every corpus/nvfuser case
 #    whose signature has none, reduced; then the same for 4 and corpus/aot_nvfuser
-# 6. if time is left: 60-s throughput runs with nvFuser's segmenter log on and off
+# 6. if time is left: 60-s throughput runs as campaigns run and with nvFuser's kernel database
 # 7. every committed nvFuser repro recorded as "does not reproduce", re-run under each setting the
 #    workers use and the repro does not (NVFUSER_NUM_THREADS=1, NVFUSER_DUMP=segmenter_logging):
 #    which one, if any, the failure needs
@@ -100,10 +100,12 @@ for LIST in 1-nvfuser 2-aot_nvfuser 3-hang; do
 done
 
 if [ "$(left)" -gt 150 ]; then
-  stamp "throughput: nvFuser's segmenter log on and off (60 s each)"
-  for LOG in 1 0; do
-    FUZZFUSE_NVFUSER_SEGMENTER_LOG=$LOG timeout 100 python3 benchmarks/throughput.py --backends nvfuser \
-      --workers "$(nproc)" --seconds 60 > "$OUT/throughput_log$LOG.txt" 2>&1
+  # nvFuser's on-disk kernel database skips NVRTC for kernel text it has compiled before: does it
+  # lift the rate, and do 16 processes sharing it stay sound?
+  stamp "throughput: as campaigns run, and with NVFUSER_ENABLE=kernel_db (60 s each)"
+  for SETTING in plain kernel_db; do
+    env $([ $SETTING = kernel_db ] && echo NVFUSER_ENABLE=kernel_db) timeout 100 python3 benchmarks/throughput.py \
+      --backends nvfuser --workers "$(nproc)" --seconds 60 > "$OUT/throughput_$SETTING.txt" 2>&1
   done
   stamp "throughput measured"
 fi
@@ -136,5 +138,5 @@ for run in sorted(Path(sys.argv[1]).glob("*/summary.json")):
         print(f"  {sig['count']:5}x {sig['outcome']:9} confirmed={sig['confirmed']} known={sig.get('known')} "
               f"{sig['key']}")
 PY
-tail -n 6 "$OUT"/throughput_log*.txt 2>/dev/null | tee -a "$OUT/figures.txt"
+tail -n 6 "$OUT"/throughput_*.txt 2>/dev/null | tee -a "$OUT/figures.txt"
 stamp "done"
