@@ -266,7 +266,8 @@ class Campaign:
         """Keys of the reproducible signatures still waiting to be minimized (not no-fusion
         coverage, not held by a --known repro)."""
         return [k for k, e in self.stats.signatures.items() if e["confirmed"] is True and "minimized" not in e
-                and "known" not in e and e["signature"]["kind"] != "no-fusion"] if self.reduce else []
+                and "known" not in e and "unreduced" not in e and e["signature"]["kind"] != "no-fusion"] \
+            if self.reduce else []
 
     def reduce_signatures(self, pool: WorkerPool) -> None:
         """Minimize one case of every reproducible signature into OUT/minimized/. A fuser that
@@ -274,6 +275,7 @@ class Campaign:
         Each reduction keeps its smallest failing graph so far in OUT/reducing/, where a resumed
         campaign picks it up."""
         from .minimize import reduce_case, save_minimized
+        from .reduce import NotInteresting
 
         for key in self.reducer_queue():
             entry = self.stats.signatures[key]
@@ -285,8 +287,15 @@ class Campaign:
                 if self.display:
                     self.display(self, pool)
 
-            result = reduce_case(case, self.backend_name, workers=self.workers, timeout=self.timeout, pool=pool,
-                                 max_queries=self.reduce_budget, checkpoint=progress, progress=show)
+            try:
+                result = reduce_case(case, self.backend_name, workers=self.workers, timeout=self.timeout, pool=pool,
+                                     max_queries=self.reduce_budget, checkpoint=progress, progress=show)
+            except NotInteresting as e:  # confirmed, then gone: flaky after all; the rest still reduce
+                entry["unreduced"] = str(e)
+                self.reducing = None
+                self.checkpoint(pool)
+                print(f"not minimized {entry['key']}: {e}", file=sys.stderr)
+                continue
             stats = {**result.stats, "seconds": round(time.time() - start, 2)}
             directory = save_minimized(self.out / "minimized", case, result.graph, stats, self.backend_name,
                                        timeout=self.timeout)

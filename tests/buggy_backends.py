@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import os
 import time
 
 import torch
@@ -38,6 +39,16 @@ class CrashOnSumSigmoid(_Buggy):
             raise BackendError("compile", RuntimeError(
                 "INTERNAL ASSERT FAILED at /src/fuser/csrc/reduction_sched.cpp:77, reduction T3_l_float[iS2{7}] "
                 "feeds a transcendental"))
+
+
+class CrashOnSumSigmoidUntilFixed(CrashOnSumSigmoid):
+    """CrashOnSumSigmoid until the file named by $FUZZFUSE_TEST_FIXED exists: a failure that a
+    campaign confirms and that is gone when its reduction starts."""
+    name = "custom:tests.buggy_backends:CrashOnSumSigmoidUntilFixed"
+
+    def misbehave(self, graph: Graph) -> None:
+        if not os.path.exists(os.environ["FUZZFUSE_TEST_FIXED"]):
+            super().misbehave(graph)
 
 
 class CrashOnCast(_Buggy):

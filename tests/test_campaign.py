@@ -195,6 +195,24 @@ def test_known_signatures_are_counted_not_reduced_again(tmp_path):
     assert not (tmp_path / "again" / "minimized").exists()
 
 
+def test_a_confirmed_signature_that_no_longer_fails_is_left_unreduced_and_the_campaign_ends_well(
+        tmp_path, monkeypatch):
+    from fuzzfuse.runner import case_pool
+    monkeypatch.setenv("FUZZFUSE_TEST_FIXED", str(tmp_path / "fixed"))
+    backend = BUGGY + "CrashOnSumSigmoidUntilFixed"
+    campaign = Campaign(backend, tmp_path / "run", seed=1, workers=2, max_cases=25, timeout=8.0, features=SMALL,
+                        swarm=False, reduce=False)
+    campaign.run()
+    (key,) = [k for k, e in campaign.stats.signatures.items() if e["outcome"] == "crash" and e["confirmed"] is True]
+    (tmp_path / "fixed").touch()
+    campaign.reduce = True
+    with case_pool(backend, 2, 8.0) as pool:
+        campaign.reduce_signatures(pool)
+    entry = campaign.stats.signatures[key]
+    assert "not interesting" in entry["unreduced"] and "minimized" not in entry
+    assert campaign.reducer_queue() == [] and not (tmp_path / "run" / "minimized").exists()
+
+
 def test_known_signatures_of_the_committed_corpus_on_real_nnc(tmp_path):
     """The same against a real fuser: an NNC campaign told about minimized/ finds failures the
     regression corpus already holds, points at those repros and reduces none of them."""
