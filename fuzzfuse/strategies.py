@@ -185,21 +185,25 @@ def _try_pattern(draw: Callable, b: GraphBuilder, name: str, tensors: list[str])
         return None
     x = _pick(draw, floats)
     t = b.types[x]
+
+    def normalized_dim() -> tuple[int, list[int]]:
+        """A dim to normalize over, and the shape of a per-feature weight along it."""
+        dim = draw(ints(-t.rank, t.rank - 1))
+        affine = [1] * t.rank
+        affine[dim] = t.shape[dim]
+        return dim, affine
+
+    def seeded(shape) -> str:
+        return b.tensor(shape, t.dtype, values=Values(seed=draw(ints(0, 2**31 - 1))))
+
     try:
         if name == "layer_norm":
-            dim = draw(ints(-t.rank, t.rank - 1))
-            affine = [1] * t.rank
-            affine[dim] = t.shape[dim]
-            w = b.tensor(affine, t.dtype, values=Values(seed=draw(ints(0, 2**31 - 1))))
-            bias = b.tensor(affine, t.dtype, values=Values(seed=draw(ints(0, 2**31 - 1))))
-            return layer_norm(b, x, dim, w, bias, variance=choice(draw, ["var", "moments"]))
+            dim, affine = normalized_dim()
+            return layer_norm(b, x, dim, seeded(affine), seeded(affine), variance=choice(draw, ["var", "moments"]))
         if name == "layer_norm_backward" and t.rank >= 2:  # needs dims to reduce on both sides
-            dim = draw(ints(-t.rank, t.rank - 1))
-            affine = [1] * t.rank
-            affine[dim] = t.shape[dim]
-            grad = b.tensor(t.shape, t.dtype, values=Values(seed=draw(ints(0, 2**31 - 1))))
-            weight = b.tensor(affine, t.dtype, values=Values(seed=draw(ints(0, 2**31 - 1))))
-            return layer_norm_backward(b, x, grad, dim, weight)[0]
+            dim, affine = normalized_dim()
+            grad = seeded(t.shape)
+            return layer_norm_backward(b, x, grad, dim, seeded(affine))[0]
         if name == "batch_norm" and t.rank == 4:
             return batch_norm(b, x, b.tensor([t.shape[1]], t.dtype), b.tensor([t.shape[1]], t.dtype))
         if name == "squeeze_excite" and t.rank == 4:
