@@ -264,10 +264,11 @@ class Campaign:
 
     def reducer_queue(self) -> list[str]:
         """Keys of the reproducible signatures still waiting to be minimized (not no-fusion
-        coverage, not held by a --known repro)."""
-        return [k for k, e in self.stats.signatures.items() if e["confirmed"] is True and "minimized" not in e
-                and "known" not in e and "unreduced" not in e and e["signature"]["kind"] != "no-fusion"] \
-            if self.reduce else []
+        coverage, not held by a --known repro, not one found unreduced as it stopped failing)."""
+        if not self.reduce:
+            return []
+        return [k for k, e in self.stats.signatures.items() if e["confirmed"] is True
+                and not {"minimized", "known", "unreduced"} & e.keys() and e["signature"]["kind"] != "no-fusion"]
 
     def reduce_signatures(self, pool: WorkerPool) -> None:
         """Minimize one case of every reproducible signature into OUT/minimized/. A fuser that

@@ -211,19 +211,32 @@ def minimize_files(paths: list[Path], out: Path, backend: str | None = None, wor
         for name in sorted({n for n, _ in chosen}):
             with case_pool(name, workers, timeout) as pool:
                 for key in sorted(k for k in chosen if k[0] == name):
-                    for path, case in sorted(chosen[key], key=lambda pc: pc[1].graph.size)[:RETRIES_PER_SIGNATURE]:
-                        start = time.time()
-                        try:
-                            result = reduce_case(case, name, workers=workers, timeout=timeout, progress=progress,
-                                                 pool=pool, max_queries=max_queries)
-                        except NotInteresting as e:
-                            yield path, NotInteresting(f"{path}: {e}")
-                            continue
-                        stats = {**result.stats, "seconds": round(time.time() - start, 2)}
-                        if pending:
-                            yield pending[0], pending[1].result()
-                        pending = (path, saver.submit(save_minimized, Path(out), case, result.graph, stats, name,
-                                                      timeout=timeout))
-                        break
+                    skipped, found = _reduce_smallest_failing(chosen[key], name, pool, workers, timeout, progress,
+                                                              max_queries)
+                    yield from skipped
+                    if found is None:
+                        continue
+                    if pending:
+                        yield pending[0], pending[1].result()
+                    path, case, graph, stats = found
+                    pending = (path, saver.submit(save_minimized, Path(out), case, graph, stats, name, timeout=timeout))
         if pending:
             yield pending[0], pending[1].result()
+
+
+def _reduce_smallest_failing(cases: list[tuple[Path, Case]], backend: str, pool: WorkerPool, workers: int,
+                             timeout: float, progress, max_queries: int | None):
+    """Reduce the smallest of one signature's cases that still fails as recorded (up to
+    RETRIES_PER_SIGNATURE tried): ([(path, NotInteresting)] for those that did not,
+    (path, case, reduced graph, stats) or None)."""
+    skipped = []
+    for path, case in sorted(cases, key=lambda pc: pc[1].graph.size)[:RETRIES_PER_SIGNATURE]:
+        start = time.time()
+        try:
+            result = reduce_case(case, backend, workers=workers, timeout=timeout, progress=progress, pool=pool,
+                                 max_queries=max_queries)
+        except NotInteresting as e:
+            skipped.append((path, NotInteresting(f"{path}: {e}")))
+            continue
+        return skipped, (path, case, result.graph, {**result.stats, "seconds": round(time.time() - start, 2)})
+    return skipped, None
