@@ -108,32 +108,30 @@ class _SigmoidWrongGrad(torch.autograd.Function):
         return grad * y
 
 
-class WrongGradOnSigmoid(EagerBackend):
-    """Forward right, backward wrong: the gradient through every sigmoid misses its (1 - y) factor."""
-    name = "custom:tests.buggy_backends:WrongGradOnSigmoid"
+class _WrongEagerForm(EagerBackend):
+    """Eager PyTorch with one op's eager form swapped for a wrong one (`op`, `wrong`), marked fused."""
+    op: str
+    wrong: staticmethod
 
     def run(self, graph: Graph, inputs: list, grad_outputs: list | None = None) -> RunResult:
-        sigmoid = OPS["sigmoid"]
-        OPS["sigmoid"] = dataclasses.replace(sigmoid, eager=_SigmoidWrongGrad.apply)
+        original = OPS[self.op]
+        OPS[self.op] = dataclasses.replace(original, eager=self.wrong)
         try:
             result = super().run(graph, inputs, grad_outputs)
         finally:
-            OPS["sigmoid"] = sigmoid
+            OPS[self.op] = original
         result.fused = result.backward_fused = True
         return result
 
 
-class WrongShapeOnAmax(EagerBackend):
+class WrongGradOnSigmoid(_WrongEagerForm):
+    """Forward right, backward wrong: the gradient through every sigmoid misses its (1 - y) factor."""
+    name = "custom:tests.buggy_backends:WrongGradOnSigmoid"
+    op, wrong = "sigmoid", staticmethod(_SigmoidWrongGrad.apply)
+
+
+class WrongShapeOnAmax(_WrongEagerForm):
     """Every amax keeps its reduced dims (the shape bug of fusers that drop a squeeze): in training
     mode the fused output no longer fits its upstream gradient."""
     name = "custom:tests.buggy_backends:WrongShapeOnAmax"
-
-    def run(self, graph: Graph, inputs: list, grad_outputs: list | None = None) -> RunResult:
-        amax = OPS["amax"]
-        OPS["amax"] = dataclasses.replace(amax, eager=lambda x, dims, keepdim: torch.amax(x, dims, keepdim=True))
-        try:
-            result = super().run(graph, inputs, grad_outputs)
-        finally:
-            OPS["amax"] = amax
-        result.fused = result.backward_fused = True
-        return result
+    op, wrong = "amax", staticmethod(lambda x, dims, keepdim: torch.amax(x, dims, keepdim=True))
