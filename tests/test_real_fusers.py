@@ -46,6 +46,34 @@ def test_nnc_integer_round_crash_reduces_to_one_op(tmp_path):
     assert "import fuzzfuse" not in source and "from fuzzfuse" not in source
 
 
+def test_reduce_skips_a_case_that_no_longer_fails_on_nnc_and_reduces_the_next_smallest(tmp_path):
+    """A corpus holding two cases of NNC's integer round() crash, the smaller one of which passes
+    today (as a case does once the fuser is fixed or the failure was flaky): the smaller is skipped
+    as not interesting, the other reduced."""
+    from dataclasses import replace
+
+    from fuzzfuse.corpus import save_case
+    from fuzzfuse.minimize import minimize_files
+    from fuzzfuse.reduce import NotInteresting
+
+    b = GraphBuilder()
+    x = b.tensor((3, 4), "int32", values=Values(seed=1))
+    failing = b.build([b.add("mul", b.add("round", b.add("add", x, 1)), 2), b.add("neg", x)])
+    result = run_case(failing, backend_for("torchscript:nnc"))
+    assert result["outcome"] == "crash" and "integral op_type" in result["signature"]["message"]
+    case = Case(failing, "torchscript:nnc", outcome="crash", signature=result["signature"], detail=result["detail"])
+    b = GraphBuilder()
+    passing = b.build([b.add("neg", b.add("add", b.tensor((3, 4), "int32", values=Values(seed=1)), 1))])
+    assert run_case(passing, backend_for("torchscript:nnc"))["outcome"] == "pass"
+    for graph in (failing, passing):
+        save_case(tmp_path / "corpus", replace(case, graph=graph))
+    (skipped, smaller), (reduced, directory) = minimize_files([tmp_path / "corpus"], tmp_path / "min", workers=2,
+                                                             max_queries=20)
+    assert skipped.name == passing.digest() + ".json" and isinstance(smaller, NotInteresting)
+    assert reduced.name == failing.digest() + ".json"
+    assert load_case(directory / "case.json").verification["status"] == "reproduces"
+
+
 def test_onednn_multiplies_int_by_float_scalar_in_integers():
     """oneDNN Graph's scalar rewrite keeps int dtype: mul(int tensor, 2.5) comes back int64."""
     b = GraphBuilder()
