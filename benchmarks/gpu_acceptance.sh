@@ -6,16 +6,17 @@
 #
 # 1. pytest -m gpu (every op x dtype on nvFuser, random graphs, aot:nvfuser training graphs)
 # 2. the seed corpus replayed on nvfuser (forward seeds) and aot:nvfuser (training seeds), at once
-# 3. an nvFuser campaign on all cores (default 600 s)
-# 4. an aot:nvfuser --backward campaign (default 180 s)
-# 5. every confirmed signature of 3 that no committed repro holds, and every corpus/nvfuser case
-#    whose signature has none, reduced; then the same for 4 and corpus/aot_nvfuser
-# 6. if time is left: 60-s throughput runs as campaigns run and with nvFuser's kernel database
+# 3. 60-s throughput runs as campaigns run and with nvFuser's kernel database: the faster setting
+#    is used from here on
+# 4. an nvFuser campaign on all cores (default 600 s)
+# 5. an aot:nvfuser --backward campaign (default 180 s)
+# 6. every confirmed signature of 4 that no committed repro holds, and every corpus/nvfuser case
+#    whose signature has none, reduced; then the same for 5 and corpus/aot_nvfuser
 # 7. every committed nvFuser repro recorded as "does not reproduce", re-run under each setting the
 #    workers use and the repro does not (NVFUSER_NUM_THREADS=1, NVFUSER_DUMP=segmenter_logging):
 #    which one, if any, the failure needs
 # and prints the figures a note needs (rate against the compile-bound limit, outcomes, coverage).
-# Campaigns do not reduce as they end: the reductions of 5 share what time is left before
+# Campaigns do not reduce as they end: the reductions of 6 share what time is left before
 # BUDGET_SECONDS (default 1500) so that the backward campaign always runs. Everything lands in OUT
 # as it is made (tar it back), so a lease that ends early still returns the steps before.
 # Run it from a checkout of the project with nvfuser_direct importable.
@@ -43,6 +44,24 @@ timeout 150 python3 -m fuzzfuse replay corpus/seed-*_train-*.json --backend aot:
   > "$OUT/seeds_aot_nvfuser.log" 2>&1
 wait
 stamp "seeds replayed"
+
+# nvFuser's on-disk kernel database skips NVRTC for kernel code it has compiled before (one
+# database per worker): measured against campaigns as they run, 60 s each; the campaign and the
+# reductions below use it only if it gave the higher steady rate.
+stamp "throughput: plain and with kernel_db (60 s each)"
+for SETTING in plain kernel_db; do
+  rm -rf "$OUT/kdb-ab"
+  env $([ $SETTING = kernel_db ] && echo FUZZFUSE_NVFUSER_KERNEL_DB="$OUT/kdb-ab") timeout 120 \
+    python3 benchmarks/throughput.py --backends nvfuser --workers "$(nproc)" --seconds 60 \
+    > "$OUT/throughput_$SETTING.txt" 2>&1
+done
+echo "kernel_db after 60 s: $(find "$OUT/kdb-ab" -name '*.cubin' | wc -l) cubins stored, $(du -sh "$OUT/kdb-ab" | cut -f1)" \
+  | tee -a "$OUT/throughput_kernel_db.txt"
+rate() { awk '$1 == "nvfuser" && $2 ~ /^[0-9]+$/ {print $5}' "$OUT/throughput_$1.txt"; }
+if python3 -c "import sys; sys.exit(not float(sys.argv[2] or 0) > 1.05 * float(sys.argv[1] or 0))" "$(rate plain)" "$(rate kernel_db)"; then
+  export FUZZFUSE_NVFUSER_KERNEL_DB="$OUT/kdb"
+fi
+stamp "throughput measured: plain $(rate plain)/s, kernel_db $(rate kernel_db)/s; campaign kernel_db=${FUZZFUSE_NVFUSER_KERNEL_DB:-off}"
 
 if [ "$FWD" -gt 0 ]; then  # 0: no campaign (a lease that only reduces the corpus's leftovers)
   stamp "nvfuser campaign ${FWD}s"
@@ -99,17 +118,6 @@ for LIST in 1-nvfuser 2-aot_nvfuser 3-hang; do
   fi
 done
 
-if [ "$(left)" -gt 150 ]; then
-  # nvFuser's on-disk kernel database skips NVRTC for kernel text it has compiled before: does it
-  # lift the rate, and do 16 processes sharing it stay sound?
-  stamp "throughput: as campaigns run, and with NVFUSER_ENABLE=kernel_db (60 s each)"
-  for SETTING in plain kernel_db; do
-    env $([ $SETTING = kernel_db ] && echo NVFUSER_ENABLE=kernel_db) timeout 100 python3 benchmarks/throughput.py \
-      --backends nvfuser --workers "$(nproc)" --seconds 60 > "$OUT/throughput_$SETTING.txt" 2>&1
-  done
-  stamp "throughput measured"
-fi
-
 stamp "repros that did not reproduce, under the workers' nvFuser settings"
 for DIR in $(grep -l '"status": "does not reproduce"' minimized/*nvfuser*/case.json | xargs -r -n1 dirname); do
   [ "$(left)" -gt 60 ] || break
@@ -134,6 +142,7 @@ for run in sorted(Path(sys.argv[1]).glob("*/summary.json")):
     print(f"  median phases {s.get('median_phase_seconds')}")
     print(f"  outcomes {s['outcomes']}")
     print(f"  coverage {s.get('coverage')}")
+    print(f"  compile by kernels per case {s.get('compile_by_kernels')}")
     for sig in s["signatures"]:
         print(f"  {sig['count']:5}x {sig['outcome']:9} confirmed={sig['confirmed']} known={sig.get('known')} "
               f"{sig['key']}")

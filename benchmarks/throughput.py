@@ -28,7 +28,8 @@ def measure(backend: str, seconds: float, workers: int, max_ops: int) -> dict:
     return {"backend": backend, "workers": workers, "cases": summary["cases"], "overall": summary["cases_per_second"],
             "steady": steady, "median_compile": median_compile, "limit": limit,
             "of_limit": steady / limit if limit != float("inf") else float("nan"), "outcomes": summary["outcomes"],
-            "phases": summary["median_phase_seconds"], "mean_phases": summary["mean_phase_seconds"], "coverage": summary["coverage"]}
+            "phases": summary["median_phase_seconds"], "mean_phases": summary["mean_phase_seconds"], "coverage": summary["coverage"],
+            "compile_by_kernels": summary["compile_by_kernels"]}
 
 
 def main() -> None:
@@ -56,6 +57,8 @@ def main() -> None:
             print(f"{'':28} seconds per case by phase, mean:   {r['mean_phases']}", flush=True)
             if r["coverage"]:
                 print(f"{'':28} scheduler coverage: {r['coverage']}", flush=True)
+            if r["compile_by_kernels"]:
+                print(f"{'':28} compile by kernels per case: {r['compile_by_kernels']}", flush=True)
 
 
 if __name__ == "__main__":

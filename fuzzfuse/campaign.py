@@ -156,7 +156,8 @@ class Campaign:
         self.stats.fused_cases += bool(result.get("fused"))
         self.stats.add_sample(self.stats.finished, time.time())
         if result.get("compile_seconds"):
-            self.stats.add_sample(self.stats.compile_seconds, result["compile_seconds"])
+            kernels = (result.get("evidence") or {}).get("kernels")  # a count, or TorchScript's kernel names
+            self.stats.add_compile(result["compile_seconds"], len(kernels) if isinstance(kernels, list) else kernels)
         phases = {**(result.get("timings") or {}),
                   **{k.removesuffix("_seconds"): result[k] for k in ("worker_seconds", "cpu_seconds") if k in result}}
         for phase, seconds in phases.items():

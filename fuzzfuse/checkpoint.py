@@ -39,6 +39,8 @@ class Stats:
     # Per case: when its result arrived, and the fuser's own compile time (benchmarks read these).
     finished: list[float] = field(default_factory=list)
     compile_seconds: list[float] = field(default_factory=list)
+    # Kernels a case compiled -> [cases, their compile seconds]: which cases make the compile tail.
+    compile_by_kernels: dict[str, list] = field(default_factory=dict)
     # Worker-side seconds per phase (generate, eager, backend, compare): where a case's time goes.
     phase_seconds: dict[str, list[float]] = field(default_factory=lambda: collections.defaultdict(list))
     # Which fuser schedulers/segments ran (nvFuser reports them): where the campaign has been.
@@ -61,6 +63,13 @@ class Stats:
         if len(samples) > 2 * MAX_SAMPLES:
             del samples[:-MAX_SAMPLES]
 
+    def add_compile(self, seconds: float, kernels: int | None) -> None:
+        self.add_sample(self.compile_seconds, seconds)
+        if kernels is not None:
+            entry = self.compile_by_kernels.setdefault(str(kernels), [0, 0.0])
+            entry[0] += 1
+            entry[1] += seconds
+
     def steady_rate(self, skip: int) -> float:
         """Cases per second in this run after the first `skip` results (worker start-up and
         warm-up excluded)."""
@@ -75,16 +84,23 @@ class Stats:
                 "seconds": round(secs, 2), "cases_per_second": round(self.cases / secs, 3) if secs else 0.0,
                 "steady_cases_per_second": round(self.steady_rate(skip=extra.get("workers", 1)), 3),
                 "median_compile_seconds": median(self.compile_seconds) if self.compile_seconds else None,
+                "compile_by_kernels": self._compile_by_kernels(),
                 "median_phase_seconds": {k: median(v) for k, v in self.phase_seconds.items()},
                 "mean_phase_seconds": {k: round(statistics.fmean(v), 4) for k, v in self.phase_seconds.items()},
                 "coverage": dict(self.coverage), "focus_batches": dict(self.focus_batches),
                 "focus_hits": dict(self.focus_hits), "start": self.start - self.elapsed_before,
                 "timeline": self.timeline, **extra}
 
+    def _compile_by_kernels(self) -> dict:
+        """kernels per case -> cases, mean compile seconds, and share of all compile seconds."""
+        total = sum(seconds for _, seconds in self.compile_by_kernels.values()) or 1.0
+        return {k: {"cases": n, "mean": round(seconds / n, 4), "share": round(seconds / total, 4)}
+                for k, (n, seconds) in sorted(self.compile_by_kernels.items(), key=lambda kv: int(kv[0]))}
+
     def to_json(self) -> dict:
         return {"cases": self.cases, "outcomes": dict(self.outcomes), "signatures": self.signatures,
                 "fused_cases": self.fused_cases, "elapsed": self.seconds,
-                "compile_seconds": self.compile_seconds[-MAX_SAMPLES:],
+                "compile_seconds": self.compile_seconds[-MAX_SAMPLES:], "compile_by_kernels": self.compile_by_kernels,
                 "phase_seconds": {k: v[-MAX_SAMPLES:] for k, v in self.phase_seconds.items()},
                 "coverage": dict(self.coverage), "timeline": self.timeline,
                 "focus_batches": dict(self.focus_batches), "focus_hits": dict(self.focus_hits)}
@@ -98,7 +114,8 @@ class Stats:
                      phase_seconds=collections.defaultdict(list, d["phase_seconds"]),
                      coverage=collections.Counter(d["coverage"]), timeline=list(d["timeline"]),
                      focus_batches=collections.Counter(d["focus_batches"]),
-                     focus_hits=collections.Counter(d.get("focus_hits", {})))  # absent before 2026-11-30
+                     focus_hits=collections.Counter(d.get("focus_hits", {})),  # absent before 2026-11-30
+                     compile_by_kernels=dict(d.get("compile_by_kernels", {})))  # absent before 2026-12
 
 
 def save_state(out: Path, state: dict) -> None:

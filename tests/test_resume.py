@@ -146,3 +146,19 @@ def test_resume_checks_devices_like_a_new_campaign(tmp_path):
                         "--max-cases", "5"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "does not run on a GPU" in r.stderr
     assert load_state(tmp_path)["next_index"] == 5  # refused before anything ran
+
+
+def test_compile_seconds_by_kernel_count_survive_a_resume():
+    """The compile tail by kernels per case (nvFuser reports kernels): summed across a resume, with
+    each count's share of all compile seconds."""
+    from fuzzfuse.checkpoint import Stats
+    stats = Stats()
+    for seconds, kernels in ((0.2, 1), (0.4, 1), (1.2, 3), (0.5, None)):
+        stats.add_compile(seconds, kernels)
+    resumed = Stats.from_json(json.loads(json.dumps(stats.to_json())))
+    resumed.add_compile(0.6, 3)
+    by_kernels = resumed.summary("nvfuser", {}, {})["compile_by_kernels"]
+    assert list(by_kernels) == ["1", "3"]
+    assert by_kernels["1"] == {"cases": 2, "mean": 0.3, "share": 0.25}
+    assert by_kernels["3"] == {"cases": 2, "mean": 0.9, "share": 0.75}
+    assert len(resumed.compile_seconds) == 5
