@@ -10,13 +10,13 @@
 #    is used from here on
 # 4. an nvFuser campaign on all cores (default 600 s)
 # 5. an aot:nvfuser --backward campaign (default 180 s)
-# 6. every confirmed signature of 4 that no committed repro holds, and every corpus/nvfuser case
-#    whose signature has none, reduced; then the same for 5 and corpus/aot_nvfuser
-# 7. every committed nvFuser repro recorded as "does not reproduce", re-run under each setting the
+# 6. every committed nvFuser repro recorded as "does not reproduce", re-run under each setting the
 #    workers use and the repro does not (NVFUSER_NUM_THREADS=1, NVFUSER_DUMP=segmenter_logging):
 #    which one, if any, the failure needs
+# 7. every confirmed signature of 4 that no committed repro holds, and every corpus/nvfuser case
+#    whose signature has none, reduced; then the same for 5 and corpus/aot_nvfuser
 # and prints the figures a note needs (rate against the compile-bound limit, outcomes, coverage).
-# Campaigns do not reduce as they end: the reductions of 6 share what time is left before
+# Campaigns do not reduce as they end: the reductions of 7 share what time is left before
 # BUDGET_SECONDS (default 1500) so that the backward campaign always runs. Everything lands in OUT
 # as it is made (tar it back), so a lease that ends early still returns the steps before.
 # Run it from a checkout of the project with nvfuser_direct importable.
@@ -77,6 +77,16 @@ if [ "$BWD" -gt 0 ]; then
   stamp "aot:nvfuser campaign exit $?"
 fi
 
+stamp "repros that did not reproduce, under the workers' nvFuser settings"
+for DIR in $(grep -l '"status": "does not reproduce"' minimized/*nvfuser*/case.json | xargs -r -n1 dirname); do
+  [ "$(left)" -gt 60 ] || break
+  for SETTING in "" NVFUSER_NUM_THREADS=1 NVFUSER_DUMP=segmenter_logging \
+                 "NVFUSER_NUM_THREADS=1 NVFUSER_DUMP=segmenter_logging"; do
+    (cd "$DIR" && env $SETTING timeout 60 python3 repro.py > /dev/null 2>&1)
+    echo "$(basename "$DIR") [${SETTING:-as written}]: exit $?" | tee -a "$OUT/unreproduced.txt"
+  done
+done
+
 # What to reduce, nvFuser's own signatures first: the smallest case of each confirmed campaign
 # signature that no committed repro holds, then the committed corpus/nvfuser (corpus/aot_nvfuser)
 # cases whose signature has no repro yet. Hangs go last, with a short query timeout (a hanging query
@@ -116,16 +126,6 @@ for LIST in 1-nvfuser 2-aot_nvfuser 3-hang; do
       --timeout $QUERY_TIMEOUT --out "$OUT/minimized-$LIST" > "$OUT/reduce_$LIST.log" 2>&1 < /dev/null
     stamp "reduce $LIST exit $?: $(ls "$OUT/minimized-$LIST" 2>/dev/null | wc -l) minimized"
   fi
-done
-
-stamp "repros that did not reproduce, under the workers' nvFuser settings"
-for DIR in $(grep -l '"status": "does not reproduce"' minimized/*nvfuser*/case.json | xargs -r -n1 dirname); do
-  [ "$(left)" -gt 60 ] || break
-  for SETTING in "" NVFUSER_NUM_THREADS=1 NVFUSER_DUMP=segmenter_logging \
-                 "NVFUSER_NUM_THREADS=1 NVFUSER_DUMP=segmenter_logging"; do
-    (cd "$DIR" && env $SETTING timeout 120 python3 repro.py > /dev/null 2>&1)
-    echo "$(basename "$DIR") [${SETTING:-as written}]: exit $?" | tee -a "$OUT/unreproduced.txt"
-  done
 done
 
 python3 - "$OUT" <<'PY' | tee "$OUT/figures.txt"
