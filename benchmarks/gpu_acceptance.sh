@@ -83,7 +83,8 @@ for DIR in $(grep -l '"status": "does not reproduce"' minimized/*nvfuser*/case.j
   for SETTING in "" NVFUSER_NUM_THREADS=1 NVFUSER_DUMP=segmenter_logging \
                  "NVFUSER_NUM_THREADS=1 NVFUSER_DUMP=segmenter_logging"; do
     (cd "$DIR" && env $SETTING timeout 60 python3 repro.py > /dev/null 2>&1)
-    echo "$(basename "$DIR") [${SETTING:-as written}]: exit $?" | tee -a "$OUT/unreproduced.txt"
+    STATUS=$?  # before any $(...) below resets it
+    echo "$(basename "$DIR") [${SETTING:-as written}]: exit $STATUS" | tee -a "$OUT/unreproduced.txt"
   done
 done
 
