@@ -719,6 +719,51 @@ def test_kernel_db_is_off_unless_asked(monkeypatch):
     assert "NVFUSER_ENABLE" not in os.environ and os.environ.get("TMPDIR") == tmp
 
 
+def test_a_fusion_whose_kernel_faulted_is_never_freed_and_its_worker_is_replaced(monkeypatch):
+    """nvFuser aborts the process when it frees a fusion after a sticky CUDA error (its destructor
+    checks cuModuleUnload): campaigns saw those faults as SIGABRTs with no message of their own.
+    The faulting fusion is kept, the fault is the case's own crash, and the worker is replaced."""
+    import gc
+    import weakref
+    from fuzzfuse.backends import nvfuser
+    from fuzzfuse.runner import run_case
+
+    class FaultingFusion:
+        def execute(self, args):
+            raise RuntimeError("CUDA error: misaligned address")
+
+    class Faulting(NvFuserBackend):
+        device = "cpu"
+
+        def define(self, source, graph=None):
+            fd = FaultingFusion()
+            self.defined = weakref.ref(fd)
+            return fd
+
+    monkeypatch.setattr(nvfuser, "_FAULTED", [])
+    backend = Faulting()
+    b = GraphBuilder()
+    graph = b.build([b.add("exp", b.tensor((4, 7)))])
+    result = run_case(graph, backend)
+    gc.collect()
+    assert result["outcome"] == "crash" and result["restart_worker"] is True
+    assert result["signature"]["stage"] == "run" and "misaligned address" in result["signature"]["message"]
+    assert backend.defined() is not None and nvfuser._FAULTED == [backend.defined()]
+
+
+def test_a_fusion_that_failed_without_a_cuda_error_is_freed(monkeypatch):
+    import gc
+    import weakref
+    from fuzzfuse.backends import nvfuser
+    monkeypatch.setattr(nvfuser, "_FAULTED", [])
+    fd = type("Fusion", (), {})()
+    alive = weakref.ref(fd)
+    error = nvfuser.fusion_failure("compile", RuntimeError("INTERNAL ASSERT FAILED at csrc/x.cpp:1"), fd)
+    del fd
+    gc.collect()
+    assert error.sticky is False and alive() is None and nvfuser._FAULTED == []
+
+
 def test_emitted_script_is_standalone_python():
     b = GraphBuilder()
     x = b.tensor((2, 3, 4, 5), "float16", "channels_last")

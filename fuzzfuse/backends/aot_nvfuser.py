@@ -27,7 +27,7 @@ from ..ir.from_aten import Unsupported as NoIRForm
 from ..ir.interp import input_gradients, with_leaves
 from .aot import _tensor_function
 from .base import BackendError, RunResult, Unavailable, generic_repro_code
-from .nvfuser import NvFuserBackend, _stage, capture_stdout_fd, first_run_evidence, fusion_failure
+from .nvfuser import NvFuserBackend, _stage, capture_stdout_fd, execute, first_run_evidence, fusion_failure
 from .nvfuser_emit import Unsupported, emit
 
 
@@ -85,14 +85,14 @@ class _Fusion:
 
     def execute(self, inputs: list) -> list:
         try:
-            return self.fd.execute(inputs)
+            return execute(self.fd, inputs)
         except Exception as e:
             raise self.failed(_stage(self.fd, inputs, e), e) from e
 
     def failed(self, stage: str, cause: Exception) -> BackendError:
         """The error to raise, carrying the failing fusion as a standalone script (what an nvFuser
         bug report wants: the aot_autograd harness is not needed to reproduce it)."""
-        self.error = fusion_failure(_staged(self.phase, stage), cause)
+        self.error = fusion_failure(_staged(self.phase, stage), cause, self.fd)
         self.error.context = self.report(failing=True)
         return self.error
 

@@ -53,6 +53,11 @@ _SEGMENTED = "Try to schedule fusion segmented"
 _RUN_ERROR = re.compile(r"CUDA error|illegal memory access|misaligned address|unspecified launch failure|"
                         r"cudaErrorLaunch|CUDA_ERROR_|device-side assert")
 MAX_LOG = 200_000
+# Fusions whose kernels faulted stay referenced until their worker is replaced (a sticky CUDA error
+# replaces it): nvFuser's ~CudaExecutable checks cuModuleUnload, which reports the sticky error, and
+# aborts the process, so that freeing such a fusion turned its fault into a SIGABRT blamed on no
+# message of its own (campaigns saw `hard-crash|SIGABRT` where the cause was a misaligned address).
+_FAULTED: list = []
 
 
 class EmitterError(AssertionError):
@@ -253,9 +258,9 @@ class NvFuserBackend:
         log = {"text": ""}
         try:
             with capture_stdout_fd() as log:
-                outputs = fd.execute(args)
+                outputs = execute(fd, args)
         except Exception as e:
-            raise fusion_failure(_stage(fd, args, e), e) from e
+            raise fusion_failure(_stage(fd, args, e), e, fd) from e
         compile_seconds = time.perf_counter() - start
         evidence, fused = first_run_evidence(fd, graph, args, outputs, log["text"])
         evidence["style"] = style
@@ -277,7 +282,9 @@ def run_fused(inputs):
     """nvFuser through nvfuser_direct ({self.style} style): define, then execute (which compiles)."""
     with FusionDefinition() as fd:
         nvfuser_fusion(fd)
-    return fd.execute(list(inputs)), True
+    outputs = fd.execute(list(inputs))
+    torch.cuda.synchronize()  # a kernel's fault (misaligned address...) is raised here, by its fusion
+    return outputs, True
 '''
 
 
@@ -293,11 +300,22 @@ def _stage(fd, args: list, error: BaseException) -> str:
     return "compile"
 
 
-def fusion_failure(stage: str, cause: BaseException) -> BackendError:
+def execute(fd, args: list) -> list:
+    """fd.execute, synchronized: a kernel's fault is raised here, by the fusion that caused it, and
+    not by whatever touches the GPU next (kernels run asynchronously)."""
+    outputs = fd.execute(args)
+    if any(isinstance(o, torch.Tensor) and o.is_cuda for o in outputs):
+        torch.cuda.synchronize()
+    return outputs
+
+
+def fusion_failure(stage: str, cause: BaseException, fd=None) -> BackendError:
     """The BackendError for a failed fusion; sticky on a CUDA error (the context may be unusable
-    now, so the worker must be replaced)."""
+    now, so the worker must be replaced, and `fd` must never be freed before: see _FAULTED)."""
     err = BackendError(stage, cause)
     err.sticky = bool(_RUN_ERROR.search(str(cause)))
+    if err.sticky and fd is not None:
+        _FAULTED.append(fd)
     return err
 
 
@@ -326,5 +344,6 @@ def _check_dtypes(graph: Graph, outputs: list) -> None:
                                f"dtype model is wrong here")
 
 
-__all__ = ["NvFuserBackend", "EmitterError", "Unsupported", "fusion_evidence", "fusion_failure", "first_run_evidence",
+__all__ = ["NvFuserBackend", "EmitterError", "Unsupported", "fusion_evidence", "execute", "fusion_failure",
+           "first_run_evidence",
            "capture_stdout_fd", "enable_segmenter_logging", "enable_kernel_db", "nothing_to_fuse"]
