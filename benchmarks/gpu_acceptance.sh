@@ -6,13 +6,12 @@
 #
 # 1. pytest -m gpu (every op x dtype on nvFuser, random graphs, aot:nvfuser training graphs)
 # 2. the seed corpus replayed on nvfuser (forward seeds) and aot:nvfuser (training seeds), at once
-# 3. 60-s throughput runs as campaigns run and with nvFuser's kernel database: the faster setting
-#    is used from here on
+# 3. 60-s throughput runs as campaigns run and with nvFuser's segmenter log off
 # 4. an nvFuser campaign on all cores (default 600 s)
 # 5. an aot:nvfuser --backward campaign (default 180 s)
-# 6. every committed nvFuser repro recorded as "does not reproduce", re-run under each setting the
-#    workers use and the repro does not (NVFUSER_NUM_THREADS=1, NVFUSER_DUMP=segmenter_logging):
-#    which one, if any, the failure needs
+# 6. every committed nvFuser repro recorded as "does not reproduce": its case replayed through the
+#    harness twice, and its script run under each setting the workers use and the script does not
+#    (NVFUSER_NUM_THREADS=1, NVFUSER_DUMP=segmenter_logging)
 # 7. every confirmed signature of 4 that no committed repro holds, and every corpus/nvfuser case
 #    whose signature has none, reduced; then the same for 5 and corpus/aot_nvfuser
 # and prints the figures a note needs (rate against the compile-bound limit, outcomes, coverage).
@@ -45,23 +44,16 @@ timeout 150 python3 -m fuzzfuse replay corpus/seed-*_train-*.json --backend aot:
 wait
 stamp "seeds replayed"
 
-# nvFuser's on-disk kernel database skips NVRTC for kernel code it has compiled before (one
-# database per worker): measured against campaigns as they run, 60 s each; the campaign and the
-# reductions below use it only if it gave the higher steady rate.
-stamp "throughput: plain and with kernel_db (60 s each)"
-for SETTING in plain kernel_db; do
-  rm -rf "$OUT/kdb-ab"
-  env $([ $SETTING = kernel_db ] && echo FUZZFUSE_NVFUSER_KERNEL_DB="$OUT/kdb-ab") timeout 120 \
+# Multi-kernel cases are two thirds of compile time and cost 3x a one-kernel case per kernel: does
+# nvFuser's segmenter log (coverage reads it; it prints every merge the segmenter tries) weigh on
+# them? 60 s with it, as campaigns run, and 60 s without, with compile seconds by kernels per case.
+stamp "throughput: segmenter log on and off (60 s each)"
+for SETTING in log_on log_off; do
+  env FUZZFUSE_NVFUSER_SEGMENTER_LOG=$([ $SETTING = log_on ] && echo 1 || echo 0) timeout 120 \
     python3 benchmarks/throughput.py --backends nvfuser --workers "$(nproc)" --seconds 60 \
     > "$OUT/throughput_$SETTING.txt" 2>&1
 done
-echo "kernel_db after 60 s: $(find "$OUT/kdb-ab" -name '*.cubin' | wc -l) cubins stored, $(du -sh "$OUT/kdb-ab" | cut -f1)" \
-  | tee -a "$OUT/throughput_kernel_db.txt"
-rate() { awk '$1 == "nvfuser" && $2 ~ /^[0-9]+$/ {print $5}' "$OUT/throughput_$1.txt"; }
-if python3 -c "import sys; sys.exit(not float(sys.argv[2] or 0) > 1.05 * float(sys.argv[1] or 0))" "$(rate plain)" "$(rate kernel_db)"; then
-  export FUZZFUSE_NVFUSER_KERNEL_DB="$OUT/kdb"
-fi
-stamp "throughput measured: plain $(rate plain)/s, kernel_db $(rate kernel_db)/s; campaign kernel_db=${FUZZFUSE_NVFUSER_KERNEL_DB:-off}"
+stamp "throughput measured"
 
 if [ "$FWD" -gt 0 ]; then  # 0: no campaign (a lease that only reduces the corpus's leftovers)
   stamp "nvfuser campaign ${FWD}s"
@@ -77,14 +69,17 @@ if [ "$BWD" -gt 0 ]; then
   stamp "aot:nvfuser campaign exit $?"
 fi
 
-stamp "repros that did not reproduce, under the workers' nvFuser settings"
+stamp "repros that did not reproduce: their cases through the harness, their scripts under the workers' settings"
 for DIR in $(grep -l '"status": "does not reproduce"' minimized/*nvfuser*/case.json | xargs -r -n1 dirname); do
   [ "$(left)" -gt 60 ] || break
-  for SETTING in "" NVFUSER_NUM_THREADS=1 NVFUSER_DUMP=segmenter_logging \
-                 "NVFUSER_NUM_THREADS=1 NVFUSER_DUMP=segmenter_logging"; do
+  for RUN in 1 2; do
+    echo "$(basename "$DIR") through the harness, run $RUN:" >> "$OUT/unreproduced.txt"
+    timeout 120 python3 -m fuzzfuse replay "$DIR/case.json" --workers 1 2>&1 | tail -3 >> "$OUT/unreproduced.txt"
+  done
+  for SETTING in "" NVFUSER_NUM_THREADS=1 NVFUSER_DUMP=segmenter_logging; do
     (cd "$DIR" && env $SETTING timeout 60 python3 repro.py > /dev/null 2>&1)
     STATUS=$?  # before any $(...) below resets it
-    echo "$(basename "$DIR") [${SETTING:-as written}]: exit $STATUS" | tee -a "$OUT/unreproduced.txt"
+    echo "$(basename "$DIR") repro.py [${SETTING:-as written}]: exit $STATUS" | tee -a "$OUT/unreproduced.txt"
   done
 done
 

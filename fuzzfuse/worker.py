@@ -198,12 +198,9 @@ class WorkerPool:
             raise
 
     def env_of(self, index: int) -> dict[str, str]:
-        """FUZZFUSE_WORKER names the worker's slot (kept across restarts): per-worker state, such
-        as nvFuser's kernel database, lives under it."""
-        env = {**self._env, "FUZZFUSE_WORKER": str(index)}
-        if self.devices:
-            env["CUDA_VISIBLE_DEVICES"] = self.devices[index % len(self.devices)]
-        return env
+        if not self.devices:
+            return self._env
+        return {**self._env, "CUDA_VISIBLE_DEVICES": self.devices[index % len(self.devices)]}
 
     def submit(self, job: dict) -> None:
         """Queue a JSON-able job; it carries its own "id", copied into its result."""

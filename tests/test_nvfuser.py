@@ -694,31 +694,6 @@ def test_unsupported_when_the_registry_declares_no_lowering(monkeypatch):
         emit(graph)
 
 
-def test_kernel_db_is_one_directory_per_worker_slot(monkeypatch, tmp_path):
-    """nvFuser numbers its kernel database files per process and locks it per process: each worker
-    slot gets its own $TMPDIR/nvfuser_kernel_db, and kernel_db is enabled once."""
-    from fuzzfuse.backends import nvfuser
-    monkeypatch.setattr(nvfuser, "KERNEL_DB", str(tmp_path / "kdb"))
-    monkeypatch.setenv("NVFUSER_ENABLE", "kernel_lineinfo")
-    seen = []
-    for slot in ("0", "1", "1"):
-        monkeypatch.setenv("FUZZFUSE_WORKER", slot)
-        nvfuser.enable_kernel_db()
-        seen.append(os.environ["TMPDIR"])
-    assert seen == [str(tmp_path / "kdb" / f"worker-{slot}") for slot in ("0", "1", "1")]
-    assert all(os.path.isdir(d) for d in seen)
-    assert os.environ["NVFUSER_ENABLE"] == "kernel_lineinfo,kernel_db"
-
-
-def test_kernel_db_is_off_unless_asked(monkeypatch):
-    from fuzzfuse.backends import nvfuser
-    monkeypatch.setattr(nvfuser, "KERNEL_DB", "")
-    monkeypatch.delenv("NVFUSER_ENABLE", raising=False)
-    tmp = os.environ.get("TMPDIR")
-    nvfuser.enable_kernel_db()
-    assert "NVFUSER_ENABLE" not in os.environ and os.environ.get("TMPDIR") == tmp
-
-
 def test_a_fusion_whose_kernel_faulted_is_never_freed_and_its_worker_is_replaced(monkeypatch):
     """nvFuser aborts the process when it frees a fusion after a sticky CUDA error (its destructor
     checks cuModuleUnload): campaigns saw those faults as SIGABRTs with no message of their own.

@@ -42,11 +42,6 @@ DUMP_OPTION = "segmenter_logging"
 # FUZZFUSE_NVFUSER_SEGMENTER_LOG=0 turns nvFuser's segmenter log off: coverage then comes from the
 # kernel names alone (segments that run no kernel are not seen), for measuring what the log costs.
 SEGMENTER_LOG = os.environ.get("FUZZFUSE_NVFUSER_SEGMENTER_LOG", "1") != "0"
-# FUZZFUSE_NVFUSER_KERNEL_DB=DIR turns on nvFuser's on-disk kernel database (NVFUSER_ENABLE=kernel_db:
-# a kernel whose exact code was compiled before loads its cubin instead of running NVRTC), one per
-# worker slot under DIR. Its lock is a mutex inside one process and its files are numbered per
-# process, so workers never share one.
-KERNEL_DB = os.environ.get("FUZZFUSE_NVFUSER_KERNEL_DB", "")
 _ACCEPTED = re.compile(r"\*\*\*Accepted\*\*\* as:\s*([A-Za-z_]+)")
 _KERNEL = re.compile(r"__global__ void nvfuser_([a-z_]+?)_f\d+_c\d+_r\d+_g(\d+)\(")
 _SEGMENTED = "Try to schedule fusion segmented"
@@ -78,19 +73,6 @@ def enable_segmenter_logging() -> None:
     current = [o for o in os.environ.get("NVFUSER_DUMP", "").split(",") if o]
     if DUMP_OPTION not in current:
         os.environ["NVFUSER_DUMP"] = ",".join(current + [DUMP_OPTION])
-
-
-def enable_kernel_db() -> None:
-    """nvFuser opens its kernel database under $TMPDIR/nvfuser_kernel_db at its first compile:
-    call before that."""
-    if not KERNEL_DB:
-        return
-    slot = os.path.join(os.path.abspath(KERNEL_DB), f"worker-{os.environ.get('FUZZFUSE_WORKER', os.getpid())}")
-    os.makedirs(slot, exist_ok=True)
-    os.environ["TMPDIR"] = slot
-    current = [o for o in os.environ.get("NVFUSER_ENABLE", "").split(",") if o]
-    if "kernel_db" not in current:
-        os.environ["NVFUSER_ENABLE"] = ",".join(current + ["kernel_db"])
 
 
 @contextlib.contextmanager
@@ -209,7 +191,6 @@ class NvFuserBackend:
     # ---- Backend protocol ---------------------------------------------------------------------
     def check_available(self) -> None:
         enable_segmenter_logging()
-        enable_kernel_db()
         try:
             self._nvf = _import_nvfuser()
         except Exception as e:
@@ -346,4 +327,4 @@ def _check_dtypes(graph: Graph, outputs: list) -> None:
 
 __all__ = ["NvFuserBackend", "EmitterError", "Unsupported", "fusion_evidence", "execute", "fusion_failure",
            "first_run_evidence",
-           "capture_stdout_fd", "enable_segmenter_logging", "enable_kernel_db", "nothing_to_fuse"]
+           "capture_stdout_fd", "enable_segmenter_logging", "nothing_to_fuse"]
