@@ -97,6 +97,24 @@ def test_special_values_kept_only_where_needed():
     assert x.shape == () and x.values.exact is not None and logical_values(x).isnan().all()
 
 
+def test_pinned_values_cost_their_elements_other_than_zero_and_one():
+    """NaN, inf and 2 count; 0, -0.0, 1 (and True/False) do not: the reducer sets elements to 1
+    in ddmin chunks and keeps only those the failure needs."""
+    def graph_with(values: list, dtype=torch.float32) -> Graph:
+        b = GraphBuilder()
+        t = torch.tensor(values, dtype=dtype)
+        x = b.tensor(t.shape, str(dtype).removeprefix("torch."), values=pinned("x0", t).values)
+        return b.build([b.add("cast", x, dtype="float32")])
+
+    def pinned_cost(g: Graph) -> int:
+        return cost(g)[10]
+
+    assert pinned_cost(graph_with([0.0, 1.0, float("nan"), -0.0, 2.0, float("inf")])) == 3
+    assert pinned_cost(graph_with([0.0, 1.0, 1.0, -0.0, 1.0, float("inf")])) == 1
+    assert pinned_cost(graph_with([True, False, True], torch.bool)) == 0
+    assert pinned_cost(graph_with([3, 0, 1, -1], torch.int32)) == 2
+
+
 def test_batch_size_does_not_change_the_result(sigmoid_graph):
     cases = [(sigmoid_graph, sigmoid_after_sum)]
     cases += [(find_graph(has_nan, seed, 10), has_nan) for seed in (0, 6, 25)]

@@ -3,6 +3,7 @@ exactly as the input's Layout says (channels_last, permuted, sliced, expanded)."
 from __future__ import annotations
 
 import base64
+import functools
 
 import torch
 
@@ -62,6 +63,13 @@ def encode_exact(t: torch.Tensor) -> str:
 
 
 def decode_exact(text: str, shape: tuple[int, ...], dtype: str) -> torch.Tensor:
+    """A fresh tensor each call (callers may write to it); the decoding is cached, as the reducer
+    reads the same pinned megabytes for every candidate it weighs."""
+    return _decoded(text, tuple(shape), dtype).clone()
+
+
+@functools.lru_cache(maxsize=16)
+def _decoded(text: str, shape: tuple[int, ...], dtype: str) -> torch.Tensor:
     raw = bytearray(base64.b64decode(text, validate=True))
     dt = DTYPES[dtype]
     n = 1

@@ -21,7 +21,8 @@ from typing import Callable, Iterable, Iterator
 from ..ir.graph import Graph, Layout, Node, TensorInput, Values
 from ..ir.ops import OPS
 from ..ir.values import logical_values
-from .passes import DEFAULT_PASSES, LAST_PASSES, admissible, is_regular, op_rank
+from .passes import DEFAULT_PASSES, LAST_PASSES, admissible, op_rank
+from .shapes import irregular
 
 Predicate = Callable[[list[Graph]], list[bool]]
 Pass = Callable[[Graph], Iterator[Graph]]
@@ -88,13 +89,9 @@ def cost(graph: Graph) -> tuple[int, ...]:
         sum(attrs_cost(n) + sum(constant_cost(a) for a in n.args if not isinstance(a, str)) for n in graph.nodes)
         + sum(constant_cost(s.value) for s in scalars),
         sum(values_cost(i.values) for i in tensors),
-        sum(sum(not is_regular(x) for x in _exact_elements(i)) for i in tensors if i.values.exact is not None),
+        sum(int(irregular(logical_values(i)).sum()) for i in tensors if i.values.exact is not None),
         sum(types[n.name].numel() for n in graph.nodes),
     )
-
-
-def _exact_elements(spec: TensorInput) -> list:
-    return logical_values(spec).reshape(-1).tolist()
 
 
 @dataclass

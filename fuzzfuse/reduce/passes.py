@@ -26,7 +26,7 @@ from ..ir.interp import interpret, with_leaves
 from ..ir.ops import OPS
 from ..ir.types import ValueType, scalar_kind
 from ..ir.values import apply_layout, logical_values, make_inputs
-from .shapes import dim_classes, drop_axis, exact_values, resize
+from .shapes import dim_classes, drop_axis, exact_values, irregular, resize
 
 # Simplest first: what "replace with a simpler op" aims for. Ops not listed rank after these, in
 # registry order.
@@ -39,11 +39,6 @@ SIMPLER_DTYPE = {"bfloat16": "float32", "float16": "float32", "float64": "float3
 
 def op_rank(op: str) -> int:
     return _RANKS[op]
-
-
-def is_regular(x: Any) -> bool:
-    """0 and 1 are the values an input is simplified toward; anything else (NaN included) is not."""
-    return x == 0 or x == 1
 
 
 # ---- admissibility ---------------------------------------------------------------------------------
@@ -408,8 +403,7 @@ def simplify_values(graph: Graph) -> Iterator[Graph]:
                 yield _with_input(graph, k, replace(spec, values=exact_values(logical_values(spec))))
             continue
         flat = logical_values(spec).reshape(-1)
-        irregular = [e for e, x in enumerate(flat.tolist()) if not is_regular(x)]
-        for chunk in _ddmin_chunks(irregular):
+        for chunk in _ddmin_chunks(torch.nonzero(irregular(flat)).reshape(-1).tolist()):
             simpler = flat.clone()
             simpler[chunk] = 1
             yield _with_input(graph, k, replace(spec, values=exact_values(simpler)))

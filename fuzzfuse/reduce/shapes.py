@@ -169,10 +169,16 @@ def _resize_input(spec: TensorInput, axes: list[int], size: int) -> TensorInput:
     for ax in axes:
         # Keep the window that starts at the first element other than 0 or 1 (a NaN, say): values
         # the failure may need survive shrinking better there than in a plain leading slice.
-        odd = ((value != 0) & (value != 1)).nonzero()
-        start = min(int(odd[:, ax].min()), value.shape[ax] - size) if len(odd) else 0
+        odd = irregular(value).movedim(ax, 0).reshape(value.shape[ax], -1).any(dim=1)
+        start = min(int(odd.int().argmax()), value.shape[ax] - size) if bool(odd.any()) else 0
         value = value.narrow(ax, start, size)
     return replace(spec, shape=shape, values=exact_values(value))
+
+
+def irregular(values: torch.Tensor) -> torch.Tensor:
+    """Where `values` is neither 0 nor 1, the values an input is simplified toward (NaN is
+    irregular). Elementwise, not per Python element: pinned inputs can hold millions."""
+    return (values != 0) & (values != 1)
 
 
 def exact_values(value: torch.Tensor) -> Values:
