@@ -13,7 +13,8 @@
 #    harness twice, and its script run under each setting the workers use and the script does not
 #    (NVFUSER_NUM_THREADS=1, NVFUSER_DUMP=segmenter_logging)
 # 7. every confirmed signature of 4 that no committed repro holds, and every corpus/nvfuser case
-#    whose signature has none, reduced; then the same for 5 and corpus/aot_nvfuser
+#    whose signature has none, reduced; then the same for 5 and corpus/aot_nvfuser; then hangs;
+#    then committed nvFuser repros of over 1 MB, again from their own case
 # and prints the figures a note needs (rate against the compile-bound limit, outcomes, coverage).
 # Campaigns do not reduce as they end: the reductions of 7 share what time is left before
 # BUDGET_SECONDS (default 1500) so that the backward campaign always runs. Everything lands in OUT
@@ -113,8 +114,14 @@ for name, run, corpus in (("1-nvfuser", "nvfuser", "corpus/nvfuser"),
                 known.add(key)
     (out / f"reduce_{name}.txt").write_text("".join(p + "\n" for p in todo))
 (out / "reduce_3-hang.txt").write_text("".join(p + "\n" for p in hangs))
+# Repros of over 1 MB (megabytes of pinned values the reducer ran out of budget on): reduced again
+# from their own case. The device copies at most 64 MiB of working tree: a lease may carry only
+# their case.json.
+big = [d / "case.json" for d in sorted(Path("minimized").glob("*nvfuser*"))
+       if sum(f.stat().st_size for f in d.iterdir()) > 1 << 20 and (d / "case.json").exists()]
+(out / "reduce_4-big.txt").write_text("".join(f"{p}\n" for p in big))
 PY
-for LIST in 1-nvfuser 2-aot_nvfuser 3-hang; do
+for LIST in 1-nvfuser 2-aot_nvfuser 3-hang 4-big; do
   if [ -s "$OUT/reduce_$LIST.txt" ] && [ "$(left)" -gt 60 ]; then
     stamp "reducing $(wc -l < "$OUT/reduce_$LIST.txt") $LIST signatures ($(left)s left)"
     QUERY_TIMEOUT=60; [ $LIST = 3-hang ] && QUERY_TIMEOUT=20

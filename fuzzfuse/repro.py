@@ -169,8 +169,19 @@ def _expanded_index(layout: Layout, rank: int) -> str:
     return ", ".join("0:1" if i in layout.dims else ":" for i in range(rank))
 
 
+def _fill(spec) -> str | None:
+    """"zeros" or "ones" for an input that is that constant throughout: its repro line says so,
+    whatever its size, instead of listing or saving the values."""
+    if not isinstance(spec, TensorInput):
+        return None
+    v = spec.values
+    if v.exact is None and v.specials == 0 and v.dist in ("zeros", "ones"):
+        return v.dist
+    return None
+
+
 def inputs_source(graph: Graph, values: list, external: bool) -> str:
-    """make_inputs(): exact values, then the recorded memory layout."""
+    """make_inputs(): exact values (constant fills spelled out), then the recorded memory layout."""
     lines = ["def make_inputs():"]
     if external:
         lines.append('    saved = torch.load(Path(__file__).with_name("inputs.pt"), weights_only=True)')
@@ -179,7 +190,9 @@ def inputs_source(graph: Graph, values: list, external: bool) -> str:
             lines.append(f"    {spec.name} = {value!r}")
             continue
         logical = value.contiguous()
-        if external:
+        if fill := _fill(spec):
+            lines.append(f"    {spec.name} = torch.{fill}({list(spec.shape)}, dtype=torch.{spec.dtype}, device=DEVICE)")
+        elif external:
             lines.append(f"    {spec.name} = saved[{k}].to(DEVICE)")
         else:
             lines.append(f"    {spec.name} = torch.tensor({_literal(logical.tolist())}, dtype=torch.{spec.dtype}, device=DEVICE)"
@@ -203,7 +216,7 @@ def float64_graph(graph: Graph) -> Graph:
 def repro_files(graph: Graph, backend, signature: dict, versions: dict, timeout: float = 300.0) -> dict[str, object]:
     """{"repro.py": source, and "inputs.pt": tensors when the inputs are too big to inline}."""
     values = make_inputs(graph)
-    numel = sum(v.numel() for v in values if isinstance(v, torch.Tensor))
+    numel = sum(v.numel() for v, spec in zip(values, graph.inputs) if isinstance(v, torch.Tensor) and not _fill(spec))
     external = numel > INLINE_LIMIT
     types = graph.infer_types()
     reduced = reduction_sizes(graph, types)
@@ -239,7 +252,8 @@ def repro_files(graph: Graph, backend, signature: dict, versions: dict, timeout:
     parts.append(main.format(outcome=signature.get("outcome"), timeout=hang))
     files: dict[str, object] = {"repro.py": "".join(parts)}
     if external:
-        files["inputs.pt"] = [v.contiguous() if isinstance(v, torch.Tensor) else v for v in values]
+        files["inputs.pt"] = [None if _fill(spec) else v.contiguous() if isinstance(v, torch.Tensor) else v
+                              for v, spec in zip(values, graph.inputs)]
     return files
 
 

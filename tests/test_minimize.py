@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from fuzzfuse.corpus import Case, load_case
-from fuzzfuse.ir import Values
+from fuzzfuse.ir import Layout, Values
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.minimize import reduce_case, save_minimized
 from fuzzfuse.runner import backend_for, classify, run_case
@@ -175,3 +175,29 @@ def test_bug_report_cuts_long_failure_text_but_keeps_a_standalone_script_whole()
     shown = _actual(detail)
     assert shown.startswith("RuntimeError: ") and "x" * 2000 not in shown
     assert shown.endswith(script + "\n```") and _actual("plain") == "plain"
+
+
+def test_a_constant_input_is_spelled_out_in_the_repro_however_large(tmp_path):
+    """A zeros input above the inline limit is one torch.zeros line, not a part of inputs.pt (a
+    committed nvFuser repro saved 4 MB of zeros); a large seeded input beside it still goes to
+    inputs.pt. The script runs for real on NNC (its interpreter: small shapes) and passes."""
+    import torch
+    from fuzzfuse.backends import get_backend
+    from fuzzfuse.repro import repro_files
+    b = GraphBuilder()
+    zeros = b.tensor((2, 64, 72), values=Values("zeros"))
+    seeded = b.tensor((1, 64, 72), values=Values("normal", seed=5))
+    small = b.tensor((2, 1, 1), values=Values("ones"), layout=Layout("expanded", dims=(0,)))
+    graph = b.build([b.add("add", b.add("add", zeros, b.add("sum", seeded, dims=[2], keepdim=True)), small)])
+    signature = {"outcome": "crash", "backend": "torchscript:nnc", "stage": "run", "kind": "RuntimeError",
+                 "location": "", "message": "example"}
+    files = repro_files(graph, get_backend("torchscript:nnc"), signature, {})
+    source = files["repro.py"]
+    assert "x0 = torch.zeros([2, 64, 72], dtype=torch.float32, device=DEVICE)" in source
+    assert "x2 = torch.ones([2, 1, 1], dtype=torch.float32, device=DEVICE)" in source
+    assert "x1 = saved[1].to(DEVICE)" in source
+    assert files["inputs.pt"][0] is None and files["inputs.pt"][2] is None
+    (tmp_path / "repro.py").write_text(source)
+    torch.save(files["inputs.pt"], tmp_path / "inputs.pt")
+    run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and "matches eager" in run.stdout, run.stdout + run.stderr
