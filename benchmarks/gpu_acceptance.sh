@@ -77,6 +77,12 @@ if [ "$BWD" -gt 0 ]; then
 fi
 
 stamp "repros that did not reproduce: their cases through the harness, their scripts under the workers' settings"
+# The corpus's nvFuser aborts first: fusions are now synchronized and a faulted one is never freed,
+# so an abort that was a kernel's fault should show as that fault (a run crash) here.
+for CASE in $(grep -l '"outcome": "hard-crash"' corpus/nvfuser/*.json); do
+  echo "$CASE through the harness:" >> "$OUT/unreproduced.txt"
+  timeout 120 python3 -m fuzzfuse replay "$CASE" --workers 1 2>&1 | tail -3 >> "$OUT/unreproduced.txt"
+done
 for DIR in $(grep -l '"status": "does not reproduce"' minimized/*nvfuser*/case.json | xargs -r -n1 dirname); do
   [ "$(left)" -gt 60 ] || break
   for RUN in 1 2; do

@@ -6,6 +6,7 @@ torch alive across the many cases a worker runs. Everything it returns is JSON.
 from __future__ import annotations
 
 import os
+import re
 import time
 import traceback
 import warnings
@@ -14,8 +15,8 @@ import torch
 
 from .backends import BackendError, Unsupported, get_backend, has_backward
 from .ir import Graph, make_inputs, run_autograd, run_eager
-from .oracle import (Signature, compare_output, exception_signature, gradient_reduction_sizes, normalize,
-                     reduction_sizes)
+from .oracle import (Signature, compare_output, cpp_location, exception_signature, gradient_reduction_sizes,
+                     normalize, reduction_sizes)
 from .strategies import GenConfig, config_from_json, generate
 
 _backends: dict = {}
@@ -178,13 +179,26 @@ def graph_job(job_id, backend: str, graph: Graph, timeout: float, case_options: 
             "check_strides": check_strides, "options": options}
 
 
+_WHAT = re.compile(r"terminate called after throwing an instance of .*?\n\s*what\(\):(.*?)(?=\nframe #|\nException raised|"
+                   r"\n\n|\nFatal Python error|\Z)", re.S)
+
+
+def abort_message(log: str) -> str:
+    """The what() of the C++ exception that terminated a worker (std::terminate prints it before
+    the abort), so that two different aborts are two signatures; "" when the log has none."""
+    m = _WHAT.search(log)
+    return m.group(1).strip() if m else ""
+
+
 def classify(backend: str, result: dict) -> tuple[str, Signature | None]:
     """Outcome and signature of a worker pool result, including the deaths the worker could not
     report itself (hard-crash: by signal or exit code; hang: the pool's timeout)."""
     status = result.get("status")
     if status == "hard-crash":
         kind = result.get("signal") or f"exit {result.get('exitcode')}"
-        return "hard-crash", Signature("hard-crash", backend, "run", kind)
+        what = abort_message(result.get("stderr_tail") or "")
+        return "hard-crash", Signature("hard-crash", backend, "run", kind, cpp_location(what),
+                                       normalize(what) if what else "")
     if status == "hang":
         return "hang", Signature("hang", backend, "run", "timeout")
     if status == "worker-error":

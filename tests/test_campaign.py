@@ -9,7 +9,7 @@ import pytest
 
 from fuzzfuse.campaign import Campaign
 from fuzzfuse.corpus import iter_cases, load_case
-from fuzzfuse.oracle import normalize
+from fuzzfuse.oracle import Signature, normalize
 from fuzzfuse.strategies import FOCUS_PATTERNS, PATTERNS, Features
 
 BUGGY = "custom:tests.buggy_backends:"
@@ -253,3 +253,35 @@ def test_no_committed_signature_predates_a_normalizer_rule():
     assert len(messages) >= 150
     stale = [f"{path}: {m!r}" for path, m in messages if normalize(m).strip() != m.strip()]
     assert not stale, "\n".join(stale)
+
+
+def test_committed_hard_crashes_are_keyed_as_campaigns_key_them_today():
+    """A hard crash's key carries the what() of the C++ exception that aborted the worker, when the
+    crash log has one: a campaign's SIGABRTs are not all one bug."""
+    from fuzzfuse.runner import classify
+    crashes = [(path, case) for path, case in committed_cases("minimized", "corpus")
+               if case.signature["outcome"] == "hard-crash"]
+    assert len(crashes) >= 3
+    stale = []
+    for path, case in crashes:
+        result = {"status": "hard-crash", "signal": case.signature["kind"], "stderr_tail": case.detail}
+        key = classify(case.backend, result)[1].key()
+        if key != Signature.from_json(case.signature).key():
+            stale.append(f"{path}: {key}")
+    assert not stale, "\n".join(stale)
+
+
+def test_two_different_aborts_are_two_signatures_and_a_crash_without_a_message_keeps_its_plain_key():
+    from fuzzfuse.runner import classify
+    abort = ("terminate called after throwing an instance of 'nvfuser::nvfError'\n"
+             "  what():   INTERNAL ASSERT FAILED at /workspace/Fuser/csrc/{at}, please report a bug.\n"
+             "Expected _result == CUDA_SUCCESS . CUDA error: misaligned address\n"
+             "Exception raised from ~CudaExecutable at /workspace/Fuser/csrc/{at} (most recent call first):\n"
+             "frame #0: nvfuser::nvfCheckFail(char const*) + 0xc2 (0x7f2101b2d4a6 in libnvfuser_codegen.so)\n\n"
+             "Fatal Python error: Aborted\n")
+    keys = [classify("nvfuser", {"status": "hard-crash", "signal": "SIGABRT", "stderr_tail": abort.format(at=at)})[1].key()
+            for at in ("runtime/executor_utils.cpp:559", "runtime/executor_utils.cpp:559", "fusion_segmenter.cpp:4015")]
+    assert keys[0] == keys[1] == "hard-crash|nvfuser|run|SIGABRT|csrc/runtime/executor_utils.cpp:559|INTERNAL ASSERT FAILED"
+    assert keys[2] == "hard-crash|nvfuser|run|SIGABRT|csrc/fusion_segmenter.cpp:4015|INTERNAL ASSERT FAILED"
+    plain = {"status": "hard-crash", "signal": "SIGSEGV", "stderr_tail": "Fatal Python error: Segmentation fault\n"}
+    assert classify("torchscript:onednn", plain)[1].key() == "hard-crash|torchscript:onednn|run|SIGSEGV||"
