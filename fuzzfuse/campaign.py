@@ -47,7 +47,7 @@ class Campaign:
                  check_strides: bool = False, max_ops: int = 12, features: Features | None = None,
                  swarm: bool = True, display=None, reduce: bool = True, reduce_budget: int = 400,
                  backward: bool = False, devices: list[str] | None = None, shard: str | None = None,
-                 known: list[str] | None = None):
+                 known: list[str] | None = None, focus_every: int = 2):
         self.backend_name = backend
         self.backend = get_backend(backend)
         self.root, self.shard = Path(out), shard
@@ -59,6 +59,11 @@ class Campaign:
         self.check_strides, self.max_ops = check_strides, max_ops
         self.features = features or getattr(self.backend, "features", Features())
         self.swarm, self.backward = swarm, backward
+        # One batch in focus_every aims at the least-covered scheduler (0: none). Those batches
+        # cost more (persistent and segmented fusions compile several kernels): coverage or rate.
+        if focus_every < 0:
+            raise ValueError(f"--focus-every must be 0 (never) or a batch count, not {focus_every}")
+        self.focus_every = focus_every
         self.devices = devices
         self.reduce, self.reduce_budget = reduce, reduce_budget
         # Directories of minimized repros (the regression corpus): their signatures are counted
@@ -103,12 +108,13 @@ class Campaign:
         return job
 
     def focus_for(self, batch: int) -> str | None:
-        """Every other batch of a backend that reports schedulers aims at the least-covered one it
-        knows how to reach (decided when the batch starts, from the coverage so far). A recipe
-        whose first FOCUS_TRIALS batches never reached its scheduler is dropped: it would otherwise
-        stay the least covered and take half the campaign."""
+        """One batch in `focus_every` (every other one by default) of a backend that reports
+        schedulers aims at the least-covered one it knows how to reach (decided when the batch
+        starts, from the coverage so far). A recipe whose first FOCUS_TRIALS batches never reached
+        its scheduler is dropped: it would otherwise stay the least covered and take every focused
+        batch of the campaign."""
         recipes = getattr(self.backend, "coverage_focus", None)
-        if not recipes or batch % 2 == 0:
+        if not recipes or not self.focus_every or batch % self.focus_every != self.focus_every - 1:
             return None
         if batch not in self._focus:
             coverage, tried, hits = self.stats.coverage, self.stats.focus_batches, self.stats.focus_hits
@@ -332,7 +338,8 @@ class Campaign:
                 "time_limit": self.time_limit, "max_cases": self.max_cases, "timeout": self.timeout,
                 "check_strides": self.check_strides, "max_ops": self.max_ops, "swarm": self.swarm,
                 "reduce": self.reduce, "reduce_budget": self.reduce_budget, "backward": self.backward,
-                "devices": self.devices, "known": self.known, "features": dataclasses.asdict(self.features)}
+                "devices": self.devices, "known": self.known, "features": dataclasses.asdict(self.features),
+                "focus_every": self.focus_every}
 
     @classmethod
     def resume(cls, out: Path, more_seconds: float | None = None, more_cases: int | None = None,

@@ -134,6 +134,26 @@ def test_odd_batches_aim_at_the_least_covered_scheduler(tmp_path):
     assert campaign.config_for(0).shapes == campaign.backend.shapes
 
 
+def test_focus_every_sets_how_many_batches_aim_at_a_scheduler_and_survives_a_resume(tmp_path):
+    """--focus-every N: one batch in N is steered (0: none), the trade between coverage and cases/s
+    (steered nvFuser batches compile several kernels a case); --resume keeps it."""
+    recipes = {"reduction": {"ops": ("sum", "add")}}
+    campaign = Campaign("torchscript:nnc", tmp_path / "a", seed=1, workers=1, max_cases=1, focus_every=4)
+    campaign.backend.coverage_focus = recipes
+    assert [b for b in range(12) if campaign.focus_for(b)] == [3, 7, 11]
+    campaign.stats.focus_hits["reduction"] = 1  # the recipe works: it is not dropped after FOCUS_TRIALS
+    campaign.checkpoint(None)
+    resumed = Campaign.resume(tmp_path / "a")
+    resumed.backend.coverage_focus = recipes
+    assert resumed.focus_every == 4 and [b for b in range(12, 24) if resumed.focus_for(b)] == [15, 19, 23]
+    never = Campaign("torchscript:nnc", tmp_path / "b", seed=1, workers=1, max_cases=1, focus_every=0)
+    never.backend.coverage_focus = recipes
+    assert not any(never.focus_for(b) for b in range(12))
+    bad = subprocess.run([sys.executable, "-m", "fuzzfuse", "fuzz", "--backend", "torchscript:nnc", "--max-cases", "1",
+                          "--focus-every", "-1", "--out", str(tmp_path / "c")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--focus-every" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
 def test_a_focus_recipe_that_never_reaches_its_scheduler_is_dropped(tmp_path):
     """Else the least-covered scheduler keeps every other batch for good. A hit inside a focused
     batch keeps its recipe in play; hits outside one do not count."""
