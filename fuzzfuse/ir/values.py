@@ -68,7 +68,7 @@ def decode_exact(text: str, shape: tuple[int, ...], dtype: str) -> torch.Tensor:
     return _decoded(text, tuple(shape), dtype).clone()
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=4)  # bounded: a pinned input can be tens of MB
 def _decoded(text: str, shape: tuple[int, ...], dtype: str) -> torch.Tensor:
     raw = bytearray(base64.b64decode(text, validate=True))
     dt = DTYPES[dtype]
