@@ -10,9 +10,10 @@
 #    if that is 10% faster
 # 4. an nvFuser campaign on all cores (default 600 s)
 # 5. an aot:nvfuser --backward campaign (default 180 s)
-# 6. every committed nvFuser repro recorded as "does not reproduce": its case replayed through the
-#    harness twice, and its script run under each setting the workers use and the script does not
-#    (NVFUSER_NUM_THREADS=1, NVFUSER_DUMP=segmenter_logging)
+# 6. the corpus's nvFuser aborts replayed through the harness; every committed nvFuser repro
+#    recorded as "does not reproduce": its case replayed through the harness twice, and its script
+#    run under each setting the workers use and the script does not (NVFUSER_NUM_THREADS=1,
+#    NVFUSER_DUMP=segmenter_logging)
 # 7. every confirmed signature of 4 that no committed repro holds, and every corpus/nvfuser case
 #    whose signature has none, reduced; then the same for 5 and corpus/aot_nvfuser; then hangs;
 #    then committed nvFuser repros of over 1 MB, again from their own case
