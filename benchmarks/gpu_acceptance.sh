@@ -154,6 +154,13 @@ for run in sorted(Path(sys.argv[1]).glob("*/summary.json")):
     steady = s.get("steady_cases_per_second") or s["cases_per_second"]
     print(f"{run.parent.name}: {s['cases']} cases in {s['seconds']:.0f}s, steady {steady:.1f}/s, "
           f"median compile {median:.3f}s, limit {limit:.1f}/s -> {steady / limit:.0%} of it")
+    by_k = (s.get("compile_by_kernels") or {}).values()
+    mean = sum(k["cases"] * k["mean"] for k in by_k) / max(1, sum(k["cases"] for k in by_k))
+    if mean:  # the bound if every case cost the mean compile, not the median one
+        print(f"  mean compile {mean:.3f}s, workers / mean compile {s['workers'] / mean:.1f}/s -> "
+              f"{steady * mean / s['workers']:.0%} of it")
+    print(f"  focus: batches {s.get('focus_batches')}, hits {s.get('focus_hits')}, worker seconds "
+          f"{s.get('focus_seconds')} of {s.get('worker_seconds')}")
     print(f"  mean phases {s.get('mean_phase_seconds')}")
     print(f"  median phases {s.get('median_phase_seconds')}")
     print(f"  outcomes {s['outcomes']}")

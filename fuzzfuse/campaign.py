@@ -47,7 +47,7 @@ class Campaign:
                  check_strides: bool = False, max_ops: int = 12, features: Features | None = None,
                  swarm: bool = True, display=None, reduce: bool = True, reduce_budget: int = 400,
                  backward: bool = False, devices: list[str] | None = None, shard: str | None = None,
-                 known: list[str] | None = None, focus_every: int = 2):
+                 known: list[str] | None = None, focus_share: float = 0.25):
         self.backend_name = backend
         self.backend = get_backend(backend)
         self.root, self.shard = Path(out), shard
@@ -59,11 +59,12 @@ class Campaign:
         self.check_strides, self.max_ops = check_strides, max_ops
         self.features = features or getattr(self.backend, "features", Features())
         self.swarm, self.backward = swarm, backward
-        # One batch in focus_every aims at the least-covered scheduler (0: none). Those batches
-        # cost more (persistent and segmented fusions compile several kernels): coverage or rate.
-        if focus_every < 0:
-            raise ValueError(f"--focus-every must be 0 (never) or a batch count, not {focus_every}")
-        self.focus_every = focus_every
+        # The share of worker time that batches aimed at the least-covered scheduler may take (0:
+        # none): a budget of time, not of batches, since those batches cost more (persistent and
+        # segmented fusions compile several kernels: one recipe's cases cost 3 swarm cases).
+        if not 0 <= focus_share <= 1:
+            raise ValueError(f"--focus-share must be a fraction of worker time from 0 (never) to 1, not {focus_share}")
+        self.focus_share = focus_share
         self.devices = devices
         self.reduce, self.reduce_budget = reduce, reduce_budget
         # Directories of minimized repros (the regression corpus): their signatures are counted
@@ -77,7 +78,7 @@ class Campaign:
         self._jobs: dict[int | str, dict] = {}
         self._rechecks: dict[str, list] = {}  # signature key -> outcomes of its re-runs
         self._saved_per_sig: collections.Counter = collections.Counter()
-        self._focus: dict[int, str] = {}  # batch -> the scheduler it aims at
+        self._focus: dict[int, str | None] = {}  # batch -> the scheduler it aims at (None: a swarm batch)
         self._resubmit: list[int] = []  # indices that were in flight when a resumed run stopped
         self.reducing: dict | None = None  # the reduction under way: its key and reducer counters
 
@@ -108,18 +109,20 @@ class Campaign:
         return job
 
     def focus_for(self, batch: int) -> str | None:
-        """One batch in `focus_every` (every other one by default) of a backend that reports
-        schedulers aims at the least-covered one it knows how to reach (decided when the batch
-        starts, from the coverage so far). A recipe whose first FOCUS_TRIALS batches never reached
-        its scheduler is dropped: it would otherwise stay the least covered and take every focused
-        batch of the campaign."""
+        """For a backend that reports schedulers, a batch aims at the least-covered one it knows how
+        to reach while the focused batches so far took less than `focus_share` of the workers' time
+        (decided once, when the batch starts; the first batch never: nothing is covered yet). A
+        recipe whose first FOCUS_TRIALS batches never reached its scheduler is dropped: it would
+        otherwise stay the least covered and take every focused batch of the campaign."""
         recipes = getattr(self.backend, "coverage_focus", None)
-        if not recipes or not self.focus_every or batch % self.focus_every != self.focus_every - 1:
+        if not recipes or not self.focus_share:
             return None
         if batch not in self._focus:
             coverage, tried, hits = self.stats.coverage, self.stats.focus_batches, self.stats.focus_hits
             reachable = [s for s in recipes if hits.get(s, 0) or tried.get(s, 0) < FOCUS_TRIALS]
-            if not reachable:
+            spent = sum(self.stats.focus_seconds.values())
+            if not reachable or spent >= self.focus_share * self.stats.worker_seconds:
+                self._focus[batch] = None
                 return None
             self._focus[batch] = min(reachable, key=lambda s: coverage.get(s, 0))
             self.stats.focus_batches[self._focus[batch]] += 1
@@ -171,6 +174,9 @@ class Campaign:
         schedulers = (result.get("evidence") or {}).get("schedulers") or []
         self.stats.coverage.update(schedulers)
         focus = self._focus.get(job["id"] // BATCH)
+        self.stats.worker_seconds += result.get("worker_seconds") or 0.0
+        if focus:
+            self.stats.focus_seconds[focus] += result.get("worker_seconds") or 0.0
         if focus in schedulers:
             self.stats.focus_hits[focus] += 1
         if outcome not in FAILURES or sig is None:
@@ -339,7 +345,7 @@ class Campaign:
                 "check_strides": self.check_strides, "max_ops": self.max_ops, "swarm": self.swarm,
                 "reduce": self.reduce, "reduce_budget": self.reduce_budget, "backward": self.backward,
                 "devices": self.devices, "known": self.known, "features": dataclasses.asdict(self.features),
-                "focus_every": self.focus_every}
+                "focus_share": self.focus_share}
 
     @classmethod
     def resume(cls, out: Path, more_seconds: float | None = None, more_cases: int | None = None,
@@ -350,6 +356,7 @@ class Campaign:
         much more. `overrides` may change how it runs (workers, devices), not what it generates."""
         state = load_state(out)
         args = dict(state["args"])
+        args.pop("focus_every", None)  # a batch count, before --focus-share (2026-11-30): the default share now
         features = Features(**{k: tuple(v) if isinstance(v, list) else v for k, v in args.pop("features").items()})
         args.update({k: v for k, v in overrides.items() if v is not None})
         backend, shard = args.pop("backend"), args.pop("shard")

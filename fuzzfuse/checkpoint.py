@@ -50,6 +50,9 @@ class Stats:
     focus_batches: collections.Counter = field(default_factory=collections.Counter)
     # Cases of a focused batch that reached the scheduler it aimed at: whether a recipe works.
     focus_hits: collections.Counter = field(default_factory=collections.Counter)
+    # Worker seconds of all cases, and of each recipe's focused cases: the focus's time budget.
+    worker_seconds: float = 0.0
+    focus_seconds: collections.Counter = field(default_factory=collections.Counter)
     # Set when fuzzing stops: rates exclude the reductions that follow.
     stop: float | None = None
 
@@ -88,7 +91,9 @@ class Stats:
                 "median_phase_seconds": {k: median(v) for k, v in self.phase_seconds.items()},
                 "mean_phase_seconds": {k: round(statistics.fmean(v), 4) for k, v in self.phase_seconds.items()},
                 "coverage": dict(self.coverage), "focus_batches": dict(self.focus_batches),
-                "focus_hits": dict(self.focus_hits), "start": self.start - self.elapsed_before,
+                "focus_hits": dict(self.focus_hits),
+                "focus_seconds": {k: round(v, 1) for k, v in self.focus_seconds.items()},
+                "worker_seconds": round(self.worker_seconds, 1), "start": self.start - self.elapsed_before,
                 "timeline": self.timeline, **extra}
 
     def _compile_by_kernels(self) -> dict:
@@ -103,7 +108,8 @@ class Stats:
                 "compile_seconds": self.compile_seconds[-MAX_SAMPLES:], "compile_by_kernels": self.compile_by_kernels,
                 "phase_seconds": {k: v[-MAX_SAMPLES:] for k, v in self.phase_seconds.items()},
                 "coverage": dict(self.coverage), "timeline": self.timeline,
-                "focus_batches": dict(self.focus_batches), "focus_hits": dict(self.focus_hits)}
+                "focus_batches": dict(self.focus_batches), "focus_hits": dict(self.focus_hits),
+                "worker_seconds": self.worker_seconds, "focus_seconds": dict(self.focus_seconds)}
 
     @staticmethod
     def from_json(d: dict) -> "Stats":
@@ -115,7 +121,9 @@ class Stats:
                      coverage=collections.Counter(d["coverage"]), timeline=list(d["timeline"]),
                      focus_batches=collections.Counter(d["focus_batches"]),
                      focus_hits=collections.Counter(d.get("focus_hits", {})),  # absent before 2026-11-30
-                     compile_by_kernels=dict(d.get("compile_by_kernels", {})))  # absent before 2026-12
+                     compile_by_kernels=dict(d.get("compile_by_kernels", {})),  # absent before 2026-12
+                     worker_seconds=float(d.get("worker_seconds", 0.0)),  # these two too
+                     focus_seconds=collections.Counter(d.get("focus_seconds", {})))
 
 
 def save_state(out: Path, state: dict) -> None:

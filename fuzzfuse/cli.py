@@ -72,7 +72,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                                 time_limit=limit, max_cases=args.max_cases, timeout=args.timeout,
                                 check_strides=args.check_strides, max_ops=args.max_ops, reduce=not args.no_reduce,
                                 backward=args.backward, devices=_devices(args.devices, backend), shard=args.shard,
-                                reduce_budget=args.reduce_budget, known=args.known, focus_every=args.focus_every)
+                                reduce_budget=args.reduce_budget, known=args.known, focus_share=args.focus_share)
         with campaign_display() as display:
             campaign.display = display
             summary = campaign.run()
@@ -182,9 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--no-reduce", action="store_true", help="do not minimize new signatures into OUT/minimized/")
     f.add_argument("--known", action="append", metavar="DIR",
                    help="minimized repros (e.g. minimized/): their signatures are counted, not reduced again")
-    f.add_argument("--focus-every", type=int, default=2, metavar="N",
-                   help="one batch in N aims at the least-covered scheduler (nvFuser; 0: never). Those batches "
-                        "compile more kernels: a higher N trades coverage for cases/s")
+    f.add_argument("--focus-share", type=float, default=0.25, metavar="FRACTION",
+                   help="share of worker time for batches aimed at the least-covered scheduler (nvFuser; 0: never). "
+                        "Those batches compile more kernels a case: a higher share trades cases/s for coverage")
     f.set_defaults(func=cmd_fuzz)
 
     m = sub.add_parser("reduce", help="minimize failing cases into OUT/<signature-slug>/, one per signature")

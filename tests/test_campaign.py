@@ -116,59 +116,79 @@ def test_live_display_shows_rate_outcomes_signatures_reducer_and_workers(tmp_pat
         assert "reducing" in text  # the display kept drawing while the reducer ran
 
 
-def test_odd_batches_aim_at_the_least_covered_scheduler(tmp_path):
+def _case(campaign, index: int, seconds: float, schedulers=()) -> None:
+    """Record a passing case of `index` that took its worker `seconds`."""
+    campaign._record({"id": index}, {"outcome": "pass", "worker_seconds": seconds,
+                                     "evidence": {"schedulers": list(schedulers)}}, None)
+
+
+def test_batches_aim_at_the_least_covered_scheduler_within_their_share_of_worker_time(tmp_path):
+    """A focused batch costs more than a swarm batch (nvFuser's persistent and segmented fusions
+    compile several kernels): the focus gets a share of the workers' time, not of the batches."""
     from fuzzfuse.campaign import BATCH
 
-    campaign = Campaign("torchscript:nnc", tmp_path, seed=1, workers=1, max_cases=1)
+    campaign = Campaign("torchscript:nnc", tmp_path, seed=1, workers=1, max_cases=1, focus_share=0.25)
     campaign.backend.coverage_focus = {"reduction": {"ops": ("sum", "add")}, "transpose": {"ops": ("permute", "neg")}}
     campaign.stats.coverage.update({"reduction": 5, "transpose": 1})
-    assert campaign.focus_for(0) is None  # even batches stay swarm batches
+    assert campaign.focus_for(0) is None  # the first batch: no time spent, nothing covered yet
+    _case(campaign, 0, 3.0)
     assert campaign.focus_for(1) == "transpose"
     assert set(campaign.config_for(BATCH).features.ops) == {"permute", "neg"}
+    _case(campaign, BATCH, 1.0, ["transpose"])  # focused: 1 s of 4 is the share already
+    assert campaign.focus_for(2) is None and campaign.focus_for(1) == "transpose"  # decided once, at its start
+    _case(campaign, 0, 1.0)  # 1 s of 5: under a quarter again
     campaign.stats.coverage.update({"transpose": 10})
     assert campaign.focus_for(3) == "reduction"
-    assert campaign.focus_for(1) == "transpose"  # decided once, when the batch starts
     assert campaign.stats.focus_batches == {"transpose": 1, "reduction": 1}
+    assert campaign.stats.focus_seconds == {"transpose": 1.0} and campaign.stats.worker_seconds == 5.0
     campaign.backend.coverage_focus["transpose"]["shapes"] = {"max_dim": 2}
     assert campaign.config_for(BATCH).shapes.max_dim == 2  # a recipe may change the shapes too
     assert campaign.config_for(0).shapes == campaign.backend.shapes
 
 
-def test_focus_every_sets_how_many_batches_aim_at_a_scheduler_and_survives_a_resume(tmp_path):
-    """--focus-every N: one batch in N is steered (0: none), the trade between coverage and cases/s
-    (steered nvFuser batches compile several kernels a case); --resume keeps it."""
+def test_focus_share_survives_a_resume_and_zero_never_focuses(tmp_path):
+    """--focus-share: the trade between coverage and cases/s; --resume keeps it, with the time
+    spent so far and the batches already decided."""
     recipes = {"reduction": {"ops": ("sum", "add")}}
-    campaign = Campaign("torchscript:nnc", tmp_path / "a", seed=1, workers=1, max_cases=1, focus_every=4)
+    campaign = Campaign("torchscript:nnc", tmp_path / "a", seed=1, workers=1, max_cases=1, focus_share=0.5)
     campaign.backend.coverage_focus = recipes
-    assert [b for b in range(12) if campaign.focus_for(b)] == [3, 7, 11]
-    campaign.stats.focus_hits["reduction"] = 1  # the recipe works: it is not dropped after FOCUS_TRIALS
+    assert campaign.focus_for(0) is None
+    _case(campaign, 0, 2.0)
+    assert campaign.focus_for(1) == "reduction"
+    _case(campaign, 50, 1.0, ["reduction"])
     campaign.checkpoint(None)
     resumed = Campaign.resume(tmp_path / "a")
     resumed.backend.coverage_focus = recipes
-    assert resumed.focus_every == 4 and [b for b in range(12, 24) if resumed.focus_for(b)] == [15, 19, 23]
-    never = Campaign("torchscript:nnc", tmp_path / "b", seed=1, workers=1, max_cases=1, focus_every=0)
+    assert resumed.focus_share == 0.5 and resumed.focus_for(1) == "reduction" and resumed.focus_for(0) is None
+    assert resumed.stats.focus_seconds == {"reduction": 1.0} and resumed.stats.worker_seconds == 3.0
+    assert resumed.focus_for(2) == "reduction"  # 1 s of 3: under half
+    never = Campaign("torchscript:nnc", tmp_path / "b", seed=1, workers=1, max_cases=1, focus_share=0)
     never.backend.coverage_focus = recipes
+    _case(never, 0, 5.0)
     assert not any(never.focus_for(b) for b in range(12))
-    bad = subprocess.run([sys.executable, "-m", "fuzzfuse", "fuzz", "--backend", "torchscript:nnc", "--max-cases", "1",
-                          "--focus-every", "-1", "--out", str(tmp_path / "c")], capture_output=True, text=True)
-    assert bad.returncode == 2 and "--focus-every" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    for share in ("-0.1", "1.5"):
+        bad = subprocess.run([sys.executable, "-m", "fuzzfuse", "fuzz", "--backend", "torchscript:nnc", "--max-cases",
+                              "1", "--focus-share", share, "--out", str(tmp_path / "c")], capture_output=True, text=True)
+        assert bad.returncode == 2 and "--focus-share" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
 def test_a_focus_recipe_that_never_reaches_its_scheduler_is_dropped(tmp_path):
-    """Else the least-covered scheduler keeps every other batch for good. A hit inside a focused
+    """Else the least-covered scheduler keeps every focused batch for good. A hit inside a focused
     batch keeps its recipe in play; hits outside one do not count."""
     from fuzzfuse.campaign import BATCH, FOCUS_TRIALS
 
-    campaign = Campaign("torchscript:nnc", tmp_path, seed=1, workers=1, max_cases=1)
+    campaign = Campaign("torchscript:nnc", tmp_path, seed=1, workers=1, max_cases=1, focus_share=1.0)
     campaign.backend.coverage_focus = {"reduction": {"ops": ("sum", "add")}, "transpose": {"ops": ("permute", "neg")}}
     campaign.stats.coverage.update({"reduction": 500, "transpose": 3})
-    odd = [2 * k + 1 for k in range(FOCUS_TRIALS + 2)]
-    assert [campaign.focus_for(b) for b in odd[:FOCUS_TRIALS]] == ["transpose"] * FOCUS_TRIALS
-    assert campaign.focus_for(odd[FOCUS_TRIALS]) == "reduction"
+    _case(campaign, 0, 1.0)
+    batches = range(1, FOCUS_TRIALS + 3)
+    assert [campaign.focus_for(b) for b in batches[:FOCUS_TRIALS]] == ["transpose"] * FOCUS_TRIALS
+    assert campaign.focus_for(batches[FOCUS_TRIALS]) == "reduction"
     # A transpose case of a focused batch: the recipe works after all, and comes back.
-    campaign._record({"id": odd[0] * BATCH}, {"outcome": "pass", "evidence": {"schedulers": ["transpose"]}}, None)
+    _case(campaign, batches[0] * BATCH, 1.0, ["transpose"])
+    _case(campaign, 0, 1.0, ["transpose"])  # outside a focused batch: not a hit
     assert campaign.stats.focus_hits == {"transpose": 1}
-    assert campaign.focus_for(odd[FOCUS_TRIALS + 1]) == "transpose"
+    assert campaign.focus_for(batches[FOCUS_TRIALS + 1]) == "transpose"
 
 
 def test_nvfuser_focus_recipes_draw_what_their_scheduler_needs():
