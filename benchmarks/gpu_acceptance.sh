@@ -6,14 +6,14 @@
 #
 # 1. pytest -m gpu (every op x dtype on nvFuser, random graphs, aot:nvfuser training graphs)
 # 2. the seed corpus replayed on nvfuser (forward seeds) and aot:nvfuser (training seeds), at once
-# 3. 60-s throughput runs as campaigns run and with nvFuser's segmenter log off: off for the rest
-#    if that is 10% faster
+# 3. where an nvFuser case's seconds go (benchmarks/nvfuser_cost.py, 90 s): by phase, recipe and
+#    kernels per case
 # 4. an nvFuser campaign on all cores (default 600 s)
 # 5. an aot:nvfuser --backward campaign (default 180 s)
 # 6. the corpus's nvFuser aborts replayed through the harness; every committed nvFuser repro
 #    recorded as "does not reproduce": its case replayed through the harness twice, and its script
-#    run under each setting the workers use and the script does not (NVFUSER_NUM_THREADS=1,
-#    NVFUSER_DUMP=segmenter_logging)
+#    run as written and under the setting the workers use and the script does not
+#    (NVFUSER_NUM_THREADS=1)
 # 7. every confirmed signature of 4 that no committed repro holds, and every corpus/nvfuser case
 #    whose signature has none, reduced; then the same for 5 and corpus/aot_nvfuser; then hangs;
 #    then committed nvFuser repros of over 1 MB, again from their own case
@@ -47,21 +47,9 @@ timeout 150 python3 -m fuzzfuse replay corpus/seed-*_train-*.json --backend aot:
 wait
 stamp "seeds replayed"
 
-# Multi-kernel cases are two thirds of compile time and cost 3x a one-kernel case per kernel: does
-# nvFuser's segmenter log (coverage reads it; it prints every merge the segmenter tries) weigh on
-# them? 60 s with it, as campaigns run, and 60 s without, with compile seconds by kernels per case.
-stamp "throughput: segmenter log on and off (60 s each)"
-for SETTING in log_on log_off; do
-  env FUZZFUSE_NVFUSER_SEGMENTER_LOG=$([ $SETTING = log_on ] && echo 1 || echo 0) timeout 120 \
-    python3 benchmarks/throughput.py --backends nvfuser --workers "$(nproc)" --seconds 60 \
-    > "$OUT/throughput_$SETTING.txt" 2>&1
-done
-rate() { awk '$1 == "nvfuser" && $2 ~ /^[0-9]+$/ {print $5}' "$OUT/throughput_$1.txt"; }
-# The log only refines coverage (segments that run no kernel): off for the campaign if it costs 10%.
-if python3 -c "import sys; sys.exit(not float(sys.argv[2] or 0) > 1.1 * float(sys.argv[1] or 0))" "$(rate log_on)" "$(rate log_off)"; then
-  export FUZZFUSE_NVFUSER_SEGMENTER_LOG=0
-fi
-stamp "throughput measured: log on $(rate log_on)/s, off $(rate log_off)/s; campaign log=${FUZZFUSE_NVFUSER_SEGMENTER_LOG:-1}"
+stamp "where a case's seconds go (90 s)"
+timeout 200 python3 benchmarks/nvfuser_cost.py --cases 40 --seconds 90 --out "$OUT/cost" > "$OUT/cost.txt" 2>&1
+stamp "cost measured: $(sed -n 2p "$OUT/cost.txt")"
 
 if [ "$FWD" -gt 0 ]; then  # 0: no campaign (a lease that only reduces the corpus's leftovers)
   stamp "nvfuser campaign ${FWD}s"
@@ -90,7 +78,7 @@ for DIR in $(grep -l '"status": "does not reproduce"' minimized/*nvfuser*/case.j
     echo "$(basename "$DIR") through the harness, run $RUN:" >> "$OUT/unreproduced.txt"
     timeout 120 python3 -m fuzzfuse replay "$DIR/case.json" --workers 1 2>&1 | tail -3 >> "$OUT/unreproduced.txt"
   done
-  for SETTING in "" NVFUSER_NUM_THREADS=1 NVFUSER_DUMP=segmenter_logging; do
+  for SETTING in "" NVFUSER_NUM_THREADS=1; do
     (cd "$DIR" && env $SETTING timeout 60 python3 repro.py > /dev/null 2>&1)
     STATUS=$?  # before any $(...) below resets it
     echo "$(basename "$DIR") repro.py [${SETTING:-as written}]: exit $STATUS" | tee -a "$OUT/unreproduced.txt"
@@ -170,5 +158,5 @@ for run in sorted(Path(sys.argv[1]).glob("*/summary.json")):
         print(f"  {sig['count']:5}x {sig['outcome']:9} confirmed={sig['confirmed']} known={sig.get('known')} "
               f"{sig['key']}")
 PY
-tail -n 6 "$OUT"/throughput_*.txt 2>/dev/null | tee -a "$OUT/figures.txt"
+cat "$OUT/cost.txt" 2>/dev/null | tee -a "$OUT/figures.txt"
 stamp "done"

@@ -1,14 +1,13 @@
 """Where an nvFuser case's seconds go: per phase, per generation recipe and per kernels a case
-compiles, with nvFuser's segmenter log on and off.
+compiles.
 
     python benchmarks/nvfuser_cost.py [--cases 40] [--procs 16] [--seconds 150] [--out DIR]
 
-Campaigns reach a third of the compile-bound limit (workers / median compile) where the mean case
-costs three medians: this says which cases and which phases make up the difference. Every recipe
-(the campaign's swarm batches, and each coverage-focus recipe) draws the same cases for both
-settings; half the processes run with the log and half without, at the same time, so both see the
-same load. A process that dies (a fuser abort) is restarted after the case that killed it. Needs
-nvfuser_direct and a GPU.
+Campaigns reach half of the compile-bound limit (workers / median compile) where the mean case
+costs two medians: this says which cases and which phases make up the difference. It runs the
+campaign's own cases (swarm batches, and as many of each coverage-focus recipe) in `--procs`
+processes at once, each phase timed apart (the GPU synchronized after each). A process that dies (a
+fuser abort) is restarted after the case that killed it. Needs nvfuser_direct and a GPU.
 """
 from __future__ import annotations
 
@@ -23,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-PHASES = ("generate", "inputs", "eager", "ref64", "define", "execute", "evidence", "scheduled_ir")
+PHASES = ("generate", "inputs", "eager", "ref64", "define", "execute", "kernel_code", "scheduled_ir")
 
 
 def tasks(cases: int) -> list[dict]:
@@ -46,11 +45,11 @@ def tasks(cases: int) -> list[dict]:
     return [t for group in zip(*per_batch) for t in group]
 
 
-def run_tasks(task_file: str, start: int, out_file: str, setting: str, deadline: float) -> None:
+def run_tasks(task_file: str, start: int, out_file: str, deadline: float) -> None:
     import torch
 
     from fuzzfuse.backends import get_backend
-    from fuzzfuse.backends.nvfuser import capture_stdout_fd, execute, first_run_evidence
+    from fuzzfuse.backends.nvfuser import execute, fusion_evidence
     from fuzzfuse.ir import make_inputs, run_eager
     from fuzzfuse.runner import init_worker
     from fuzzfuse.strategies import config_from_json, generate
@@ -64,7 +63,7 @@ def run_tasks(task_file: str, start: int, out_file: str, setting: str, deadline:
             if time.time() > deadline:
                 break
             task = todo[pos]
-            rec = {"pos": pos, "recipe": task["recipe"], "seed": task["seed"], "setting": setting}
+            rec = {"pos": pos, "recipe": task["recipe"], "seed": task["seed"]}
             out.write(json.dumps({"pos": pos, "started": True}) + "\n")
             out.flush()
             t = time.perf_counter()
@@ -89,18 +88,15 @@ def run_tasks(task_file: str, start: int, out_file: str, setting: str, deadline:
                 emission = backend.emit(graph, inputs, task["options"].get("style"))
                 fd = backend.define(emission.source, graph)
                 lap("define")
-                with capture_stdout_fd() as log:
-                    outputs = execute(fd, list(inputs))
+                outputs = execute(fd, list(inputs))
                 lap("execute")
-                rec["log_bytes"] = len(log["text"])
-                evidence, _ = first_run_evidence(fd, graph, list(inputs), outputs, log["text"])
-                rec.update(kernels=evidence["kernels"], segments=evidence["segments"],
-                           schedulers=evidence["schedulers"])
-                lap("evidence")
+                code = fd.fec.get_cuda_kernel(list(inputs)) if any(isinstance(o, torch.Tensor) for o in outputs) else ""
+                lap("kernel_code")
                 ir = fd.fec.get_most_recent_scheduled_ir() or ""
                 lap("scheduled_ir")
-                if "Segmented_Fusion" in ir and pos % 10 == 0:
-                    rec["segments_dump"] = ir[ir.find("Segmented_Fusion Dump: -- fusion segments"):][:3000]
+                evidence = fusion_evidence(code, ir)
+                rec.update(kernels=evidence["kernels"], segments=evidence["segments"],
+                           schedulers=evidence["schedulers"])
                 rec["outcome"] = "pass"
             except Exception as e:  # noqa: BLE001  (a fuser failure is a data point here)
                 rec["outcome"] = f"{type(e).__name__}: {str(e)[:200]}"
@@ -113,44 +109,42 @@ def drive(args) -> Path:
     out = Path(args.out or tempfile.mkdtemp(prefix="nvfuser_cost-"))
     out.mkdir(parents=True, exist_ok=True)
     todo = tasks(args.cases)
-    shards = max(1, args.procs // 2)
     deadline = time.time() + args.seconds
-    procs, started_at = {}, {}  # (shard, setting) -> the task position to start (or restart) at
-    for s in range(shards):
-        (out / f"tasks-{s}.json").write_text(json.dumps(todo[s::shards]))
-        for setting in ("log_on", "log_off"):
-            procs[(s, setting)] = 0
-    running: dict[tuple, subprocess.Popen] = {}
-    while procs or running:
-        for key in list(procs):
-            s, setting = key
-            started_at[key] = procs[key]
-            # NVFUSER_DUMP is this process's (loading the backend set it): each worker sets its own.
-            env = {**{k: v for k, v in os.environ.items() if k != "NVFUSER_DUMP"},
-                   "FUZZFUSE_NVFUSER_SEGMENTER_LOG": "1" if setting == "log_on" else "0",
-                   "NVFUSER_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
-            running[key] = subprocess.Popen(
-                [sys.executable, __file__, "--worker", str(out / f"tasks-{s}.json"), str(procs.pop(key)),
-                 str(out / f"{setting}-{s}.jsonl"), setting, str(deadline)], env=env,
+    starts, started_at = {}, {}  # process -> the task position to start (or restart) at
+    for p in range(args.procs):
+        (out / f"tasks-{p}.json").write_text(json.dumps(todo[p::args.procs]))
+        starts[p] = 0
+    env = {**os.environ, "NVFUSER_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}  # as workers run
+    running: dict[int, subprocess.Popen] = {}
+    while starts or running:
+        for p in list(starts):
+            started_at[p] = starts[p]
+            running[p] = subprocess.Popen(
+                [sys.executable, __file__, "--worker", str(out / f"tasks-{p}.json"), str(starts.pop(p)),
+                 str(out / f"cases-{p}.jsonl"), str(deadline)], env=env,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)
-        for key, proc in list(running.items()):
+        for p, proc in list(running.items()):
             if time.time() > deadline + 60:  # a hanging case: its record is lost, the rest kept
                 proc.kill()
             if proc.poll() is None:
                 continue
-            del running[key]
-            lines = [json.loads(x) for x in (out / f"{key[1]}-{key[0]}.jsonl").read_text().splitlines()]
+            del running[p]
+            lines = [json.loads(x) for x in (out / f"cases-{p}.jsonl").read_text().splitlines()]
             last = max((x["pos"] for x in lines), default=-1)
             # Died in case `last`: go on after it (unless it died before any case: nvFuser is missing).
-            if proc.returncode != 0 and time.time() < deadline and last >= started_at[key]:
-                procs[key] = last + 1
+            if proc.returncode != 0 and time.time() < deadline and last >= started_at[p]:
+                starts[p] = last + 1
     return out
+
+
+def _mean(rs: list[dict], key) -> float:
+    return statistics.mean(key(r) for r in rs)
 
 
 def report(out: Path) -> None:
     started, records = {}, []
-    for f in sorted(out.glob("log_*.jsonl")):
+    for f in sorted(out.glob("cases-*.jsonl")):
         for line in f.read_text().splitlines():
             rec = json.loads(line)
             key = (f.name, rec["pos"])
@@ -159,52 +153,37 @@ def report(out: Path) -> None:
             else:
                 started.pop(key, None)
                 records.append(rec)
-    ok = [r for r in records if r["outcome"] == "pass"]
-    print(f"{len(records)} cases ({len(ok)} passed, {len(started)} killed their process)")
-    for setting in ("log_on", "log_off"):
-        rs = [r for r in ok if r["setting"] == setting]
-        if not rs:
-            continue
-        total = [sum(r[p] for p in PHASES if p != "scheduled_ir") for r in rs]
-        compile_ = [r["define"] + r["execute"] for r in rs]
-        print(f"\n{setting}: {len(rs)} cases; median compile {statistics.median(compile_):.3f}s, mean case "
-              f"{statistics.mean(total):.3f}s: compile-bound share {statistics.median(compile_) / statistics.mean(total):.0%}")
-        print("  mean s by phase:  " + "  ".join(f"{p} {statistics.mean(r[p] for r in rs):.4f}" for p in PHASES))
-        print("  median s by phase:" + "  ".join(f"{p} {statistics.median(r[p] for r in rs):.4f}" for p in PHASES))
-        print(f"  mean segmenter log: {statistics.mean(r['log_bytes'] for r in rs) / 1e3:.0f} kB")
-        by_k = collections.defaultdict(list)
-        for r in rs:
-            by_k[min(r["kernels"], 5)].append(r)
-        for k, group in sorted(by_k.items()):
-            print(f"  {k}{'+' if k == 5 else ' '} kernels: {len(group):4} cases, execute mean {statistics.mean(r['execute'] for r in group):.3f}s "
-                  f"median {statistics.median(r['execute'] for r in group):.3f}s, ops mean {statistics.mean(r['ops'] for r in group):.1f}")
-        by_recipe = collections.defaultdict(list)
-        for r in rs:
-            by_recipe[r["recipe"]].append(r)
-        for recipe, group in sorted(by_recipe.items()):
-            tot = [sum(r[p] for p in PHASES if p != "scheduled_ir") for r in group]
-            print(f"  {recipe:24} {len(group):4} cases, case mean {statistics.mean(tot):.3f}s median {statistics.median(tot):.3f}s, "
-                  f"execute mean {statistics.mean(r['execute'] for r in group):.3f}s, kernels mean "
-                  f"{statistics.mean(r['kernels'] for r in group):.2f}, inputs+eager+ref64 mean "
-                  f"{statistics.mean(r['inputs'] + r['eager'] + r['ref64'] for r in group):.3f}s, reached "
-                  f"{sum(recipe in r['schedulers'] for r in group) / len(group):.0%}")
-    on = {(r["recipe"], r["seed"]): r for r in ok if r["setting"] == "log_on"}
-    pairs = [(on[k], r) for r in ok if r["setting"] == "log_off" and (k := (r["recipe"], r["seed"])) in on]
-    if pairs:
-        print(f"\npaired cases: {len(pairs)}; execute with the log / without: "
-              f"{sum(a['execute'] for a, _ in pairs) / sum(b['execute'] for _, b in pairs):.2f}")
-        for k in sorted({min(a["kernels"], 5) for a, _ in pairs}):
-            ps = [(a, b) for a, b in pairs if min(a["kernels"], 5) == k]
-            print(f"  {k} kernels: {len(ps)} pairs, {sum(a['execute'] for a, _ in ps) / sum(b['execute'] for _, b in ps):.2f}")
-    dumps = [r["segments_dump"] for r in ok if r.get("segments_dump")]
-    if dumps:
-        print("\nA segmented fusion's dump, from get_most_recent_scheduled_ir():\n" + dumps[0])
+    rs = [r for r in records if r["outcome"] == "pass"]
+    print(f"{len(records)} cases ({len(rs)} passed, {len(started)} killed their process)")
+    if not rs:
+        return
+    total = lambda r: sum(r[p] for p in PHASES)  # noqa: E731
+    compile_ = [r["define"] + r["execute"] for r in rs]
+    print(f"median compile {statistics.median(compile_):.3f}s, mean compile {statistics.mean(compile_):.3f}s, "
+          f"mean case {_mean(rs, total):.3f}s: median compile / mean case {statistics.median(compile_) / _mean(rs, total):.0%}")
+    print("mean s by phase:   " + "  ".join(f"{p} {_mean(rs, lambda r: r[p]):.4f}" for p in PHASES))
+    print("median s by phase: " + "  ".join(f"{p} {statistics.median(r[p] for r in rs):.4f}" for p in PHASES))
+    by_kernels = collections.defaultdict(list)
+    for r in rs:
+        by_kernels[min(r["kernels"], 5)].append(r)
+    for k, group in sorted(by_kernels.items()):
+        print(f"  {k}{'+' if k == 5 else ' '} kernels: {len(group):4} cases, execute mean {_mean(group, lambda r: r['execute']):.3f}s "
+              f"median {statistics.median(r['execute'] for r in group):.3f}s, ops mean {_mean(group, lambda r: r['ops']):.1f}")
+    by_recipe = collections.defaultdict(list)
+    for r in rs:
+        by_recipe[r["recipe"]].append(r)
+    for recipe, group in sorted(by_recipe.items()):
+        print(f"  {recipe:24} {len(group):4} cases, case mean {_mean(group, total):.3f}s median "
+              f"{statistics.median(map(total, group)):.3f}s, execute mean {_mean(group, lambda r: r['execute']):.3f}s, "
+              f"kernels mean {_mean(group, lambda r: r['kernels']):.2f}, inputs+eager+ref64 mean "
+              f"{_mean(group, lambda r: r['inputs'] + r['eager'] + r['ref64']):.3f}s, reached "
+              f"{sum(recipe in r['schedulers'] for r in group) / len(group):.0%}")
 
 
 def main() -> None:
     if sys.argv[1:2] == ["--worker"]:
-        task_file, start, out_file, setting, deadline = sys.argv[2:7]
-        run_tasks(task_file, int(start), out_file, setting, float(deadline))
+        task_file, start, out_file, deadline = sys.argv[2:6]
+        run_tasks(task_file, int(start), out_file, float(deadline))
         return
     p = argparse.ArgumentParser()
     p.add_argument("--cases", type=int, default=40, help="cases per recipe")

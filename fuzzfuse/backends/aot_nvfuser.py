@@ -27,7 +27,7 @@ from ..ir.from_aten import Unsupported as NoIRForm
 from ..ir.interp import input_gradients, with_leaves
 from .aot import _tensor_function
 from .base import BackendError, RunResult, Unavailable, generic_repro_code
-from .nvfuser import NvFuserBackend, _stage, capture_stdout_fd, execute, first_run_evidence, fusion_failure
+from .nvfuser import NvFuserBackend, _stage, execute, first_run_evidence, fusion_failure
 from .nvfuser_emit import Unsupported, emit
 
 
@@ -76,10 +76,9 @@ class _Fusion:
             self.fd = self.backend.define(emission.source, graph)
         except Exception as e:
             raise self.failed("compile", e) from e
-        with capture_stdout_fd() as log:
-            outputs = self.execute(inputs)
+        outputs = self.execute(inputs)
         self.compile_seconds = time.perf_counter() - start
-        evidence, fused = first_run_evidence(self.fd, graph, inputs, outputs, log["text"])
+        evidence, fused = first_run_evidence(self.fd, graph, inputs, outputs)
         self.evidence = {**evidence, "fused": fused}
         return self.translation.outputs(outputs)
 
