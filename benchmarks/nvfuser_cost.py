@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-PHASES = ("generate", "inputs", "eager", "ref64", "define", "execute", "kernel_code", "scheduled_ir")
+PHASES = ("generate", "inputs", "eager", "ref64", "define", "execute", "evidence")
 
 
 def tasks(cases: int) -> list[dict]:
@@ -49,7 +49,7 @@ def run_tasks(task_file: str, start: int, out_file: str, deadline: float) -> Non
     import torch
 
     from fuzzfuse.backends import get_backend
-    from fuzzfuse.backends.nvfuser import execute, fusion_evidence
+    from fuzzfuse.backends.nvfuser import execute, first_run_evidence
     from fuzzfuse.ir import make_inputs, run_eager
     from fuzzfuse.runner import init_worker
     from fuzzfuse.strategies import config_from_json, generate
@@ -90,11 +90,8 @@ def run_tasks(task_file: str, start: int, out_file: str, deadline: float) -> Non
                 lap("define")
                 outputs = execute(fd, list(inputs))
                 lap("execute")
-                code = fd.fec.get_cuda_kernel(list(inputs)) if any(isinstance(o, torch.Tensor) for o in outputs) else ""
-                lap("kernel_code")
-                ir = fd.fec.get_most_recent_scheduled_ir() or ""
-                lap("scheduled_ir")
-                evidence = fusion_evidence(code, ir)
+                evidence, _ = first_run_evidence(fd, graph, list(inputs), outputs)  # as campaigns read it
+                lap("evidence")
                 rec.update(kernels=evidence["kernels"], segments=evidence["segments"],
                            schedulers=evidence["schedulers"])
                 rec["outcome"] = "pass"

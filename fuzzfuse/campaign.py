@@ -174,9 +174,10 @@ class Campaign:
         schedulers = (result.get("evidence") or {}).get("schedulers") or []
         self.stats.coverage.update(schedulers)
         focus = self._focus.get(job["id"] // BATCH)
-        self.stats.worker_seconds += result.get("worker_seconds") or 0.0
+        seconds = result.get("worker_seconds") or 0.0
+        self.stats.worker_seconds += seconds
         if focus:
-            self.stats.focus_seconds[focus] += result.get("worker_seconds") or 0.0
+            self.stats.focus_seconds[focus] += seconds
         if focus in schedulers:
             self.stats.focus_hits[focus] += 1
         if outcome not in FAILURES or sig is None:

@@ -87,6 +87,7 @@ class Stats:
                 "seconds": round(secs, 2), "cases_per_second": round(self.cases / secs, 3) if secs else 0.0,
                 "steady_cases_per_second": round(self.steady_rate(skip=extra.get("workers", 1)), 3),
                 "median_compile_seconds": median(self.compile_seconds) if self.compile_seconds else None,
+                "mean_compile_seconds": round(statistics.fmean(self.compile_seconds), 4) if self.compile_seconds else None,
                 "compile_by_kernels": self._compile_by_kernels(),
                 "median_phase_seconds": {k: median(v) for k, v in self.phase_seconds.items()},
                 "mean_phase_seconds": {k: round(statistics.fmean(v), 4) for k, v in self.phase_seconds.items()},
