@@ -1,4 +1,5 @@
 """Tests for fuzzfuse.reduce with in-process predicates: no fuser is needed to test the engine."""
+import math
 import networkx as nx
 import pytest
 import torch
@@ -7,7 +8,7 @@ from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.ir.graph import Graph, Layout, Node, TensorInput, Values
 from fuzzfuse.ir.interp import run_eager
 from fuzzfuse.ir.values import logical_values, make_input, make_inputs
-from fuzzfuse.reduce import DEFAULT_PASSES, LAST_PASSES, admissible, cost, reduce
+from fuzzfuse.reduce import DEFAULT_PASSES, FIRST_PASSES, LAST_PASSES, admissible, cost, reduce
 from fuzzfuse.reduce.passes import pinned, simplify_attrs
 from fuzzfuse.strategies import GenConfig, generate
 
@@ -73,7 +74,7 @@ def test_sigmoid_through_sum_reduces_to_two_ops(sigmoid_graph):
     assert result.stats["queries"] == len(ask.seen) == len(set(ask.seen))  # the cache answers repeats
     assert result.stats["cache_hits"] > 0
     per_pass = result.stats["passes"]
-    assert set(per_pass) == {p.__name__ for p in DEFAULT_PASSES + LAST_PASSES}
+    assert set(per_pass) == {p.__name__ for p in FIRST_PASSES + DEFAULT_PASSES + LAST_PASSES}
     assert sum(p["queries"] for p in per_pass.values()) == result.stats["queries"] - 1  # minus the original
     assert sum(p["successes"] for p in per_pass.values()) == result.stats["successes"] > 0
 
@@ -142,7 +143,7 @@ def test_fixpoint_terminates_on_passes_that_never_shrink(sigmoid_graph):
         out = graph.outputs[0]
         yield Graph(graph.inputs, graph.nodes + (Node("extra", "neg", (out,)),), graph.outputs + ("extra",))
 
-    result = reduce(sigmoid_graph, lambda cs: [True] * len(cs), passes=[grow], last_passes=[])
+    result = reduce(sigmoid_graph, lambda cs: [True] * len(cs), first_passes=[], passes=[grow], last_passes=[])
     assert result.graph == sigmoid_graph and result.stats["queries"] == 1
     assert result.stats["stopped"] == "fixpoint" and result.stats["passes"]["grow"]["rejected"] == 2
 
@@ -166,7 +167,7 @@ def test_ill_typed_candidates_are_never_queried():
         yield Graph(graph.inputs, (s, add), graph.outputs)
 
     ask = Recorder(lambda g: True)
-    result = reduce(graph, ask, passes=[broken], last_passes=[])
+    result = reduce(graph, ask, first_passes=[], passes=[broken], last_passes=[])
     assert ask.seen == [graph.digest()] and result.graph == graph
     assert result.stats["passes"]["broken"]["rejected"] == 5
 
@@ -182,6 +183,30 @@ def test_shapes_shrink_through_views_broadcasts_and_reductions():
     assert ops(result.graph) == ops(graph)
     assert all(set(t.shape) <= {1} for t in result.graph.infer_types().values())
     assert sum(len(i.shape) for i in result.graph.inputs) < 5  # some size-1 dims dropped too
+
+
+def test_big_inputs_lose_values_and_size_before_any_op_is_removed():
+    """A failure that needs a sum, a sigmoid and 5,000 input elements, in a 4-op graph with 128,064
+    input elements: the first queries after the original make every input zeros and halve every
+    dim, the halving repeats while the failure holds, and only then do the other passes run, on
+    inputs an eighth of the size."""
+    b = GraphBuilder()
+    x, y = b.tensor([64, 2000], "float16"), b.tensor([64, 1], "float16")
+    v = b.add("sigmoid", b.add("sum", b.add("mul", b.add("exp", x), y), dims=[1], keepdim=True))
+    graph = b.build([b.add("neg", v)])
+
+    def numel(g: Graph) -> int:
+        return sum(math.prod(i.shape) for i in g.inputs if isinstance(i, TensorInput))
+
+    asked = []
+    ask = Recorder(lambda g: asked.append((numel(g), {i.values.dist for i in g.inputs})) or
+                   (sigmoid_after_sum(g) and numel(g) >= 5000))
+    result = reduce(graph, ask)
+    assert result.stats["passes"]["collapse"]["successes"] == 3  # zeros, [32, 1000], [16, 500]
+    assert asked[:5] == [(128064, {"normal"}), (128064, {"zeros"}), (32032, {"zeros"}), (8016, {"zeros"}),
+                         (2008, {"zeros"})]  # the original, then collapse; [8, 250] is too small
+    assert all(n <= 8016 for n, _ in asked[5:])
+    assert ops(result.graph) == ["sum", "sigmoid"] and numel(result.graph) >= 5000
 
 
 def test_shapes_stop_where_the_predicate_needs_size():

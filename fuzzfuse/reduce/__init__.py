@@ -8,6 +8,6 @@
 the dim bookkeeping the shape pass needs.
 """
 from .engine import NotInteresting, Reduction, cost, reduce
-from .passes import DEFAULT_PASSES, LAST_PASSES, admissible
+from .passes import DEFAULT_PASSES, FIRST_PASSES, LAST_PASSES, admissible
 
-__all__ = ["reduce", "NotInteresting", "Reduction", "cost", "DEFAULT_PASSES", "LAST_PASSES", "admissible"]
+__all__ = ["reduce", "NotInteresting", "Reduction", "cost", "FIRST_PASSES", "DEFAULT_PASSES", "LAST_PASSES", "admissible"]

@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Iterator
 from ..ir.graph import Graph, Layout, Node, TensorInput, Values
 from ..ir.ops import OPS
 from ..ir.values import logical_values
-from .passes import DEFAULT_PASSES, LAST_PASSES, admissible, op_rank
+from .passes import DEFAULT_PASSES, FIRST_PASSES, LAST_PASSES, admissible, op_rank
 from .shapes import irregular
 
 Predicate = Callable[[list[Graph]], list[bool]]
@@ -210,8 +210,8 @@ class NotInteresting(ValueError):
     failure): another case of the same signature may still."""
 
 
-def reduce(graph: Graph, is_interesting: Predicate, *, passes: Iterable[Pass] = DEFAULT_PASSES,
-           last_passes: Iterable[Pass] = LAST_PASSES, batch: int = 1,
+def reduce(graph: Graph, is_interesting: Predicate, *, first_passes: Iterable[Pass] = FIRST_PASSES,
+           passes: Iterable[Pass] = DEFAULT_PASSES, last_passes: Iterable[Pass] = LAST_PASSES, batch: int = 1,
            progress: Callable[[dict], None] | None = None, max_queries: int | None = None) -> Reduction:
     """Shrink `graph` while `is_interesting` holds, to a fixpoint of `passes` (or `max_queries`).
 
@@ -219,8 +219,9 @@ def reduce(graph: Graph, is_interesting: Predicate, *, passes: Iterable[Pass] = 
     original does; it gets up to `batch` candidates per call (run them in parallel). It is asked
     about the original first: reducing a graph that is not interesting would return a meaningless
     result, so that raises NotInteresting. `progress(stats)` is called after each call to it. Once
-    `max_queries` candidates have been sent, the reduction stops where it is. `last_passes` run
-    after `passes` reached their fixpoint, to a fixpoint of their own (C-Reduce's "last" group).
+    `max_queries` candidates have been sent, the reduction stops where it is. `first_passes` run
+    before `passes`, and `last_passes` after them, each group to a fixpoint of its own (C-Reduce's
+    "first" and "last" groups).
     """
     engine = _Engine(is_interesting, batch, progress, max_queries)
     if not admissible(graph):
@@ -231,7 +232,7 @@ def reduce(graph: Graph, is_interesting: Predicate, *, passes: Iterable[Pass] = 
     engine.ask([graph], [graph.digest()], None)
     if not engine.cache[graph.digest()]:
         raise NotInteresting("the original graph is not interesting (it does not fail as recorded now)")
-    for group in (list(passes), list(last_passes)):
+    for group in (list(first_passes), list(passes), list(last_passes)):
         graph, current = _fixpoint(engine, group, graph, current)
     engine.stats.update(ops_after=graph.size, inputs_after=len(graph.inputs), cost_after=current,
                         seconds=time.perf_counter() - engine.start)

@@ -158,6 +158,22 @@ def _tensor_inputs(graph: Graph) -> Iterator[tuple[int, TensorInput]]:
     return ((k, i) for k, i in enumerate(graph.inputs) if isinstance(i, TensorInput))
 
 
+def _every_input(graph: Graph, dist: str) -> Graph:
+    """Every tensor input drawn from `dist` ("zeros", "ones")."""
+    for k, spec in _tensor_inputs(graph):
+        graph = _with_input(graph, k, replace(spec, values=Values(dist)))
+    return graph
+
+
+def _every_dim(graph: Graph, size_of) -> Graph | None:
+    """Every set of linked dims resized to `size_of(its size)`; None where that does not type-check."""
+    everything: Graph | None = graph
+    for size, positions in dim_classes(graph):
+        if everything is not None and size_of(size) != size:
+            everything = resize(everything, positions, size_of(size))
+    return everything
+
+
 def _chunks(items: list, granularity: int) -> list[list]:
     size = math.ceil(len(items) / granularity)
     return [items[k:k + size] for k in range(0, len(items), size)]
@@ -291,12 +307,8 @@ def shrink_shapes(graph: Graph) -> Iterator[Graph]:
     The first candidate sets every dim to 1 at once: when the failure does not care about shapes,
     that is one query instead of one per dim."""
     classes = dim_classes(graph)
-    if len(classes) > 1:
-        everything: Graph | None = graph
-        for _, positions in classes:
-            everything = resize(everything, positions, 1) if everything is not None else None
-        if everything is not None:
-            yield everything
+    if len(classes) > 1 and (everything := _every_dim(graph, lambda size: 1)) is not None:
+        yield everything
     for size, positions in classes:
         for target in sorted({1, size - 1} | {size >> k for k in range(1, size.bit_length())} - {0}):
             candidate = resize(graph, positions, target)
@@ -385,11 +397,7 @@ def simplify_values(graph: Graph) -> Iterator[Graph]:
     Every input to zeros (then ones) at once comes first: one query when values do not matter."""
     inputs = list(_tensor_inputs(graph))
     if len(inputs) > 1:
-        for dist in ("zeros", "ones"):
-            everything = graph
-            for k, spec in inputs:
-                everything = _with_input(everything, k, replace(spec, values=Values(dist)))
-            yield everything
+        yield from (_every_input(graph, dist) for dist in ("zeros", "ones"))
     for k, spec in inputs:
         v = spec.values
         for dist in ("zeros", "ones", "arange"):
@@ -409,6 +417,21 @@ def simplify_values(graph: Graph) -> Iterator[Graph]:
             yield _with_input(graph, k, replace(spec, values=exact_values(simpler)))
 
 
+def collapse(graph: Graph) -> Iterator[Graph]:
+    """The boldest moves of all, asked before any other pass: every input zeros (then ones), every
+    dim halved, every dim 1. A failure that cares about neither values nor exact sizes (most
+    compile crashes) then loses its big inputs in the first queries, and every later query runs on
+    small, cheap ones: a 5-million-element nvFuser case cost 2.6 s a query, and its reduction ran
+    out of time before the passes that shrink values and shapes (they come last in a round) were
+    reached."""
+    yield from (_every_input(graph, dist) for dist in ("zeros", "ones"))
+    for size_of in (lambda size: max(1, size // 2), lambda size: 1):
+        if (everything := _every_dim(graph, size_of)) is not None:
+            yield everything
+
+
+# Asked once, to their own fixpoint, before DEFAULT_PASSES (C-Reduce's "first" group).
+FIRST_PASSES = (collapse,)
 DEFAULT_PASSES = (prune_outputs, truncate_suffix, ddmin_ops, cut_prefix, dead_code, merge_inputs, shrink_shapes,
                   simplify_dtypes_layouts, drop_requires_grad, simplify_attrs, simplify_values)
 # Run once the main passes are at their fixpoint, to a fixpoint of their own: after ddmin (which
