@@ -197,6 +197,32 @@ def test_a_forward_output_of_the_wrong_shape_is_a_forward_mismatch():
     assert (result["signature"]["stage"], result["signature"]["kind"]) == ("run", "shape")
 
 
+def test_a_repro_runs_the_emission_style_its_case_ran(monkeypatch):
+    """The repro script runs its graph through fuzzfuse's aot:nvfuser backend, which must lower it
+    in the case's style: an H200 crash at fusion_segmenter.cpp:4015 that needed the "upcast" style
+    passed as a script, which ran the default one."""
+    import fuzzfuse.backends
+
+    class CrashesWhenUpcast(_StandIn):
+        def run(self, graph, inputs, grad_outputs=None, *, style=None):
+            if (style or self.style) == "upcast":
+                raise RuntimeError("INTERNAL ASSERT FAILED at \"/opt/Fuser/csrc/fusion_segmenter.cpp\":4015")
+            return super().run(graph, inputs, grad_outputs, style=style)
+
+    monkeypatch.setattr(fuzzfuse.backends, "get_backend", lambda name: CrashesWhenUpcast())
+    b = GraphBuilder()
+    graph = b.build([b.add("sum", b.add("sigmoid", b.tensor((4, 8))), dims=[1], keepdim=False)])
+    for style, crashes in (("upcast", True), ("direct", False)):
+        namespace: dict = {}
+        exec(compile(AotNvFuserBackend(style=style).repro_code(graph), "<repro>", "exec"), namespace)
+        if crashes:
+            with pytest.raises(RuntimeError, match="4015"):
+                namespace["run_fused"](make_inputs(graph))
+        else:
+            outputs, fused = namespace["run_fused"](make_inputs(graph))
+            assert fused and torch.allclose(outputs[0], run_eager(graph, make_inputs(graph))[0][0])
+
+
 def test_a_backward_graph_without_an_ir_form_is_unsupported_naming_the_op():
     b = GraphBuilder()
     graph = _training(b.build([b.add("prod", b.add("exp", b.tensor((3, 4))), dim=1, keepdim=False)]))

@@ -164,7 +164,7 @@ class AotNvFuserBackend(NvFuserBackend):
             raise BackendError("backward-compile" if "forward" in fusions else "compile", e) from e
 
     def repro_code(self, graph: Graph) -> str:
-        return generic_repro_code(self.name, graph)
+        return generic_repro_code(self.name, graph, {"style": self.style})
 
 
 __all__ = ["AotNvFuserBackend", "decompositions"]

@@ -86,8 +86,11 @@ class Backend(Protocol):
         fused)`, with the repro's `leaves(inputs)` and `gradients(outputs, leaves, grad_outputs)`."""
 
 
-def generic_repro_code(name: str, graph: Graph) -> str:
-    """run_fused through fuzzfuse itself: for backends that are not a public fuser (eager, custom)."""
+def generic_repro_code(name: str, graph: Graph, options: dict | None = None) -> str:
+    """run_fused through fuzzfuse itself: for backends that are not a public fuser (eager, custom).
+    `options` are the backend's per-case choices (aot:nvfuser's emission style), passed to its run
+    as the case ran: without them the script runs another lowering than the one that failed."""
+    options = "".join(f", {k}={v!r}" for k, v in (options or {}).items())
     return f'''
 def run_fused(inputs, grad_outputs=None):
     """{name}, run through fuzzfuse (a custom backend: no standalone form)."""
@@ -96,9 +99,9 @@ def run_fused(inputs, grad_outputs=None):
     from fuzzfuse.ir import Graph
     graph = Graph.from_json(json.loads({json.dumps(graph.to_json())!r}))
     if graph.requires_grad:
-        result = get_backend({name!r}).run(graph, inputs, grad_outputs=grad_outputs)
+        result = get_backend({name!r}).run(graph, inputs, grad_outputs=grad_outputs{options})
         return result.outputs, result.grads, result.fused is not False and result.backward_fused is not False
-    result = get_backend({name!r}).run(graph, inputs)
+    result = get_backend({name!r}).run(graph, inputs{options})
     return result.outputs, result.fused is not False
 '''
 
