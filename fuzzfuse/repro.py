@@ -15,10 +15,10 @@ import torch
 from .ir import Graph, TensorInput, make_inputs, to_source
 from .ir.graph import Layout
 from .ir.types import is_float
+from .ir.values import INLINE_LIMIT
 from .oracle import (ATOL, RMSE_MULTIPLIER, RTOL, Signature, gradient_reduction_sizes, reduction_factor,
                      reduction_sizes)
 
-INLINE_LIMIT = 4096  # elements; larger inputs go to inputs.pt
 
 _ORACLE = '''
 RTOL = {rtol}

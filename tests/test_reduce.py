@@ -75,6 +75,7 @@ def test_sigmoid_through_sum_reduces_to_two_ops(sigmoid_graph):
     assert result.stats["cache_hits"] > 0
     per_pass = result.stats["passes"]
     assert set(per_pass) == {p.__name__ for p in FIRST_PASSES + DEFAULT_PASSES + LAST_PASSES}
+    assert per_pass["collapse"]["queries"] == 0  # small inputs: the later passes get there as cheaply
     assert sum(p["queries"] for p in per_pass.values()) == result.stats["queries"] - 1  # minus the original
     assert sum(p["successes"] for p in per_pass.values()) == result.stats["successes"] > 0
 

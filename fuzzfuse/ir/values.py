@@ -10,6 +10,10 @@ import torch
 from .graph import Graph, GraphError, Layout, ScalarInput, TensorInput, Values
 from .types import DTYPES, is_float
 
+# Elements. Inputs up to this size are small: a repro spells their values out (larger ones go to
+# inputs.pt), and the reducer's first passes leave them be (a query costs the same at any size).
+INLINE_LIMIT = 4096
+
 
 def special_values(dtype: str) -> list[float]:
     """Values that break fusers: signed zeros, infinities, NaN, denormals, the extremes of the

@@ -25,7 +25,7 @@ from ..ir.graph import Graph, GraphError, Layout, Node, ScalarInput, TensorInput
 from ..ir.interp import interpret, with_leaves
 from ..ir.ops import OPS
 from ..ir.types import ValueType, scalar_kind
-from ..ir.values import apply_layout, logical_values, make_inputs
+from ..ir.values import INLINE_LIMIT, apply_layout, logical_values, make_inputs
 from .shapes import dim_classes, drop_axis, exact_values, irregular, resize
 
 # Simplest first: what "replace with a simpler op" aims for. Ops not listed rank after these, in
@@ -423,7 +423,9 @@ def collapse(graph: Graph) -> Iterator[Graph]:
     compile crashes) then loses its big inputs in the first queries, and every later query runs on
     small, cheap ones: a 5-million-element nvFuser case cost 2.6 s a query, and its reduction ran
     out of time before the passes that shrink values and shapes (they come last in a round) were
-    reached."""
+    reached. Small inputs are left to those passes: the moves would cost queries and save none."""
+    if sum(math.prod(spec.shape) for _, spec in _tensor_inputs(graph)) <= INLINE_LIMIT:
+        return
     yield from (_every_input(graph, dist) for dist in ("zeros", "ones"))
     for size_of in (lambda size: max(1, size // 2), lambda size: 1):
         if (everything := _every_dim(graph, size_of)) is not None:
