@@ -27,6 +27,12 @@ OUT=${1:?usage: gpu_acceptance.sh OUT [BUDGET_SECONDS] [CAMPAIGN_SECONDS] [BACKW
 END=$(( $(date +%s) + ${2:-1500} ))
 FWD=${3:-600}
 BWD=${4:-180}
+# A lease's machine may keep /tmp from an earlier one: old minimized-* folders in OUT would read as
+# this run's.
+if [ -n "$(ls -A "$OUT" 2>/dev/null)" ]; then
+  echo "gpu_acceptance.sh: $OUT already holds files (an earlier run's?): give a new or empty directory" >&2
+  exit 2
+fi
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 stamp() { echo "$(date +%T) $*" | tee -a "$OUT/steps.log"; }
