@@ -17,7 +17,7 @@ import functools
 import inspect
 import math
 from dataclasses import replace
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -165,7 +165,7 @@ def _every_input(graph: Graph, dist: str) -> Graph:
     return graph
 
 
-def _every_dim(graph: Graph, size_of) -> Graph | None:
+def _every_dim(graph: Graph, size_of: Callable[[int], int]) -> Graph | None:
     """Every set of linked dims resized to `size_of(its size)`; None where that does not type-check."""
     everything: Graph | None = graph
     for size, positions in dim_classes(graph):
