@@ -25,11 +25,11 @@ def measure(backend: str, seconds: float, workers: int, max_ops: int) -> dict:
     steady = stats.steady_rate(skip=workers)
     median_compile = statistics.median(stats.compile_seconds) if stats.compile_seconds else 0.0
     limit = workers / median_compile if median_compile else float("inf")
+    mean_compile = summary["mean_compile_seconds"] or 0.0
     return {"backend": backend, "workers": workers, "cases": summary["cases"], "overall": summary["cases_per_second"],
             "steady": steady, "median_compile": median_compile, "limit": limit,
             "of_limit": steady / limit if limit != float("inf") else float("nan"), "outcomes": summary["outcomes"],
-            "mean_compile": summary["mean_compile_seconds"] or 0.0,
-            "of_mean_limit": steady * (summary["mean_compile_seconds"] or 0.0) / workers,
+            "mean_compile": mean_compile, "of_mean_limit": steady * mean_compile / workers,
             "phases": summary["median_phase_seconds"], "mean_phases": summary["mean_phase_seconds"], "coverage": summary["coverage"],
             "compile_by_kernels": summary["compile_by_kernels"]}
 

@@ -923,12 +923,6 @@ def _nvfuser_backend():
     return backend
 
 
-def gpu_init() -> None:
-    """Worker init for the GPU tests: a quiet worker, as campaigns run them."""
-    from fuzzfuse.runner import init_worker
-    init_worker()
-
-
 _GPU_BACKEND = None
 
 
@@ -987,7 +981,7 @@ def gpu_results():
     from fuzzfuse.worker import WorkerPool
     jobs = gpu_jobs(int(os.environ.get("FUZZFUSE_GPU_SEEDS", "300")))
     workers = int(os.environ.get("FUZZFUSE_GPU_WORKERS", str(max(1, min(14, (os.cpu_count() or 2) - 2)))))
-    with WorkerPool(workers, "tests.test_nvfuser:gpu_job", timeout=180, init="tests.test_nvfuser:gpu_init") as pool:
+    with WorkerPool(workers, "tests.test_nvfuser:gpu_job", timeout=180, init="fuzzfuse.runner:init_worker") as pool:
         results = pool.run_all(jobs)
     for job, res in zip(jobs, results):
         if "outcome" not in res:  # the worker died (hard-crash) or hung
