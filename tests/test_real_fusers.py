@@ -1,5 +1,7 @@
 """Real fusers, end to end: campaigns find real bugs in NNC, oneDNN Graph and Inductor on this CPU
 build, reduce them, and write repros that fail on their own. No fixtures here."""
+import math
+
 import pytest
 import torch
 
@@ -44,6 +46,23 @@ def test_nnc_integer_round_crash_reduces_to_one_op(tmp_path):
     assert load_case(directory / "case.json").verification["status"] == "reproduces"
     source = (directory / "repro.py").read_text()
     assert "import fuzzfuse" not in source and "from fuzzfuse" not in source
+
+
+def test_big_inputs_collapse_first_on_a_real_nnc_crash():
+    """The same crash on 16,384 input elements: the reducer's first queries make the inputs zeros
+    and halve every dim while NNC still crashes, before any op pass runs."""
+    b = GraphBuilder()
+    x = b.tensor((64, 128), "int32", values=Values(seed=1))
+    y = b.tensor((64, 128), "float32", values=Values(seed=2))
+    v = b.add("mul", b.add("round", b.add("add", x, 1)), 2)
+    graph = b.build([b.add("add", b.add("sigmoid", y), v), b.add("neg", y)])
+    result = run_case(graph, backend_for("torchscript:nnc"))
+    assert result["outcome"] == "crash" and "integral op_type" in result["signature"]["message"]
+    case = Case(graph, "torchscript:nnc", outcome="crash", signature=result["signature"], detail=result["detail"])
+    reduced = reduce_case(case, "torchscript:nnc", workers=2)
+    assert reduced.stats["passes"]["collapse"]["successes"] >= 2  # zeros, then at least one halving
+    assert all(i.values == Values("zeros") and math.prod(i.shape) <= 32 * 64 for i in reduced.graph.inputs)
+    assert len(reduced.graph.nodes) == 2
 
 
 def test_reduce_skips_a_case_that_no_longer_fails_on_nnc_and_reduces_the_next_smallest(tmp_path):
