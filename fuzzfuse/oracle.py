@@ -50,6 +50,13 @@ class Signature:
     def to_json(self) -> dict:
         return asdict(self)
 
+    def root_cause_key(self, graph=None) -> str | None:
+        """What triage, dedup and "known" compare (see fuzzfuse.rootcause): None while the
+        signature needs its reduced graph and none is given."""
+        from .rootcause import root_cause_key
+
+        return root_cause_key(self, graph)
+
     @staticmethod
     def from_json(d: dict) -> "Signature":
         return Signature(**{k: str(d.get(k, "")) for k in Signature.__dataclass_fields__})
@@ -74,9 +81,36 @@ _NORMALIZERS = [
 ]
 
 
+# When nvFuser compiles segments in parallel, it collects every segment's error ("Error from
+# segmentation group N: <inner>") into one assert of its own (fusion_kernel_runtime.cpp).
+_PARALLEL_WRAPPER = "compiling fusion segments in parallel"
+_SEGMENT_ERROR = re.compile(r"Error from segmentation group (\d+):")
+_PARALLEL_TAIL = re.compile(r"\n\s*Use NVFUSER_DISABLE=parallel_compile")
+
+
+def innermost_error(text: str) -> str:
+    """The error nvFuser's parallel-compile wrapper reports, unwrapped: the wrapper's assert names
+    where errors are collected, not the bug (one wrapper location held five different inner
+    asserts), and a case reduced to one segment compiles serially, without the wrapper. With
+    several failing segments, the lowest-numbered one, whatever order the threads finished in.
+    A run's own "Error from segmentation group N:" prefix stays: nvFuser puts it on every run
+    error, one segment or many."""
+    while _PARALLEL_WRAPPER in text:
+        marks = list(_SEGMENT_ERROR.finditer(text))
+        if not marks:
+            return text
+        first = min(marks, key=lambda m: int(m.group(1)))
+        after = [m.start() for m in marks if m.start() > first.start()]
+        tail = _PARALLEL_TAIL.search(text, first.end())
+        ends = after + ([tail.start()] if tail else [])
+        text = text[first.end():min(ends) if ends else len(text)]
+    return text
+
+
 def cpp_location(text: str) -> str:
-    """The first C++ source location in an error text, from `csrc/` on (paths differ by build)."""
-    m = _CPP_LOCATION.search(text)
+    """The first C++ source location of the innermost error in a text, from `csrc/` on (paths
+    differ by build)."""
+    m = _CPP_LOCATION.search(innermost_error(text))
     if not m:
         return ""
     path = m.group(1)
@@ -103,10 +137,29 @@ _EMPTY_ERROR = re.compile(r"^[\w.]*(?:Error|Exception):?$")
 _FAILED_OP = re.compile(r"^\s*(?:\w+ = )?(?:torch\.ops\.)?((?:aten|prim|torch)[.:]+\w+)\(", re.M)
 
 
+_NVRTC = "CUDA NVRTC compile error:"
+_NVRTC_ERROR = re.compile(r"\)?: error: *(.*)")
+
+
+def nvrtc_error(message: str) -> str:
+    """The first compiler error of an NVRTC log, quotes dropped (its names are functions and types
+    of the generated kernel, which tell two compile bugs apart); "" for any other message."""
+    at = message.find(_NVRTC)
+    if at < 0:
+        return ""
+    log = message[at + len(_NVRTC):]
+    m = _NVRTC_ERROR.search(log)
+    first = m.group(1) if m else log.strip().split("\n", 1)[0]
+    return f"{_NVRTC} {first.replace(chr(34), '').strip()}"
+
+
 def headline(message: str) -> str:
     """The line of an error message that names the failure (C++ errors put it after a preamble).
-    An error with an empty message (NNC raises some) is named by the op TorchScript's traceback
-    points at, so that different failures keep different signatures."""
+    An NVRTC compile failure is named by its first compiler error. An error with an empty message
+    (NNC raises some) is named by the op TorchScript's traceback points at, so that different
+    failures keep different signatures."""
+    if nvrtc_error(message):
+        return nvrtc_error(message)
     lines = [ln.strip() for ln in message.strip().splitlines()
              if ln.strip() and not ln.strip().startswith(("frame #", "Exception raised from"))]
     for keys in (("INTERNAL ASSERT FAILED", "Expected"), ("error:", "Error:")):
@@ -122,7 +175,8 @@ def headline(message: str) -> str:
 
 
 def normalize(message: str) -> str:
-    text = re.sub(r"\s*(Exception raised from|at /|Please report).*", "", headline(message))
+    """The innermost error's headline with names, numbers, paths and sizes folded out."""
+    text = re.sub(r"\s*(Exception raised from|at /|Please report).*", "", headline(innermost_error(message)))
     for pattern, repl in _NORMALIZERS:
         text = pattern.sub(repl, text)
     return text.strip()[:160]
