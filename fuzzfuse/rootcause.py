@@ -1,0 +1,296 @@
+"""Root-cause keys: what triage, dedup and "known" compare, one key a bug.
+
+A signature's coarse key (`Signature.key()`) is what the reducer preserves while it shrinks: it
+keeps every word of the normalized message, so that a reduction never slips to another failure.
+That makes it a surface, not a bug: one missing evaluator op is a dozen keys (one per op name), one
+oneDNN rewrite a dozen more (one per downstream error text), and every float mismatch of a backend
+is one key. The root-cause key folds what does not tell bugs apart:
+
+- A crash anchored at a native assert (a C++ location of the fuser, not an ATen argument check)
+  is keyed by its component, location and message with op names, dtypes, identifiers and numbers
+  folded out. Route (nvfuser / aot:nvfuser), stage (compile / run) and outcome (raised / aborted)
+  are folded too: one assert is one bug whichever way it was reached.
+- Any other failure (a mismatch, a crash known only by a Python frame or an empty message, a hang)
+  has no anchor. Its key is the canonical form of its *reduced* graph, so it is pending (None)
+  until a reduced graph is given: an unreduced hit is never "known".
+
+`python -m fuzzfuse.rootcause minimized/` prints the root-cause groups of a directory of repros.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections import Counter, defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+from .corpus import CorpusError, iter_cases
+from .ir import OPS, Graph, TensorInput
+from .ir.types import category
+from .ir.values import logical_values
+from .oracle import Signature, cpp_location, normalize, nvrtc_error
+
+# Routes to one fuser are one component: the same assert reached through aot_autograd is the same bug.
+COMPONENTS = {
+    "nvfuser": "nvfuser", "aot:nvfuser": "nvfuser", "torchscript:nvfuser": "nvfuser",
+    "torchscript:nnc": "nnc", "aot:nnc": "nnc",
+    "torchscript:onednn": "onednn", "aot:onednn": "onednn",
+    "inductor": "inductor", "dynamo:inductor": "inductor",
+}
+_NATIVE = re.compile(r"\.(?:cpp|cc|cu|cuh|h|hpp):\d+$")
+# ATen's and c10's own argument checks: they fire for whatever caller passed a bad size, so their
+# location names the symptom; the fuser that computed the size is the bug.
+_LIBRARY_CHECKS = ("aten/", "c10/")
+
+
+def component(backend_name: str) -> str:
+    return COMPONENTS.get(backend_name, backend_name)
+
+
+def anchored(signature: Signature) -> bool:
+    """Whether a crash names a native assert of the fuser, which is then its root cause."""
+    return (signature.outcome in ("crash", "hard-crash") and bool(_NATIVE.search(signature.location))
+            and not signature.location.startswith(_LIBRARY_CHECKS))
+
+
+def root_cause_key(signature: Signature, graph: Graph | None = None) -> str | None:
+    """The key of the bug behind `signature`; None when it needs a reduced graph and none is given
+    (pending, never known), or when the outcome is no failure."""
+    if anchored(signature):
+        return "|".join(("assert", component(signature.backend), signature.location, fold(signature.message)))
+    if signature.outcome not in ("crash", "hard-crash", "hang", "mismatch", "unfused", "flaky") or graph is None:
+        return None
+    if signature.outcome == "mismatch":
+        what = f"mismatch:{signature.kind}"
+    elif signature.outcome == "unfused":
+        what = f"unfused:{signature.kind}"
+    else:
+        what = signature.outcome
+    # A mismatch in a gradient is not the same bug as one in an output; a crash's stage is folded.
+    phase = "backward" if signature.outcome in ("mismatch", "unfused") and signature.stage.startswith("backward") \
+        else "forward" if signature.outcome in ("mismatch", "unfused") else ""
+    return "|".join((what, component(signature.backend), phase, graph_form(graph, _dtype_policy(signature),
+                                                                            focus=signature.outcome != "mismatch"
+                                                                            and signature.outcome != "unfused")))
+
+
+def _dtype_policy(signature: Signature) -> str:
+    """How much of the dtypes a failure's key keeps. Numbers depend on the exact dtype; a wrong
+    shape never does (shape rules read no dtype), and structural failures (crashes, wrong output
+    dtypes) depend on its category: the same crash for float16 and float32 inputs is one bug."""
+    if signature.outcome == "mismatch" and signature.kind in ("values", "nan-inf"):
+        return "exact"
+    if signature.outcome == "mismatch" and signature.kind in ("shape", "strides"):
+        return "none"
+    return "category"
+
+
+# ---- folding a message ------------------------------------------------------------------------
+_WRAPPER_PREFIX = re.compile(r"^(?:\s*(?:\w+(?:Error|Exception):|Error from segmentation group N:))+\s*")
+_OPERATOR = re.compile(r"(operator type):?\s+\w+")
+_ATEN_OP = re.compile(r"\b(aten|prim)(::|\.)\w+")
+_DTYPE_WORDS = re.compile(
+    r"(?:\bnvf::)?\b__(?:half|bfloat)\b"
+    r"|\b(?:torch\.)?(?:float|double|half|bfloat16|float16|float32|float64|int8|int16|int32|int64|uint8|bool|long|int"
+    r"|int64_t|int32_t)\b"
+    r"|\b(?:CPU)?(?:Float|Double|Half|BFloat16|Long|Int|Bool|Byte)(?:Type|Tensor)?\b")
+_OP_WORDS = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, OPS), key=len, reverse=True)) + r")\b")
+_NUMBERED_NAME = re.compile(r"\b[A-Za-z_]\w*?\d+\b")
+
+
+def fold(message: str) -> str:
+    """A normalized message with what varies between reports of one bug folded out: wrapper
+    prefixes, op names ("Unexpected operator type silu" -> "... OP"), dtypes and numbered names.
+    The detail keeps them; the key must not."""
+    text = _WRAPPER_PREFIX.sub("", message)
+    text = _OPERATOR.sub(r"\1 OP", text)
+    text = _ATEN_OP.sub(r"\1\2OP", text)
+    text = _DTYPE_WORDS.sub("DTYPE", text)
+    text = _OP_WORDS.sub("OP", text)
+    return _NUMBERED_NAME.sub("ID", text).strip()
+
+
+# ---- the canonical form of a reduced graph ----------------------------------------------------
+# Magnitudes from which fp16/bf16 products overflow and no fraction survives; integers beyond
+# float32's exact range.
+HUGE_FLOAT = 1e4
+HUGE_INT = 2 ** 24
+
+
+def special_classes(t: torch.Tensor) -> tuple[str, ...]:
+    """The classes of special values a tensor holds: nan, +inf, -inf, -0, denormal, half (an exact
+    .5 fraction: rounding ties), huge."""
+    if t.dtype == torch.bool or t.numel() == 0:
+        return ()
+    if not t.is_floating_point():
+        return ("huge",) if bool(((t > HUGE_INT) | (t < -HUGE_INT)).any()) else ()
+    x = t.double()
+    finite = torch.isfinite(x)
+    mag = x.abs()
+    found = {
+        "nan": torch.isnan(x), "+inf": x == float("inf"), "-inf": x == float("-inf"),
+        "-0": (x == 0) & torch.signbit(x), "denormal": (x != 0) & (mag < torch.finfo(t.dtype).tiny),
+        "half": finite & (mag - mag.floor() == 0.5), "huge": finite & (mag >= HUGE_FLOAT),
+    }
+    return tuple(name for name, mask in found.items() if bool(mask.any()))
+
+
+def _dtype(dtype: str, policy: str) -> str:
+    if policy == "exact":
+        return dtype
+    if policy == "category":
+        return ("bool", "int", "float")[category(dtype)]
+    return ""
+
+
+def _rank(rank: int) -> str:
+    """0-d or not: a reduced graph keeps whatever rank its ops allow, but a 0-d tensor is a case
+    of its own for a fuser (a scalar operand becomes one)."""
+    return "0d" if rank == 0 else "nd"
+
+
+def _op_attrs(node, shape: tuple[int, ...], out_rank: int, policy: str) -> str:
+    """The attributes that make an op's behaviour: for reductions and normalizations the reduced
+    dims (non-negative; "all" when they cover every dim of size above 1: the reducer shrinks the
+    others to 1), keepdim and correction; a cast's dtype; whether a view or broadcast gives a 0-d
+    tensor. Sizes and other attrs stay in the graph, not the key."""
+    kind, attrs, rank = OPS[node.op].kind, node.attrs, len(shape)
+    if kind in ("reduction", "normalization"):
+        dims = sorted({d % max(rank, 1) for d in (attrs["dims"] if "dims" in attrs else (attrs["dim"],))})
+        full = {d for d in range(rank) if shape[d] > 1} <= set(dims)
+        parts = ["all" if kind == "reduction" and full else "dims=" + ",".join(map(str, dims))]
+        parts += [f"{k}={attrs[k]}" for k in ("keepdim", "correction") if k in attrs]
+        return "[" + " ".join(parts) + "]"
+    if kind == "cast":
+        return f"[{_dtype(attrs['dtype'], policy) or 'cast'}]"
+    if kind in ("view", "broadcast"):
+        return f"[{_rank(out_rank)}]"
+    return ""
+
+
+def graph_form(graph: Graph, dtypes: str = "exact", focus: bool = False) -> str:
+    """The canonical form of a (reduced) graph: its inputs (dtype by `dtypes`: exact, category or
+    none; rank; layout kind; the special-value classes of their values; grad) and its ops in order,
+    each with the attributes that make its behaviour and its arguments as positions or constants.
+
+    focus: for a failure seen downstream of its cause (a crash whose text comes from the kernel
+    that received a bad value), the ops that feed no other op are folded into "consumer" of the
+    values they read: the oneDNN rewrite of `x + 0` on a bool tensor is one bug whether relu, abs,
+    neg or mean then rejects the bool. Inputs only a consumer reads are left out."""
+    g = graph.without_dead_code().renamed()
+    types = g.infer_types()
+    read = {r for n in g.nodes for r in n.refs()}
+    producers = [n for n in g.nodes if n.name in read]
+    kept = producers if focus and producers else list(g.nodes)
+    sinks = [n for n in g.nodes if n not in kept]
+    kept_names = {n.name for n in kept}
+    needed = {r for n in kept for r in n.refs()}
+    inputs = [i for i in g.inputs if i.name in needed or not (focus and producers)]
+    label = {i.name: f"i{k}" for k, i in enumerate(inputs)}
+    label.update({n.name: f"n{k}" for k, n in enumerate(kept)})
+
+    def arg(a) -> str:
+        if isinstance(a, str):
+            return label[a]
+        # Shape rules read no values: a wrong shape is one bug whatever the constant.
+        return "const" if dtypes == "none" else f"{type(a).__name__}:{a!r}"
+
+    described = []
+    for i in inputs:
+        if isinstance(i, TensorInput):
+            specials = ",".join(special_classes(logical_values(i)))
+            # A downstream failure's inputs keep whatever rank its consumer needed (mean needs one).
+            rank = "" if focus and producers else f"{_rank(len(i.shape))}/"
+            described.append(f"{label[i.name]}:{_dtype(i.dtype, dtypes)}/{rank}{i.layout.kind}"
+                             f"{'/' + specials if specials else ''}{'/grad' if i.requires_grad else ''}")
+        else:
+            described.append(f"{label[i.name]}:scalar {_dtype(i.dtype, dtypes)}")
+    ops = []
+    for n in kept:
+        shape = types[n.args[0]].shape or () if n.args and isinstance(n.args[0], str) else ()
+        ops.append(f"{label[n.name]}={n.op}{_op_attrs(n, shape, types[n.name].rank, dtypes)}"
+                   f"({','.join(arg(a) for a in n.args)})")
+    consumers = sorted({"consumer(" + ",".join(sorted({arg(a) for a in n.args if not isinstance(a, str)
+                                                       or a in label})) + ")"
+                        for n in sinks if set(n.refs()) & kept_names})
+    return "in:" + " ".join(described) + " ops:" + "; ".join(ops + consumers)
+
+
+# ---- the corpus ---------------------------------------------------------------------------------
+# The context a backend appends to a crash's detail (aot:nvfuser's FusionDefinition) is no part of
+# the error.
+_CONTEXT = "\n\nThe failing "
+
+
+def signature_today(signature: Signature, detail: str) -> Signature:
+    """A recorded crash signature as today's oracle computes it from the recorded error text: a
+    repro keyed before the parallel-compile wrapper was unwrapped, or before NVRTC failures were
+    named by their compiler error, gets its innermost location and message."""
+    error = detail.split(_CONTEXT)[0]
+    location = cpp_location(error)
+    if signature.outcome != "crash" or not location or (location == signature.location and not nvrtc_error(error)):
+        return signature
+    return replace(signature, location=location, message=normalize(error))
+
+
+def groups(paths: list[str]) -> tuple[dict[str, list[tuple[str, str, str]]], list[str], list[str]]:
+    """root-cause key -> [(directory, backend, coarse key)], the directories whose recorded
+    signature today's oracle re-keys, and the files that could not be read."""
+    found: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    rekeyed, bad = [], []
+    for path, case in iter_cases(paths):
+        if isinstance(case, CorpusError):
+            bad.append(str(case))
+            continue
+        if path.name != "case.json" or not case.signature:
+            continue
+        recorded = Signature.from_json(case.signature)
+        signature = signature_today(recorded, case.detail)
+        if signature != recorded:
+            rekeyed.append(f"{path.parent.name}: {recorded.location} -> {signature.location}: {signature.message}")
+        key = root_cause_key(signature, case.graph) or f"pending|{signature.key()}"
+        found[key].append((path.parent.name, case.backend, signature.key()))
+    return found, rekeyed, bad
+
+
+def report(paths: list[str]) -> str:
+    found, rekeyed, bad = groups(paths)
+    members = [m for ms in found.values() for m in ms]
+    lines = [f"{len(members)} repros: {len({m[2] for m in members})} coarse keys -> {len(found)} root causes"]
+    for comp in sorted({component(m[1]) for m in members}):
+        mine = [m for m in members if component(m[1]) == comp]
+        roots = sum(1 for ms in found.values() if component(ms[0][1]) == comp)
+        per_backend = ", ".join(f"{b} {c}" for b, c in sorted(Counter(m[1] for m in mine).items()))
+        lines.append(f"  {comp}: {len(mine)} repros ({per_backend}), {len({m[2] for m in mine})} coarse keys, "
+                     f"{roots} root causes")
+    if rekeyed:
+        lines += ["", f"re-keyed by today's oracle ({len(rekeyed)}):"] + [f"  {r}" for r in rekeyed]
+    lines += ["", "groups, largest first:"]
+    for key, ms in sorted(found.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        backends = ", ".join(f"{b} {c}" for b, c in sorted(Counter(m[1] for m in ms).items()))
+        lines.append(f"[{len(ms)}] {key}")
+        lines.append(f"    {backends}; {len({m[2] for m in ms})} coarse keys")
+        lines += [f"    {m[0]}" for m in sorted(ms)]
+    if bad:
+        lines += ["", "unreadable:"] + [f"  {b}" for b in bad]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fuzzfuse.rootcause",
+                                     description="The root-cause groups of directories of minimized repros.")
+    parser.add_argument("paths", nargs="+", help="directories of repros (each <slug>/case.json)")
+    args = parser.parse_args(argv)
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing:
+        print(f"error: no such path: {missing[0]}", file=sys.stderr)
+        return 2
+    print(report(args.paths))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,225 @@
+"""Root-cause keys: one bug, one key. The error texts are nvFuser's and TorchScript's own, from
+committed repros (tests/data/nvfuser_errors.json names the case each came from; stack frames and
+generated kernel code are cut); the oneDNN ones come from running the fuser here."""
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from fuzzfuse.ir import Graph
+from fuzzfuse.ir.values import encode_exact
+from fuzzfuse.oracle import Signature, cpp_location, exception_signature, innermost_error
+from fuzzfuse.rootcause import component, graph_form, main, root_cause_key, special_classes
+
+ERRORS = json.loads((Path(__file__).parent / "data" / "nvfuser_errors.json").read_text())
+
+
+def crash(name: str, backend: str | None = None, stage: str | None = None) -> Signature:
+    """The signature a worker gives the recorded error (its Python frames are not recorded)."""
+    e = ERRORS[name]
+    return exception_signature(backend or e["backend"], stage or e["stage"], "RuntimeError", e["text"])
+
+
+def test_the_parallel_compile_wrapper_unwraps_to_the_inner_assert():
+    for name, inner in [("parallel_predicate_elimination", "csrc/device_lower/analysis/predicate_elimination.cpp:1056"),
+                        ("parallel_rfactor", "csrc/transform_rfactor.cpp:399"),
+                        ("parallel_nvrtc_shfl_xor_half", "csrc/runtime/compiled_kernel.cpp:187")]:
+        assert "fusion_kernel_runtime.cpp:476" in ERRORS[name]["text"]
+        assert cpp_location(ERRORS[name]["text"]) == inner
+        sig = crash(name)
+        assert sig.location == inner and "476" not in sig.key()
+    assert crash("parallel_rfactor").message.startswith("Expected found_non_rfactor_reduction")
+
+
+def test_a_case_reduced_to_one_segment_keeps_its_coarse_key():
+    """With one segment nvFuser compiles serially and raises the inner error bare: the reducer must
+    see the same key as for the wrapped error, or it could not shrink a wrapped case that far."""
+    for name in ("parallel_predicate_elimination", "parallel_rfactor", "parallel_nvrtc_shfl_xor_half"):
+        text = ERRORS[name]["text"]
+        bare = text[text.index(":", text.index("Error from segmentation group")) + 1:
+                    text.index("Use NVFUSER_DISABLE=parallel_compile")]
+        assert exception_signature("nvfuser", "compile", "RuntimeError", bare).key() == crash(name, "nvfuser", "compile").key()
+
+
+def test_the_lowest_numbered_failing_segment_names_the_crash_whatever_order_threads_finished_in():
+    head, _, rest = ERRORS["parallel_predicate_elimination"]["text"].partition("\n\nError from segmentation group 1:")
+    other = innermost_error(ERRORS["parallel_rfactor"]["text"])
+    block = rest[:rest.index("Use NVFUSER_DISABLE")]
+    tail = rest[rest.index("Use NVFUSER_DISABLE"):]
+    first = f"{head}\n\nError from segmentation group 1:{block}\nError from segmentation group 4:{other}\n{tail}"
+    second = f"{head}\n\nError from segmentation group 4:{other}\nError from segmentation group 1:{block}\n{tail}"
+    assert cpp_location(first) == cpp_location(second) == "csrc/device_lower/analysis/predicate_elimination.cpp:1056"
+
+
+def test_unexpected_operator_type_is_one_root_cause_per_location_whatever_the_op():
+    unary = [crash(n) for n in ("unary_evaluate_silu", "unary_evaluate_isnan", "unary_evaluate_nearbyint")]
+    binary = [crash(n) for n in ("binary_evaluate_atan2", "binary_evaluate_remainder")]
+    dynamic = [crash("dynamic_type_nvfuser"), crash("dynamic_type_aot")]
+    # The reducer keeps the op: its coarse keys differ.
+    assert len({s.key() for s in unary}) == 3 and len({s.key() for s in binary}) == 2
+    keys = [{root_cause_key(s) for s in group} for group in (unary, binary, dynamic)]
+    assert all(len(k) == 1 for k in keys) and len(set.union(*keys)) == 3
+    assert root_cause_key(unary[0]) == \
+        "assert|nvfuser|csrc/ir/internal_nodes.cpp:698|Expected false . Unexpected operator type OP in T"
+    assert "silu" in unary[0].message
+
+
+def test_two_different_nvrtc_first_errors_are_two_bugs_and_one_error_for_two_dtypes_is_one():
+    shfl_half, shfl_bfloat = crash("nvrtc_shfl_xor_half"), crash("nvrtc_shfl_xor_bfloat")
+    conversion = crash("nvrtc_no_conversion_bfloat")
+    assert shfl_half.message == ("CUDA NVRTC compile error: no instance of overloaded function __shfl_xor_sync "
+                                 "matches the argument list")
+    assert conversion.message == "CUDA NVRTC compile error: no suitable conversion function from nvf::__bfloat to float exists"
+    assert shfl_half.key() != conversion.key()
+    assert root_cause_key(shfl_half) == root_cause_key(shfl_bfloat) != root_cause_key(conversion)
+    fmax = ERRORS["nvrtc_shfl_xor_half"]["text"].replace('"__shfl_xor_sync"', '"fmax"', 1)
+    assert root_cause_key(exception_signature("nvfuser", "compile", "RuntimeError", fmax)) != root_cause_key(shfl_half)
+
+
+def test_route_stage_and_outcome_fold_for_a_native_assert_but_the_component_does_not():
+    assert root_cause_key(crash("parallel_nvrtc_shfl_xor_half")) == root_cause_key(crash("nvrtc_shfl_xor_half"))
+    assert crash("parallel_nvrtc_shfl_xor_half").backend == "aot:nvfuser"
+    run, compiled = crash("alias_analysis_run"), crash("alias_analysis_compile")
+    assert (run.stage, compiled.stage) == ("run", "compile") and run.message != compiled.message
+    assert root_cause_key(run) == root_cause_key(compiled)
+    assert root_cause_key(crash("alias_analysis_run", backend="aot:onednn", stage="backward-compile")) == root_cause_key(run)
+    assert root_cause_key(crash("alias_analysis_run", backend="torchscript:nnc")) != root_cause_key(run)
+    aborted = Signature("hard-crash", "nvfuser", "run", "SIGABRT", crash("unary_evaluate_silu").location,
+                        crash("unary_evaluate_silu").message)
+    assert root_cause_key(aborted) == root_cause_key(crash("unary_evaluate_silu"))
+    assert component("aot:onednn") == component("torchscript:onednn") != component("aot:nnc")
+
+
+def graph(*nodes, inputs=None, outputs=None) -> Graph:
+    inputs = inputs or [tensor("x0", [2, 3, 4])]
+    return Graph.from_json({"schema": 1, "inputs": inputs,
+                            "nodes": [{"name": n, "op": op, "args": list(args), "attrs": attrs}
+                                      for n, op, args, attrs in nodes],
+                            "outputs": outputs or [nodes[-1][0]]})
+
+
+def tensor(name, shape, dtype="float32", layout=None, values=None, grad=False):
+    d = {"kind": "tensor", "name": name, "shape": shape, "dtype": dtype, "layout": layout or {"kind": "contiguous"},
+         "values": values or {"dist": "zeros"}}
+    return {**d, "requires_grad": True} if grad else d
+
+
+MISMATCH = Signature("mismatch", "nvfuser", "run", "values", "float")
+
+
+def test_a_mismatch_or_a_crash_without_native_anchor_is_pending_until_its_reduced_graph_is_given():
+    g = graph(("v0", "exp", ["x0"], {}))
+    python_frame = Signature("crash", "aot:onednn", "compile", "RuntimeError", "torch/nn/modules/module.py:_call_impl",
+                             "RuntimeError: partition compile failed")
+    empty = Signature("crash", "torchscript:nnc", "compile", "RuntimeError", "", "RuntimeError:")
+    aten_check = Signature("crash", "nvfuser", "run", "RuntimeError", "aten/src/ATen/ExpandUtils.cpp:95",
+                           "Error from segmentation group N: The expanded size of the tensor (N) must match")
+    for sig in (MISMATCH, python_frame, empty, aten_check, Signature("hang", "nvfuser", "run", "timeout")):
+        assert root_cause_key(sig) is None and sig.root_cause_key() is None
+        assert root_cause_key(sig, g) is not None
+    assert root_cause_key(Signature("pass", "nvfuser"), g) is None
+
+
+def test_a_permuted_input_and_a_contiguous_one_are_different_root_causes():
+    mean = ("v0", "mean", ["x0"], {"dims": [0, 1, 2], "keepdim": False})
+    contiguous = graph(mean)
+    permuted = graph(mean, inputs=[tensor("x0", [2, 3, 4], layout={"kind": "permuted", "perm": [2, 0, 1]})])
+    assert root_cause_key(MISMATCH, contiguous) != root_cause_key(MISMATCH, permuted)
+    assert "permuted" in root_cause_key(MISMATCH, permuted)
+
+
+def test_the_same_reduced_graph_via_nvfuser_and_aot_nvfuser_is_one_root_cause():
+    g = graph(("v0", "pow", ["x0", 0.5], {}))
+    via_aot = Signature("mismatch", "aot:nvfuser", "run", "values", "float")
+    assert root_cause_key(MISMATCH, g) == root_cause_key(via_aot, g)
+    assert root_cause_key(Signature("mismatch", "inductor", "run", "values", "float"), g) != root_cause_key(MISMATCH, g)
+    assert root_cause_key(Signature("mismatch", "nvfuser", "backward-run", "values", "float"), g) != \
+        root_cause_key(MISMATCH, g)
+
+
+def test_a_graph_key_keeps_reduction_dims_keepdim_and_the_ops_not_the_value_names():
+    def reduced(dims, keepdim, name="v0"):
+        return graph((name, "amax", ["x0"], {"dims": dims, "keepdim": keepdim}))
+    assert root_cause_key(MISMATCH, reduced([-1], True)) == root_cause_key(MISMATCH, reduced([2], True, "t9"))
+    assert len({root_cause_key(MISMATCH, reduced(d, k)) for d, k in [([2], True), ([2], False), ([1], True)]}) == 3
+    amin = graph(("v0", "amin", ["x0"], {"dims": [2], "keepdim": True}))
+    assert root_cause_key(MISMATCH, amin) != root_cause_key(MISMATCH, reduced([2], True))
+
+
+def test_amax_keepdim_over_an_expanded_input_is_one_shape_bug_whatever_the_dtype():
+    """Three committed repros were this one bug, split by their output dtype."""
+    def amax(dtype, layout):
+        return graph(("v0", "amax", ["x0"], {"dims": [0], "keepdim": True}),
+                     inputs=[tensor("x0", [2], dtype, layout)])
+    expanded = {"kind": "expanded", "dims": [0]}
+    keys = {root_cause_key(Signature("mismatch", "nvfuser", "run", "shape", cls), amax(dtype, expanded))
+            for dtype, cls in [("bool", "bool"), ("float32", "float"), ("int32", "int")]}
+    assert len(keys) == 1
+    shape = Signature("mismatch", "nvfuser", "run", "shape", "float")
+    assert root_cause_key(shape, amax("float32", {"kind": "contiguous"})) not in keys
+    values = Signature("mismatch", "nvfuser", "run", "values", "float")
+    assert root_cause_key(values, amax("float32", expanded)) != root_cause_key(values, amax("float16", expanded))
+
+
+def test_special_value_classes_come_from_the_input_values():
+    t = torch.tensor([float("nan"), math.inf, -math.inf, -0.0, 1e-40, 2.5, 3e4, 1.0])
+    assert special_classes(t) == ("nan", "+inf", "-inf", "-0", "denormal", "half", "huge")
+    assert special_classes(torch.tensor([0.0, 1.0, 0.25])) == ()
+    assert special_classes(torch.tensor([2 ** 40, 3], dtype=torch.int64)) == ("huge",)
+    assert special_classes(torch.tensor([True, False])) == ()
+    pinned = tensor("x0", [3], values={"exact": encode_exact(torch.tensor([-math.inf, 1.0, 2.0]))})
+    zeros = tensor("x0", [3])
+    seeded = tensor("x0", [4096], values={"dist": "normal", "specials": 0.5, "seed": 3})
+    forms = [graph_form(graph(("v0", "sqrt", ["x0"], {}), inputs=[i])) for i in (pinned, zeros, seeded)]
+    assert "/-inf" in forms[0] and "inf" not in forms[1] and "nan" in forms[2]
+    assert len(set(forms)) == 3
+
+
+def test_a_crash_downstream_of_its_cause_is_keyed_by_what_produced_the_bad_value():
+    """The oneDNN rewrite of `x + 0` keeps a bool tensor bool; whichever op then rejects it, it is
+    one bug. An op that feeds nothing is folded into "consumer"; its constants are kept."""
+    weak = Signature("crash", "torchscript:onednn", "compile", "RuntimeError", "", "RuntimeError: ...")
+    b = [tensor("x0", [], "bool")]
+    rejected = [graph(("v0", "add", ["x0", 0.0], {}), ("v1", op, ["v0"], {}), inputs=b) for op in ("relu", "neg", "abs")]
+    assert len({root_cause_key(weak, g) for g in rejected}) == 1
+    clamp = graph(("v0", "add", ["x0", "x0"], {}), ("v1", "clamp", ["v0", 1, 0.0], {}))
+    add = graph(("v0", "add", ["x0", "x0"], {}), ("v1", "add", ["v0", "x0"], {}))
+    assert root_cause_key(weak, clamp) != root_cause_key(weak, add)
+    # A mismatch keeps every op: its consumer computed the wrong value it shows.
+    assert len({root_cause_key(MISMATCH, g) for g in rejected}) == 3
+
+
+@pytest.mark.parametrize("backend", ["torchscript:onednn", "aot:onednn"])
+def test_real_onednn_crashes_of_the_identity_rewrite_are_three_coarse_keys_and_one_root_cause(backend):
+    from fuzzfuse.backends.base import Unavailable, get_backend
+    from fuzzfuse.runner import run_case
+
+    try:
+        fuser = get_backend(backend)
+    except Unavailable as e:
+        pytest.skip(str(e))
+    graphs = [graph(("v0", "add", ["x0", 0.0], {}), ("v1", op, ["v0"], {}), inputs=[tensor("x0", [], "bool")])
+              for op in ("relu", "neg", "abs")]
+    signatures = [Signature.from_json(run_case(g, fuser)["signature"]) for g in graphs]
+    assert all(s.outcome == "crash" for s in signatures)
+    assert len({s.key() for s in signatures}) == 3
+    keys = {root_cause_key(s, g) for s, g in zip(signatures, graphs)}
+    assert len(keys) == 1 and None not in keys
+
+
+def test_the_groups_script_folds_a_directory_and_refuses_a_missing_one(tmp_path, capsys):
+    from fuzzfuse.corpus import Case, write_json
+
+    relu = graph(("v0", "add", ["x0", 0.0], {}), ("v1", "relu", ["v0"], {}), inputs=[tensor("x0", [], "bool")])
+    neg = graph(("v0", "add", ["x0", 0.0], {}), ("v1", "neg", ["v0"], {}), inputs=[tensor("x0", [], "bool")])
+    for name, g, message in [("a", relu, "RuntimeError: Boolean inputs not supported for relu"),
+                             ("b", neg, "RuntimeError: Negation, the `-` operator, on a bool tensor is not supported.")]:
+        sig = Signature("crash", "torchscript:onednn", "compile", "RuntimeError", "", message)
+        write_json(tmp_path / name / "case.json",
+                   Case(g, "torchscript:onednn", outcome="crash", signature=sig.to_json()).to_json())
+    assert main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("2 repros: 2 coarse keys -> 1 root causes")
+    assert main([str(tmp_path / "missing")]) == 2
