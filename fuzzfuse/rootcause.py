@@ -63,18 +63,13 @@ def root_cause_key(signature: Signature, graph: Graph | None = None) -> str | No
         return "|".join(("assert", component(signature.backend), signature.location, fold(signature.message)))
     if signature.outcome not in ("crash", "hard-crash", "hang", "mismatch", "unfused", "flaky") or graph is None:
         return None
-    if signature.outcome == "mismatch":
-        what = f"mismatch:{signature.kind}"
-    elif signature.outcome == "unfused":
-        what = f"unfused:{signature.kind}"
-    else:
-        what = signature.outcome
-    # A mismatch in a gradient is not the same bug as one in an output; a crash's stage is folded.
-    phase = "backward" if signature.outcome in ("mismatch", "unfused") and signature.stage.startswith("backward") \
-        else "forward" if signature.outcome in ("mismatch", "unfused") else ""
-    return "|".join((what, component(signature.backend), phase, graph_form(graph, _dtype_policy(signature),
-                                                                            focus=signature.outcome != "mismatch"
-                                                                            and signature.outcome != "unfused")))
+    judged = signature.outcome in ("mismatch", "unfused")
+    what = f"{signature.outcome}:{signature.kind}" if judged else signature.outcome
+    # A wrong gradient is not the same bug as a wrong output; a crash's stage is folded.
+    phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""
+    # A mismatch's or fallback's ops are all evidence; a crash surfaces downstream of its cause.
+    form = graph_form(graph, _dtype_policy(signature), focus=not judged)
+    return "|".join((what, component(signature.backend), phase, form))
 
 
 def _dtype_policy(signature: Signature) -> str:
@@ -266,6 +261,11 @@ def report(paths: list[str]) -> str:
         per_backend = ", ".join(f"{b} {c}" for b, c in sorted(Counter(m[1] for m in mine).items()))
         lines.append(f"  {comp}: {len(mine)} repros ({per_backend}), {len({m[2] for m in mine})} coarse keys, "
                      f"{roots} root causes")
+    for backend in sorted({m[1] for m in members}):
+        mine = [m for m in members if m[1] == backend]
+        roots = sum(1 for ms in found.values() if any(m[1] == backend for m in ms))
+        lines.append(f"    {backend}: {len(mine)} repros, {len({m[2] for m in mine})} coarse keys, "
+                     f"in {roots} root causes")
     if rekeyed:
         lines += ["", f"re-keyed by today's oracle ({len(rekeyed)}):"] + [f"  {r}" for r in rekeyed]
     lines += ["", "groups, largest first:"]

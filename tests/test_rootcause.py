@@ -40,7 +40,8 @@ def test_a_case_reduced_to_one_segment_keeps_its_coarse_key():
         text = ERRORS[name]["text"]
         bare = text[text.index(":", text.index("Error from segmentation group")) + 1:
                     text.index("Use NVFUSER_DISABLE=parallel_compile")]
-        assert exception_signature("nvfuser", "compile", "RuntimeError", bare).key() == crash(name, "nvfuser", "compile").key()
+        wrapped = crash(name, "nvfuser", "compile")
+        assert exception_signature("nvfuser", "compile", "RuntimeError", bare).key() == wrapped.key()
 
 
 def test_the_lowest_numbered_failing_segment_names_the_crash_whatever_order_threads_finished_in():
@@ -71,7 +72,8 @@ def test_two_different_nvrtc_first_errors_are_two_bugs_and_one_error_for_two_dty
     conversion = crash("nvrtc_no_conversion_bfloat")
     assert shfl_half.message == ("CUDA NVRTC compile error: no instance of overloaded function __shfl_xor_sync "
                                  "matches the argument list")
-    assert conversion.message == "CUDA NVRTC compile error: no suitable conversion function from nvf::__bfloat to float exists"
+    assert conversion.message == ("CUDA NVRTC compile error: no suitable conversion function from nvf::__bfloat "
+                                  "to float exists")
     assert shfl_half.key() != conversion.key()
     assert root_cause_key(shfl_half) == root_cause_key(shfl_bfloat) != root_cause_key(conversion)
     fmax = ERRORS["nvrtc_shfl_xor_half"]["text"].replace('"__shfl_xor_sync"', '"fmax"', 1)
@@ -84,7 +86,8 @@ def test_route_stage_and_outcome_fold_for_a_native_assert_but_the_component_does
     run, compiled = crash("alias_analysis_run"), crash("alias_analysis_compile")
     assert (run.stage, compiled.stage) == ("run", "compile") and run.message != compiled.message
     assert root_cause_key(run) == root_cause_key(compiled)
-    assert root_cause_key(crash("alias_analysis_run", backend="aot:onednn", stage="backward-compile")) == root_cause_key(run)
+    via_aot = crash("alias_analysis_run", backend="aot:onednn", stage="backward-compile")
+    assert root_cause_key(via_aot) == root_cause_key(run)
     assert root_cause_key(crash("alias_analysis_run", backend="torchscript:nnc")) != root_cause_key(run)
     aborted = Signature("hard-crash", "nvfuser", "run", "SIGABRT", crash("unary_evaluate_silu").location,
                         crash("unary_evaluate_silu").message)
@@ -182,7 +185,8 @@ def test_a_crash_downstream_of_its_cause_is_keyed_by_what_produced_the_bad_value
     one bug. An op that feeds nothing is folded into "consumer"; its constants are kept."""
     weak = Signature("crash", "torchscript:onednn", "compile", "RuntimeError", "", "RuntimeError: ...")
     b = [tensor("x0", [], "bool")]
-    rejected = [graph(("v0", "add", ["x0", 0.0], {}), ("v1", op, ["v0"], {}), inputs=b) for op in ("relu", "neg", "abs")]
+    rejected = [graph(("v0", "add", ["x0", 0.0], {}), ("v1", op, ["v0"], {}), inputs=b)
+                for op in ("relu", "neg", "abs")]
     assert len({root_cause_key(weak, g) for g in rejected}) == 1
     clamp = graph(("v0", "add", ["x0", "x0"], {}), ("v1", "clamp", ["v0", 1, 0.0], {}))
     add = graph(("v0", "add", ["x0", "x0"], {}), ("v1", "add", ["v0", "x0"], {}))
@@ -215,7 +219,8 @@ def test_the_groups_script_folds_a_directory_and_refuses_a_missing_one(tmp_path,
     relu = graph(("v0", "add", ["x0", 0.0], {}), ("v1", "relu", ["v0"], {}), inputs=[tensor("x0", [], "bool")])
     neg = graph(("v0", "add", ["x0", 0.0], {}), ("v1", "neg", ["v0"], {}), inputs=[tensor("x0", [], "bool")])
     for name, g, message in [("a", relu, "RuntimeError: Boolean inputs not supported for relu"),
-                             ("b", neg, "RuntimeError: Negation, the `-` operator, on a bool tensor is not supported.")]:
+                             ("b", neg, "RuntimeError: Negation, the `-` operator, on a bool tensor is not "
+                                        "supported.")]:
         sig = Signature("crash", "torchscript:onednn", "compile", "RuntimeError", "", message)
         write_json(tmp_path / name / "case.json",
                    Case(g, "torchscript:onednn", outcome="crash", signature=sig.to_json()).to_json())
