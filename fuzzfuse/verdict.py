@@ -196,7 +196,8 @@ def judge(backend: str, reply: dict) -> CaseResult:
         kind = reply.get("signal") or f"exit {reply.get('exitcode')}"
         tail = str(reply.get("stderr_tail") or "")
         what = abort_message(tail)
-        sig = Signature(Outcome.HARD_CRASH, backend, Stage.RUN, kind, cpp_location(what), normalize(what) if what else "")
+        sig = Signature(Outcome.HARD_CRASH, backend, Stage.RUN, kind, cpp_location(what),
+                        normalize(what) if what else "")
         return CaseResult(Outcome.HARD_CRASH, sig, stderr_tail=tail, **timing)
     if status == "hang":
         return CaseResult(Outcome.HANG, Signature(Outcome.HANG, backend, Stage.RUN, "timeout"),
