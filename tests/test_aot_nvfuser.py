@@ -15,10 +15,11 @@ from fuzzfuse.backends.aot import _tensor_function
 from fuzzfuse.backends.aot_nvfuser import AotNvFuserBackend, decompositions
 from fuzzfuse.ir import Graph, ScalarInput, compile_source, make_inputs, run_eager
 from fuzzfuse.ir.builder import GraphBuilder
-from fuzzfuse.ir.from_aten import Unsupported, translate
+from fuzzfuse.ir.from_aten import translate
 from fuzzfuse.ir.interp import input_gradients, upstream_gradients, with_leaves
 from fuzzfuse.job import run_case
 from fuzzfuse.strategies import GenConfig, generate
+from fuzzfuse.verdict import Unsupported
 from tests.test_nvfuser import TorchFusionDefinition, _FakeDataType
 
 warnings.filterwarnings("ignore", message=".*boxed arguments.*")

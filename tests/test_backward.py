@@ -14,13 +14,14 @@ from fuzzfuse.campaign import Campaign
 from fuzzfuse.corpus import Case, iter_cases, load_case
 from fuzzfuse.ir import Graph, GraphError, Values, make_inputs, run_autograd
 from fuzzfuse.ir.builder import GraphBuilder
+from fuzzfuse.job import backend_for, run_case
 from fuzzfuse.minimize import reduce_case, save_minimized
+from fuzzfuse.pool import case_pool, graph_job
 from fuzzfuse.reduce import cost, reduce
 from fuzzfuse.reduce.passes import ddmin_ops, drop_requires_grad
-from fuzzfuse.job import backend_for, run_case
-from fuzzfuse.pool import case_pool, graph_job
 from fuzzfuse.seeds import training_seed_cases
 from fuzzfuse.strategies import GenConfig, generate, grad_reach
+from fuzzfuse.verdict import judge
 
 WRONG_GRAD = "custom:tests.buggy_backends:WrongGradOnSigmoid"
 
@@ -148,7 +149,7 @@ def test_training_seed_passes_with_a_fused_backward(backend, seed):
     graph = training_seed_cases()[seed].graph
     # In a worker: it has the backend's environment (Inductor's caches off, so the backward compiles).
     with case_pool(backend, 1, 300) as pool:
-        result = pool.run_all([graph_job(0, backend, graph, 300)])[0]
+        result = judge(backend, pool.run_all([graph_job(0, backend, graph, 300)])[0])
     assert result.outcome == "pass", result
     backward = result.evidence["backward"]
     assert backward["kernels"] and backward["fused"] and not backward.get("fallback"), backward

@@ -10,8 +10,8 @@ import pytest
 from fuzzfuse.corpus import Case, load_case
 from fuzzfuse.ir import Layout, Values
 from fuzzfuse.ir.builder import GraphBuilder
-from fuzzfuse.minimize import reduce_case, save_minimized
 from fuzzfuse.job import backend_for, run_case
+from fuzzfuse.minimize import reduce_case, save_minimized
 
 BUGGY = "custom:tests.buggy_backends:"
 

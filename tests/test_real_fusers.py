@@ -9,8 +9,8 @@ from fuzzfuse.campaign import Campaign
 from fuzzfuse.corpus import Case, load_case
 from fuzzfuse.ir import Values
 from fuzzfuse.ir.builder import GraphBuilder
-from fuzzfuse.minimize import reduce_case, save_minimized
 from fuzzfuse.job import backend_for, run_case
+from fuzzfuse.minimize import reduce_case, save_minimized
 
 
 @pytest.mark.slow
