@@ -51,7 +51,7 @@ def run_tasks(task_file: str, start: int, out_file: str, deadline: float) -> Non
     from fuzzfuse.backends import get_backend
     from fuzzfuse.backends.nvfuser import execute, first_run_evidence
     from fuzzfuse.ir import make_inputs, run_eager
-    from fuzzfuse.runner import init_worker
+    from fuzzfuse.job import init_worker
     from fuzzfuse.strategies import config_from_json, generate
 
     init_worker()

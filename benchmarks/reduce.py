@@ -54,8 +54,10 @@ from fuzzfuse.ir.values import with_exact_values  # noqa: E402
 from fuzzfuse.minimize import reduce_case  # noqa: E402
 from fuzzfuse.oracle import Signature  # noqa: E402
 from fuzzfuse.reduce.passes import pinned  # noqa: E402
-from fuzzfuse.runner import backend_for, case_pool, classify, init_worker, run_case, worker_env  # noqa: E402
-from fuzzfuse.strategies import Features, GenConfig, batch_features, generate  # noqa: E402
+from fuzzfuse.job import backend_for, init_worker, run_case  # noqa: E402
+from fuzzfuse.pool import case_pool, worker_env  # noqa: E402
+from fuzzfuse.strategies import GenConfig, batch_features, generate  # noqa: E402
+from fuzzfuse.verdict import HarnessError, judge  # noqa: E402
 from fuzzfuse.worker import WorkerPool  # noqa: E402
 
 MIN_OPS, MAX_OPS = 15, 40
@@ -73,12 +75,11 @@ class Oracle:
         jobs = [{"id": f"bench-{next(self.ids)}", "backend": self.backend, "graph": g.to_json(),
                  "timeout": self.timeout, "check_strides": False} for g in graphs]
         keys = []
-        for result in self.pool.run_all(jobs):
+        for reply in self.pool.run_all(jobs):
             try:
-                sig = classify(self.backend, result)[1]
-            except RuntimeError:  # a harness error on a candidate: not the bug we are after
-                sig = None
-            keys.append(sig.key() if sig is not None else None)
+                keys.append(judge(self.backend, reply).key)
+            except HarnessError:  # a harness error on a candidate: not the bug we are after
+                keys.append(None)
         return keys
 
 
@@ -103,7 +104,7 @@ def find_failures(backend_name: str, n: int, seed: int, budget: int, oracle: Ora
     15-40 ops once `n` failures are in hand (4 * budget at most): a graph count, not a time, so that
     a seed picks the same cases on any machine."""
     backend = backend_for(backend_name)
-    base = getattr(backend, "features", Features())
+    base = backend.features
     by_sig: dict[str, list[dict]] = collections.OrderedDict()
     start, tried = time.time(), 0
     for i in itertools.count():
@@ -120,12 +121,12 @@ def find_failures(backend_name: str, n: int, seed: int, budget: int, oracle: Ora
         tried += 1
         with quiet_fd2():
             result = run_case(graph, backend)
-        if result["outcome"] not in ("crash", "mismatch"):
+        if result.outcome not in ("crash", "mismatch"):
             continue
-        key = Signature.from_json(result["signature"]).key()
+        key = result.key
         if len(by_sig.get(key, ())) < n:
-            by_sig.setdefault(key, []).append({"graph": graph, "signature": result["signature"], "key": key,
-                                               "outcome": result["outcome"], "seed": case_seed(seed, i)})
+            by_sig.setdefault(key, []).append({"graph": graph, "signature": result.signature.to_json(), "key": key,
+                                               "outcome": result.outcome.value, "seed": case_seed(seed, i)})
     print(f"search: {tried} graphs of {MIN_OPS}-{MAX_OPS} ops in {time.time() - start:.0f}s, "
           f"{sum(map(len, by_sig.values()))} failures, {len(by_sig)} signatures", file=sys.stderr)
     order = [c for rank in itertools.zip_longest(*by_sig.values()) for c in rank if c is not None]

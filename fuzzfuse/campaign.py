@@ -14,9 +14,10 @@ from .backends import get_backend
 from .checkpoint import DirectoryClaim, Stats, load_state, save_state, shard_dir
 from .corpus import Case, CorpusError, iter_cases, load_case, save_case, write_json
 from .ir import Graph
-from .oracle import FAILURES, Signature
-from .runner import case_pool, classify, graph_job
+from .oracle import Signature
+from .pool import case_pool, graph_job
 from .strategies import Features, GenConfig, batch_features, config_from_json, config_to_json, generate
+from .verdict import CaseResult, HarnessError, MinimizedRepro, Outcome, SignatureRecord, judge
 from .worker import WorkerPool
 
 BATCH = 50  # cases per swarm feature set
@@ -57,7 +58,7 @@ class Campaign:
         self.stream: int | str = seed if not shard else f"{seed}/{shard}"
         self.time_limit, self.max_cases, self.timeout = time_limit, max_cases, timeout
         self.check_strides, self.max_ops = check_strides, max_ops
-        self.features = features or getattr(self.backend, "features", Features())
+        self.features = features or self.backend.features
         self.swarm, self.backward = swarm, backward
         # The share of worker time that batches aimed at the least-covered scheduler may take (0:
         # none): a budget of time, not of batches, since those batches cost more (persistent and
@@ -114,7 +115,7 @@ class Campaign:
         (decided once, when the batch starts; the first batch never: nothing is covered yet). A
         recipe whose first FOCUS_TRIALS batches never reached its scheduler is dropped: it would
         otherwise stay the least covered and take every focused batch of the campaign."""
-        recipes = getattr(self.backend, "coverage_focus", None)
+        recipes = self.backend.coverage_focus
         if not recipes or not self.focus_share:
             return None
         if batch not in self._focus:
@@ -131,7 +132,7 @@ class Campaign:
     def options_for(self, index: int) -> dict:
         """Per-case backend choices, drawn from the seed: nvFuser's lowering style (ops on the
         tensor's own dtype, or Thunder-style upcast to fp32 and back), since a bug can hide in one."""
-        styles = getattr(self.backend, "styles", ())
+        styles = self.backend.styles
         return {"style": styles[case_seed(self.stream, index) % len(styles)]} if styles else {}
 
     def _done_submitting(self) -> bool:
@@ -142,83 +143,81 @@ class Campaign:
         return self.time_limit is not None and self.stats.seconds >= self.time_limit
 
     # ---- results ---------------------------------------------------------------------------
-    def _graph_of(self, job: dict, result: dict) -> Graph:
-        if "graph" in result:
-            return Graph.from_json(result["graph"])
+    def _graph_of(self, job: dict, result: CaseResult | None) -> Graph:
+        if result is not None and result.graph is not None:
+            return result.graph
         if "graph" in job:
             return Graph.from_json(job["graph"])
         # The worker died before it could say: regenerate deterministically from the seed.
         return generate(job["seed"], config_from_json(job["config"]))
 
-    def _record(self, job: dict, result: dict, pool: WorkerPool) -> None:
+    def _record(self, job: dict, reply: dict, pool: WorkerPool) -> None:
         recheck_of = job.get("recheck_of")
         try:
-            outcome, sig = classify(self.backend_name, result)
-        except RuntimeError as e:  # a fuzzfuse defect on this case: keep the case, say so, go on
-            self._harness_error(job, result, str(e))
+            result = judge(self.backend_name, reply)
+        except HarnessError as e:  # a fuzzfuse defect on this case: keep the case, say so, go on
+            self._harness_error(job, str(e))
             return
+        outcome, sig = result.outcome, result.signature
         if recheck_of is not None:
-            self._rechecks[recheck_of].append(sig.key() if sig else "pass")
+            self._rechecks[recheck_of].append(result.key or "pass")
             self._settle_recheck(recheck_of)
             return
         self.stats.cases += 1
-        self.stats.fused_cases += bool(result.get("fused"))
+        self.stats.fused_cases += bool(result.fused)
         self.stats.add_sample(self.stats.finished, time.time())
-        if result.get("compile_seconds"):
-            kernels = (result.get("evidence") or {}).get("kernels")  # a count, or TorchScript's kernel names
-            self.stats.add_compile(result["compile_seconds"], len(kernels) if isinstance(kernels, list) else kernels)
-        phases = {**(result.get("timings") or {}),
-                  **{k.removesuffix("_seconds"): result[k] for k in ("worker_seconds", "cpu_seconds") if k in result}}
+        if result.compile_seconds:
+            kernels = result.evidence.get("kernels")  # a count, or TorchScript's kernel names
+            self.stats.add_compile(result.compile_seconds, len(kernels) if isinstance(kernels, list) else kernels)
+        phases = {**result.timings, **{name: seconds for name, seconds in
+                                       (("worker", result.worker_seconds), ("cpu", result.cpu_seconds))
+                                       if seconds is not None}}
         for phase, seconds in phases.items():
             self.stats.add_sample(self.stats.phase_seconds[phase], seconds)
-        schedulers = (result.get("evidence") or {}).get("schedulers") or []
+        schedulers = result.evidence.get("schedulers") or []
         self.stats.coverage.update(schedulers)
         focus = self._focus.get(job["id"] // BATCH)
-        seconds = result.get("worker_seconds") or 0.0
+        seconds = result.worker_seconds or 0.0
         self.stats.worker_seconds += seconds
         if focus:
             self.stats.focus_seconds[focus] += seconds
         if focus in schedulers:
             self.stats.focus_hits[focus] += 1
-        if outcome not in FAILURES or sig is None:
+        if not outcome.is_failure or sig is None:
             self.stats.outcomes[outcome] += 1
             return
         key = sig.key()
         graph = self._graph_of(job, result)
         entry = self.stats.signatures.get(key)
         if entry is None:
-            entry = self.stats.signatures[key] = {
-                "key": key, "slug": sig.slug(), "signature": sig.to_json(), "outcome": outcome, "count": 0,
-                "first_seen": time.time(), "smallest_size": graph.size, "confirmed": None,
-                "detail": str(result.get("detail", ""))[:500]}
-            if key in self._known_keys:
-                entry["known"] = self._known_keys[key]
+            entry = self.stats.signatures[key] = SignatureRecord.first(result, time.time(), graph.size)
+            entry.known = self._known_keys.get(key)
             self._submit_rechecks(key, graph, {"check_strides": self.check_strides, **(job.get("options") or {})},
                                   pool)
-        entry["count"] += 1
-        entry["last_seen"] = time.time()
-        self.stats.outcomes["flaky" if entry["confirmed"] is False else outcome] += 1
+        entry.count += 1
+        entry.last_seen = time.time()
+        self.stats.outcomes[Outcome.FLAKY if entry.confirmed is False else outcome] += 1
         if self._saved_per_sig[key] < MAX_SAVED_PER_SIGNATURE:
             self._saved_per_sig[key] += 1
             path = save_case(self.out / "corpus", Case(
                 graph, self.backend_name, job.get("seed"), outcome, sig.to_json(),
-                str(result.get("detail") or result.get("stderr_tail") or "")[:20000], self.versions,
+                (result.detail or result.stderr_tail)[:20000], self.versions,
                 job.get("config"), {"check_strides": self.check_strides, **(job.get("options") or {})}),
                 overwrite=False)
-            if graph.size <= entry["smallest_size"] or "case" not in entry:
-                entry["smallest_size"], entry["case"] = graph.size, str(path.relative_to(self.out))
+            if entry.case is None or graph.size <= entry.smallest_size:
+                entry.smallest_size, entry.case = graph.size, str(path.relative_to(self.out))
 
-    def _harness_error(self, job: dict, result: dict, message: str) -> None:
+    def _harness_error(self, job: dict, message: str) -> None:
         """A days-long campaign must not die of one fuzzfuse defect (an emitter bug, say): the case
         goes to OUT/harness-errors/ for the fuzzfuse developers, and the count shows in the stats."""
         if job.get("recheck_of") is None:
             self.stats.cases += 1
-        self.stats.outcomes["harness-error"] += 1
-        graph = self._graph_of(job, result)
-        save_case(self.out / "harness-errors", Case(graph, self.backend_name, job.get("seed"), "harness-error",
+        self.stats.outcomes[Outcome.HARNESS_ERROR] += 1
+        graph = self._graph_of(job, None)
+        save_case(self.out / "harness-errors", Case(graph, self.backend_name, job.get("seed"), Outcome.HARNESS_ERROR,
                                                     None, message[:20000], self.versions, job.get("config"),
                                                     job.get("options") or {}))
-        if self.stats.outcomes["harness-error"] == 1:
+        if self.stats.outcomes[Outcome.HARNESS_ERROR] == 1:
             print(f"fuzzfuse harness error (case kept in {self.out / 'harness-errors'}):\n{message[:2000]}",
                   file=sys.stderr)
 
@@ -237,20 +236,17 @@ class Campaign:
         if len(runs) < RECHECKS:
             return
         entry = self.stats.signatures[key]
-        entry["confirmed"] = all(r == key for r in runs)
-        if not entry["confirmed"]:
-            entry["outcome"] = "flaky"
-            entry["recheck_outcomes"] = runs
-            self.stats.outcomes[entry["signature"]["outcome"]] -= 1
-            self.stats.outcomes["flaky"] += 1
+        if entry.settle(runs):
+            self.stats.outcomes[entry.signature.outcome] -= 1
+            self.stats.outcomes[Outcome.FLAKY] += 1
 
     # ---- main loop -------------------------------------------------------------------------
     def run(self) -> dict:
         with DirectoryClaim(self.out), case_pool(self.backend_name, self.workers, self.timeout, self.devices) as pool:
             self.stats.start = time.time()
             for key, entry in self.stats.signatures.items():  # rechecks a stopped run left unsettled
-                if entry["confirmed"] is None and entry.get("case"):
-                    case = load_case(self.out / entry["case"])
+                if entry.confirmed is None and entry.case:
+                    case = load_case(self.out / entry.case)
                     self._submit_rechecks(key, case.graph, case.options, pool)
             last_checkpoint = time.time()
             try:
@@ -259,8 +255,8 @@ class Campaign:
                         pool.submit(self._new_job())
                     if not pool.pending():
                         break
-                    for result in pool.poll(0.5):
-                        self._record(self._jobs.pop(result["id"]), result, pool)
+                    for reply in pool.poll(0.5):
+                        self._record(self._jobs.pop(reply["id"]), reply, pool)
                     if self.display:
                         self.display(self, pool)
                     if time.time() - last_checkpoint > 10:
@@ -281,8 +277,7 @@ class Campaign:
         coverage, not held by a --known repro, not one found unreduced as it stopped failing)."""
         if not self.reduce:
             return []
-        return [k for k, e in self.stats.signatures.items() if e["confirmed"] is True
-                and not {"minimized", "known", "unreduced"} & e.keys() and e["signature"]["kind"] != "no-fusion"]
+        return [k for k, e in self.stats.signatures.items() if e.awaits_reduction]
 
     def reduce_signatures(self, pool: WorkerPool) -> None:
         """Minimize one case of every reproducible signature into OUT/minimized/. A fuser that
@@ -294,8 +289,8 @@ class Campaign:
 
         for key in self.reducer_queue():
             entry = self.stats.signatures[key]
-            case = load_case(self.out / entry["case"])
-            progress = self.out / "reducing" / f"{entry['slug']}.json"
+            case = load_case(self.out / entry.case)
+            progress = self.out / "reducing" / f"{entry.slug}.json"
             start = time.time()
             def show(stats: dict, key=key) -> None:
                 self.reducing = {"key": key, **stats}
@@ -306,21 +301,20 @@ class Campaign:
                 result = reduce_case(case, self.backend_name, workers=self.workers, timeout=self.timeout, pool=pool,
                                      max_queries=self.reduce_budget, checkpoint=progress, progress=show)
             except NotInteresting as e:  # confirmed, then gone: flaky after all; the rest still reduce
-                entry["unreduced"] = str(e)
+                entry.unreduced = str(e)
                 self.reducing = None
                 self.checkpoint(pool)
-                print(f"not minimized {entry['key']}: {e}", file=sys.stderr)
+                print(f"not minimized {entry.key}: {e}", file=sys.stderr)
                 continue
             stats = {**result.stats, "seconds": round(time.time() - start, 2)}
             directory = save_minimized(self.out / "minimized", case, result.graph, stats, self.backend_name,
                                        timeout=self.timeout)
-            entry["minimized"] = {"path": str(directory.relative_to(self.out)), "ops_before": case.graph.size,
-                                  "ops_after": result.graph.size, "queries": stats.get("queries"),
-                                  "seconds": stats["seconds"]}
+            entry.minimized = MinimizedRepro(str(directory.relative_to(self.out)), case.graph.size, result.graph.size,
+                                             stats.get("queries"), stats["seconds"])
             self.reducing = None
             self.checkpoint(pool)
             progress.unlink(missing_ok=True)
-            print(f"minimized {entry['key']}: {case.graph.size} -> {result.graph.size} ops, "
+            print(f"minimized {entry.key}: {case.graph.size} -> {result.graph.size} ops, "
                   f"{stats.get('queries')} queries, {stats['seconds']:.0f}s -> {directory}", file=sys.stderr)
 
     def checkpoint(self, pool: WorkerPool | None = None, **extra) -> dict:

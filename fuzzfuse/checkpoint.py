@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .corpus import CorpusError, write_json
+from .verdict import SignatureRecord
 
 STATE_SCHEMA = 1
 STATE_FILE = "state.json"
@@ -31,7 +32,7 @@ MAX_SAMPLES = 20_000
 class Stats:
     cases: int = 0
     outcomes: collections.Counter = field(default_factory=collections.Counter)
-    signatures: dict[str, dict] = field(default_factory=dict)  # key -> {signature, count, first, ...}
+    signatures: dict[str, SignatureRecord] = field(default_factory=dict)  # by signature key
     fused_cases: int = 0
     # Fuzzing seconds of earlier runs of this campaign (before a resume), and this run's start.
     elapsed_before: float = 0.0
@@ -83,7 +84,7 @@ class Stats:
         secs = self.seconds
         median = lambda v: round(statistics.median(v), 4)  # noqa: E731
         return {"backend": backend, "versions": versions, "cases": self.cases,
-                "outcomes": dict(self.outcomes), "signatures": list(self.signatures.values()),
+                "outcomes": _by_name(self.outcomes), "signatures": [r.to_json() for r in self.signatures.values()],
                 "seconds": round(secs, 2), "cases_per_second": round(self.cases / secs, 3) if secs else 0.0,
                 "steady_cases_per_second": round(self.steady_rate(skip=extra.get("workers", 1)), 3),
                 "median_compile_seconds": median(self.compile_seconds) if self.compile_seconds else None,
@@ -104,7 +105,8 @@ class Stats:
                 for k, (n, seconds) in sorted(self.compile_by_kernels.items(), key=lambda kv: int(kv[0]))}
 
     def to_json(self) -> dict:
-        return {"cases": self.cases, "outcomes": dict(self.outcomes), "signatures": self.signatures,
+        return {"cases": self.cases, "outcomes": _by_name(self.outcomes),
+                "signatures": {k: r.to_json() for k, r in self.signatures.items()},
                 "fused_cases": self.fused_cases, "elapsed": self.seconds,
                 "compile_seconds": self.compile_seconds[-MAX_SAMPLES:], "compile_by_kernels": self.compile_by_kernels,
                 "phase_seconds": {k: v[-MAX_SAMPLES:] for k, v in self.phase_seconds.items()},
@@ -116,7 +118,8 @@ class Stats:
     def from_json(d: dict) -> "Stats":
         """Counters of a stopped run; this run's clock starts now."""
         return Stats(cases=int(d["cases"]), outcomes=collections.Counter(d["outcomes"]),
-                     signatures=dict(d["signatures"]), fused_cases=int(d["fused_cases"]),
+                     signatures={k: SignatureRecord.from_json(r) for k, r in d["signatures"].items()},
+                     fused_cases=int(d["fused_cases"]),
                      elapsed_before=float(d["elapsed"]), compile_seconds=list(d["compile_seconds"]),
                      phase_seconds=collections.defaultdict(list, d["phase_seconds"]),
                      coverage=collections.Counter(d["coverage"]), timeline=list(d["timeline"]),
@@ -125,6 +128,11 @@ class Stats:
                      compile_by_kernels=dict(d.get("compile_by_kernels", {})),  # absent before 2026-12
                      worker_seconds=float(d.get("worker_seconds", 0.0)),  # these two too
                      focus_seconds=collections.Counter(d.get("focus_seconds", {})))
+
+
+def _by_name(outcomes: collections.Counter) -> dict[str, int]:
+    """Outcome counts keyed by the outcomes' plain names, as the files hold them."""
+    return {str(k): v for k, v in outcomes.items()}
 
 
 def save_state(out: Path, state: dict) -> None:

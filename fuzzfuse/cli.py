@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from .backends import BACKENDS, Unavailable, availability, default_backend, get_backend, has_backward
+from .backends import BACKENDS, Unavailable, availability, default_backend, get_backend
 
 EXIT_BAD_INPUT = 2
 
@@ -29,7 +29,7 @@ def _backend_name(requested: str | None, backward: bool = False) -> str:
         backend = get_backend(name)
     except Unavailable as e:
         raise BadInput(str(e)) from e
-    if backward and not has_backward(backend):
+    if backward and not backend.supports_backward:
         route = f"aot:{name}" if f"aot:{name}" in BACKENDS else None
         raise BadInput(f"backend {name} has no backward" + (f": use --backend {route} for training cases"
                                                              if route else ""))
@@ -80,8 +80,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         raise BadInput(str(e)) from e
     print(f"{summary['cases']} cases in {summary['seconds']:.0f}s ({summary['cases_per_second']:.1f}/s) on "
           f"{backend}: {summary['outcomes']}")
-    for s in summary["signatures"]:
-        print(f"  {s['count']:5}x {s['outcome']:10} {s['key']}")
+    for s in campaign.stats.signatures.values():
+        print(f"  {s.count:5}x {s.outcome:10} {s.key}")
     print(f"summary: {campaign.out / 'summary.json'}")
     return 0
 

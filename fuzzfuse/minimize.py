@@ -23,7 +23,8 @@ from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, cost, reduce
 from .repro import repro_files
-from .runner import case_pool, classify, graph_job
+from .pool import case_pool, graph_job
+from .verdict import HarnessError, judge
 from .worker import WorkerPool
 
 VERIFY_RUNS = 3
@@ -46,12 +47,12 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
     def is_interesting(candidates: list[Graph]) -> list[bool]:
         jobs = [graph_job(next(ids), backend, g, timeout, case.options) for g in candidates]
         verdicts = []
-        for result in active.run_all(jobs):
+        for reply in active.run_all(jobs):
             try:
-                sig = classify(backend, result)[1]
-            except RuntimeError:  # a harness error on a candidate: not the bug we are after
-                sig = None
-            verdicts.append(sig is not None and sig.key() == target)
+                key = judge(backend, reply).key
+            except HarnessError:  # a harness error on a candidate: not the bug we are after
+                key = None
+            verdicts.append(key == target)
         if checkpoint is not None:
             smaller = [g for g, ok in zip(candidates, verdicts) if ok and g.size < best[0]]
             if smaller:
@@ -68,8 +69,8 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
     try:
         # A case saved by an older normalizer may name the same failure differently: the same
         # outcome, stage, kind and assert location today stands for it.
-        fresh = classify(backend, active.run_all([graph_job(next(ids), backend, start, timeout,
-                                                             case.options)])[0])[1]
+        fresh = judge(backend, active.run_all([graph_job(next(ids), backend, start, timeout,
+                                                         case.options)])[0]).signature
         kept = stored
         if fresh is not None and (fresh.outcome, fresh.stage, fresh.kind, fresh.location) == \
                 (stored.outcome, stored.stage, stored.kind, stored.location):

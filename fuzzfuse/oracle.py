@@ -16,8 +16,6 @@ import torch
 
 from .ir.types import dtype_name
 
-OUTCOMES = ("pass", "crash", "hard-crash", "hang", "mismatch", "unfused", "flaky", "invalid", "unsupported")
-FAILURES = ("crash", "hard-crash", "hang", "mismatch", "unfused", "flaky")
 
 # Relative tolerance per dtype for the quick elementwise check, before fp64 arbitration.
 RTOL = {torch.float64: 1e-7, torch.float32: 1.3e-6, torch.float16: 1e-3, torch.bfloat16: 1.6e-2}

@@ -20,7 +20,7 @@ def _table(campaign, pool) -> Table:
     t.add_row("outcomes", "  ".join(f"{k} {v}" for k, v in sorted(s.outcomes.items())))
     t.add_row("signatures", str(len(s.signatures)))
     for entry in list(s.signatures.values())[-5:]:
-        t.add_row("", f"{entry['count']}x {entry['key'][:100]}")
+        t.add_row("", f"{entry.count}x {entry.key[:100]}")
     if s.coverage:
         t.add_row("schedulers", "  ".join(f"{k} {v}" for k, v in s.coverage.most_common()))
     t.add_row("reducer", _reducer(campaign))
@@ -30,7 +30,7 @@ def _table(campaign, pool) -> Table:
 
 def _reducer(campaign) -> str:
     queue, now = campaign.reducer_queue(), campaign.reducing
-    done = sum("minimized" in e for e in campaign.stats.signatures.values())
+    done = sum(e.minimized is not None for e in campaign.stats.signatures.values())
     text = f"{len(queue)} waiting, {done} minimized"
     if now:
         text += f"; reducing {now['key'][:70]}: {now.get('size')} ops after {now.get('queries')} queries"

@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import collections
 import sys
+from dataclasses import dataclass
 
 from .backends import Unavailable, default_backend, get_backend
 from .corpus import CorpusError, case_files, iter_cases
 from .oracle import Signature
-from .runner import case_pool, classify, graph_job
+from .pool import case_pool, graph_job
+from .verdict import judge
 
 
-def replay_results(cases: list, backend: str | None, workers: int, timeout: float) -> list[dict]:
+def replay_results(cases: list, backend: str | None, workers: int, timeout: float) -> list["Replayed"]:
     """Run (path, Case) pairs, grouped by backend, each group in its own isolated pool. Cases whose
     own backend cannot run here (nvFuser cases on a CPU machine) are reported and skipped."""
     groups: dict[str, list] = collections.defaultdict(list)
@@ -31,20 +33,28 @@ def replay_results(cases: list, backend: str | None, workers: int, timeout: floa
         jobs = [graph_job(i, name, c.graph, timeout, c.options) for i, (_, c) in enumerate(members)]
         with case_pool(name, min(workers, len(jobs)), timeout) as pool:
             results = pool.run_all(jobs)
-        for (path, case), result in zip(members, results):
-            rows.append({"path": str(path), "backend": name, "case": case, **_judge(name, case, result)})
+        for (path, case), reply in zip(members, results):
+            rows.append(_compare(str(path), case, judge(name, reply).key))
     return rows
 
 
-def _judge(backend: str, case, result: dict) -> dict:
-    sig = classify(backend, result)[1]
-    was = Signature.from_json(case.signature).key() if case.signature else None
-    now = sig.key() if sig else None
-    if now is None:
-        verdict = "fixed" if was else "passes"
-    else:
-        verdict = "still fails" if now == was else ("fails" if was is None else "fails differently")
-    return {"verdict": verdict, "signature": now, "was": was, "detail": result.get("detail", "")}
+@dataclass
+class Replayed:
+    """One replayed case: its signature key then (`was`) and now (None: it passes)."""
+
+    path: str
+    was: str | None
+    now: str | None
+
+    @property
+    def verdict(self) -> str:
+        if self.now is None:
+            return "fixed" if self.was else "passes"
+        return "still fails" if self.now == self.was else ("fails" if self.was is None else "fails differently")
+
+
+def _compare(path: str, case, now: str | None) -> Replayed:
+    return Replayed(path, Signature.from_json(case.signature).key() if case.signature else None, now)
 
 
 def replay(paths: list[str], backend: str | None = None, workers: int = 1, timeout: float = 120.0) -> int:
@@ -69,8 +79,8 @@ def replay(paths: list[str], backend: str | None = None, workers: int = 1, timeo
     if loaded and not rows:
         raise BadInput("no case could run here: every case's backend is unavailable")
     for row in rows:
-        print(f"{row['verdict']:17} {row['path']}  {row['signature'] or ''}")
-    failing = sum(r["signature"] is not None for r in rows)
+        print(f"{row.verdict:17} {row.path}  {row.now or ''}")
+    failing = sum(r.now is not None for r in rows)
     print(f"{len(rows)} replayed: {failing} still failing, {len(rows) - failing} passing")
     if unreadable_named:
         return 2

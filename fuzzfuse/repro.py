@@ -227,7 +227,7 @@ def repro_files(graph: Graph, backend, signature: dict, versions: dict, timeout:
     dtypes = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
     parts = [
         header,
-        backend.repro_prelude() if hasattr(backend, "repro_prelude") else "",
+        backend.repro_prelude(),
         "import math\nimport sys\nimport traceback\nfrom pathlib import Path\n\nimport torch\n\n"
         f"nan, inf = math.nan, math.inf\nDEVICE = {backend.device!r}\n",
         _SLICED_HELPER if any(isinstance(i, TensorInput) and i.layout.kind == "sliced" for i in graph.inputs) else "",

@@ -35,9 +35,10 @@ from rich.text import Text
 
 from .corpus import CorpusError, case_files, load_case
 from .oracle import Signature
+from .verdict import Outcome, SignatureRecord
 
 SUMMARY = "summary.json"
-LOCATED_OUTCOMES = ("crash", "hard-crash", "hang")
+LOCATED_OUTCOMES = (Outcome.CRASH, Outcome.HARD_CRASH, Outcome.HANG)
 
 
 class TriageError(ValueError):
@@ -49,7 +50,7 @@ class Bucket:
     """All failures with one signature key, from every shard."""
 
     key: str
-    signature: dict
+    signature: Signature
     count: int = 0
     first_seen: float | None = None
     last_seen: float | None = None
@@ -65,16 +66,17 @@ class Bucket:
 
     @property
     def outcome(self) -> str:
-        return self.signature.get("outcome", "")
+        return self.signature.outcome
 
     @property
     def backend(self) -> str:
-        return self.signature.get("backend", "")
+        return self.signature.backend
 
     @property
     def tail(self) -> str:
         """The key without outcome and backend, which tables show in columns of their own."""
-        return "|".join(str(self.signature.get(k, "")) for k in ("stage", "kind", "location", "message"))
+        s = self.signature
+        return "|".join((s.stage, s.kind, s.location, s.message))
 
     @property
     def smallest(self) -> tuple[Path | None, int | None]:
@@ -85,15 +87,15 @@ class Bucket:
 
     @property
     def tier(self) -> int:
-        located = bool(self.signature.get("location"))
+        located = bool(self.signature.location)
         if self.outcome in LOCATED_OUTCOMES and located:
             return 0
-        if self.outcome in ("hard-crash", "hang"):
+        if self.outcome in (Outcome.HARD_CRASH, Outcome.HANG):
             return 1
-        return 2 if self.outcome == "mismatch" else 3
+        return 2 if self.outcome == Outcome.MISMATCH else 3
 
     def rank(self) -> tuple:
-        return (self.outcome == "unfused", self.flaky, self.tier, self.combo, self.count, self.key)
+        return (self.outcome == Outcome.UNFUSED, self.flaky, self.tier, self.combo, self.count, self.key)
 
     def see(self, count: int, first: float | None, last: float | None, shard: str, detail: str) -> None:
         self.count += count
@@ -153,29 +155,29 @@ def _visible(path: Path, root: Path) -> bool:
 
 def _merge_summary(buckets: dict[str, Bucket], root: Path, path: Path, data: dict) -> Run:
     shard = _rel(path.parent, root)
-    entries = [(e, str(e["key"]), dict(e["signature"]), int(e.get("count", 0))) for e in data.get("signatures") or []]
+    records = [SignatureRecord.from_json(e) for e in data.get("signatures") or []]
     timeline = [[float(x) for x in p[:3]] for p in data.get("timeline") or []]
     start = data.get("start")
     run = Run(shard, str(data.get("backend", "")), None if start is None else float(start), int(data.get("cases", 0)),
               float(data.get("seconds", 0.0)), dict(data.get("outcomes") or {}), dict(data.get("coverage") or {}),
               [p for p in timeline if len(p) == 3])
-    for e, key, signature, count in entries:  # all read before any is merged: a bad summary merges nothing
-        b = buckets.setdefault(key, Bucket(key, signature))
-        b.see(count, e.get("first_seen"), e.get("last_seen"), shard, str(e.get("detail") or ""))
-        b.flaky |= e.get("outcome") == "flaky" or e.get("confirmed") is False
-        if (e.get("minimized") or {}).get("path"):
-            b.offer_repro(path.parent / e["minimized"]["path"], e["minimized"].get("ops_after"))
-        elif e.get("known") and Path(e["known"]).is_dir():  # held by the regression corpus (--known)
-            b.offer_repro(Path(e["known"]), None)
-        if e.get("case"):
-            b.offer_case(path.parent / e["case"], e.get("smallest_size"))
+    for r in records:  # all read before any is merged: a bad summary merges nothing
+        b = buckets.setdefault(r.key, Bucket(r.key, r.signature))
+        b.see(r.count, r.first_seen, r.last_seen, shard, r.detail)
+        b.flaky |= r.flaky
+        if r.minimized and r.minimized.path:
+            b.offer_repro(path.parent / r.minimized.path, r.minimized.ops_after)
+        elif r.known and Path(r.known).is_dir():  # held by the regression corpus (--known)
+            b.offer_repro(Path(r.known), None)
+        if r.case:
+            b.offer_case(path.parent / r.case, r.smallest_size)
     return run
 
 
 def _merge_case(buckets: dict[str, Bucket], root: Path, path: Path, case) -> None:
     """A case with no summary over it: a minimized repro counts its hits, a corpus case one."""
     key = Signature.from_json(case.signature).key()
-    b = buckets.setdefault(key, Bucket(key, dict(case.signature)))
+    b = buckets.setdefault(key, Bucket(key, Signature.from_json(case.signature)))
     minimized = path.name == "case.json" and (path.parent / "repro.py").is_file()
     b.see(case.hits if minimized else 1, case.found or None, case.found or None,
           _rel(path.parent.parent if minimized else path.parent, root), case.detail)
@@ -203,9 +205,9 @@ def _check_repros(buckets: dict[str, Bucket], problems: list[str]) -> None:
 
 def order(buckets: list[Bucket]) -> list[Bucket]:
     """Most distinct first (the rules are in this module's docstring)."""
-    combos = collections.Counter((b.backend, b.signature.get("kind"), b.signature.get("location")) for b in buckets)
+    combos = collections.Counter((b.backend, b.signature.kind, b.signature.location) for b in buckets)
     for b in buckets:
-        b.combo = combos[(b.backend, b.signature.get("kind"), b.signature.get("location"))]
+        b.combo = combos[(b.backend, b.signature.kind, b.signature.location)]
     return sorted(buckets, key=Bucket.rank)
 
 

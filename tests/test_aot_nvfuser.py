@@ -15,10 +15,11 @@ from fuzzfuse.backends.aot import _tensor_function
 from fuzzfuse.backends.aot_nvfuser import AotNvFuserBackend, decompositions
 from fuzzfuse.ir import Graph, ScalarInput, compile_source, make_inputs, run_eager
 from fuzzfuse.ir.builder import GraphBuilder
-from fuzzfuse.ir.from_aten import Unsupported, translate
+from fuzzfuse.ir.from_aten import translate
 from fuzzfuse.ir.interp import input_gradients, upstream_gradients, with_leaves
-from fuzzfuse.runner import run_case
+from fuzzfuse.job import run_case
 from fuzzfuse.strategies import GenConfig, generate
+from fuzzfuse.verdict import Unsupported
 from tests.test_nvfuser import TorchFusionDefinition, _FakeDataType
 
 warnings.filterwarnings("ignore", message=".*boxed arguments.*")
@@ -158,19 +159,19 @@ def _linear_block() -> Graph:
 
 def test_backend_plumbing_passes_a_correct_training_step():
     result = run_case(_linear_block(), _StandIn())
-    assert result["outcome"] == "pass", result
-    evidence = result["evidence"]
+    assert result.outcome == "pass", result
+    evidence = result.evidence
     assert evidence["fused"] is True and evidence["backward"]["fused"] is True
     assert evidence["schedulers"] == ["pointwise", "pointwise"]  # the forward's, then the backward's
 
 
 def test_backend_plumbing_catches_a_wrong_backward():
     result = run_case(_linear_block(), _StandIn(break_backward=True))
-    assert result["outcome"] == "mismatch" and result["signature"]["stage"] == "backward-run", result
-    assert result["detail"].startswith("gradient of input")
+    assert result.outcome == "mismatch" and result.signature.stage == "backward-run", result
+    assert result.detail.startswith("gradient of input")
     # The report names the fusions that computed the numbers, each a standalone script.
-    scripts = result["detail"].split("```python\n")[1:]
-    assert "The forward fusion" in result["detail"] and "The backward fusion" in result["detail"]
+    scripts = result.detail.split("```python\n")[1:]
+    assert "The forward fusion" in result.detail and "The backward fusion" in result.detail
     assert len(scripts) == 2
     for script in scripts:
         compile(script.split("```", 1)[0], "<fusion>", "exec")
@@ -178,12 +179,12 @@ def test_backend_plumbing_catches_a_wrong_backward():
 
 def test_backend_plumbing_attributes_a_backward_crash():
     result = run_case(_linear_block(), _StandIn(crash_backward=True))
-    assert result["outcome"] == "crash", result
-    assert result["signature"]["stage"] == "backward-compile"
-    assert result["signature"]["location"] == "csrc/fusion_segmenter.cpp:4623"
+    assert result.outcome == "crash", result
+    assert result.signature.stage == "backward-compile"
+    assert result.signature.location == "csrc/fusion_segmenter.cpp:4623"
     # The detail carries the failing backward fusion as a standalone nvfuser_direct script.
-    script = result["detail"].split("```python\n", 1)[1].split("```", 1)[0]
-    assert "The failing backward fusion" in result["detail"] and "with FusionDefinition() as fd:" in script
+    script = result.detail.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "The failing backward fusion" in result.detail and "with FusionDefinition() as fd:" in script
     compile(script, "<fusion>", "exec")
     assert not any(f"{w} {m}" in script for w in ("import", "from") for m in ("fuzzfuse", "functorch"))
     assert ".as_strided(" in script
@@ -193,8 +194,8 @@ def test_a_forward_output_of_the_wrong_shape_is_a_forward_mismatch():
     """Not the autograd error that backward() raises on it: the GPU campaign's `_make_grads`
     crashes were nvFuser forward shape bugs, misfiled as backward-compile crashes."""
     result = run_case(_linear_block(), _StandIn(wrong_forward_shape=True))
-    assert result["outcome"] == "mismatch", result
-    assert (result["signature"]["stage"], result["signature"]["kind"]) == ("run", "shape")
+    assert result.outcome == "mismatch", result
+    assert (result.signature.stage, result.signature.kind) == ("run", "shape")
 
 
 def test_a_repro_runs_the_emission_style_its_case_ran(monkeypatch):
@@ -227,9 +228,9 @@ def test_a_backward_graph_without_an_ir_form_is_unsupported_naming_the_op():
     b = GraphBuilder()
     graph = _training(b.build([b.add("prod", b.add("exp", b.tensor((3, 4))), dim=1, keepdim=False)]))
     result = run_case(graph, _StandIn())
-    assert result["outcome"] == "unsupported", result
-    assert result["signature"]["stage"] == "backward-compile"
-    assert "backward graph" in result["detail"] and "aten.slice" in result["detail"]
+    assert result.outcome == "unsupported", result
+    assert result.signature.stage == "backward-compile"
+    assert "backward graph" in result.detail and "aten.slice" in result.detail
 
 
 def test_an_infinite_constant_in_a_backward_graph_is_emitted_runnable():
@@ -238,8 +239,8 @@ def test_an_infinite_constant_in_a_backward_graph_is_emitted_runnable():
     b = GraphBuilder()
     graph = _training(b.build([b.add("var", b.tensor((1,)), dims=[0], correction=1, keepdim=False)]))
     result = run_case(graph, _StandIn())
-    assert result["outcome"] == "pass", result
-    assert result["evidence"]["backward"]["fused"] is True
+    assert result.outcome == "pass", result
+    assert result.evidence["backward"]["fused"] is True
 
 
 def test_random_training_graphs_never_crash_the_stand_in():
@@ -250,8 +251,8 @@ def test_random_training_graphs_never_crash_the_stand_in():
         graph = generate(seed, GenConfig(backward=True))
         if graph.requires_grad:
             result = run_case(graph, _StandIn(), options={"style": ("direct", "upcast")[seed % 2]})
-            assert result["outcome"] in ("pass", "unsupported", "mismatch"), (seed, result["detail"][:2000])
-            outcomes[result["outcome"]] += 1
+            assert result.outcome in ("pass", "unsupported", "mismatch"), (seed, result.detail[:2000])
+            outcomes[result.outcome] += 1
     # aot_autograd's own backward formulas differ from eager's on rare NaN/inf cases (aot:nnc too).
     assert outcomes["pass"] >= 0.9 * sum(outcomes.values()), outcomes
 

@@ -14,12 +14,14 @@ from fuzzfuse.campaign import Campaign
 from fuzzfuse.corpus import Case, iter_cases, load_case
 from fuzzfuse.ir import Graph, GraphError, Values, make_inputs, run_autograd
 from fuzzfuse.ir.builder import GraphBuilder
+from fuzzfuse.job import backend_for, run_case
 from fuzzfuse.minimize import reduce_case, save_minimized
+from fuzzfuse.pool import case_pool, graph_job
 from fuzzfuse.reduce import cost, reduce
 from fuzzfuse.reduce.passes import ddmin_ops, drop_requires_grad
-from fuzzfuse.runner import backend_for, case_pool, graph_job, run_case
 from fuzzfuse.seeds import training_seed_cases
 from fuzzfuse.strategies import GenConfig, generate, grad_reach
+from fuzzfuse.verdict import judge
 
 WRONG_GRAD = "custom:tests.buggy_backends:WrongGradOnSigmoid"
 
@@ -85,15 +87,15 @@ def test_wrong_backward_is_caught_reduced_and_reproduced(tmp_path):
     graph = sigmoid_chain()
     fixture = backend_for(WRONG_GRAD)
     result = run_case(graph, fixture)
-    assert result["outcome"] == "mismatch", result
-    assert result["signature"]["stage"] == "backward-run" and "gradient of input" in result["detail"]
+    assert result.outcome == "mismatch", result
+    assert result.signature.stage == "backward-run" and "gradient of input" in result.detail
     # Its forward is right: the same graph with no gradient targets passes.
-    assert run_case(training(graph, grad=()), fixture)["outcome"] == "pass"
-    case = Case(graph, WRONG_GRAD, outcome="mismatch", signature=result["signature"], detail=result["detail"])
+    assert run_case(training(graph, grad=()), fixture).outcome == "pass"
+    case = Case(graph, WRONG_GRAD, outcome="mismatch", signature=result.signature.to_json(), detail=result.detail)
     reduced = reduce_case(case, WRONG_GRAD, workers=1)
     assert [n.op for n in reduced.graph.nodes] == ["sigmoid"], reduced.graph.to_json()
     assert [i.requires_grad for i in reduced.graph.inputs] == [True]
-    assert run_case(reduced.graph, fixture)["signature"] == result["signature"]  # still the backward bug
+    assert run_case(reduced.graph, fixture).signature == result.signature  # still the backward bug
     directory = save_minimized(tmp_path, case, reduced.graph, reduced.stats, WRONG_GRAD, verify_runs=1)
     assert load_case(directory / "case.json").verification["status"] == "reproduces"
     assert "torch.autograd.grad" in (directory / "repro.py").read_text()
@@ -106,8 +108,8 @@ def test_a_wrong_forward_shape_in_training_is_a_forward_mismatch():
     x = b.tensor((3, 4), values=Values(seed=1))
     graph = training(b.build([b.add("amax", b.add("sigmoid", x), dims=[1], keepdim=False)]))
     result = run_case(graph, backend_for("custom:tests.buggy_backends:WrongShapeOnAmax"))
-    assert result["outcome"] == "mismatch", result
-    assert (result["signature"]["stage"], result["signature"]["kind"]) == ("run", "shape")
+    assert result.outcome == "mismatch", result
+    assert (result.signature.stage, result.signature.kind) == ("run", "shape")
 
 
 def test_onednns_0_dim_output_of_shape_1_is_a_forward_mismatch_and_its_repro_says_so(tmp_path):
@@ -116,9 +118,9 @@ def test_onednns_0_dim_output_of_shape_1_is_a_forward_mismatch_and_its_repro_say
     b = GraphBuilder()
     graph = training(b.build([b.add("mul", b.tensor(()), 0.0)]))
     result = run_case(graph, backend_for("aot:onednn"))
-    assert result["outcome"] == "mismatch", result
-    assert (result["signature"]["stage"], result["signature"]["kind"]) == ("run", "shape")
-    case = Case(graph, "aot:onednn", outcome="mismatch", signature=result["signature"], detail=result["detail"])
+    assert result.outcome == "mismatch", result
+    assert (result.signature.stage, result.signature.kind) == ("run", "shape")
+    case = Case(graph, "aot:onednn", outcome="mismatch", signature=result.signature.to_json(), detail=result.detail)
     directory = save_minimized(tmp_path, case, graph, {}, "aot:onednn", verify_runs=1)
     run = subprocess.run([sys.executable, "repro.py"], cwd=directory, capture_output=True, text=True)
     assert run.returncode == 1 and "FAIL: output 0: got" in run.stdout, run.stdout + run.stderr[-2000:]
@@ -147,9 +149,9 @@ def test_training_seed_passes_with_a_fused_backward(backend, seed):
     graph = training_seed_cases()[seed].graph
     # In a worker: it has the backend's environment (Inductor's caches off, so the backward compiles).
     with case_pool(backend, 1, 300) as pool:
-        result = pool.run_all([graph_job(0, backend, graph, 300)])[0]
-    assert result["outcome"] == "pass", result
-    backward = result["evidence"]["backward"]
+        result = judge(backend, pool.run_all([graph_job(0, backend, graph, 300)])[0])
+    assert result.outcome == "pass", result
+    backward = result.evidence["backward"]
     assert backward["kernels"] and backward["fused"] and not backward.get("fallback"), backward
 
 
@@ -158,15 +160,15 @@ def test_onednn_autodiff_fails_on_every_training_graph():
     prim::Return"); aot_autograd's route (above) works."""
     graph = training_seed_cases()["efficientnet_bn_se_train-float32-contiguous"].graph
     result = run_case(graph, backend_for("torchscript:onednn"))
-    assert result["outcome"] == "crash" and "Schema not found" in result["detail"], result
+    assert result.outcome == "crash" and "Schema not found" in result.detail, result
 
 
 def test_nnc_drops_gradients_of_tensor_clamp_bounds(tmp_path):
     graph = clamp_by_tensors()
     result = run_case(graph, backend_for("torchscript:nnc"))
-    assert result["outcome"] == "mismatch" and result["signature"]["stage"] == "backward-run", result
-    assert result["evidence"]["backward"]["kernels"]
-    case = Case(graph, "torchscript:nnc", outcome="mismatch", signature=result["signature"], detail=result["detail"])
+    assert result.outcome == "mismatch" and result.signature.stage == "backward-run", result
+    assert result.evidence["backward"]["kernels"]
+    case = Case(graph, "torchscript:nnc", outcome="mismatch", signature=result.signature.to_json(), detail=result.detail)
     reduced = reduce_case(case, "torchscript:nnc", workers=2)
     assert {n.op for n in reduced.graph.nodes} >= {"clamp"} and reduced.graph.requires_grad
     directory = save_minimized(tmp_path, case, reduced.graph, reduced.stats, "torchscript:nnc", verify_runs=1)

@@ -214,10 +214,10 @@ def test_nvfuser_focus_recipes_draw_what_their_scheduler_needs():
 
 
 def test_backward_campaigns_pick_a_backend_with_a_backward():
-    from fuzzfuse.backends import default_backend, has_backward
+    from fuzzfuse.backends import default_backend
     from fuzzfuse.backends.aot_nvfuser import AotNvFuserBackend
     from fuzzfuse.backends.nvfuser import NvFuserBackend
-    assert not has_backward(NvFuserBackend()) and has_backward(AotNvFuserBackend())
+    assert not NvFuserBackend.supports_backward and AotNvFuserBackend.supports_backward
     assert default_backend(backward=True) == "torchscript:nnc"  # no GPU here: aot:nvfuser is unavailable
 
 
@@ -237,19 +237,19 @@ def test_known_signatures_are_counted_not_reduced_again(tmp_path):
 
 def test_a_confirmed_signature_that_no_longer_fails_is_left_unreduced_and_the_campaign_ends_well(
         tmp_path, monkeypatch):
-    from fuzzfuse.runner import case_pool
+    from fuzzfuse.pool import case_pool
     monkeypatch.setenv("FUZZFUSE_TEST_FIXED", str(tmp_path / "fixed"))
     backend = BUGGY + "CrashOnSumSigmoidUntilFixed"
     campaign = Campaign(backend, tmp_path / "run", seed=1, workers=2, max_cases=25, timeout=8.0, features=SMALL,
                         swarm=False, reduce=False)
     campaign.run()
-    (key,) = [k for k, e in campaign.stats.signatures.items() if e["outcome"] == "crash" and e["confirmed"] is True]
+    (key,) = [k for k, e in campaign.stats.signatures.items() if e.outcome == "crash" and e.confirmed is True]
     (tmp_path / "fixed").touch()
     campaign.reduce = True
     with case_pool(backend, 2, 8.0) as pool:
         campaign.reduce_signatures(pool)
     entry = campaign.stats.signatures[key]
-    assert "not interesting" in entry["unreduced"] and "minimized" not in entry
+    assert "not interesting" in entry.unreduced and entry.minimized is None
     assert campaign.reducer_queue() == [] and not (tmp_path / "run" / "minimized").exists()
 
 
@@ -298,30 +298,30 @@ def test_no_committed_signature_predates_a_normalizer_rule():
 def test_committed_hard_crashes_are_keyed_as_campaigns_key_them_today():
     """A hard crash's key carries the what() of the C++ exception that aborted the worker, when the
     crash log has one: a campaign's SIGABRTs are not all one bug."""
-    from fuzzfuse.runner import classify
+    from fuzzfuse.verdict import judge
     crashes = [(path, case) for path, case in committed_cases("minimized", "corpus")
                if case.signature["outcome"] == "hard-crash"]
     assert len(crashes) >= 3
     stale = []
     for path, case in crashes:
         result = {"status": "hard-crash", "signal": case.signature["kind"], "stderr_tail": case.detail}
-        key = classify(case.backend, result)[1].key()
+        key = judge(case.backend, result).key
         if key != Signature.from_json(case.signature).key():
             stale.append(f"{path}: {key}")
     assert not stale, "\n".join(stale)
 
 
 def test_two_different_aborts_are_two_signatures_and_a_crash_without_a_message_keeps_its_plain_key():
-    from fuzzfuse.runner import classify
+    from fuzzfuse.verdict import judge
     abort = ("terminate called after throwing an instance of 'nvfuser::nvfError'\n"
              "  what():   INTERNAL ASSERT FAILED at /workspace/Fuser/csrc/{at}, please report a bug.\n"
              "Expected _result == CUDA_SUCCESS . CUDA error: misaligned address\n"
              "Exception raised from ~CudaExecutable at /workspace/Fuser/csrc/{at} (most recent call first):\n"
              "frame #0: nvfuser::nvfCheckFail(char const*) + 0xc2 (0x7f2101b2d4a6 in libnvfuser_codegen.so)\n\n"
              "Fatal Python error: Aborted\n")
-    keys = [classify("nvfuser", {"status": "hard-crash", "signal": "SIGABRT", "stderr_tail": abort.format(at=at)})[1].key()
+    keys = [judge("nvfuser", {"status": "hard-crash", "signal": "SIGABRT", "stderr_tail": abort.format(at=at)}).key
             for at in ("runtime/executor_utils.cpp:559", "runtime/executor_utils.cpp:559", "fusion_segmenter.cpp:4015")]
     assert keys[0] == keys[1] == "hard-crash|nvfuser|run|SIGABRT|csrc/runtime/executor_utils.cpp:559|INTERNAL ASSERT FAILED"
     assert keys[2] == "hard-crash|nvfuser|run|SIGABRT|csrc/fusion_segmenter.cpp:4015|INTERNAL ASSERT FAILED"
     plain = {"status": "hard-crash", "signal": "SIGSEGV", "stderr_tail": "Fatal Python error: Segmentation fault\n"}
-    assert classify("torchscript:onednn", plain)[1].key() == "hard-crash|torchscript:onednn|run|SIGSEGV||"
+    assert judge("torchscript:onednn", plain).key == "hard-crash|torchscript:onednn|run|SIGSEGV||"

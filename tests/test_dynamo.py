@@ -13,7 +13,7 @@ from fuzzfuse.backends import Unavailable, availability, get_backend
 from fuzzfuse.campaign import Campaign
 from fuzzfuse.corpus import load_case
 from fuzzfuse.ir.builder import GraphBuilder
-from fuzzfuse.runner import run_case
+from fuzzfuse.job import run_case
 from fuzzfuse.strategies import Features, GenConfig, generate
 
 ROOT = Path(__file__).parent.parent
@@ -37,8 +37,8 @@ def test_correct_backends_pass_on_real_graphs_with_evidence(name):
     for seed in range(4):
         graph = generate(seed, GenConfig(shapes=backend.shapes))
         result = run_case(graph, backend)
-        assert result["outcome"] == "pass", (seed, result)
-        assert result["fused"] is True and result["evidence"]["graphs"] == 1 and result["evidence"]["calls"] == 1
+        assert result.outcome == "pass", (seed, result)
+        assert result.fused is True and result.evidence["graphs"] == 1 and result.evidence["calls"] == 1
 
 
 def test_a_graph_dynamo_need_not_compile_is_unfused():
@@ -46,18 +46,18 @@ def test_a_graph_dynamo_need_not_compile_is_unfused():
     x = b.tensor([3, 4])
     graph = b.build([x])  # the output is the input: dynamo hands the backend nothing
     result = run_case(graph, get_backend("dynamo:aot_eager"))
-    assert result["outcome"] == "unfused" and result["evidence"]["graphs"] == 0
+    assert result.outcome == "unfused" and result.evidence["graphs"] == 0
 
 
 def test_user_backend_crashes_are_staged_where_they_were_raised():
     backend = get_backend(BUGGY + "crash_backend")
-    compile_crash = run_case(_graph("exp"), backend)["signature"]
-    assert (compile_crash["outcome"], compile_crash["stage"], compile_crash["kind"], compile_crash["message"]) == (
+    compile_crash = run_case(_graph("exp"), backend).signature
+    assert (compile_crash.outcome, compile_crash.stage, compile_crash.kind, compile_crash.message) == (
         "crash", "compile", "NotImplementedError", "exp is not lowered yet")
-    run_crash = run_case(_graph("tanh"), backend)["signature"]
-    assert (run_crash["stage"], run_crash["kind"]) == ("run", "RuntimeError")
-    assert "illegal memory access" in run_crash["message"]
-    assert run_case(_graph("cos"), backend)["outcome"] == "pass"
+    run_crash = run_case(_graph("tanh"), backend).signature
+    assert (run_crash.stage, run_crash.kind) == ("run", "RuntimeError")
+    assert "illegal memory access" in run_crash.message
+    assert run_case(_graph("cos"), backend).outcome == "pass"
 
 
 def test_unknown_backends_are_unavailable_and_bad_input():

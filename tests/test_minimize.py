@@ -10,8 +10,8 @@ import pytest
 from fuzzfuse.corpus import Case, load_case
 from fuzzfuse.ir import Layout, Values
 from fuzzfuse.ir.builder import GraphBuilder
+from fuzzfuse.job import backend_for, run_case
 from fuzzfuse.minimize import reduce_case, save_minimized
-from fuzzfuse.runner import backend_for, classify, run_case
 
 BUGGY = "custom:tests.buggy_backends:"
 
@@ -32,9 +32,9 @@ def busy_graph(trigger):
 
 def failing_case(backend, graph):
     result = run_case(graph, backend_for(BUGGY + backend))
-    assert result["outcome"] != "pass", result
-    return Case(graph, BUGGY + backend, outcome=result["outcome"], signature=result["signature"],
-                detail=result["detail"])
+    assert result.outcome != "pass", result
+    return Case(graph, BUGGY + backend, outcome=result.outcome, signature=result.signature.to_json(),
+                detail=result.detail)
 
 
 def reduce_with(backend, graph, timeout=30.0, case=None):
@@ -121,7 +121,7 @@ def test_no_slippage_between_two_bugs():
     assert case.signature["location"] == "csrc/cast.cpp:12"
     assert "cast" in ops(result.graph) and "sigmoid" not in ops(result.graph)
     final = run_case(result.graph, backend_for(BUGGY + "CrashOnCast"))
-    assert classify(BUGGY + "CrashOnCast", final)[1].to_json() == case.signature
+    assert final.signature.to_json() == case.signature
 
     b = GraphBuilder()
     x = b.tensor((3, 4))

@@ -701,7 +701,7 @@ def test_a_fusion_whose_kernel_faulted_is_never_freed_and_its_worker_is_replaced
     import gc
     import weakref
     from fuzzfuse.backends import nvfuser
-    from fuzzfuse.runner import run_case
+    from fuzzfuse.job import run_case
 
     class FaultingFusion:
         def execute(self, args):
@@ -721,8 +721,8 @@ def test_a_fusion_whose_kernel_faulted_is_never_freed_and_its_worker_is_replaced
     graph = b.build([b.add("exp", b.tensor((4, 7)))])
     result = run_case(graph, backend)
     gc.collect()
-    assert result["outcome"] == "crash" and result["restart_worker"] is True
-    assert result["signature"]["stage"] == "run" and "misaligned address" in result["signature"]["message"]
+    assert result.outcome == "crash" and result.restart_worker is True
+    assert result.signature.stage == "run" and "misaligned address" in result.signature.message
     assert backend.defined() is not None and nvfuser._FAULTED == [backend.defined()]
 
 
@@ -927,11 +927,11 @@ _GPU_BACKEND = None
 
 
 def gpu_job(job: dict) -> dict:
-    """Worker handler: one graph (or generate() seed) through runner.run_case on nvFuser."""
+    """Worker handler: one graph (or generate() seed) through job.run_case on nvFuser."""
     import traceback
     from fuzzfuse.backends import get_backend
     from fuzzfuse.backends.nvfuser import NvFuserBackend
-    from fuzzfuse.runner import run_case
+    from fuzzfuse.job import run_case
     global _GPU_BACKEND
     if _GPU_BACKEND is None:  # FUZZFUSE_GPU_BACKEND=eager dry-runs this plumbing on CPU
         _GPU_BACKEND = get_backend(os.environ.get("FUZZFUSE_GPU_BACKEND", "nvfuser"))
@@ -943,8 +943,8 @@ def gpu_job(job: dict) -> dict:
     _GPU_BACKEND.style = job["style"]
     try:
         res = run_case(graph, _GPU_BACKEND)
-        out.update(outcome=res["outcome"], signature=res.get("signature"), detail=res.get("detail", "")[:3000],
-                   fused=res.get("fused"), evidence=res.get("evidence"))
+        out.update(outcome=res.outcome.value, signature=res.signature.to_json() if res.signature else None,
+                   detail=res.detail[:3000], fused=res.fused, evidence=res.evidence)
     except Exception as e:  # an emitter or harness defect, never an nvFuser finding
         out.update(outcome="harness-error", detail=f"{type(e).__name__}: {e}"[:3000],
                    traceback=traceback.format_exc()[-3000:])
@@ -981,7 +981,7 @@ def gpu_results():
     from fuzzfuse.worker import WorkerPool
     jobs = gpu_jobs(int(os.environ.get("FUZZFUSE_GPU_SEEDS", "300")))
     workers = int(os.environ.get("FUZZFUSE_GPU_WORKERS", str(max(1, min(14, (os.cpu_count() or 2) - 2)))))
-    with WorkerPool(workers, "tests.test_nvfuser:gpu_job", timeout=180, init="fuzzfuse.runner:init_worker") as pool:
+    with WorkerPool(workers, "tests.test_nvfuser:gpu_job", timeout=180, init="fuzzfuse.job:init_worker") as pool:
         results = pool.run_all(jobs)
     for job, res in zip(jobs, results):
         if "outcome" not in res:  # the worker died (hard-crash) or hung

@@ -9,8 +9,8 @@ from fuzzfuse.campaign import Campaign
 from fuzzfuse.corpus import Case, load_case
 from fuzzfuse.ir import Values
 from fuzzfuse.ir.builder import GraphBuilder
+from fuzzfuse.job import backend_for, run_case
 from fuzzfuse.minimize import reduce_case, save_minimized
-from fuzzfuse.runner import backend_for, run_case
 
 
 @pytest.mark.slow
@@ -35,8 +35,8 @@ def test_nnc_integer_round_crash_reduces_to_one_op(tmp_path):
     v = b.add("mul", b.add("round", b.add("add", x, 1)), 2)
     graph = b.build([b.add("add", b.add("sigmoid", y), v), b.add("neg", y)])
     result = run_case(graph, backend_for("torchscript:nnc"))
-    assert result["outcome"] == "crash" and "integral op_type" in result["signature"]["message"]
-    case = Case(graph, "torchscript:nnc", outcome="crash", signature=result["signature"], detail=result["detail"])
+    assert result.outcome == "crash" and "integral op_type" in result.signature.message
+    case = Case(graph, "torchscript:nnc", outcome="crash", signature=result.signature.to_json(), detail=result.detail)
     reduced = reduce_case(case, "torchscript:nnc", workers=2)
     # NNC fuses groups of two ops or more, so two ops is minimal; the reducer may swap round for
     # floor, a simpler op that hits the same bug.
@@ -57,8 +57,8 @@ def test_big_inputs_collapse_first_on_a_real_nnc_crash():
     v = b.add("mul", b.add("round", b.add("add", x, 1)), 2)
     graph = b.build([b.add("add", b.add("sigmoid", y), v), b.add("neg", y)])
     result = run_case(graph, backend_for("torchscript:nnc"))
-    assert result["outcome"] == "crash" and "integral op_type" in result["signature"]["message"]
-    case = Case(graph, "torchscript:nnc", outcome="crash", signature=result["signature"], detail=result["detail"])
+    assert result.outcome == "crash" and "integral op_type" in result.signature.message
+    case = Case(graph, "torchscript:nnc", outcome="crash", signature=result.signature.to_json(), detail=result.detail)
     reduced = reduce_case(case, "torchscript:nnc", workers=2)
     assert reduced.stats["passes"]["collapse"]["successes"] >= 2  # zeros, then at least one halving
     assert all(i.values == Values("zeros") and math.prod(i.shape) <= 32 * 64 for i in reduced.graph.inputs)
@@ -79,11 +79,11 @@ def test_reduce_skips_a_case_that_no_longer_fails_on_nnc_and_reduces_the_next_sm
     x = b.tensor((3, 4), "int32", values=Values(seed=1))
     failing = b.build([b.add("mul", b.add("round", b.add("add", x, 1)), 2), b.add("neg", x)])
     result = run_case(failing, backend_for("torchscript:nnc"))
-    assert result["outcome"] == "crash" and "integral op_type" in result["signature"]["message"]
-    case = Case(failing, "torchscript:nnc", outcome="crash", signature=result["signature"], detail=result["detail"])
+    assert result.outcome == "crash" and "integral op_type" in result.signature.message
+    case = Case(failing, "torchscript:nnc", outcome="crash", signature=result.signature.to_json(), detail=result.detail)
     b = GraphBuilder()
     passing = b.build([b.add("neg", b.add("add", b.tensor((3, 4), "int32", values=Values(seed=1)), 1))])
-    assert run_case(passing, backend_for("torchscript:nnc"))["outcome"] == "pass"
+    assert run_case(passing, backend_for("torchscript:nnc")).outcome == "pass"
     for graph in (failing, passing):
         save_case(tmp_path / "corpus", replace(case, graph=graph))
     (skipped, smaller), (reduced, directory) = minimize_files([tmp_path / "corpus"], tmp_path / "min", workers=2,
@@ -99,8 +99,8 @@ def test_onednn_multiplies_int_by_float_scalar_in_integers():
     x = b.tensor((2, 3), "int64", values=Values("arange"))
     graph = b.build([b.add("relu", b.add("mul", b.add("relu", x), 2.5))])
     result = run_case(graph, backend_for("torchscript:onednn"))
-    assert result["outcome"] == "mismatch", result
-    assert result["signature"]["kind"] == "dtype"
+    assert result.outcome == "mismatch", result
+    assert result.signature.kind == "dtype"
 
 
 @pytest.mark.slow
@@ -115,4 +115,4 @@ def test_inductor_var_of_single_nan_is_zero():
     from fuzzfuse.ir.values import encode_exact
     graph = replace(graph, inputs=(replace(nan, values=Values(exact=encode_exact(torch.tensor([float("nan")])))),))
     result = run_case(graph, backend_for("inductor"))
-    assert result["outcome"] == "mismatch" and result["signature"]["kind"] == "nan-inf", result
+    assert result.outcome == "mismatch" and result.signature.kind == "nan-inf", result

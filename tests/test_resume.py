@@ -128,9 +128,9 @@ def test_reduction_resumes_from_its_checkpoint(tmp_path):
     y = b.add("sigmoid", b.add("sum", b.add("mul", b.add("exp", x), 2.0), dims=[1], keepdim=True))
     graph = b.build([b.add("add", b.add("neg", x), y)])
     backend = BUGGY + "CrashOnSumSigmoid"
-    from fuzzfuse.runner import backend_for, run_case
+    from fuzzfuse.job import backend_for, run_case
     found = run_case(graph, backend_for(backend))
-    case = Case(graph, backend, outcome="crash", signature=found["signature"])
+    case = Case(graph, backend, outcome="crash", signature=found.signature.to_json())
     checkpoint = tmp_path / "reducing" / "case.json"
     first = reduce_case(case, backend, workers=1, checkpoint=checkpoint)
     saved = load_case(checkpoint)

@@ -30,6 +30,7 @@ class FlakyOnTanh(EagerBackend):
     """Fixture: crashes on tanh only the first time its process runs a graph, so the campaign's
     re-checks of the same case pass and the signature must come out flaky."""
     name = "custom:tests.test_triage:FlakyOnTanh"
+    supports_backward = False
     seen: set = set()
 
     def run(self, graph: Graph, inputs: list) -> RunResult:
@@ -124,8 +125,8 @@ def test_minimized_repros_bucket_by_their_signature(tmp_path):
 def test_order_most_distinct_first(tmp_path):
     t = load(_committed_minimized(tmp_path))
     pos = {b.key: i for i, b in enumerate(t.buckets)}
-    located = [b for b in t.buckets if b.outcome == "crash" and ".cpp:" in b.signature["location"]]
-    generic = [b for b in t.buckets if b.outcome == "crash" and not b.signature["location"]]
+    located = [b for b in t.buckets if b.outcome == "crash" and ".cpp:" in b.signature.location]
+    generic = [b for b in t.buckets if b.outcome == "crash" and not b.signature.location]
     mismatches = [b for b in t.buckets if b.outcome == "mismatch"]
     deaths = [b for b in t.buckets if b.outcome == "hard-crash"]
     assert located and generic and mismatches and deaths
@@ -136,7 +137,7 @@ def test_order_most_distinct_first(tmp_path):
     # Among generic crashes, a backend/kind/location shared by fewer buckets comes first: NNC's
     # few message-only RuntimeErrors before oneDNN's many.
     assert [b.combo for b in generic] == sorted(b.combo for b in generic)
-    runtime = [b.backend for b in generic if b.signature["kind"] == "RuntimeError"]
+    runtime = [b.backend for b in generic if b.signature.kind == "RuntimeError"]
     assert runtime == sorted(runtime) and runtime.count("torchscript:nnc") < runtime.count("torchscript:onednn")
     # Rare before frequent, all else equal.
     a, b = (Bucket(x.key, x.signature, count=n) for x, n in zip(mismatches[:2], (9, 1)))

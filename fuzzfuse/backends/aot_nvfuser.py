@@ -23,12 +23,11 @@ import time
 
 from ..ir import Graph, ScalarInput, compile_source
 from ..ir.from_aten import Translation, translate
-from ..ir.from_aten import Unsupported as NoIRForm
 from ..ir.interp import input_gradients, with_leaves
 from .aot import _tensor_function
-from .base import BackendError, RunResult, Unavailable, generic_repro_code
+from .base import BackendError, RunResult, Unavailable, Unsupported, generic_repro_code
 from .nvfuser import NvFuserBackend, _stage, execute, first_run_evidence, fusion_failure
-from .nvfuser_emit import Unsupported, emit
+from .nvfuser_emit import emit
 
 
 @functools.cache
@@ -68,8 +67,7 @@ class _Fusion:
         try:
             emission = emit(graph, self.style, strides, self.backend.static_sizes)
         except Unsupported as e:
-            e.stage = _staged(self.phase, "compile")
-            raise
+            raise Unsupported(str(e), stage=_staged(self.phase, "compile")) from e
         self.script = emission.script(graph, strides)
         start = time.perf_counter()
         try:
@@ -91,8 +89,7 @@ class _Fusion:
     def failed(self, stage: str, cause: Exception) -> BackendError:
         """The error to raise, carrying the failing fusion as a standalone script (what an nvFuser
         bug report wants: the aot_autograd harness is not needed to reproduce it)."""
-        self.error = fusion_failure(_staged(self.phase, stage), cause, self.fd)
-        self.error.context = self.report(failing=True)
+        self.error = fusion_failure(_staged(self.phase, stage), cause, self.fd, context=self.report(failing=True))
         return self.error
 
     def report(self, failing: bool = False) -> str:
@@ -103,6 +100,7 @@ class _Fusion:
 
 class AotNvFuserBackend(NvFuserBackend):
     name = "aot:nvfuser"
+    supports_backward = True
 
     def check_available(self) -> None:
         super().check_available()
@@ -122,10 +120,8 @@ class AotNvFuserBackend(NvFuserBackend):
             def compile_fx(gm, example_inputs):
                 try:
                     translation = translate(gm)
-                except NoIRForm as e:
-                    unsupported = Unsupported(f"{phase} graph", str(e))
-                    unsupported.stage = _staged(phase, "compile")
-                    raise unsupported from e
+                except Unsupported as e:  # an aten op without an IR form
+                    raise Unsupported(f"{phase} graph: {e}", stage=_staged(phase, "compile")) from e
                 fusions[phase] = _Fusion(phase, translation, style, self)
                 return make_boxed_func(fusions[phase])
             return compile_fx

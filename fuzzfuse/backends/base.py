@@ -1,39 +1,38 @@
-"""The Backend protocol and the registry of backends by their fixed public names.
+"""The Backend base class and the registry of backends by their fixed public names.
 
 A backend turns a Graph plus concrete inputs into outputs under one fuser, with that fuser's
 fallback disabled, and reports evidence that fused code really ran. It raises `BackendError` with the
-stage ("compile" or "run") so that signatures can tell a codegen crash from a runtime one.
+stage ("compile" or "run") so that signatures can tell a codegen crash from a runtime one, and
+`Unsupported` (fuzzfuse.verdict's, re-exported here) for a graph it cannot express.
 """
 from __future__ import annotations
 
 import functools
 import importlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from types import MappingProxyType
+from typing import Callable
 
 import torch
 
 from ..ir import Graph
-from ..strategies import ShapeConfig
+from ..strategies import Features, ShapeConfig
+from ..verdict import Stage, Unsupported
 
 
 class BackendError(Exception):
-    """A fuser failed; `stage` is "compile" or "run", `cause` the original exception."""
+    """A fuser failed at `stage`; `cause` is the original exception. sticky: the process is left
+    unusable (a CUDA error poisons the context), so its worker must be replaced. context: appended
+    to the case's detail, never to the signature (e.g. the failing fusion's script)."""
 
-    def __init__(self, stage: str, cause: BaseException):
+    def __init__(self, stage: Stage | str, cause: BaseException, *, sticky: bool = False, context: str = ""):
         super().__init__(f"{stage}: {type(cause).__name__}: {cause}")
-        self.stage = stage
+        self.stage = Stage(stage)
         self.cause = cause
-        # Appended to the case's detail, never to the signature (e.g. the failing fusion's script).
-        self.context = ""
-
-
-class Unsupported(Exception):
-    """The fuser cannot express this graph (an op it lacks): outcome `unsupported`, not a crash.
-    `stage` says which graph ("backward-compile" for the backward one of a training step)."""
-
-    stage = "compile"
+        self.sticky = sticky
+        self.context = context
 
 
 class Unavailable(Exception):
@@ -57,33 +56,54 @@ class RunResult:
     context: str = ""
 
 
-class Backend(Protocol):
-    name: str
+class Backend:
+    """A fuser behind one public name. A backend declares what it can do as class attributes;
+    callers read them, they never probe for methods or arguments. Subclasses set `name` and
+    implement `run`; everything else has a default that suits a CPU backend without options."""
+
+    name: str = ""
+    device: str = "cpu"
     # Shape policy for cases generated for this backend.
-    shapes: ShapeConfig
-    device: str
+    shapes: ShapeConfig = ShapeConfig()
+    # The ops/dtypes/layouts worth generating for this fuser (default: all).
+    features: Features = Features()
     # Variables the worker needs before it imports torch (libtorch reads some once).
-    env: dict[str, str]
-    # Optional `features`: the ops/dtypes/layouts worth generating for this fuser (default: all).
+    env: Mapping[str, str] = MappingProxyType({})
+    # Whether `run` takes grad_outputs (training cases); without it they are reported unsupported.
+    supports_backward: bool = False
+    # Per-case lowering choices a campaign draws among (nvFuser's "direct"/"upcast"); `run` takes
+    # the chosen one as its `style` keyword.
+    styles: tuple[str, ...] = ()
+    # scheduler -> a generation recipe (Features fields, ShapeConfig fields under "shapes") that
+    # reaches it: campaigns aim batches at the least-covered scheduler (see Campaign.focus_for).
+    coverage_focus: Mapping[str, dict] = MappingProxyType({})
 
     def check_available(self) -> None:
         """Raise Unavailable(reason) when this backend cannot run in this process."""
 
     def run(self, graph: Graph, inputs: list, grad_outputs: list | None = None) -> RunResult:
-        """Compile and run the graph; raise BackendError on a fuser failure. With grad_outputs (one
-        upstream gradient per output, None where an output is not differentiable), also backpropagate
-        them to the graph's requires_grad inputs through the fuser (stages "backward-compile",
-        "backward-run") and return RunResult.grads. Backends without a backward omit the argument;
-        their backward cases are reported unsupported."""
+        """Compile and run the graph; raise BackendError on a fuser failure, Unsupported for a graph
+        the fuser cannot express. With grad_outputs (supports_backward: one upstream gradient per
+        output, None where an output is not differentiable), also backpropagate them to the graph's
+        requires_grad inputs through the fuser (stages "backward-compile", "backward-run") and
+        return RunResult.grads."""
+        raise NotImplementedError(f"{type(self).__name__}.run")
 
     def versions(self) -> dict[str, str]:
         """Versions that a bug report needs (torch, the fuser package...)."""
+        return {"torch": torch.__version__}
 
     def repro_code(self, graph: Graph) -> str:
         """Source of `run_fused(inputs) -> (outputs, fused)` for a standalone repro that imports
         torch only (and the fuser's package); `fn` is defined there as the graph's function. For a
         backward case (graph.requires_grad): `run_fused(inputs, grad_outputs) -> (outputs, grads,
-        fused)`, with the repro's `leaves(inputs)` and `gradients(outputs, leaves, grad_outputs)`."""
+        fused)`, with the repro's `leaves(inputs)` and `gradients(outputs, leaves, grad_outputs)`.
+        By default, through fuzzfuse itself (`generic_repro_code`)."""
+        return generic_repro_code(self.name, graph)
+
+    def repro_prelude(self) -> str:
+        """Source the repro runs before anything else (the fuser's switches); none by default."""
+        return ""
 
 
 def generic_repro_code(name: str, graph: Graph, options: dict | None = None) -> str:
@@ -153,6 +173,8 @@ def _factory(name: str) -> Callable[[], Backend]:
 def get_backend(name: str) -> Backend:
     """An available backend instance, or Unavailable with the reason."""
     backend = _factory(name)()
+    if not isinstance(backend, Backend):
+        raise Unavailable(f"backend {name!r} is a {type(backend).__name__}, not a fuzzfuse.backends.Backend")
     backend.check_available()
     return backend
 
@@ -169,12 +191,6 @@ def availability() -> dict[str, str | None]:
         except Unavailable as e:
             out[name] = str(e)
     return out
-
-
-def has_backward(backend: Backend) -> bool:
-    """Whether `backend.run` takes upstream gradients (the protocol's optional argument)."""
-    import inspect
-    return "grad_outputs" in inspect.signature(backend.run).parameters
 
 
 def default_backend(backward: bool = False) -> str:

@@ -26,7 +26,7 @@ import torch
 from ..ir import Graph, compile_source
 from ..ir.interp import input_gradients, with_leaves
 from ..strategies import ShapeConfig
-from .base import BackendError, RunResult, Unavailable
+from .base import Backend, BackendError, RunResult, Unavailable
 
 # Registered backends that need more than torch: what `check_available` requires of them.
 _NEEDS_PACKAGE = {"tvm": "tvm", "openxla": "torch_xla", "openxla_eval": "torch_xla"}
@@ -59,13 +59,14 @@ def probe(backend, seen: dict):
     return compile_graph
 
 
-class DynamoBackend:
+class DynamoBackend(Backend):
     """torch.compile with one backend; `spec` is a registered name or "package.module:function"."""
 
     # Every case is a new graph: Inductor's FX graph cache only grows, and on re-checks it would
     # replay a cached artifact instead of compiling again (for Inductor and for user backends that
     # end in compile_fx).
     env = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
+    supports_backward = True
 
     def __init__(self, spec: str, device: str | None = None):
         self.spec = spec
@@ -180,9 +181,6 @@ def run_fused(inputs):
     out = compiled(*inputs)
     return list(out), seen["graphs"] > 0 and seen["calls"] > calls
 '''
-
-    def versions(self) -> dict[str, str]:
-        return {"torch": torch.__version__}
 
 
 def _backend_exception(e: BaseException) -> BaseException:

@@ -30,7 +30,7 @@ import torch
 from ..ir import OPS, Graph, TensorInput
 from ..ir.types import DTYPES, INT_DTYPES
 from ..strategies import ShapeConfig
-from .base import BackendError, RunResult, Unavailable
+from .base import Backend, BackendError, RunResult, Unavailable
 from .nvfuser_dtypes import INT_IDENTITY
 from .nvfuser_emit import STYLES, Emission, Unsupported, emit
 
@@ -100,7 +100,7 @@ def nothing_to_fuse(graph: Graph) -> bool:
     return True
 
 
-class NvFuserBackend:
+class NvFuserBackend(Backend):
     name = "nvfuser"
     device = "cuda"
     # Campaigns run one worker per core, so each compiles single-threaded: nvFuser's default pool
@@ -246,11 +246,10 @@ def execute(fd, args: list) -> list:
     return outputs
 
 
-def fusion_failure(stage: str, cause: BaseException, fd=None) -> BackendError:
+def fusion_failure(stage: str, cause: BaseException, fd=None, context: str = "") -> BackendError:
     """The BackendError for a failed fusion; sticky on a CUDA error (the context may be unusable
     now, so the worker must be replaced, and `fd` must never be freed before: see _FAULTED)."""
-    err = BackendError(stage, cause)
-    err.sticky = bool(_RUN_ERROR.search(str(cause)))
+    err = BackendError(stage, cause, sticky=bool(_RUN_ERROR.search(str(cause))), context=context)
     if err.sticky and fd is not None:
         _FAULTED.append(fd)
     return err

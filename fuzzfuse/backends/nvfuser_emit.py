@@ -46,7 +46,7 @@ from ..ir.graph import Graph, Node, ScalarInput, TensorInput
 from ..ir.ops import OPS
 from ..ir.types import DTYPES, INT_DTYPES, ValueType, is_float, normalize_dims
 from ..ir.values import apply_layout
-from . import base
+from ..verdict import Unsupported
 from .nvfuser_dtypes import (DT, FLOAT_BINARY, FLOAT_UNARY, HALF, INT_IDENTITY, NO_HALF, NV_DTYPE, REDUCE, Val, model,
                              scalar_dtype)
 from .nvfuser_recipes import RECIPES
@@ -54,16 +54,6 @@ from .nvfuser_recipes import RECIPES
 STYLES = ("direct", "upcast")
 # Runtime scalar inputs are defined with the dtype of their Python kind (what fd.execute gets).
 SCALAR_INPUT_DTYPE = {"float": "float64", "int": "int64", "bool": "bool"}
-
-
-class Unsupported(base.Unsupported):
-    """An op (or an op on these dtypes) that nvFuser cannot express; the backend reports the case
-    as outcome "unsupported" instead of a crash."""
-
-    def __init__(self, op: str, reason: str):
-        super().__init__(f"{op}: {reason}")
-        self.op = op
-        self.reason = reason
 
 
 # ---- input descriptors ---------------------------------------------------------------------------
@@ -306,19 +296,19 @@ class NvFuserEmitter:
         op = OPS[node.op]
         spec = getattr(op, "nvfuser", None)
         if not spec:
-            raise Unsupported(node.op, "the op registry declares no nvFuser lowering")
+            raise Unsupported(f"{node.op}: the op registry declares no nvFuser lowering")
         out = self.types[node.name]
         args = [self.env[a] if isinstance(a, str) else a for a in node.args]
         if spec.startswith("@"):
             recipe = RECIPES.get(spec[1:])
             if recipe is None:
-                raise Unsupported(node.op, f"unknown nvFuser recipe {spec!r}")
+                raise Unsupported(f"{node.op}: unknown nvFuser recipe {spec!r}")
             return recipe(self, node, args, out)
         if op.kind in ("unary", "binary", "ternary"):
             return self.elementwise(spec, args, out)
         if op.kind == "reduction":
             return self.reduction(spec, node, args[0], out)
-        raise Unsupported(node.op, f"no generic lowering for kind {op.kind!r}; declare a recipe")
+        raise Unsupported(f"{node.op}: no generic lowering for kind {op.kind!r}; declare a recipe")
 
     def elementwise(self, name: str, args: list, out: ValueType) -> Val:
         compute = _compute_dtype(args)

@@ -27,7 +27,7 @@ import torch
 from ..ir import Graph, to_source
 from ..ir.interp import input_gradients, with_leaves
 from ..strategies import Features, ShapeConfig
-from .base import BackendError, RunResult, Unavailable
+from .base import Backend, BackendError, RunResult, Unavailable
 
 # Read once by libtorch (a static), so it must be in the environment before the first fusion group
 # compiles; workers get it from `env` too. "0": a fusion group that fails to compile raises instead
@@ -56,12 +56,10 @@ def _group_count(kind: str) -> int:
     return len(graph.findAllNodes(kind, True)) if graph is not None else 0
 
 
-class _ScriptedBackend:
+class _ScriptedBackend(Backend):
     """Script, warm up, and run the final call under the profiler; subclasses pick the fuser."""
 
-    name = ""
-    device = "cpu"
-    env: dict[str, str] = {}
+    supports_backward = True
     # A fused kernel's profiler event starts with this; the optimized graph holds `group_kind` nodes.
     kernel_prefix = ""
     group_kind = ""

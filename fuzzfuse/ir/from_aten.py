@@ -9,7 +9,7 @@ differs is a translation defect.
 Tensors an FX graph creates from nothing (`zeros_like`, `scalar_tensor`, `full`...) become extra
 inputs, filled at call time: the IR has no constant-tensor op, and the fusion then reads them
 like any saved activation. Python scalars where the IR op takes none become zero-dim inputs.
-An aten op without an IR form raises Unsupported naming it.
+An aten op (or dtype) without an IR form raises Unsupported (fuzzfuse.verdict's) naming it.
 """
 from __future__ import annotations
 
@@ -22,12 +22,9 @@ from .builder import GraphBuilder
 from .graph import Graph, GraphError
 from .ops import OPS
 from .types import DTYPES, SCALAR_TENSOR_DTYPE, ValueType, is_float, scalar_kind
+from ..verdict import Unsupported
 
 _DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
-
-
-class Unsupported(Exception):
-    """The FX graph holds an aten op (or dtype) that has no fuzzfuse IR form."""
 
 
 class TranslationError(AssertionError):

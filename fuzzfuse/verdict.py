@@ -1,0 +1,306 @@
+"""The verdict layer: where a run becomes an outcome and a signature, and the types that carry it.
+
+Everything that crosses a process or a module boundary about a case's fate is one of these types:
+`CaseResult` (what a worker says about one case, or what its death says), `SignatureRecord` (a
+campaign's entry for one signature: counts, rechecks, the smallest case, the repro). Each has one
+JSON codec, used on the worker pipe and in summary.json / state.json alike; enum values are the
+strings those files always held, so files written before these types existed still load.
+
+The worker side (`fuzzfuse.job`) reports what it saw through the constructors below (`invalid`,
+`crashed`, `mismatched`...); the parent side turns a pool reply into a CaseResult with `judge`,
+which also names the deaths a worker cannot report itself (hard-crash, hang).
+"""
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+
+from .ir import Graph
+from .oracle import Mismatch, Signature, cpp_location, exception_signature, normalize
+
+MAX_MESSAGE = 20000
+MAX_RECORD_DETAIL = 500
+
+
+class Outcome(str, enum.Enum):
+    """How a case ended. The values are the strings on disk (case files, summaries, state)."""
+
+    PASS = "pass"
+    CRASH = "crash"
+    HARD_CRASH = "hard-crash"
+    HANG = "hang"
+    MISMATCH = "mismatch"
+    UNFUSED = "unfused"
+    FLAKY = "flaky"
+    INVALID = "invalid"
+    UNSUPPORTED = "unsupported"
+    HARNESS_ERROR = "harness-error"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __hash__(self) -> int:  # as its value's: a member and its string are one dict key
+        return str.__hash__(self)
+
+    @property
+    def is_failure(self) -> bool:
+        """A finding about the fuser (not a pass, a generator defect, a gap or a fuzzfuse bug)."""
+        return self in FAILURES
+
+
+FAILURES = frozenset({Outcome.CRASH, Outcome.HARD_CRASH, Outcome.HANG, Outcome.MISMATCH, Outcome.UNFUSED,
+                      Outcome.FLAKY})
+
+
+class Stage(str, enum.Enum):
+    """Which part of a case failed: eager itself, the fuser's compile or run, forward or backward."""
+
+    EAGER = "eager"
+    COMPILE = "compile"
+    RUN = "run"
+    BACKWARD_COMPILE = "backward-compile"
+    BACKWARD_RUN = "backward-run"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __hash__(self) -> int:  # as its value's: a member and its string are one dict key
+        return str.__hash__(self)
+
+
+class Unsupported(Exception):
+    """The fuser (or the aten-to-IR translation in front of it) cannot express this graph: an op
+    or dtype it lacks. Outcome `unsupported`, never a crash. `stage` says which graph failed to
+    compile ("backward-compile" for the backward one of a training step)."""
+
+    def __init__(self, message: str, *, stage: Stage | str = Stage.COMPILE):
+        super().__init__(message)
+        self.stage = Stage(stage)
+
+
+class HarnessError(RuntimeError):
+    """A fuzzfuse defect on one case (the handler raised in the worker): never a fuser bug."""
+
+
+@dataclass
+class CaseResult:
+    """One case's verdict and what the run measured. Optional fields stay at their defaults when
+    the run never got that far (a hard crash has no timings; only a failing case carries its graph)."""
+
+    outcome: Outcome = Outcome.PASS
+    signature: Signature | None = None
+    detail: str = ""
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase in the worker
+    fused: bool | None = None
+    evidence: dict = field(default_factory=dict)  # the backend's fusion evidence (JSON-able)
+    compile_seconds: float = 0.0
+    traceback: str = ""
+    restart_worker: bool = False  # the worker's process is unusable (a sticky CUDA error)
+    graph: Graph | None = None
+    size: int | None = None
+    digest: str | None = None
+    worker_seconds: float | None = None  # set by the pool: wall and CPU seconds of the job
+    cpu_seconds: float | None = None
+    stderr_tail: str = ""  # a dead or hung worker's log
+
+    def to_json(self) -> dict:
+        return {"outcome": self.outcome.value, "signature": self.signature.to_json() if self.signature else None,
+                "detail": self.detail, "timings": self.timings, "fused": self.fused, "evidence": self.evidence,
+                "compile_seconds": self.compile_seconds, "traceback": self.traceback,
+                "restart_worker": self.restart_worker, "graph": self.graph.to_json() if self.graph else None,
+                "size": self.size, "digest": self.digest, "worker_seconds": self.worker_seconds,
+                "cpu_seconds": self.cpu_seconds, "stderr_tail": self.stderr_tail}
+
+    @staticmethod
+    def from_json(d: dict) -> "CaseResult":
+        return CaseResult(
+            Outcome(d["outcome"]), Signature.from_json(d["signature"]) if d.get("signature") else None,
+            str(d.get("detail") or ""), {str(k): float(v) for k, v in (d.get("timings") or {}).items()},
+            d.get("fused"), dict(d.get("evidence") or {}), float(d.get("compile_seconds") or 0.0),
+            str(d.get("traceback") or ""), bool(d.get("restart_worker")),
+            Graph.from_json(d["graph"]) if d.get("graph") else None, d.get("size"), d.get("digest"),
+            d.get("worker_seconds"), d.get("cpu_seconds"), str(d.get("stderr_tail") or ""))
+
+    @property
+    def key(self) -> str | None:
+        """The signature's key, None for a pass: what a recheck or a reduction query compares."""
+        return self.signature.key() if self.signature else None
+
+
+# ---- the worker side: what a run saw, as a verdict ----------------------------------------------
+def _text(e: BaseException) -> str:
+    return f"{e}"[:MAX_MESSAGE]
+
+
+def invalid(backend: str, error: BaseException, tb: str) -> CaseResult:
+    """Eager itself failed: a generator defect, never a fuser bug."""
+    sig = exception_signature(backend, Stage.EAGER, type(error).__name__, str(error), tb, outcome=Outcome.INVALID)
+    return CaseResult(Outcome.INVALID, sig, _text(error))
+
+
+def no_backward(backend: str) -> CaseResult:
+    """A training case for a backend that declares no backward."""
+    sig = Signature(Outcome.UNSUPPORTED, backend, Stage.BACKWARD_COMPILE, "Unsupported", "", "no backward")
+    return CaseResult(Outcome.UNSUPPORTED, sig, f"{backend} has no backward support")
+
+
+def unsupported(backend: str, error: Unsupported) -> CaseResult:
+    sig = Signature(Outcome.UNSUPPORTED, backend, error.stage, "Unsupported", "", normalize(str(error)))
+    return CaseResult(Outcome.UNSUPPORTED, sig, _text(error))
+
+
+def crashed(backend: str, stage: Stage | str, cause: BaseException, tb: str, *, context: str = "",
+            sticky: bool = False) -> CaseResult:
+    """The fuser raised. A sticky error (a CUDA context left unusable) asks for a fresh worker."""
+    sig = exception_signature(backend, Stage(stage), type(cause).__name__, str(cause), tb)
+    return CaseResult(Outcome.CRASH, sig, _text(cause) + context, traceback=tb[-MAX_MESSAGE:], restart_worker=sticky)
+
+
+def mismatched(backend: str, mismatch: Mismatch, what: str, context: str = "",
+               stage: Stage = Stage.RUN) -> CaseResult:
+    """A fused output (or, at stage backward-run, a gradient) that float64 says is wrong; `what`
+    names it for people ("output 0 (v3)")."""
+    return CaseResult(Outcome.MISMATCH, mismatch.signature(backend, stage),
+                      f"{what}: {mismatch.kind}: {mismatch.detail}" + context)
+
+
+def not_fused(backend: str, stage: Stage, evidence: dict) -> CaseResult:
+    """Nothing fused: a fallback that ran although something fused is a finding, a fuser that
+    declined the whole graph (no-fusion) is coverage data."""
+    kind = "fallback" if evidence.get("fallback") else "no-fusion"
+    which = "forward" if stage == Stage.RUN else "backward"
+    return CaseResult(Outcome.UNFUSED, Signature(Outcome.UNFUSED, backend, stage, kind),
+                      f"nothing fused ({which}): {evidence}")
+
+
+# ---- the parent side: a pool reply as a verdict --------------------------------------------------
+_WHAT = re.compile(r"terminate called after throwing an instance of .*?\n\s*what\(\):(.*?)(?=\nframe #|\nException raised|"
+                   r"\n\n|\nFatal Python error|\Z)", re.S)
+
+
+def abort_message(log: str) -> str:
+    """The what() of the C++ exception that terminated a worker (std::terminate prints it before
+    the abort), so that two different aborts are two signatures; "" when the log has none."""
+    m = _WHAT.search(log)
+    return m.group(1).strip() if m else ""
+
+
+def judge(backend: str, reply: dict) -> CaseResult:
+    """The CaseResult of a worker pool reply: the worker's own verdict, or the death it could not
+    report itself (hard-crash: by signal or exit code; hang: the pool's timeout). A handler that
+    raised is a fuzzfuse defect: HarnessError, loud, never counted as a fuser's."""
+    status = reply.get("status")
+    timing = {"worker_seconds": reply.get("worker_seconds"), "cpu_seconds": reply.get("cpu_seconds")}
+    if status == "hard-crash":
+        kind = reply.get("signal") or f"exit {reply.get('exitcode')}"
+        tail = str(reply.get("stderr_tail") or "")
+        what = abort_message(tail)
+        sig = Signature(Outcome.HARD_CRASH, backend, Stage.RUN, kind, cpp_location(what),
+                        normalize(what) if what else "")
+        return CaseResult(Outcome.HARD_CRASH, sig, stderr_tail=tail, **timing)
+    if status == "hang":
+        return CaseResult(Outcome.HANG, Signature(Outcome.HANG, backend, Stage.RUN, "timeout"),
+                          stderr_tail=str(reply.get("stderr_tail") or ""), **timing)
+    if status == "worker-error":
+        raise HarnessError(f"fuzzfuse harness error: {reply.get('error_type')}: {reply.get('error')}\n"
+                           f"{reply.get('traceback', '')}")
+    return CaseResult.from_json(reply)
+
+
+# ---- a campaign's record of one signature --------------------------------------------------------
+@dataclass
+class MinimizedRepro:
+    """Where a signature's reduction went: the repro directory (relative to the campaign) and the
+    reduction's figures."""
+
+    path: str
+    ops_before: int | None = None
+    ops_after: int | None = None
+    queries: int | None = None
+    seconds: float | None = None
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "ops_before": self.ops_before, "ops_after": self.ops_after,
+                "queries": self.queries, "seconds": self.seconds}
+
+    @staticmethod
+    def from_json(d: dict) -> "MinimizedRepro":
+        return MinimizedRepro(str(d["path"]), d.get("ops_before"), d.get("ops_after"), d.get("queries"),
+                              d.get("seconds"))
+
+
+@dataclass
+class SignatureRecord:
+    """A campaign's entry for one signature (summary.json's "signatures", state.json's stats).
+
+    confirmed: None until the first case's rechecks settle, then whether they all failed the same
+    way. known: the --known repro directory that already holds the signature. case: the smallest
+    saved case (relative to the campaign). unreduced: why its reduction found it no longer failing.
+    """
+
+    key: str
+    slug: str
+    signature: Signature
+    outcome: Outcome
+    count: int = 0
+    first_seen: float | None = None
+    last_seen: float | None = None
+    smallest_size: int | None = None
+    confirmed: bool | None = None
+    detail: str = ""
+    known: str | None = None
+    case: str | None = None
+    minimized: MinimizedRepro | None = None
+    unreduced: str | None = None
+    recheck_outcomes: list[str] | None = None
+
+    @staticmethod
+    def first(result: CaseResult, seen: float, size: int) -> "SignatureRecord":
+        """The record of a signature at its first case."""
+        sig = result.signature
+        return SignatureRecord(sig.key(), sig.slug(), sig, result.outcome, first_seen=seen, smallest_size=size,
+                               detail=result.detail[:MAX_RECORD_DETAIL])
+
+    @property
+    def flaky(self) -> bool:
+        return self.outcome == Outcome.FLAKY or self.confirmed is False
+
+    @property
+    def awaits_reduction(self) -> bool:
+        """Reproducible, not yet reduced, not held by a known repro, not found gone, and a bug
+        rather than coverage (a fuser that declined the whole graph)."""
+        return (self.confirmed is True and self.minimized is None and self.known is None and self.unreduced is None
+                and self.signature.kind != "no-fusion")
+
+    def settle(self, recheck_keys: list[str]) -> bool:
+        """Judge the re-runs of the first case (their signature keys, "pass" for a pass): the
+        signature is reproducible when every one failed the same way, else flaky from then on.
+        Returns whether it turned flaky."""
+        self.confirmed = all(k == self.key for k in recheck_keys)
+        if not self.confirmed:
+            self.outcome = Outcome.FLAKY
+            self.recheck_outcomes = list(recheck_keys)
+        return not self.confirmed
+
+    def to_json(self) -> dict:
+        """Optional fields are left out while unset: the files stay as readers have always known them."""
+        out = {"key": self.key, "slug": self.slug, "signature": self.signature.to_json(), "outcome": self.outcome.value,
+               "count": self.count, "first_seen": self.first_seen, "smallest_size": self.smallest_size,
+               "confirmed": self.confirmed, "detail": self.detail}
+        if self.last_seen is not None:
+            out["last_seen"] = self.last_seen
+        optional = {"known": self.known, "case": self.case, "unreduced": self.unreduced,
+                    "minimized": self.minimized.to_json() if self.minimized else None,
+                    "recheck_outcomes": self.recheck_outcomes}
+        return {**out, **{k: v for k, v in optional.items() if v is not None}}
+
+    @staticmethod
+    def from_json(d: dict) -> "SignatureRecord":
+        sig = Signature.from_json(d["signature"])
+        return SignatureRecord(
+            str(d.get("key") or sig.key()), str(d.get("slug") or sig.slug()), sig,
+            Outcome(d.get("outcome") or sig.outcome), int(d.get("count", 0)), d.get("first_seen"), d.get("last_seen"),
+            d.get("smallest_size"), d.get("confirmed"), str(d.get("detail") or ""), d.get("known"), d.get("case"),
+            MinimizedRepro.from_json(d["minimized"]) if d.get("minimized") else None, d.get("unreduced"),
+            d.get("recheck_outcomes"))

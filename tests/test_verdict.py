@@ -1,0 +1,82 @@
+"""The verdict layer's types: one JSON codec for the worker pipe and the files, and files written
+before the types existed still load."""
+from __future__ import annotations
+
+import collections
+import json
+import shutil
+from pathlib import Path
+
+from fuzzfuse.campaign import Campaign
+from fuzzfuse.checkpoint import load_state
+from fuzzfuse.ir import Values
+from fuzzfuse.ir.builder import GraphBuilder
+from fuzzfuse.job import backend_for, run_case
+from fuzzfuse.oracle import Signature
+from fuzzfuse.verdict import CaseResult, MinimizedRepro, Outcome, SignatureRecord, Stage, judge
+
+DATA = Path(__file__).parent / "data"
+
+
+def _nnc_crash() -> CaseResult:
+    """NNC's integer round() crash (a real fuser bug on this CPU), with its graph attached as a
+    worker attaches a failing case's."""
+    b = GraphBuilder()
+    x = b.tensor((3, 4), "int32", values=Values(seed=1))
+    graph = b.build([b.add("mul", b.add("round", b.add("add", x, 1)), 2), b.add("neg", x)])
+    result = run_case(graph, backend_for("torchscript:nnc"))
+    result.graph, result.size, result.digest = graph, graph.size, graph.digest()
+    return result
+
+
+def test_a_case_result_crosses_the_worker_pipe_unchanged():
+    result = _nnc_crash()
+    assert result.outcome is Outcome.CRASH and result.signature.stage == Stage.COMPILE
+    assert result.traceback and result.timings["backend"] > 0
+    reply = {**json.loads(json.dumps(result.to_json())), "worker_seconds": 0.5, "cpu_seconds": 0.4, "id": 7}
+    back = judge("torchscript:nnc", reply)
+    assert back == CaseResult(**{**result.__dict__, "worker_seconds": 0.5, "cpu_seconds": 0.4})
+    assert type(back.outcome) is Outcome and type(back.signature) is Signature and back.graph == result.graph
+
+
+def test_a_dead_worker_is_judged_a_hard_crash_or_a_hang_with_its_log():
+    died = judge("nvfuser", {"status": "hard-crash", "signal": "SIGSEGV", "exitcode": -11, "stderr_tail": "boom"})
+    hung = judge("nvfuser", {"status": "hang", "timeout": 3, "stderr_tail": "stuck"})
+    assert (died.outcome, died.key, died.stderr_tail) == (Outcome.HARD_CRASH, "hard-crash|nvfuser|run|SIGSEGV||", "boom")
+    assert (hung.outcome, hung.key, hung.stderr_tail) == (Outcome.HANG, "hang|nvfuser|run|timeout||", "stuck")
+
+
+def test_a_signature_record_round_trips_and_writes_no_key_it_does_not_have():
+    record = SignatureRecord.first(_nnc_crash(), 100.0, 3)
+    fresh = record.to_json()
+    assert not {"known", "case", "minimized", "unreduced", "recheck_outcomes", "last_seen"} & fresh.keys()
+    assert SignatureRecord.from_json(json.loads(json.dumps(fresh))) == record
+    record.count, record.last_seen, record.case = 4, 101.0, "corpus/x.json"
+    record.minimized = MinimizedRepro("minimized/x", 9, 2, 22, 0.5)
+    assert not record.awaits_reduction and not record.flaky
+    assert record.settle(["pass", record.key]) and record.outcome is Outcome.FLAKY and record.flaky
+    again = SignatureRecord.from_json(json.loads(json.dumps(record.to_json())))
+    assert again == record and again.recheck_outcomes == ["pass", record.key]
+
+
+def test_an_outcome_and_its_string_are_one_counter_key_and_one_json_value():
+    counts = collections.Counter({"crash": 2})
+    counts[Outcome.CRASH] += 1
+    assert counts == {"crash": 3} and json.dumps({Outcome.CRASH: [Stage.BACKWARD_RUN]}) == '{"crash": ["backward-run"]}'
+    assert {o.value for o in Outcome} == {"pass", "crash", "hard-crash", "hang", "mismatch", "unfused", "flaky",
+                                          "invalid", "unsupported", "harness-error"}
+
+
+def test_a_state_json_written_before_the_verdict_layer_still_resumes(tmp_path):
+    """tests/data/state-before-verdict.json: a CrashOnSumSigmoid campaign (25 cases, its crash
+    reduced) stopped by the code before the verdict layer; resumed, it goes on counting."""
+    shutil.copy(DATA / "state-before-verdict.json", tmp_path / "state.json")
+    old = load_state(tmp_path)["stats"]["signatures"]
+    campaign = Campaign.resume(tmp_path, more_cases=15)
+    (key, record), = campaign.stats.signatures.items()
+    assert record.minimized.ops_after == 2 and record.confirmed is True and record.outcome is Outcome.CRASH
+    summary = campaign.run()
+    assert summary["cases"] == 40 and campaign.reducer_queue() == []
+    new = load_state(tmp_path)["stats"]["signatures"][key]
+    assert new.keys() == old[key].keys() and new["minimized"] == old[key]["minimized"]
+    assert new["count"] >= old[key]["count"] and new["first_seen"] == old[key]["first_seen"]
