@@ -198,7 +198,7 @@ def test_a_crash_downstream_of_its_cause_is_keyed_by_what_produced_the_bad_value
 @pytest.mark.parametrize("backend", ["torchscript:onednn", "aot:onednn"])
 def test_real_onednn_crashes_of_the_identity_rewrite_are_three_coarse_keys_and_one_root_cause(backend):
     from fuzzfuse.backends.base import Unavailable, get_backend
-    from fuzzfuse.runner import run_case
+    from fuzzfuse.job import run_case
 
     try:
         fuser = get_backend(backend)
@@ -206,7 +206,7 @@ def test_real_onednn_crashes_of_the_identity_rewrite_are_three_coarse_keys_and_o
         pytest.skip(str(e))
     graphs = [graph(("v0", "add", ["x0", 0.0], {}), ("v1", op, ["v0"], {}), inputs=[tensor("x0", [], "bool")])
               for op in ("relu", "neg", "abs")]
-    signatures = [Signature.from_json(run_case(g, fuser)["signature"]) for g in graphs]
+    signatures = [run_case(g, fuser).signature for g in graphs]
     assert all(s.outcome == "crash" for s in signatures)
     assert len({s.key() for s in signatures}) == 3
     keys = {root_cause_key(s, g) for s, g in zip(signatures, graphs)}
