@@ -1,0 +1,149 @@
+"""Reduce, then dedup: the campaign's book of root causes.
+
+A coarse signature (outcome, backend, stage, kind, location, message) is what the reducer keeps
+while it shrinks a case. It is not a bug: every float value mismatch of a backend shares one, and
+a crash known only by a Python frame says little more. Such a hit has no root cause until it is
+reduced; its root-cause key is then the canonical form of the reduced graph (rootcause.py). A crash
+with a native assert location has its root cause at once.
+
+So a hit is one of:
+- anchored: its root-cause key is known now (a crash with a C++ location);
+- pending: it waits for a reduction, and is never counted as known before it has one;
+- settled: reduced, and its reduced graph's key names its root cause.
+
+The campaign asks `next_to_reduce()` for the pending hit most likely to be a new bug: one whose op
+set does not hold the ops of any reduced case of its bucket (a hit that holds every op of a known
+minimal trigger most likely fails through it again).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+from .ir import Graph
+from .oracle import Signature
+from .rootcause import root_cause_key
+
+# Unreduced hits kept per coarse bucket: enough to find the causes a bucket hides, bounded for
+# campaigns that run for days.
+PENDING_PER_BUCKET = 20
+
+
+@dataclass
+class PendingHit:
+    """A failing case whose root cause needs a reduction."""
+
+    coarse_key: str
+    case: str  # the saved case, relative to the campaign directory
+    ops: list[str]
+    size: int
+
+    def holds(self, trigger: list[str]) -> bool:
+        return set(trigger) <= set(self.ops)
+
+
+@dataclass
+class RootCause:
+    """One bug: the coarse buckets it was seen in, its hits, and where its repro is."""
+
+    key: str
+    coarse_keys: list[str] = field(default_factory=list)
+    hits: int = 0
+    first_seen: float = field(default_factory=time.time)
+    known: str | None = None  # a --known repro directory that holds it
+    minimized: str | None = None  # this campaign's repro, relative to its directory
+    reduced_case: str | None = None  # the reduced case a minimized repro is written from
+    trigger: list[str] = field(default_factory=list)  # the reduced graph's ops
+
+    @property
+    def new(self) -> bool:
+        return self.known is None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: dict) -> "RootCause":
+        return RootCause(**{k: d[k] for k in RootCause.__dataclass_fields__ if k in d})
+
+
+def graph_ops(graph: Graph) -> list[str]:
+    return sorted({n.op for n in graph.nodes})
+
+
+class RootCauseBook:
+    """Root causes by key, and the hits still waiting for a reduction."""
+
+    def __init__(self, known: dict[str, str] | None = None):
+        self.known = dict(known or {})  # root-cause key -> repro directory
+        self.causes: dict[str, RootCause] = {}
+        self.pending: list[PendingHit] = []
+        # coarse key -> ops of every reduced case of that bucket (the triggers found there)
+        self.triggers: dict[str, list[list[str]]] = {}
+
+    def offer(self, signature: Signature, graph: Graph, case: str | None) -> RootCause | None:
+        """A new failing hit. Returns its root cause when it is anchored, else keeps it pending
+        (when it was saved and its bucket has room) and returns None."""
+        key = root_cause_key(signature)
+        if key is not None:
+            return self._count(key, signature.key(), [])
+        if case is not None and sum(h.coarse_key == signature.key() for h in self.pending) < PENDING_PER_BUCKET:
+            self.pending.append(PendingHit(signature.key(), case, graph_ops(graph), graph.size))
+        return None
+
+    def next_to_reduce(self) -> PendingHit | None:
+        """The pending hit to reduce next: first those that hold no trigger their bucket has shown
+        (likely a new cause), the smallest first; then the rest, the buckets reduced least first."""
+        if not self.pending:
+            return None
+        def rank(hit: PendingHit) -> tuple:
+            triggers = self.triggers.get(hit.coarse_key, [])
+            return (any(hit.holds(t) for t in triggers), len(triggers), hit.size)
+        return min(self.pending, key=rank)
+
+    def settle(self, hit: PendingHit, signature: Signature, reduced: Graph | None,
+               reduced_case: str | None = None) -> RootCause | None:
+        """A pending hit's reduction finished: its reduced graph names its root cause. None when
+        the hit no longer failed (flaky): it is dropped, never guessed."""
+        self.pending.remove(hit)
+        if reduced is None:
+            return None
+        key = root_cause_key(signature, reduced)
+        if key is None:  # the reduced graph still says nothing more: the coarse key is all we have
+            key = signature.key()
+        trigger = graph_ops(reduced)
+        self.triggers.setdefault(hit.coarse_key, []).append(trigger)
+        cause = self._count(key, hit.coarse_key, trigger)
+        if cause.reduced_case is None:
+            cause.reduced_case = reduced_case
+        return cause
+
+    def _count(self, key: str, coarse_key: str, trigger: list[str]) -> RootCause:
+        cause = self.causes.get(key)
+        if cause is None:
+            cause = self.causes[key] = RootCause(key, known=self.known.get(key), trigger=trigger)
+        if coarse_key not in cause.coarse_keys:
+            cause.coarse_keys.append(coarse_key)
+        cause.hits += 1
+        return cause
+
+    def pending_by_bucket(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for hit in self.pending:
+            counts[hit.coarse_key] = counts.get(hit.coarse_key, 0) + 1
+        return counts
+
+    def to_json(self) -> dict:
+        return {"causes": [c.to_json() for c in self.causes.values()],
+                "pending": [asdict(h) for h in self.pending], "triggers": self.triggers}
+
+    @staticmethod
+    def from_json(d: dict, known: dict[str, str] | None = None) -> "RootCauseBook":
+        book = RootCauseBook(known)
+        for c in d.get("causes", []):
+            cause = RootCause.from_json(c)
+            cause.known = book.known.get(cause.key, cause.known)
+            book.causes[cause.key] = cause
+        book.pending = [PendingHit(**h) for h in d.get("pending", [])]
+        book.triggers = {k: [list(t) for t in v] for k, v in d.get("triggers", {}).items()}
+        return book

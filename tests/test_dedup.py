@@ -1,0 +1,72 @@
+"""Reduce, then dedup: the campaign's book of root causes (fuzzfuse.dedup)."""
+from fuzzfuse.dedup import RootCauseBook
+from fuzzfuse.ir import Graph
+from fuzzfuse.oracle import Signature
+
+MISMATCH = Signature("mismatch", "torchscript:nnc", "run", "values", "float")
+ASSERT = Signature("crash", "nvfuser", "compile", "RuntimeError", "csrc/ir/internal_nodes.cpp:698",
+                   "INTERNAL ASSERT FAILED Unexpected operator type silu in T")
+
+
+def graph(*ops: str, dtype: str = "float32") -> Graph:
+    """x0 -> op -> op ... as a chain."""
+    nodes, prev = [], "x0"
+    for k, op in enumerate(ops):
+        nodes.append({"name": f"v{k}", "op": op, "args": [prev], "attrs": {}})
+        prev = f"v{k}"
+    return Graph.from_json({"schema": 1, "outputs": [prev], "nodes": nodes, "inputs": [
+        {"kind": "tensor", "name": "x0", "shape": [4], "dtype": dtype, "layout": {"kind": "contiguous"},
+         "values": {"dist": "normal", "seed": 1}}]})
+
+
+def test_an_anchored_crash_has_its_root_cause_at_once_and_is_known_by_it():
+    other_op = Signature(**{**ASSERT.to_json(), "message": "INTERNAL ASSERT FAILED Unexpected operator type isnan in T"})
+    book = RootCauseBook({ASSERT.root_cause_key(): "minimized/silu"})
+    cause = book.offer(other_op, graph("isnan", "exp"), "corpus/a.json")
+    assert cause is not None and cause.known == "minimized/silu" and not book.pending
+
+
+def test_a_mismatch_is_pending_never_known_until_its_reduction_names_it():
+    reduced = graph("frac")
+    book = RootCauseBook({MISMATCH.root_cause_key(reduced): "minimized/frac"})
+    hit = graph("exp", "frac", "sin")
+    assert book.offer(MISMATCH, hit, "corpus/a.json") is None
+    assert not book.causes and len(book.pending) == 1
+    cause = book.settle(book.pending[0], MISMATCH, reduced, "reducing/a.json")
+    assert cause.known == "minimized/frac" and cause.trigger == ["frac"] and not book.pending
+
+
+def test_two_reductions_of_one_coarse_bucket_can_be_two_root_causes():
+    book = RootCauseBook()
+    for case in ("a", "b"):
+        book.offer(MISMATCH, graph("exp", "frac", "log1p"), f"corpus/{case}.json")
+    first = book.settle(book.pending[0], MISMATCH, graph("frac"))
+    second = book.settle(book.pending[0], MISMATCH, graph("log1p"))
+    assert first.key != second.key and first.new and second.new
+    assert first.coarse_keys == second.coarse_keys == [MISMATCH.key()]
+
+
+def test_hits_that_hold_no_trigger_of_their_bucket_are_reduced_first():
+    book = RootCauseBook()
+    book.offer(MISMATCH, graph("exp", "frac"), "corpus/done.json")
+    book.settle(book.pending[0], MISMATCH, graph("frac"))
+    book.offer(MISMATCH, graph("frac", "sin"), "corpus/small-but-same.json")
+    book.offer(MISMATCH, graph("exp", "log1p", "sin", "cos"), "corpus/new.json")
+    assert book.next_to_reduce().case == "corpus/new.json"
+
+
+def test_a_hit_that_stopped_failing_is_dropped_not_guessed():
+    book = RootCauseBook()
+    book.offer(MISMATCH, graph("exp"), "corpus/a.json")
+    assert book.settle(book.pending[0], MISMATCH, None) is None
+    assert not book.causes and not book.pending
+
+
+def test_the_book_round_trips_through_json_and_takes_the_known_repros_of_the_new_run():
+    book = RootCauseBook()
+    book.offer(ASSERT, graph("silu"), "corpus/a.json")
+    book.offer(MISMATCH, graph("exp", "frac"), "corpus/b.json")
+    again = RootCauseBook.from_json(book.to_json(), known={ASSERT.root_cause_key(): "minimized/silu"})
+    assert [c.key for c in again.causes.values()] == [ASSERT.root_cause_key()]
+    assert again.causes[ASSERT.root_cause_key()].known == "minimized/silu"
+    assert again.pending == book.pending
