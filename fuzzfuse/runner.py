@@ -13,6 +13,7 @@ import warnings
 
 import torch
 
+from .attribution import attribute
 from .backends import BackendError, Unsupported, get_backend, has_backward
 from .ir import Graph, make_inputs, run_autograd, run_eager
 from .oracle import (Signature, compare_output, cpp_location, exception_signature, gradient_reduction_sizes,
@@ -62,7 +63,13 @@ def _error_text(e: BaseException) -> str:
 def run_case(graph: Graph, backend, check_strides: bool = False, options: dict | None = None) -> dict:
     """options: backend-specific per-case choices recorded in the case (nvFuser's emission style).
     A graph with requires_grad inputs is a backward case: the gradients of those inputs, for the
-    graph's seeded upstream gradients, are judged too (stage "backward-run")."""
+    graph's seeded upstream gradients, are judged too (stage "backward-run"). A failure is then
+    attributed: re-run on the backend's reference route (fuzzfuse.attribution)."""
+    result = _judge(graph, backend, check_strides, options)
+    return attribute(backend, result, lambda route: run_case(graph, route, check_strides))
+
+
+def _judge(graph: Graph, backend, check_strides: bool = False, options: dict | None = None) -> dict:
     timings: dict[str, float] = {}
     out = {"outcome": "pass", "signature": None, "detail": "", "timings": timings, "fused": None}
     t = time.perf_counter()
@@ -107,6 +114,11 @@ def run_case(graph: Graph, backend, check_strides: bool = False, options: dict |
                 "traceback": tb[-MAX_MESSAGE:], "restart_worker": bool(getattr(e, "sticky", False))}
     timings["backend"] = time.perf_counter() - t
     out.update(fused=result.fused, evidence=result.evidence, compile_seconds=result.compile_seconds)
+    # Fusion evidence before outputs: where the fuser declined the whole graph, a wrong output is
+    # its frontend's unless the reference route (fuzzfuse.attribution) shows otherwise; without one,
+    # the case is unfused.
+    if result.fused is False and not result.evidence.get("fallback") and backend.reference_route is None:
+        return _unfused(out, backend, "run", result.evidence)
 
     t = time.perf_counter()
     types = graph.infer_types()
@@ -121,6 +133,10 @@ def run_case(graph: Graph, backend, check_strides: bool = False, options: dict |
             timings["compare"] = time.perf_counter() - t
             return {**out, "outcome": "mismatch", "signature": mismatch.signature(backend.name).to_json(),
                     "detail": f"output {i} ({name}): {mismatch.kind}: {mismatch.detail}" + result.context}
+    backward_evidence = result.evidence.get("backward", {})
+    if (grad_outputs is not None and result.backward_fused is False and not backward_evidence.get("fallback")
+            and backend.reference_route is None):
+        return _unfused(out, backend, "backward-run", backward_evidence)
     # Gradients are not judged downstream of undefined behaviour (a where on a NaN cast's result).
     if grad_outputs is not None and not tainted_all:
         mismatch = _compare_grads(graph, types, result.grads or [], eager_grads, ref_grads)
@@ -135,12 +151,17 @@ def run_case(graph: Graph, backend, check_strides: bool = False, options: dict |
         # A fallback that ran although something fused is a finding; a fuser that declined the
         # whole graph is coverage data. The backward is judged apart: it is a graph of its own.
         stage = "run" if result.fused is False else "backward-run"
-        evidence = result.evidence if stage == "run" else result.evidence.get("backward", {})
-        kind = "fallback" if evidence.get("fallback") else "no-fusion"
-        sig = Signature("unfused", backend.name, stage, kind)
-        return {**out, "outcome": "unfused", "signature": sig.to_json(),
-                "detail": f"nothing fused ({'backward' if stage != 'run' else 'forward'}): {evidence}"}
+        return _unfused(out, backend, stage, result.evidence if stage == "run" else backward_evidence)
     return out
+
+
+def _unfused(out: dict, backend, stage: str, evidence: dict) -> dict:
+    """A fallback that ran although something fused is a finding (kind "fallback"); a fuser that
+    declined the whole graph is coverage data (kind "no-fusion")."""
+    kind = "fallback" if evidence.get("fallback") else "no-fusion"
+    sig = Signature("unfused", backend.name, stage, kind)
+    return {**out, "outcome": "unfused", "signature": sig.to_json(),
+            "detail": f"nothing fused ({'backward' if stage != 'run' else 'forward'}): {evidence}"}
 
 
 def _compare_grads(graph: Graph, types: dict, fused: list, eager: list, ref64: list):

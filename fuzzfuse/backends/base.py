@@ -65,6 +65,8 @@ class Backend(Protocol):
     # Variables the worker needs before it imports torch (libtorch reads some once).
     env: dict[str, str]
     # Optional `features`: the ops/dtypes/layouts worth generating for this fuser (default: all).
+    # The built-in backend that runs the same frontend without this fuser: failures it shares are not this fuser's.
+    reference_route: str | None = None
 
     def check_available(self) -> None:
         """Raise Unavailable(reason) when this backend cannot run in this process."""
@@ -112,6 +114,10 @@ BACKENDS: dict[str, str] = {
     "torchscript:nnc": "fuzzfuse.backends.torchscript:NNCBackend",
     "torchscript:onednn": "fuzzfuse.backends.torchscript:OneDNNBackend",
     "torchscript:nvfuser": "fuzzfuse.backends.torchscript:TorchScriptNvFuserBackend",
+    # Reference routes (fuzzfuse.attribution): the TorchScript and aot routes without a fuser.
+    "torchscript:frontend": "fuzzfuse.backends.torchscript:TorchScriptFrontendBackend",
+    "aot:frontend": "fuzzfuse.backends.aot:AotFrontendBackend",
+    "aot:eager": "fuzzfuse.backends.aot:AotEagerBackend",
     # aot_autograd (functorch's memory_efficient_fusion): the fuser compiles the forward and the
     # backward FX graphs a training step produces.
     "aot:nnc": "fuzzfuse.backends.aot:AotNNCBackend",

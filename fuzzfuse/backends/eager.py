@@ -12,6 +12,7 @@ class EagerBackend:
     shapes = ShapeConfig()
     device = "cpu"
     env: dict[str, str] = {}
+    reference_route: str | None = None  # fuzzfuse.attribution: nothing beneath it to blame
 
     def check_available(self) -> None:
         pass

@@ -67,6 +67,9 @@ class _ScriptedBackend:
     kernel_prefix = ""
     group_kind = ""
     repro_doc = "script `fn`."
+    # The same frontend, executor and warm-up without this fuser: a failure that reproduces there is
+    # TorchScript's, not the fuser's (fuzzfuse.attribution).
+    reference_route: str | None = "torchscript:frontend"
     # NNC and oneDNN compile into interpreters/JITs on CPU that are slow on large tensors.
     shapes = ShapeConfig(max_rank=4, max_dim=5, max_numel=256)
 
@@ -300,3 +303,26 @@ class TorchScriptNvFuserBackend(_ScriptedBackend):
             out = call()
             torch.cuda.synchronize()
         return out, [(e.name, _ancestors(e)) for e in prof.events()]
+
+
+class TorchScriptFrontendBackend(_ScriptedBackend):
+    """TorchScript with every fuser off: the profiling executor, its peephole passes and autodiff,
+    warmed up as the fusers are. The reference route of the fusers' cases: a failure it shares is a
+    frontend bug. It fuses nothing, so it reports no fusion evidence (fused: None)."""
+
+    name = "torchscript:frontend"
+    reference_route = None
+
+    def __init__(self, device: str | None = None):
+        self.device = device or _default_device()
+
+    def check_available(self) -> None:
+        pass
+
+    def flags(self) -> list[tuple[str, bool]]:
+        return [("_jit_set_profiling_executor", True), ("_get_graph_executor_optimize", True),
+                ("_jit_set_texpr_fuser_enabled", False), ("_jit_set_llga_enabled", False),
+                ("_jit_override_can_fuse_on_cpu", False), ("_jit_override_can_fuse_on_gpu", False)]
+
+    def _evidence(self, events: list[tuple[str, tuple[str, ...]]]) -> dict:
+        return {"fused": None}

@@ -1,0 +1,61 @@
+"""Attribute a failure to the component that owns it before blaming the fuser.
+
+A fuser sits behind a frontend: TorchScript's scripting, peephole passes, profiling executor and
+autodiff for NNC and oneDNN Graph; aot_autograd's decompositions for the aot routes; dynamo and
+aot_autograd for Inductor. A case that fails the same way with the fuser taken out is the frontend's
+bug, and filing it under the fuser would send a maintainer to the wrong code.
+
+A backend declares its `reference_route`: the built-in backend that runs the same frontend, with
+the same warm-up, without the fuser (torchscript:nnc -> torchscript:frontend; aot:nnc ->
+aot:frontend -> aot:eager; inductor -> dynamo:aot_eager -> dynamo:eager). A failing case is re-run
+there, in the same worker; when it fails the same way (the same signature but for the backend),
+the signature is relabelled with the route's name, so the campaign counts it apart from the fuser.
+Routes chain: the route's own result has been attributed already, so the deepest route that still
+fails the same way names the component. Only failures pay for the re-run.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from .backends import Unavailable, get_backend
+
+# The outcomes a reference route can explain: the worker's own verdicts that blame the fuser.
+ATTRIBUTED = ("crash", "mismatch")
+_routes: dict[str, object] = {}
+
+
+def _route(name: str):
+    if name not in _routes:
+        _routes[name] = get_backend(name)
+    return _routes[name]
+
+
+def _same_failure(ours: dict, theirs: dict) -> bool:
+    """The same signature but for the backend that produced it."""
+    if not ours or not theirs:
+        return False
+    return all(ours.get(k) == theirs.get(k) for k in ("outcome", "stage", "kind", "location", "message"))
+
+
+def attribute(backend, result: dict, rerun: Callable[[object], dict]) -> dict:
+    """`result` (a run_case result on `backend`), relabelled to the backend's reference route when
+    `rerun(route)` fails the same way there. The result's `attribution` says what the route did."""
+    if result["outcome"] not in ATTRIBUTED or backend.reference_route is None:
+        return result
+    try:
+        route = _route(backend.reference_route)
+    except Unavailable as e:
+        return {**result, "attribution": {"route": backend.reference_route, "outcome": "unavailable",
+                                          "detail": str(e)}}
+    theirs = rerun(route)
+    same = _same_failure(result["signature"], theirs.get("signature"))
+    record = {"route": route.name, "outcome": theirs["outcome"], "same_failure": same,
+              "signature": theirs.get("signature"), "detail": str(theirs.get("detail", ""))[:500]}
+    if theirs.get("attribution"):
+        record["then"] = theirs["attribution"]
+    if not same:
+        return {**result, "attribution": record}
+    # The route's signature already carries the deepest route that fails the same way.
+    note = (f"\n\nattributed to {theirs['signature']['backend']}: {route.name} (the same frontend without "
+            f"{backend.name}'s fuser) fails the same way")
+    return {**result, "signature": theirs["signature"], "detail": result["detail"] + note, "attribution": record}
