@@ -87,3 +87,23 @@ def test_a_passing_case_pays_for_no_reference_run():
 def test_each_route_declares_a_built_in_reference_that_can_run_here(name, route):
     assert get_backend(name).reference_route == route
     assert get_backend(route).name == route
+
+
+# minimized/aot-onednn-mismatch-nan-inf-float-c1b2f539: the gradient of pow(gelu(x), y) is inf
+# where eager's is NaN, already in aot_autograd's decomposed backward run with the no-op compiler.
+DECOMPOSED_POW_GRADIENT = {
+    "grad_seed": 321047556, "schema": 1, "outputs": ["v1"],
+    "inputs": [{**_zeros("x0", "float32", [2, 1]),
+                "values": {"dist": "normal", "scale": 1.0, "seed": 639837485, "specials": 0.0}},
+               {**_zeros("x1", "float32", [2, 1], requires_grad=True), "values": {"exact": "AACAP2De+cA="}}],
+    "nodes": [{"args": ["x1"], "attrs": {}, "name": "v0", "op": "gelu"},
+              {"args": ["v0", "x0"], "attrs": {}, "name": "v1", "op": "pow"}]}
+
+
+def test_an_aot_failure_the_decomposed_graph_already_has_is_filed_under_aot_eager():
+    result = run_case(Graph.from_json(DECOMPOSED_POW_GRADIENT), get_backend("aot:onednn"))
+    assert result["outcome"] == "mismatch", result
+    assert result["signature"]["backend"] == "aot:eager", result["signature"]
+    chain = result["attribution"]
+    assert (chain["route"], chain["same_failure"]) == ("aot:frontend", True)
+    assert (chain["then"]["route"], chain["then"]["same_failure"]) == ("aot:eager", True)
