@@ -58,7 +58,8 @@ OPS: dict[str, Op] = {}
 # (float32, also float64/int/bool for NNC, bfloat16 for oneDNN). NNC (tensorexpr_fuser.cpp) has
 # an elementwise set plus sum/softmax/log_softmax; it declines fp16/bf16 on CPU, views other than
 # unsqueeze, and the other reductions. oneDNN Graph (LLGA) maps few aten ops and forms partitions
-# only around a binary add/mul/div: a unary op joins one (before or after it), never another unary.
+# only around an anchor (add, mul, div, softmax) whose result has no other use: a unary op joins
+# one (before or after it), never another unary.
 TORCHSCRIPT_FUSIBLE = {
     "nnc": frozenset(
         "abs neg relu floor ceil round trunc frac isnan gelu silu exp expm1 log log2 log10 log1p sqrt rsqrt "
