@@ -44,6 +44,9 @@ class Features:
     special_values: bool = True
     # The fewest ops a graph gets: NNC and oneDNN Graph never fuse a lone op.
     min_ops: int = 1
+    # Each computed value feeds one op at most, and no used value is also an output: oneDNN Graph
+    # fuses an op into its producer only when it is the producer's one use.
+    chains: bool = False
 
 
 @dataclass(frozen=True)
@@ -239,6 +242,9 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
     while len(b.nodes) < n_ops and attempts < 4 * n_ops:
         attempts += 1
         tensors = [n for n, t in b.types.items() if not t.is_scalar]
+        if feats.chains:
+            used = {r for n in b.nodes for r in n.refs()} - {i.name for i in b.inputs}
+            tensors = [n for n in tensors if n not in used] or tensors
         kind, name = choice(draw, choices)
         if kind == "pattern":
             if draw(ints(0, 3)) == 0:
@@ -249,7 +255,7 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
         b.add("neg" if b.types["x0"].dtype != "bool" else "logical_not", "x0")
     used = {r for n in b.nodes for r in n.refs()}
     sinks = [n.name for n in b.nodes if n.name not in used]
-    extra = [n.name for n in b.nodes if n.name in used and draw(ints(0, 9)) == 0]
+    extra = [n.name for n in b.nodes if n.name in used and not feats.chains and draw(ints(0, 9)) == 0]
     graph = b.build(sinks + extra)
     return draw(requires_grad(graph)) if config.backward else graph
 

@@ -1,38 +1,26 @@
 """Cases drawn for a TorchScript fuser exercise fused code: the generator draws what the fuser
 fuses (the registry's `fusers` field, the backend's features), so few cases are declined
-wholesale. Measured on the real fusers, on the campaign's own case stream."""
+wholesale. Measured on the real fusers, by a campaign."""
 from __future__ import annotations
-
-import collections
 
 import pytest
 
 from fuzzfuse.backends import get_backend
-from fuzzfuse.campaign import Campaign, case_seed
+from fuzzfuse.campaign import Campaign
 from fuzzfuse.ir import OPS
-from fuzzfuse.runner import run_case
-from fuzzfuse.strategies import generate
 
 CASES = 60
 
 
-def _outcomes(name: str, tmp_path) -> collections.Counter:
-    campaign = Campaign(name, tmp_path, seed=3, workers=1, max_cases=CASES)
-    backend = get_backend(name)
-    counts: collections.Counter = collections.Counter()
-    for i in range(CASES):
-        result = run_case(generate(case_seed(3, i), campaign.config_for(i)), backend)
-        declined = result["outcome"] == "unfused" and result["signature"]["kind"] == "no-fusion"
-        counts["declined" if declined else "engaged"] += 1
-        counts["fused"] += bool(result["fused"])
-    return counts
-
-
-@pytest.mark.parametrize("name, most_declined", [("torchscript:nnc", 0.15), ("torchscript:onednn", 0.3)])
-def test_few_cases_drawn_for_a_torchscript_fuser_are_declined_wholesale(name, most_declined, tmp_path):
-    """Before the fusers' features, 44% of NNC's cases and 64% of oneDNN's were declined."""
-    counts = _outcomes(name, tmp_path)
-    assert counts["declined"] / CASES <= most_declined, counts
+@pytest.mark.parametrize("name, most_declined", [("torchscript:nnc", 0.15), ("torchscript:onednn", 0.25)])
+def test_few_cases_of_a_torchscript_fuser_campaign_are_declined_wholesale(name, most_declined, tmp_path):
+    """Before the fusers' features, 44% of NNC's cases and 64% of oneDNN's were declined. The
+    campaign's workers isolate the process from oneDNN's known segfaults."""
+    summary = Campaign(name, tmp_path, seed=3, workers=1, max_cases=CASES, reduce=False).run()
+    declined = sum(s["count"] for s in summary["signatures"]
+                   if s["outcome"] == "unfused" and s["signature"]["kind"] == "no-fusion")
+    assert summary["cases"] == CASES
+    assert declined / CASES <= most_declined, summary["outcomes"]
 
 
 def test_a_fusers_features_are_the_ops_the_registry_says_it_fuses():
@@ -40,4 +28,5 @@ def test_a_fusers_features_are_the_ops_the_registry_says_it_fuses():
         features = get_backend(name).features
         assert features.ops and all(fuser in OPS[op].fusers for op in features.ops)
         assert features.min_ops == 2  # neither fuses a lone op
+    assert get_backend("torchscript:onednn").features.chains  # it fuses an op into its producer's one use
     assert "float16" not in get_backend("torchscript:nnc").features.dtypes  # NNC declines it on CPU

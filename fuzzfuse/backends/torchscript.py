@@ -255,7 +255,7 @@ class OneDNNBackend(_ScriptedBackend):
     device = "cpu"
     # oneDNN Graph takes float32/bfloat16 tensors only, and partitions only around binary ops (see
     # the registry's TORCHSCRIPT_FUSIBLE): with every dtype and op allowed, almost no graph fuses.
-    features = Features(ops=fused_by("onednn"), dtypes=("float32", "bfloat16"), min_ops=2)
+    features = Features(ops=fused_by("onednn"), dtypes=("float32", "bfloat16"), min_ops=2, chains=True)
     kernel_prefix = "LlgaPartition_"
     group_kind = "prim::oneDNNFusionGroup"
 
