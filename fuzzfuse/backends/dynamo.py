@@ -72,7 +72,8 @@ class DynamoBackend:
         self.name = f"dynamo:{spec}"
         # The same capture with less behind it (fuzzfuse.attribution): aot_autograd without a code
         # generator, then dynamo alone.
-        self.reference_route: str | None = {"eager": None, "aot_eager": "dynamo:eager"}.get(spec, "dynamo:aot_eager")
+        routes = {"eager": None, "aot_eager": "dynamo:eager"}
+        self.reference_route: str | None = routes.get(spec, "dynamo:aot_eager")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         # Compile time dominates and barely depends on size; keep CPU tensors moderate. GPU shapes
         # cross block and vectorization boundaries.

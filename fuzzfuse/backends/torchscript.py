@@ -253,8 +253,9 @@ class OneDNNBackend(_ScriptedBackend):
 
     name = "torchscript:onednn"
     device = "cpu"
-    # oneDNN Graph takes float32/bfloat16 tensors only, and partitions only around binary ops (see
-    # the registry's TORCHSCRIPT_FUSIBLE): with every dtype and op allowed, almost no graph fuses.
+    # oneDNN Graph takes float32/bfloat16 tensors only, and partitions only around a few anchors
+    # whose result has no other use (the registry's TORCHSCRIPT_FUSIBLE): with every dtype and op
+    # allowed and values used freely, almost no graph fuses.
     features = Features(ops=fused_by("onednn"), dtypes=("float32", "bfloat16"), min_ops=2, chains=True)
     kernel_prefix = "LlgaPartition_"
     group_kind = "prim::oneDNNFusionGroup"
