@@ -107,3 +107,19 @@ def test_an_aot_failure_the_decomposed_graph_already_has_is_filed_under_aot_eage
     chain = result["attribution"]
     assert (chain["route"], chain["same_failure"]) == ("aot:frontend", True)
     assert (chain["then"]["route"], chain["then"]["same_failure"]) == ("aot:eager", True)
+
+
+# minimized/inductor-mismatch-values-bool-078eb419: var over a size-1 dim of NaN is 0 under
+# Inductor (eager: NaN), seen through logical_not.
+INDUCTOR_VAR_OF_NAN = {
+    "schema": 1, "outputs": ["v1"],
+    "inputs": [{**_zeros("x0", "float32", [1]), "values": {"exact": "AADA/w=="}}],
+    "nodes": [{"args": ["x0"], "attrs": {"correction": 0, "dims": [0], "keepdim": False}, "name": "v0", "op": "var"},
+              {"args": ["v0"], "attrs": {}, "name": "v1", "op": "logical_not"}]}
+
+
+def test_an_inductor_bug_that_aot_eager_does_not_share_stays_inductors():
+    result = run_case(Graph.from_json(INDUCTOR_VAR_OF_NAN), get_backend("inductor"))
+    assert result["outcome"] == "mismatch", result
+    assert result["signature"]["backend"] == "inductor"
+    assert (result["attribution"]["route"], result["attribution"]["outcome"]) == ("dynamo:aot_eager", "pass")
