@@ -14,6 +14,7 @@ import warnings
 import torch
 
 from . import verdict
+from .attribution import attribute
 from .backends import Backend, BackendError, get_backend
 from .ir import Graph, make_inputs, run_autograd, run_eager
 from .oracle import compare_output, gradient_reduction_sizes, reduction_sizes
@@ -58,7 +59,14 @@ def run_job(job: dict) -> dict:
 def run_case(graph: Graph, backend: Backend, check_strides: bool = False, options: dict | None = None) -> CaseResult:
     """options: backend-specific per-case choices recorded in the case (nvFuser's emission style).
     A graph with requires_grad inputs is a backward case: the gradients of those inputs, for the
-    graph's seeded upstream gradients, are judged too (stage "backward-run")."""
+    graph's seeded upstream gradients, are judged too (stage "backward-run"). A failure is then
+    attributed: re-run on the backend's reference route (fuzzfuse.attribution)."""
+    result = _judge(graph, backend, check_strides, options)
+    return attribute(backend, result, lambda route: run_case(graph, route, check_strides))
+
+
+def _judge(graph: Graph, backend: Backend, check_strides: bool, options: dict | None) -> CaseResult:
+
     timings: dict[str, float] = {}
     t = time.perf_counter()
     try:

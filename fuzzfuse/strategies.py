@@ -42,6 +42,11 @@ class Features:
     layouts: tuple[str, ...] = ALL_LAYOUTS
     patterns: tuple[str, ...] = PATTERNS
     special_values: bool = True
+    # The fewest ops a graph gets: NNC and oneDNN Graph never fuse a lone op.
+    min_ops: int = 1
+    # Each computed value feeds one op at most, and no used value is also an output: oneDNN Graph
+    # fuses an op into its producer only when it is the producer's one use.
+    chains: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,8 @@ def swarm(rng: random.Random, base: Features = Features()) -> Features:
     def subset(items: tuple[str, ...], keep: tuple[str, ...] = (), p: float = 0.6) -> tuple[str, ...]:
         chosen = tuple(x for x in items if x in keep or rng.random() < p)
         return chosen or (rng.choice(items),)
-    return Features(
+    return dataclasses.replace(
+        base,
         ops=subset(base.ops, p=0.5),
         dtypes=subset(base.dtypes, keep=tuple(d for d in ("float32",) if d in base.dtypes)),
         layouts=subset(base.layouts, keep=tuple(k for k in ("contiguous",) if k in base.layouts)),
@@ -230,12 +236,15 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
         dtype = choice(draw, feats.dtypes)
         b.tensor(shape, dtype, draw(layouts(tuple(shape), feats.layouts)), draw(values(feats.special_values)))
     scalars = [b.scalar(choice(draw, [0.5, -2.0, 3.0])) for _ in range(draw(ints(0, 1)))]
-    n_ops = draw(ints(1, config.max_ops))
+    n_ops = draw(ints(min(feats.min_ops, config.max_ops), config.max_ops))
     choices = [("op", o) for o in feats.ops] + [("pattern", p) for p in feats.patterns]
     attempts = 0
     while len(b.nodes) < n_ops and attempts < 4 * n_ops:
         attempts += 1
         tensors = [n for n, t in b.types.items() if not t.is_scalar]
+        if feats.chains:
+            used = {r for n in b.nodes for r in n.refs()} - {i.name for i in b.inputs}
+            tensors = [n for n in tensors if n not in used] or tensors
         kind, name = choice(draw, choices)
         if kind == "pattern":
             if draw(ints(0, 3)) == 0:
@@ -246,7 +255,7 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
         b.add("neg" if b.types["x0"].dtype != "bool" else "logical_not", "x0")
     used = {r for n in b.nodes for r in n.refs()}
     sinks = [n.name for n in b.nodes if n.name not in used]
-    extra = [n.name for n in b.nodes if n.name in used and draw(ints(0, 9)) == 0]
+    extra = [n.name for n in b.nodes if n.name in used and not feats.chains and draw(ints(0, 9)) == 0]
     graph = b.build(sinks + extra)
     return draw(requires_grad(graph)) if config.backward else graph
 

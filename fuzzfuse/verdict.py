@@ -103,6 +103,8 @@ class CaseResult:
     worker_seconds: float | None = None  # set by the pool: wall and CPU seconds of the job
     cpu_seconds: float | None = None
     stderr_tail: str = ""  # a dead or hung worker's log
+    # What the backend's reference route did with a failing case (fuzzfuse.attribution).
+    attribution: dict | None = None
 
     def to_json(self) -> dict:
         return {"outcome": self.outcome.value, "signature": self.signature.to_json() if self.signature else None,
@@ -110,7 +112,8 @@ class CaseResult:
                 "compile_seconds": self.compile_seconds, "traceback": self.traceback,
                 "restart_worker": self.restart_worker, "graph": self.graph.to_json() if self.graph else None,
                 "size": self.size, "digest": self.digest, "worker_seconds": self.worker_seconds,
-                "cpu_seconds": self.cpu_seconds, "stderr_tail": self.stderr_tail}
+                "cpu_seconds": self.cpu_seconds, "stderr_tail": self.stderr_tail,
+                "attribution": self.attribution}
 
     @staticmethod
     def from_json(d: dict) -> "CaseResult":
@@ -120,7 +123,7 @@ class CaseResult:
             d.get("fused"), dict(d.get("evidence") or {}), float(d.get("compile_seconds") or 0.0),
             str(d.get("traceback") or ""), bool(d.get("restart_worker")),
             Graph.from_json(d["graph"]) if d.get("graph") else None, d.get("size"), d.get("digest"),
-            d.get("worker_seconds"), d.get("cpu_seconds"), str(d.get("stderr_tail") or ""))
+            d.get("worker_seconds"), d.get("cpu_seconds"), str(d.get("stderr_tail") or ""), d.get("attribution"))
 
     @property
     def key(self) -> str | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..ir import Graph, ScalarInput, compile_source
 from .base import Unavailable
-from .torchscript import NNCBackend, OneDNNBackend
+from .torchscript import NNCBackend, OneDNNBackend, TorchScriptFrontendBackend
 
 
 def _tensor_function(graph: Graph, fn):
@@ -38,6 +38,11 @@ class _AotBackend:
     aot_autograd first."""
 
     repro_doc = "aot_autograd (functorch's memory_efficient_fusion, ts_compile) over `fn`."
+    # The same aot_autograd graphs scripted without a fuser (fuzzfuse.attribution).
+    reference_route: str | None = "aot:frontend"
+    # What the repro imports beside memory_efficient_fusion, and its compiler arguments (none:
+    # ts_compile, its default).
+    repro_compilers = ("", "")
 
     def check_available(self) -> None:
         super().check_available()
@@ -64,8 +69,9 @@ class _AotBackend:
         tensors = [k for k in range(len(graph.inputs)) if k not in scalars]
         args = ", ".join(f"{scalars[k]!r}" if k in scalars else f"t[{tensors.index(k)}]"
                          for k in range(len(graph.inputs)))
-        return ("from functorch.compile import memory_efficient_fusion\n"
-                f"    aot = memory_efficient_fusion(lambda *t: fn({args}))\n"
+        imports, keywords = self.repro_compilers
+        return (f"from functorch.compile import memory_efficient_fusion{imports}\n"
+                f"    aot = memory_efficient_fusion(lambda *t: fn({args}){keywords})\n"
                 f"    compiled = lambda *xs: aot(*[xs[k] for k in {tensors}])")
 
 
@@ -75,3 +81,26 @@ class AotNNCBackend(_AotBackend, NNCBackend):
 
 class AotOneDNNBackend(_AotBackend, OneDNNBackend):
     name = "aot:onednn"
+
+
+class AotFrontendBackend(_AotBackend, TorchScriptFrontendBackend):
+    """The aot routes with no fuser: aot_autograd's forward and backward graphs scripted by
+    ts_compile and run by the profiling executor. A failure it shares with aot:nnc or aot:onednn
+    is TorchScript's handling of those graphs, or aot_autograd's own (see aot:eager)."""
+
+    name = "aot:frontend"
+    reference_route = "aot:eager"
+
+
+class AotEagerBackend(_AotBackend, TorchScriptFrontendBackend):
+    """aot_autograd alone: memory_efficient_fusion's decompositions and partitioning, with functorch's
+    no-op compiler running the FX graphs as they are. A failure it shares is aot_autograd's."""
+
+    name = "aot:eager"
+    reference_route = None
+    repro_doc = "aot_autograd (functorch's memory_efficient_fusion, with the nop compiler) over `fn`."
+    repro_compilers = (", nop", ", fw_compiler=nop, bw_compiler=nop")
+
+    def compiler(self):
+        from functorch.compile import nop
+        return nop

@@ -77,6 +77,9 @@ class Backend:
     # scheduler -> a generation recipe (Features fields, ShapeConfig fields under "shapes") that
     # reaches it: campaigns aim batches at the least-covered scheduler (see Campaign.focus_for).
     coverage_focus: Mapping[str, dict] = MappingProxyType({})
+    # The built-in backend that runs the same frontend without this fuser (fuzzfuse.attribution):
+    # failures it shares are not this fuser's.
+    reference_route: str | None = None
 
     def check_available(self) -> None:
         """Raise Unavailable(reason) when this backend cannot run in this process."""
@@ -132,6 +135,10 @@ BACKENDS: dict[str, str] = {
     "torchscript:nnc": "fuzzfuse.backends.torchscript:NNCBackend",
     "torchscript:onednn": "fuzzfuse.backends.torchscript:OneDNNBackend",
     "torchscript:nvfuser": "fuzzfuse.backends.torchscript:TorchScriptNvFuserBackend",
+    # Reference routes (fuzzfuse.attribution): the TorchScript and aot routes without a fuser.
+    "torchscript:frontend": "fuzzfuse.backends.torchscript:TorchScriptFrontendBackend",
+    "aot:frontend": "fuzzfuse.backends.aot:AotFrontendBackend",
+    "aot:eager": "fuzzfuse.backends.aot:AotEagerBackend",
     # aot_autograd (functorch's memory_efficient_fusion): the fuser compiles the forward and the
     # backward FX graphs a training step produces.
     "aot:nnc": "fuzzfuse.backends.aot:AotNNCBackend",

@@ -71,6 +71,10 @@ class DynamoBackend(Backend):
     def __init__(self, spec: str, device: str | None = None):
         self.spec = spec
         self.name = f"dynamo:{spec}"
+        # The same capture with less behind it (fuzzfuse.attribution): aot_autograd without a code
+        # generator, then dynamo alone.
+        routes = {"eager": None, "aot_eager": "dynamo:eager"}
+        self.reference_route: str | None = routes.get(spec, "dynamo:aot_eager")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         # Compile time dominates and barely depends on size; keep CPU tensors moderate. GPU shapes
         # cross block and vectorization boundaries.

@@ -14,6 +14,9 @@ from .dynamo import DynamoBackend
 class InductorBackend(DynamoBackend):
     """`dynamo:inductor` that also counts the kernels Inductor generated: none means unfused."""
 
+    # dynamo and aot_autograd without Inductor (fuzzfuse.attribution).
+    reference_route = "dynamo:aot_eager"
+
     def __init__(self, device: str | None = None):
         super().__init__("inductor", device)
         self.name = "inductor"

@@ -108,6 +108,7 @@ class NvFuserBackend(Backend):
     env = {"NVFUSER_NUM_THREADS": os.environ.get("NVFUSER_NUM_THREADS", "1")}
     # Campaigns draw one per case (recorded in the case's options).
     styles = STYLES
+    reference_route: str | None = None  # fuzzfuse.attribution: nothing beneath it to blame
     # Sizes that cross nvFuser's vectorization (inner dims not multiples of 2/4/8: 7, 127, 129,
     # 1025), block (>1024) and persistence limits (an inner reduction of 65539 fp32 values does
     # not fit registers or shared memory), mixed with the generator's small dims (1 = broadcast).

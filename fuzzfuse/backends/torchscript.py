@@ -25,6 +25,7 @@ import time
 import torch
 
 from ..ir import Graph, to_source
+from ..ir.ops import fused_by
 from ..ir.interp import input_gradients, with_leaves
 from ..strategies import Features, ShapeConfig
 from .base import Backend, BackendError, RunResult, Unavailable
@@ -64,6 +65,9 @@ class _ScriptedBackend(Backend):
     kernel_prefix = ""
     group_kind = ""
     repro_doc = "script `fn`."
+    # The same frontend, executor and warm-up without this fuser: a failure that reproduces there is
+    # TorchScript's, not the fuser's (fuzzfuse.attribution).
+    reference_route: str | None = "torchscript:frontend"
     # NNC and oneDNN compile into interpreters/JITs on CPU that are slow on large tensors.
     shapes = ShapeConfig(max_rank=4, max_dim=5, max_numel=256)
 
@@ -221,6 +225,12 @@ class NNCBackend(_ScriptedBackend):
 
     def __init__(self, device: str | None = None):
         self.device = device or _default_device()
+        # Cases NNC declines wholesale test nothing: draw the ops it fuses, two at least, and on CPU
+        # no fp16/bf16 (NNC declines both there; on CUDA it fuses them).
+        dtypes = Features().dtypes
+        if self.device == "cpu":
+            dtypes = tuple(d for d in dtypes if d not in ("float16", "bfloat16"))
+        self.features = Features(ops=fused_by("nnc"), dtypes=dtypes, min_ops=2)
 
     def check_available(self) -> None:
         if not hasattr(torch._C, "_jit_set_texpr_fuser_enabled"):
@@ -241,14 +251,10 @@ class OneDNNBackend(_ScriptedBackend):
 
     name = "torchscript:onednn"
     device = "cpu"
-    # oneDNN Graph maps float32/bfloat16 eltwise, binary, reduction and softmax ops; with every
-    # dtype and op allowed, almost no graph fuses (0 of 100 seeds measured).
-    features = Features(
-        ops=("abs", "exp", "log", "relu", "round", "sigmoid", "sqrt", "tanh", "gelu", "silu", "erf", "neg",
-             "reciprocal", "rsqrt", "pow", "clamp", "clamp_min", "add", "sub", "mul", "div", "maximum",
-             "minimum", "where", "gt", "lt", "sum", "mean", "amax", "amin", "softmax", "log_softmax", "cast",
-             "permute", "transpose", "reshape", "expand", "unsqueeze", "index_none"),
-        dtypes=("float32", "bfloat16"))
+    # oneDNN Graph takes float32/bfloat16 tensors only, and partitions only around a few anchors
+    # whose result has no other use (the registry's TORCHSCRIPT_FUSIBLE): with every dtype and op
+    # allowed and values used freely, almost no graph fuses.
+    features = Features(ops=fused_by("onednn"), dtypes=("float32", "bfloat16"), min_ops=2, chains=True)
     kernel_prefix = "LlgaPartition_"
     group_kind = "prim::oneDNNFusionGroup"
 
@@ -296,3 +302,26 @@ class TorchScriptNvFuserBackend(_ScriptedBackend):
             out = call()
             torch.cuda.synchronize()
         return out, [(e.name, _ancestors(e)) for e in prof.events()]
+
+
+class TorchScriptFrontendBackend(_ScriptedBackend):
+    """TorchScript with every fuser off: the profiling executor, its peephole passes and autodiff,
+    warmed up as the fusers are. The reference route of the fusers' cases: a failure it shares is a
+    frontend bug. It fuses nothing, so it reports no fusion evidence (fused: None)."""
+
+    name = "torchscript:frontend"
+    reference_route = None
+
+    def __init__(self, device: str | None = None):
+        self.device = device or _default_device()
+
+    def check_available(self) -> None:
+        pass
+
+    def flags(self) -> list[tuple[str, bool]]:
+        return [("_jit_set_profiling_executor", True), ("_get_graph_executor_optimize", True),
+                ("_jit_set_texpr_fuser_enabled", False), ("_jit_set_llga_enabled", False),
+                ("_jit_override_can_fuse_on_cpu", False), ("_jit_override_can_fuse_on_gpu", False)]
+
+    def _evidence(self, events: list[tuple[str, tuple[str, ...]]]) -> dict:
+        return {"fused": None}

@@ -8,6 +8,7 @@ simpler op" pass all iterate over `OPS`.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -45,15 +46,41 @@ class Op:
     # (the generator then marks no input requires_grad upstream of it). Ops whose gradient is zero
     # or undefined (round, comparisons, int casts) are fine: their outputs carry no gradient.
     differentiable: Callable[[Types, tuple], bool] = lambda types, args: True
+    # The TorchScript fusers ("nnc", "onednn") that put this op into a fusion group on CPU, in at
+    # least one operand form (filled in from TORCHSCRIPT_FUSIBLE): a campaign on such a fuser draws
+    # these ops, since a graph the fuser declines wholesale tests nothing.
+    fusers: frozenset[str] = frozenset()
 
 
 OPS: dict[str, Op] = {}
 
+# What each TorchScript fuser fuses, measured on torch 2.13 CPU with every op in a two-op chain
+# (float32, also float64/int/bool for NNC, bfloat16 for oneDNN). NNC (tensorexpr_fuser.cpp) has
+# an elementwise set plus sum/softmax/log_softmax; it declines fp16/bf16 on CPU, views other than
+# unsqueeze, and the other reductions. oneDNN Graph (LLGA) maps few aten ops and forms partitions
+# only around an anchor (add, mul, div, softmax) whose result has no other use: a unary op joins
+# one (before or after it), never another unary.
+TORCHSCRIPT_FUSIBLE = {
+    "nnc": frozenset(
+        "abs neg relu floor ceil round trunc frac isnan gelu silu exp expm1 log log2 log10 log1p sqrt rsqrt "
+        "reciprocal sin cos tan tanh sigmoid add mul sub div pow remainder fmod atan2 eq ne lt le gt ge where "
+        "clamp clamp_min lerp addcmul cast unsqueeze sum softmax log_softmax".split()),
+    "onednn": frozenset(
+        "abs relu round gelu exp log sqrt tanh sigmoid add mul div div_trunc div_floor clamp clamp_min "
+        "softmax".split()),
+}
+
 
 def register(op: Op) -> Op:
     assert op.name not in OPS, op.name
-    OPS[op.name] = op
+    fusers = frozenset(f for f, ops in TORCHSCRIPT_FUSIBLE.items() if op.name in ops)
+    OPS[op.name] = op = dataclasses.replace(op, fusers=fusers)
     return op
+
+
+def fused_by(fuser: str) -> tuple[str, ...]:
+    """The ops `fuser` ("nnc", "onednn") fuses, in registry order."""
+    return tuple(name for name, op in OPS.items() if fuser in op.fusers)
 
 
 def lit(x: Any) -> str:
@@ -438,4 +465,4 @@ OPS_BY_KIND: dict[str, list[str]] = {}
 for _op in OPS.values():
     OPS_BY_KIND.setdefault(_op.kind, []).append(_op.name)
 
-__all__ = ["OPS", "OPS_BY_KIND", "Op", "register", "lit", "ALL_DTYPES", "FLOAT_DTYPES", "INT_DTYPES"]
+__all__ = ["OPS", "OPS_BY_KIND", "Op", "register", "fused_by", "lit", "ALL_DTYPES", "FLOAT_DTYPES", "INT_DTYPES"]

@@ -1,0 +1,63 @@
+"""Attribute a failure to the component that owns it before blaming the fuser.
+
+A fuser sits behind a frontend: TorchScript's scripting, peephole passes, profiling executor and
+autodiff for NNC and oneDNN Graph; aot_autograd's decompositions for the aot routes; dynamo and
+aot_autograd for Inductor. A case that fails the same way with the fuser taken out is the frontend's
+bug, and filing it under the fuser would send a maintainer to the wrong code.
+
+A backend declares its `reference_route`: the built-in backend that runs the same frontend, with
+the same warm-up, without the fuser (torchscript:nnc -> torchscript:frontend; aot:nnc ->
+aot:frontend -> aot:eager; inductor -> dynamo:aot_eager -> dynamo:eager). A failing case is re-run
+there, in the same worker; when it fails the same way (the same signature but for the backend),
+the signature is relabelled with the route's name, so the campaign counts it apart from the fuser.
+Routes chain: the route's own result has been attributed already, so the deepest route that still
+fails the same way names the component. Only failures pay for the re-run.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from .backends import Backend, Unavailable, get_backend
+from .oracle import Signature
+from .verdict import CaseResult, Outcome
+
+# The outcomes a reference route can explain: the worker's own verdicts that blame the fuser.
+ATTRIBUTED = (Outcome.CRASH, Outcome.MISMATCH)
+_routes: dict[str, Backend] = {}
+
+
+def _route(name: str) -> Backend:
+    if name not in _routes:
+        _routes[name] = get_backend(name)
+    return _routes[name]
+
+
+def _same_failure(ours: Signature | None, theirs: Signature | None) -> bool:
+    """The same signature but for the backend that produced it."""
+    return ours is not None and theirs is not None and replace(theirs, backend=ours.backend) == ours
+
+
+def attribute(backend: Backend, result: CaseResult, rerun: Callable[[Backend], CaseResult]) -> CaseResult:
+    """`result` (a run_case result on `backend`), relabelled to the backend's reference route when
+    `rerun(route)` fails the same way there. The result's `attribution` says what the route did."""
+    if result.outcome not in ATTRIBUTED or backend.reference_route is None:
+        return result
+    try:
+        route = _route(backend.reference_route)
+    except Unavailable as e:
+        return replace(result, attribution={"route": backend.reference_route, "outcome": "unavailable",
+                                            "detail": str(e)})
+    theirs = rerun(route)
+    same = _same_failure(result.signature, theirs.signature)
+    record = {"route": route.name, "outcome": theirs.outcome.value, "same_failure": same,
+              "signature": theirs.signature.to_json() if theirs.signature else None,
+              "detail": theirs.detail[:500]}
+    if theirs.attribution:
+        record["then"] = theirs.attribution
+    if not same:
+        return replace(result, attribution=record)
+    # The route's signature already carries the deepest route that fails the same way.
+    note = (f"\n\nattributed to {theirs.signature.backend}: {route.name} (the same frontend without "
+            f"{backend.name}'s fuser) fails the same way")
+    return replace(result, signature=theirs.signature, detail=result.detail + note, attribution=record)
