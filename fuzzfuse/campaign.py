@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from .backends import get_backend
+from .backends import backend_for_file, get_backend
 from .checkpoint import DirectoryClaim, Stats, load_state, save_state, shard_dir
 from .corpus import Case, CorpusError, iter_cases, load_case, save_case, write_json
 from .ir import Graph
@@ -350,13 +350,19 @@ class Campaign:
 
     @classmethod
     def resume(cls, out: Path, more_seconds: float | None = None, more_cases: int | None = None,
-               **overrides) -> "Campaign":
+               backend: str | None = None, **overrides) -> "Campaign":
         """The campaign stopped in `out` (a campaign dir, or a shard dir), ready to continue its
         seed stream with its stats, known signatures, unsettled rechecks and unfinished reductions.
         Without more_seconds/more_cases it finishes its original budget; with them it runs that
-        much more. `overrides` may change how it runs (workers, devices), not what it generates."""
+        much more. `overrides` may change how it runs (workers, devices), not what it generates.
+        `backend`, when given, must be the campaign's own: naming it is how a user lets a campaign
+        of a custom backend (which imports code) load it again (see backends.backend_for_file)."""
         state = load_state(out)
         args = dict(state["args"])
+        if backend and backend != args["backend"]:
+            raise ValueError(f"{out} is a campaign on {args['backend']}, not {backend}: resume it without "
+                             "--backend, or start another campaign with --out")
+        backend_for_file(args["backend"], backend, str(Path(out) / "state.json"))
         args.pop("focus_every", None)  # a batch count, before --focus-share (2026-11-30): the default share now
         features = Features(**{k: tuple(v) if isinstance(v, list) else v for k, v in args.pop("features").items()})
         args.update({k: v for k, v in overrides.items() if v is not None})

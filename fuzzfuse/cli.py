@@ -61,7 +61,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     try:
         if args.resume:
             campaign = Campaign.resume(Path(args.resume), more_seconds=args.time, more_cases=args.max_cases,
-                                       workers=args.workers)
+                                       backend=args.backend, workers=args.workers)
             backend = _backend_name(campaign.backend_name, campaign.backward)
             if args.devices:  # checked like a new campaign's, once the backend is known
                 campaign.devices = _devices(args.devices, backend)
@@ -76,7 +76,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         with campaign_display() as display:
             campaign.display = display
             summary = campaign.run()
-    except (CorpusError, DirectoryInUse, ValueError) as e:
+    except (CorpusError, DirectoryInUse, Unavailable, ValueError) as e:
         raise BadInput(str(e)) from e
     print(f"{summary['cases']} cases in {summary['seconds']:.0f}s ({summary['cases_per_second']:.1f}/s) on "
           f"{backend}: {summary['outcomes']}")

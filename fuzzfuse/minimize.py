@@ -17,7 +17,7 @@ from typing import Callable
 
 import torch
 
-from .backends import get_backend
+from .backends import Unavailable, backend_for_file, get_backend
 from .corpus import Case, CorpusError, iter_cases, load_case, write_json
 from .ir import Graph
 from .oracle import Signature
@@ -202,7 +202,11 @@ def minimize_files(paths: list[Path], out: Path, backend: str | None = None, wor
         if not case.signature:
             yield path, ValueError(f"{path}: the case records no failure signature to preserve")
             continue
-        name = backend or case.backend
+        try:
+            name = backend_for_file(case.backend, backend, str(path))
+        except Unavailable as e:  # a file naming code to import: bad input, like a corrupt one
+            yield path, e
+            continue
         key = (name, replace(Signature.from_json(case.signature), backend=name).key())
         chosen.setdefault(key, []).append((path, case))
     # A repro is written and verified (fresh processes, mostly imports) while the next case reduces.

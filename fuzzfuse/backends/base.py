@@ -150,6 +150,27 @@ def _factory(name: str) -> Callable[[], Backend]:
         raise Unavailable(f"backend {name!r} cannot be loaded: {e}") from e
 
 
+def nameable_in_a_file(name: str) -> bool:
+    """Whether a case or campaign file may choose this backend by itself: a built-in name, or
+    `dynamo:NAME` of a registered torch.compile backend. Those select code that is already part of
+    fuzzfuse or torch. `custom:...` and `dynamo:package.module:function` import a module of the
+    name's choosing, so they load only when the user names them on the command line: a file is
+    data and never chooses code to run."""
+    return name in BACKENDS or (name.startswith("dynamo:") and ":" not in name.removeprefix("dynamo:"))
+
+
+def backend_for_file(recorded: str, requested: str | None, what: str) -> str:
+    """The backend to run a case (or resume a campaign) with: the one named on the command line,
+    else the one `what` (a file) records, if a file may choose it; else Unavailable, one line, and
+    nothing of that name is imported."""
+    if requested:
+        return requested
+    if recorded and not nameable_in_a_file(recorded):
+        raise Unavailable(f"{what} names backend {recorded!r}, which imports code: a file cannot choose it; "
+                          f"name it yourself with --backend {recorded} if you trust it")
+    return recorded
+
+
 def get_backend(name: str) -> Backend:
     """An available backend instance, or Unavailable with the reason."""
     backend = _factory(name)()
