@@ -94,3 +94,55 @@ def test_a_custom_backend_named_on_the_command_line_still_replays_its_cases(tmp_
     done = _cli("replay", str(path), "--backend", "custom:tests.buggy_backends:CrashOnSumSigmoid", cwd=ROOT)
     assert done.returncode in (0, 1), done.stderr
     assert "replayed" in done.stdout
+
+
+def test_a_new_campaign_into_a_finished_ones_directory_is_refused_and_the_first_survives(tmp_path):
+    out = tmp_path / "run"
+    first = _cli("fuzz", "--backend", "eager", "--max-cases", "4", "--workers", "1", "--no-reduce", "--seed", "3",
+                 "--out", str(out), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    summary, state = (out / "summary.json").read_text(), (out / "state.json").read_text()
+    again = _cli("fuzz", "--backend", "eager", "--max-cases", "2", "--workers", "1", "--out", str(out), cwd=tmp_path)
+    assert again.returncode == 2
+    lines = again.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"--resume {out}" in lines[0] and "--out" in lines[0], again.stderr
+    assert (out / "summary.json").read_text() == summary and (out / "state.json").read_text() == state
+
+
+BAD_OPTIONS = [
+    ("fuzz", "--time", "-5"), ("fuzz", "--time", "0"), ("fuzz", "--time", "nan"), ("fuzz", "--workers", "0"),
+    ("fuzz", "--workers", "-1"), ("fuzz", "--timeout", "0"), ("fuzz", "--timeout", "0.2"),
+    ("fuzz", "--max-cases", "0"), ("fuzz", "--max-ops", "0"), ("fuzz", "--reduce-budget", "0"),
+    ("fuzz", "--focus-share", "1.5"), ("fuzz", "--focus-share", "-0.1"), ("fuzz", "--max-cases", "many"),
+    ("reduce", "--workers", "0"), ("reduce", "--timeout", "0"), ("reduce", "--budget", "0"),
+    ("replay", "--workers", "0"), ("replay", "--timeout", "-1"),
+]
+
+
+@pytest.mark.parametrize("command,option,value", BAD_OPTIONS)
+def test_a_bad_option_is_refused_with_one_line_and_exit_2(command, option, value, capsys, tmp_path):
+    from fuzzfuse.cli import main
+
+    positional = [] if command == "fuzz" else [str(tmp_path)]
+    with pytest.raises(SystemExit) as exit_:
+        main([command, *positional, option, value])
+    assert exit_.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and option in lines[0], lines
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_case_of_a_trillion_elements_is_refused_on_load_with_one_line(tmp_path):
+    source = next((ROOT / "minimized").glob("*nnc*mismatch*/case.json"))
+    case = json.loads(source.read_text())
+    case["backend"] = "torchscript:nnc"
+    case["graph"] = {"schema": 1, "outputs": ["v0"],
+                     "inputs": [{"kind": "tensor", "name": "x0", "dtype": "float32", "shape": [10**6, 10**6],
+                                 "layout": {"kind": "contiguous"}, "values": {"dist": "zeros", "seed": 0}}],
+                     "nodes": [{"name": "v0", "op": "neg", "args": ["x0"], "attrs": {}}]}
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps(case))
+    done = _cli("replay", str(path), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert any("1,000,000,000,000 elements" in line for line in done.stderr.splitlines()), done.stderr
+    assert "0 replayed" in done.stdout
