@@ -92,12 +92,34 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             summary = campaign.run()
     except (CorpusError, DirectoryInUse, Unavailable, ValueError) as e:
         raise BadInput(str(e)) from e
+    if campaign.interrupted:
+        print(f"interrupted: resume with fuzzfuse fuzz --resume {campaign.out}", file=sys.stderr)
+        return 130
     print(f"{summary['cases']} cases in {summary['seconds']:.0f}s ({summary['cases_per_second']:.1f}/s) on "
           f"{backend}: {summary['outcomes']}")
     for s in summary["signatures"]:
-        print(f"  {s['count']:5}x {s['outcome']:10} {s['key']}")
-    print(f"summary: {campaign.out / 'summary.json'}")
+        print(f"  {s['count']:5}x {s['outcome']:10} {s['key']}\n{'':19}{_news(s, campaign.out)}")
+    known = sum("known" in s for s in summary["signatures"])
+    new = sum("known" not in s and s["signature"].get("kind") != "no-fusion" for s in summary["signatures"])
+    print(f"{new} new failure(s), {known} known; summary: {campaign.out / 'summary.json'}")
+    left = campaign.reducer_queue()
+    if left:
+        print(f"{len(left)} reduction(s) left when --time ran out: finish them with fuzzfuse fuzz --resume "
+              f"{campaign.out}")
     return 0
+
+
+def _news(entry: dict, out: Path) -> str:
+    """Whether a signature is new, and where its repro is (or why it has none)."""
+    if "known" in entry:
+        return f"known: {entry['known']}"
+    if "minimized" in entry:
+        return f"new: {out / entry['minimized']['path']}"
+    if entry["signature"].get("kind") == "no-fusion":
+        return "coverage, not a bug: the fuser declined the graph (not reduced)"
+    if entry.get("confirmed") is False or "unreduced" in entry:
+        return f"new, flaky: {out / entry['case']}" if entry.get("case") else "new, flaky"
+    return f"new, not reduced: {out / entry['case']}" if entry.get("case") else "new"
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
