@@ -18,7 +18,7 @@ from typing import Callable
 import torch
 
 from .backends import Unavailable, backend_for_file, get_backend
-from .corpus import Case, CorpusError, iter_cases, load_case, write_json
+from .corpus import Case, CorpusError, iter_cases, load_case, umask_mode, write_json
 from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, cost, reduce
@@ -133,6 +133,7 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
     # Staged in a hidden folder and moved in whole: a stop mid-way leaves no half repro behind.
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    staging.chmod(umask_mode(directory=True))
     try:
         (staging / "repro.py").write_text(files["repro.py"])
         if "inputs.pt" in files:
