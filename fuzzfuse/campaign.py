@@ -266,6 +266,8 @@ class Campaign:
     def run(self) -> dict:
         with DirectoryClaim(self.out), case_pool(self.backend_name, self.workers, self.timeout, self.devices) as pool:
             self.stats.start = time.time()
+            if self.stats.first_start is None:
+                self.stats.first_start = self.stats.origin
             if self.run_seconds is not None:
                 self.deadline = self.stats.start + self.run_seconds
             for key, entry in self.stats.signatures.items():  # rechecks a stopped run left unsettled
@@ -361,7 +363,9 @@ class Campaign:
 
     def checkpoint(self, pool: WorkerPool | None = None, **extra) -> dict:
         """summary.json for people and tools, state.json for --resume; both atomic."""
-        point = [round(self.stats.seconds, 1), self.stats.cases, len(self.stats.signatures)]
+        # Wall-clock seconds since the first start, the clock of first-seen times (fuzzing seconds
+        # would leave out reductions and the stops between runs, and put samples before their time).
+        point = [round(time.time() - self.stats.origin, 1), self.stats.cases, len(self.stats.signatures)]
         if not self.stats.timeline or self.stats.timeline[-1][1:] != point[1:]:
             self.stats.timeline.append(point)
         summary = self.stats.summary(self.backend_name, self.versions, {**extra,
