@@ -49,3 +49,12 @@ def test_quickstart_campaign_runs_to_completion_in_a_fresh_virtualenv(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "quick" / "summary.json").exists()
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
+
+
+def test_ci_runs_the_readmes_full_test_command_in_a_fresh_virtualenv():
+    readme = (ROOT / "README.md").read_text()
+    full = next(l for l in readme.splitlines() if l.startswith("python3 -m pytest") and "--fuzzfuse-corpus minimized" in l)
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert 'python3 -m venv "$VENV"' in ci and 'rm -rf "$VENV"' in ci
+    assert '"$VENV/bin/python" -m pip install -q torch==2.13.0' in ci
+    assert f'"$VENV/bin/python"{full.removeprefix("python3")}' in ci.splitlines()
