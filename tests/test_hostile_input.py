@@ -38,7 +38,7 @@ def _hostile_case(tmp_path: Path, backend: str) -> Path:
 
 
 @pytest.mark.parametrize("backend", HOSTILE)
-@pytest.mark.parametrize("command", ["replay", "reduce"])
+@pytest.mark.parametrize("command", ["replay", pytest.param("reduce", marks=pytest.mark.slow)])
 def test_a_case_file_that_names_code_runs_nothing_and_exits_2_with_one_line(tmp_path, backend, command):
     path = _hostile_case(tmp_path, backend)
     extra = ["--out", str(tmp_path / "minimized")] if command == "reduce" else []
@@ -50,6 +50,7 @@ def test_a_case_file_that_names_code_runs_nothing_and_exits_2_with_one_line(tmp_
     assert not (tmp_path / "minimized").exists()
 
 
+@pytest.mark.slow
 def test_a_directory_of_cases_is_refused_whole_when_one_names_code(tmp_path):
     path = _hostile_case(tmp_path, "dynamo:planted:compile_fn")
     good = json.loads(path.read_text())
@@ -87,6 +88,7 @@ def test_built_in_and_registered_dynamo_names_may_come_from_a_file_and_nothing_t
     assert not any(nameable_in_a_file(name) for name in HOSTILE)
 
 
+@pytest.mark.slow
 def test_a_custom_backend_named_on_the_command_line_still_replays_its_cases(tmp_path):
     """The opt-in: the user names the backend, so its module is imported (here, the project's own
     deliberately buggy test backend, which crashes on sum followed by sigmoid)."""
@@ -96,6 +98,7 @@ def test_a_custom_backend_named_on_the_command_line_still_replays_its_cases(tmp_
     assert "replayed" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_new_campaign_into_a_finished_ones_directory_is_refused_and_the_first_survives(tmp_path):
     out = tmp_path / "run"
     first = _cli("fuzz", "--backend", "eager", "--max-cases", "4", "--workers", "1", "--no-reduce", "--seed", "3",

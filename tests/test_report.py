@@ -29,6 +29,7 @@ def resumed(tmp_path_factory):
     return out, first, json.loads((out / "summary.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_resumed_campaign_keeps_its_first_start_and_nothing_is_seen_before_it(resumed):
     out, first, summary = resumed
     assert summary["start"] == pytest.approx(first["start"])
@@ -42,6 +43,7 @@ def _legend(html: str) -> list[str]:
     return [unescape(x) for x in re.findall(r'<span><i style="background:[^"]*"></i>([^<]*)</span>', html)]
 
 
+@pytest.mark.slow
 def test_the_report_of_a_resumed_campaign_draws_it_from_its_start_with_its_name(resumed):
     out, _, summary = resumed
     triage = load(out)

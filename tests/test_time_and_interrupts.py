@@ -62,6 +62,7 @@ def test_first_ctrl_c_stops_fuzzing_reduces_nothing_and_says_how_to_resume(tmp_p
     assert list((out / "minimized").iterdir())  # the reduction the interrupt held back ran on resume
 
 
+@pytest.mark.slow
 def test_a_default_seed_is_fresh_printed_and_recorded(tmp_path):
     seeds = []
     for run in ("a", "b"):
