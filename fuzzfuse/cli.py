@@ -55,10 +55,12 @@ def _devices(spec: str | None, backend: str) -> list[str] | None:
 
 def _refuse_finished_campaign(out: Path) -> None:
     """A new campaign never writes over another's summary.json and state.json: that one could no
-    longer be resumed, and its counts would be lost."""
-    from .checkpoint import STATE_FILE
+    longer be resumed, and its counts would be lost. One still running there is named as such."""
+    from .checkpoint import STATE_FILE, DirectoryClaim
 
     if any((out / name).exists() for name in (STATE_FILE, "summary.json")):
+        with DirectoryClaim(out):  # DirectoryInUse when that campaign is alive
+            pass
         raise BadInput(f"{out} already holds a campaign: continue it with --resume {out}, or choose another --out")
 
 

@@ -122,7 +122,7 @@ BACKENDS: dict[str, str] = {
     "nvfuser": "fuzzfuse.backends.nvfuser:NvFuserBackend",
 }
 # Preference order for the default backend: the first available one wins. nvFuser is the primary
-# target; without a GPU, NNC runs ~36 cases/s on 2 cores where CPU Inductor manages ~1 (a C++
+# target; without a GPU, NNC runs 40-120 cases/s on 2 cores where CPU Inductor manages ~1 (a C++
 # compile per graph), so NNC finds more in a short campaign.
 PREFERENCE = ("nvfuser", "torchscript:nnc", "inductor", "torchscript:onednn", "eager")
 # With --backward: nvFuser's forward-only backend gives way to its aot_autograd route.
