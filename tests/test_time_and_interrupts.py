@@ -1,6 +1,7 @@
 """A campaign's time and its user's attention: --time bounds the whole run, reductions included
 (what is left waits for --resume, and the output says so); the first Ctrl-C stops at once, starts
 no reduction and says how to resume; a fresh seed by default, printed."""
+import json
 import os
 import signal
 import subprocess
@@ -72,7 +73,6 @@ def test_a_default_seed_is_fresh_printed_and_recorded(tmp_path):
         assert proc.returncode == 0, stderr
         seed = int(stderr.splitlines()[0].split()[1])
         assert stderr.splitlines()[0] == f"seed {seed} (rerun with --seed {seed})"
-        import json
         assert json.loads((tmp_path / run / "summary.json").read_text())["seed"] == seed
         seeds.append(seed)
     assert seeds[0] != seeds[1]
