@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from .backends import get_backend
+from .backends import backend_for_file, get_backend
 from .checkpoint import DirectoryClaim, Stats, load_state, save_state, shard_dir
 from .corpus import Case, CorpusError, iter_cases, load_case, save_case, write_json
 from .ir import Graph
@@ -24,6 +24,14 @@ BATCH = 50  # cases per swarm feature set
 RECHECKS = 2  # re-runs of a new signature's first case before it counts as reproducible
 MAX_SAVED_PER_SIGNATURE = 20
 FOCUS_TRIALS = 4  # focused batches a coverage recipe gets to reach its scheduler once
+# --time bounds a whole run, reductions included: while a signature may still need reducing,
+# fuzzing takes at most this share of the run's seconds and the reductions get the rest.
+FUZZ_SHARE = 0.75
+
+
+class OutOfTime(Exception):
+    """The run's --time is spent: the reduction under way stops where it is (its smallest failing
+    graph so far stays in OUT/reducing/, where `--resume` picks it up)."""
 
 
 def known_signatures(directories: list[str]) -> dict[str, str]:
@@ -57,6 +65,10 @@ class Campaign:
         # Each shard draws its own seed stream, so hosts sharing OUT never repeat each other.
         self.stream: int | str = seed if not shard else f"{seed}/{shard}"
         self.time_limit, self.max_cases, self.timeout = time_limit, max_cases, timeout
+        # Seconds this run may take in all, fuzzing and reducing (None: no bound); `resume` sets
+        # it to the --time asked for, and the deadline is set when the run starts.
+        self.run_seconds, self.deadline = time_limit, None
+        self.interrupted = False  # stopped by Ctrl-C: no reduction started, state checkpointed
         self.check_strides, self.max_ops = check_strides, max_ops
         self.features = features or self.backend.features
         self.swarm, self.backward = swarm, backward
@@ -138,6 +150,12 @@ class Campaign:
     def _done_submitting(self) -> bool:
         if self._resubmit:
             return False
+        if self.deadline is not None and self._may_reduce() and \
+                time.time() >= self.deadline - (1 - FUZZ_SHARE) * self.run_seconds:
+            # The rest of the run is the reducer's; the campaign's fuzzing budget is spent.
+            self.time_limit = min(self.time_limit if self.time_limit is not None else float("inf"),
+                                  self.stats.seconds)
+            return True
         if self.max_cases is not None and self._next_index >= self.max_cases:
             return True
         return self.time_limit is not None and self.stats.seconds >= self.time_limit
@@ -244,6 +262,10 @@ class Campaign:
     def run(self) -> dict:
         with DirectoryClaim(self.out), case_pool(self.backend_name, self.workers, self.timeout, self.devices) as pool:
             self.stats.start = time.time()
+            if self.stats.first_start is None:
+                self.stats.first_start = self.stats.origin
+            if self.run_seconds is not None:
+                self.deadline = self.stats.start + self.run_seconds
             for key, entry in self.stats.signatures.items():  # rechecks a stopped run left unsettled
                 if entry.confirmed is None and entry.case:
                     case = load_case(self.out / entry.case)
@@ -262,15 +284,24 @@ class Campaign:
                     if time.time() - last_checkpoint > 10:
                         self.checkpoint(pool)
                         last_checkpoint = time.time()
-            except KeyboardInterrupt:
-                print("interrupted: writing summary", file=sys.stderr)
+            except KeyboardInterrupt:  # the cases in flight run again on --resume
+                self.interrupted = True
             self.stats.stop = time.time()
             summary = self.checkpoint(pool)
-            if self.reduce:
+            if self.reduce and not self.interrupted:
                 start = time.time()
-                self.reduce_signatures(pool)
+                try:
+                    self.reduce_signatures(pool)
+                except KeyboardInterrupt:  # the reduction's checkpoint in OUT/reducing/ keeps its progress
+                    self.interrupted, self.reducing = True, None
                 summary = self.checkpoint(pool, reduce_seconds=round(time.time() - start, 2))
         return summary
+
+    def _may_reduce(self) -> bool:
+        """Whether a signature found so far may still need reducing (one being re-checked counts)."""
+        return self.reduce and (bool(self.reducer_queue()) or any(
+            e.confirmed is None and e.known is None and e.signature.kind != "no-fusion"
+            for e in self.stats.signatures.values()))
 
     def reducer_queue(self) -> list[str]:
         """Keys of the reproducible signatures still waiting to be minimized (not no-fusion
@@ -292,14 +323,21 @@ class Campaign:
             case = load_case(self.out / entry.case)
             progress = self.out / "reducing" / f"{entry.slug}.json"
             start = time.time()
+            if self.deadline is not None and start >= self.deadline:
+                return  # the rest stay in the queue for --resume
             def show(stats: dict, key=key) -> None:
                 self.reducing = {"key": key, **stats}
                 if self.display:
                     self.display(self, pool)
+                if self.deadline is not None and time.time() >= self.deadline:
+                    raise OutOfTime
 
             try:
                 result = reduce_case(case, self.backend_name, workers=self.workers, timeout=self.timeout, pool=pool,
                                      max_queries=self.reduce_budget, checkpoint=progress, progress=show)
+            except OutOfTime:
+                self.reducing = None
+                return
             except NotInteresting as e:  # confirmed, then gone: flaky after all; the rest still reduce
                 entry.unreduced = str(e)
                 self.reducing = None
@@ -319,7 +357,9 @@ class Campaign:
 
     def checkpoint(self, pool: WorkerPool | None = None, **extra) -> dict:
         """summary.json for people and tools, state.json for --resume; both atomic."""
-        point = [round(self.stats.seconds, 1), self.stats.cases, len(self.stats.signatures)]
+        # Wall-clock seconds since the first start, the clock of first-seen times (fuzzing seconds
+        # would leave out reductions and the stops between runs, and put samples before their time).
+        point = [round(time.time() - self.stats.origin, 1), self.stats.cases, len(self.stats.signatures)]
         if not self.stats.timeline or self.stats.timeline[-1][1:] != point[1:]:
             self.stats.timeline.append(point)
         summary = self.stats.summary(self.backend_name, self.versions, {**extra,
@@ -344,13 +384,19 @@ class Campaign:
 
     @classmethod
     def resume(cls, out: Path, more_seconds: float | None = None, more_cases: int | None = None,
-               **overrides) -> "Campaign":
+               backend: str | None = None, **overrides) -> "Campaign":
         """The campaign stopped in `out` (a campaign dir, or a shard dir), ready to continue its
         seed stream with its stats, known signatures, unsettled rechecks and unfinished reductions.
         Without more_seconds/more_cases it finishes its original budget; with them it runs that
-        much more. `overrides` may change how it runs (workers, devices), not what it generates."""
+        much more. `overrides` may change how it runs (workers, devices), not what it generates.
+        `backend`, when given, must be the campaign's own: naming it is how a user lets a campaign
+        of a custom backend (which imports code) load it again (see backends.backend_for_file)."""
         state = load_state(out)
         args = dict(state["args"])
+        if backend and backend != args["backend"]:
+            raise ValueError(f"{out} is a campaign on {args['backend']}, not {backend}: resume it without "
+                             "--backend, or start another campaign with --out")
+        backend_for_file(args["backend"], backend, str(Path(out) / "state.json"))
         args.pop("focus_every", None)  # a batch count, before --focus-share (2026-11-30): the default share now
         features = Features(**{k: tuple(v) if isinstance(v, list) else v for k, v in args.pop("features").items()})
         args.update({k: v for k, v in overrides.items() if v is not None})
@@ -362,6 +408,7 @@ class Campaign:
         campaign._resubmit = [int(i) for i in state["in_flight"]]
         campaign._saved_per_sig.update(state["saved_per_signature"])
         campaign._focus = {int(b): f for b, f in state["focus"].items()}
+        campaign.run_seconds = more_seconds  # without --time: the original budget, then every reduction
         if more_seconds is not None or more_cases is not None:
             campaign.time_limit = campaign.stats.seconds + more_seconds if more_seconds is not None else None
             campaign.max_cases = campaign._next_index + more_cases if more_cases is not None else None

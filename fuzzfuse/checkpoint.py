@@ -37,6 +37,9 @@ class Stats:
     # Fuzzing seconds of earlier runs of this campaign (before a resume), and this run's start.
     elapsed_before: float = 0.0
     start: float = field(default_factory=time.time)
+    # When the campaign first started, kept across resumes: summary.json's "start", the origin of
+    # its timeline and never after a first-seen time (None until the first run starts).
+    first_start: float | None = None
     # Per case: when its result arrived, and the fuser's own compile time (benchmarks read these).
     finished: list[float] = field(default_factory=list)
     compile_seconds: list[float] = field(default_factory=list)
@@ -56,6 +59,12 @@ class Stats:
     focus_seconds: collections.Counter = field(default_factory=collections.Counter)
     # Set when fuzzing stops: rates exclude the reductions that follow.
     stop: float | None = None
+
+    @property
+    def origin(self) -> float:
+        """The campaign's first start (before this field was kept: this run's start less the
+        fuzzing seconds before it, which ignored reductions and stops)."""
+        return self.first_start if self.first_start is not None else self.start - self.elapsed_before
 
     @property
     def seconds(self) -> float:
@@ -95,7 +104,7 @@ class Stats:
                 "coverage": dict(self.coverage), "focus_batches": dict(self.focus_batches),
                 "focus_hits": dict(self.focus_hits),
                 "focus_seconds": {k: round(v, 1) for k, v in self.focus_seconds.items()},
-                "worker_seconds": round(self.worker_seconds, 1), "start": self.start - self.elapsed_before,
+                "worker_seconds": round(self.worker_seconds, 1), "start": self.origin,
                 "timeline": self.timeline, **extra}
 
     def _compile_by_kernels(self) -> dict:
@@ -110,7 +119,7 @@ class Stats:
                 "fused_cases": self.fused_cases, "elapsed": self.seconds,
                 "compile_seconds": self.compile_seconds[-MAX_SAMPLES:], "compile_by_kernels": self.compile_by_kernels,
                 "phase_seconds": {k: v[-MAX_SAMPLES:] for k, v in self.phase_seconds.items()},
-                "coverage": dict(self.coverage), "timeline": self.timeline,
+                "coverage": dict(self.coverage), "timeline": self.timeline, "first_start": self.origin,
                 "focus_batches": dict(self.focus_batches), "focus_hits": dict(self.focus_hits),
                 "worker_seconds": self.worker_seconds, "focus_seconds": dict(self.focus_seconds)}
 
@@ -127,7 +136,8 @@ class Stats:
                      focus_hits=collections.Counter(d.get("focus_hits", {})),  # absent before 2026-11-30
                      compile_by_kernels=dict(d.get("compile_by_kernels", {})),  # absent before 2026-12
                      worker_seconds=float(d.get("worker_seconds", 0.0)),  # these two too
-                     focus_seconds=collections.Counter(d.get("focus_seconds", {})))
+                     focus_seconds=collections.Counter(d.get("focus_seconds", {})),
+                     first_start=d.get("first_start"))  # absent before 2026-12-01: estimated by origin
 
 
 def _by_name(outcomes: collections.Counter) -> dict[str, int]:

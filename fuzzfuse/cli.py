@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import sys
 import time
 from pathlib import Path
 
 from .backends import BACKENDS, Unavailable, availability, default_backend, get_backend
+from .verdict import SignatureRecord
 
 EXIT_BAD_INPUT = 2
 
@@ -52,23 +54,38 @@ def _devices(spec: str | None, backend: str) -> list[str] | None:
     return devices
 
 
+def _refuse_finished_campaign(out: Path) -> None:
+    """A new campaign never writes over another's summary.json and state.json: that one could no
+    longer be resumed, and its counts would be lost. One still running there is named as such."""
+    from .checkpoint import STATE_FILE, DirectoryClaim
+
+    if any((out / name).exists() for name in (STATE_FILE, "summary.json")):
+        with DirectoryClaim(out):  # DirectoryInUse when that campaign is alive
+            pass
+        raise BadInput(f"{out} already holds a campaign: continue it with --resume {out}, or choose another --out")
+
+
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from .campaign import Campaign
-    from .checkpoint import DirectoryInUse
+    from .checkpoint import DirectoryInUse, shard_dir
     from .corpus import CorpusError
     from .progress import campaign_display
 
     try:
         if args.resume:
             campaign = Campaign.resume(Path(args.resume), more_seconds=args.time, more_cases=args.max_cases,
-                                       workers=args.workers)
+                                       backend=args.backend, workers=args.workers)
             backend = _backend_name(campaign.backend_name, campaign.backward)
             if args.devices:  # checked like a new campaign's, once the backend is known
                 campaign.devices = _devices(args.devices, backend)
         else:
+            _refuse_finished_campaign(shard_dir(Path(args.out), args.shard))
             backend = _backend_name(args.backend, args.backward)
             limit = args.time if args.time is not None or args.max_cases is not None else 60.0
-            campaign = Campaign(backend, Path(args.out), seed=args.seed, workers=args.workers or os.cpu_count() or 1,
+            # A fresh seed by default, so that runs explore new graphs; printed so one can be repeated.
+            seed = secrets.randbits(32) if args.seed is None else args.seed
+            print(f"seed {seed} (rerun with --seed {seed})", file=sys.stderr, flush=True)
+            campaign = Campaign(backend, Path(args.out), seed=seed, workers=args.workers or os.cpu_count() or 1,
                                 time_limit=limit, max_cases=args.max_cases, timeout=args.timeout,
                                 check_strides=args.check_strides, max_ops=args.max_ops, reduce=not args.no_reduce,
                                 backward=args.backward, devices=_devices(args.devices, backend), shard=args.shard,
@@ -76,14 +93,37 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         with campaign_display() as display:
             campaign.display = display
             summary = campaign.run()
-    except (CorpusError, DirectoryInUse, ValueError) as e:
+    except (CorpusError, DirectoryInUse, Unavailable, ValueError) as e:
         raise BadInput(str(e)) from e
+    if campaign.interrupted:
+        print(f"interrupted: resume with fuzzfuse fuzz --resume {campaign.out}", file=sys.stderr)
+        return 130
     print(f"{summary['cases']} cases in {summary['seconds']:.0f}s ({summary['cases_per_second']:.1f}/s) on "
           f"{backend}: {summary['outcomes']}")
-    for s in campaign.stats.signatures.values():
-        print(f"  {s.count:5}x {s.outcome:10} {s.key}")
-    print(f"summary: {campaign.out / 'summary.json'}")
+    records = list(campaign.stats.signatures.values())
+    for s in records:
+        print(f"  {s.count:5}x {s.outcome:10} {s.key}\n{'':19}{_news(s, campaign.out)}")
+    known = sum(s.known is not None for s in records)
+    new = sum(s.known is None and s.signature.kind != "no-fusion" for s in records)
+    print(f"{new} new failure(s), {known} known; summary: {campaign.out / 'summary.json'}")
+    left = campaign.reducer_queue()
+    if left:
+        print(f"{len(left)} reduction(s) left when --time ran out: finish them with fuzzfuse fuzz --resume "
+              f"{campaign.out}")
     return 0
+
+
+def _news(entry: SignatureRecord, out: Path) -> str:
+    """Whether a signature is new, and where its repro is (or why it has none)."""
+    if entry.known is not None:
+        return f"known: {entry.known}"
+    if entry.minimized is not None:
+        return f"new: {out / entry.minimized.path}"
+    if entry.signature.kind == "no-fusion":
+        return "coverage, not a bug: the fuser declined the graph (not reduced)"
+    if entry.confirmed is False or entry.unreduced is not None:
+        return f"new, flaky: {out / entry.case}" if entry.case else "new, flaky"
+    return f"new, not reduced: {out / entry.case}" if entry.case else "new"
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -154,65 +194,118 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+class DefaultsShown(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's default in --help; an option without a value by default says in its own
+    words what happens then ("default: one per CPU core"), and flags need none."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None or action.default is False:
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
+class Parser(argparse.ArgumentParser):
+    """Bad options get one line and exit code 2, like every other bad input (argparse's own error
+    prints the whole usage first); `--help` shows every option's default."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(formatter_class=DefaultsShown, **kwargs)
+
+    def error(self, message: str):
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def _number(kind: type, low: float, high: float | None = None, low_open: bool = False):
+    """An argparse type: a `kind` number from `low` (excluded when low_open) to `high`."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
+        if value != value or value < low or (low_open and value == low) or (high is not None and value > high):
+            bound = f"> {low}" if low_open else f">= {low}"
+            raise argparse.ArgumentTypeError(f"{text} must be {bound}" + (f" and <= {high}" if high is not None else ""))
+        return value
+    return parse
+
+
+POSITIVE_SECONDS = _number(float, 0.0, low_open=True)
+# Below a second a case cannot even start its compile: every case would turn into a fake "hang".
+CASE_TIMEOUT = _number(float, 1.0)
+AT_LEAST_ONE = _number(int, 1)
+FRACTION = _number(float, 0.0, 1.0)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fuzzfuse", description="Find and minimize bugs in tensor fusing compilers.")
+    p = Parser(prog="fuzzfuse", description="Find and minimize bugs in tensor fusing compilers.")
     sub = p.add_subparsers(dest="command", required=True)
 
     sub.add_parser("backends", help="list backends and whether they run here").set_defaults(func=cmd_backends)
 
     f = sub.add_parser("fuzz", help="run a fuzz campaign")
-    f.add_argument("--backend", help="default: the best available (nvfuser, inductor, torchscript:nnc, ...)")
-    f.add_argument("--time", type=float, help="seconds to run (default 60 unless --max-cases is given)")
-    f.add_argument("--max-cases", type=int)
-    f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--workers", type=int, help="default: one per CPU core (compiling is CPU-bound)")
-    f.add_argument("--devices", help="GPUs to spread the workers over, e.g. 0,1,2,3 (default: the first)")
+    f.add_argument("--backend", help="the fuser to fuzz (`fuzzfuse backends` lists them); default: the best available "
+                                     "here (nvfuser, torchscript:nnc, inductor, ...)")
+    f.add_argument("--time", type=POSITIVE_SECONDS,
+                   help="seconds for the whole run, reductions included; default: 60 unless --max-cases is given")
+    f.add_argument("--max-cases", type=AT_LEAST_ONE, help="stop fuzzing after this many cases; default: no limit (--time bounds the run)")
+    f.add_argument("--seed", type=int, help="the campaign's seed stream; default: a fresh one, printed and recorded")
+    f.add_argument("--workers", type=AT_LEAST_ONE,
+                   help="worker processes; default: one per CPU core (compiling is CPU-bound)")
+    f.add_argument("--devices", help="GPUs to spread the workers over, e.g. 0,1,2,3; default: the first")
     f.add_argument("--resume", metavar="DIR",
                    help="continue the campaign stopped in DIR (its seed stream, stats, signatures and "
                         "reductions); --time/--max-cases then mean that much more")
     f.add_argument("--shard", help="this host's (or process's) name when several campaigns share --out: "
                                    "it writes OUT/shards/SHARD/ and draws its own seeds")
-    f.add_argument("--out", default=".", help="output directory (corpus/, summary.json)")
-    f.add_argument("--timeout", type=float, default=60.0, help="seconds per case before it counts as a hang")
-    f.add_argument("--max-ops", type=int, default=12)
+    f.add_argument("--out", default=".", help="output directory (corpus/, summary.json, minimized/); it must "
+                                              "not hold another campaign")
+    f.add_argument("--timeout", type=CASE_TIMEOUT, default=60.0,
+                   help="seconds per case (at least 1) before it counts as a hang")
+    f.add_argument("--max-ops", type=AT_LEAST_ONE, default=12, help="most ops in a generated graph")
     f.add_argument("--check-strides", action="store_true", help="also compare output strides")
     f.add_argument("--backward", action="store_true",
                    help="training mode: also compare the gradients of requires_grad inputs")
-    f.add_argument("--reduce-budget", type=int, default=400, help="most reducer queries per signature")
+    f.add_argument("--reduce-budget", type=AT_LEAST_ONE, default=400, help="most reducer queries per signature")
     f.add_argument("--no-reduce", action="store_true", help="do not minimize new signatures into OUT/minimized/")
     f.add_argument("--known", action="append", metavar="DIR",
-                   help="minimized repros (e.g. minimized/): their signatures are counted, not reduced again")
-    f.add_argument("--focus-share", type=float, default=0.25, metavar="FRACTION",
+                   help="minimized repros (e.g. minimized/): their signatures are counted and named, not reduced "
+                        "again (repeatable)")
+    f.add_argument("--focus-share", type=FRACTION, default=0.25, metavar="FRACTION",
                    help="share of worker time for batches aimed at the least-covered scheduler (nvFuser; 0: never). "
                         "Those batches compile more kernels a case: a higher share trades cases/s for coverage")
     f.set_defaults(func=cmd_fuzz)
 
     m = sub.add_parser("reduce", help="minimize failing cases into OUT/<signature-slug>/, one per signature")
     m.add_argument("cases", nargs="+", help="case JSON files or directories of them (a campaign's corpus/)")
-    m.add_argument("--budget", type=int, help="most reducer queries per signature (default: to a fixpoint)")
-    m.add_argument("--backend", help="default: the case's own backend")
-    m.add_argument("--out", default="minimized")
-    m.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    m.add_argument("--timeout", type=float, default=60.0)
+    m.add_argument("--budget", type=AT_LEAST_ONE, help="most reducer queries per signature; default: to a fixpoint")
+    m.add_argument("--backend", help="default: the case's own backend (a built-in one; a case file cannot choose "
+                                     "custom: or dynamo:module:function backends, name those here)")
+    m.add_argument("--out", default="minimized", help="where the minimized repros go")
+    m.add_argument("--workers", type=AT_LEAST_ONE, default=os.cpu_count() or 1, help="worker processes")
+    m.add_argument("--timeout", type=CASE_TIMEOUT, default=60.0,
+                   help="seconds per reducer query (at least 1) before it counts as a hang")
     m.set_defaults(func=cmd_reduce)
 
     r = sub.add_parser("replay", help="re-run saved cases; report which still fail")
     r.add_argument("paths", nargs="+", help="case files or directories of them")
-    r.add_argument("--backend", help="default: each case's own backend")
-    r.add_argument("--workers", type=int, default=1)
-    r.add_argument("--timeout", type=float, default=120.0)
+    r.add_argument("--backend", help="default: each case's own backend (a built-in one; a case file cannot choose "
+                                     "custom: or dynamo:module:function backends, name those here)")
+    r.add_argument("--workers", type=AT_LEAST_ONE, default=1, help="worker processes")
+    r.add_argument("--timeout", type=CASE_TIMEOUT, default=120.0,
+                   help="seconds per case (at least 1) before it counts as a hang")
     r.set_defaults(func=cmd_replay)
 
     t = sub.add_parser("triage", help="bucket the failures under DIR (every shard's summary.json, or saved "
                                       "cases) by signature, most distinct first; write DIR/report.html")
     t.add_argument("dir", help="a campaign --out directory, a directory of shards, minimized/ or a corpus")
-    t.add_argument("--report", help="where to write the HTML report (default DIR/report.html)")
+    t.add_argument("--report", help="where to write the HTML report; default: DIR/report.html")
     t.set_defaults(func=cmd_triage)
 
     e = sub.add_parser("export", help="write the minimized repros under DIR as one self-contained pytest file")
     e.add_argument("dir", help="minimized/ or any directory holding <repro>/case.json + repro.py")
     e.add_argument("--pytest", required=True, metavar="OUT.py", help="the test file to write (no fuzzfuse import)")
-    e.add_argument("--backend", help="only the repros of this backend")
+    e.add_argument("--backend", help="only the repros of this backend; default: all")
     e.set_defaults(func=cmd_export)
     return p
 

@@ -58,11 +58,30 @@ class Case:
                     float(d.get("found", 0.0)), d.get("reduction"), int(d.get("hits", 1)), d.get("verification"))
 
 
+def _read_umask() -> int:
+    """The process's umask. Setting it is the only way to read it, and it is process-wide, so it is
+    read once, at import, before any thread starts."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _read_umask()
+
+
+def umask_mode(directory: bool = False) -> int:
+    """The mode open() or mkdir() would give: temp files and folders (0600/0700) are set to it before
+    they are renamed into place, so that a campaign directory shared over NFS stays readable by
+    whom the user's umask allows."""
+    return (0o777 if directory else 0o666) & ~UMASK
+
+
 def atomic_write(path: Path, text: str) -> None:
     """Write-then-rename: a reader (or a SIGKILL) never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, umask_mode())
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()

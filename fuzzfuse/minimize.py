@@ -17,8 +17,8 @@ from typing import Callable
 
 import torch
 
-from .backends import get_backend
-from .corpus import Case, CorpusError, iter_cases, load_case, write_json
+from .backends import Unavailable, backend_for_file, get_backend
+from .corpus import Case, CorpusError, iter_cases, load_case, umask_mode, write_json
 from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, cost, reduce
@@ -134,6 +134,7 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
     # Staged in a hidden folder and moved in whole: a stop mid-way leaves no half repro behind.
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    staging.chmod(umask_mode(directory=True))
     try:
         (staging / "repro.py").write_text(files["repro.py"])
         if "inputs.pt" in files:
@@ -203,7 +204,11 @@ def minimize_files(paths: list[Path], out: Path, backend: str | None = None, wor
         if not case.signature:
             yield path, ValueError(f"{path}: the case records no failure signature to preserve")
             continue
-        name = backend or case.backend
+        try:
+            name = backend_for_file(case.backend, backend, str(path))
+        except Unavailable as e:  # a file naming code to import: bad input, like a corrupt one
+            yield path, e
+            continue
         key = (name, replace(Signature.from_json(case.signature), backend=name).key())
         chosen.setdefault(key, []).append((path, case))
     # A repro is written and verified (fresh processes, mostly imports) while the next case reduces.

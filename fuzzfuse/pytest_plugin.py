@@ -66,12 +66,21 @@ class Corpus(pytest.Directory):
 
 @functools.cache
 def unavailable(backend: str) -> str | None:
-    """Why `backend` cannot run here (None when it can); custom:... backends are loaded to know."""
-    from .backends import Unavailable, availability, get_backend
+    """Why `backend` cannot run here (None when it can). A backend that imports code of its name's
+    choosing (custom:..., dynamo:module:function) is not loaded here because case.json named it:
+    only its top-level package is looked for (finders run no module code); the repro script, code
+    the user chose to run, imports it in its own process."""
+    import importlib.util
+
+    from .backends import Unavailable, availability, get_backend, nameable_in_a_file
 
     known = availability()
     if backend in known:
         return known[backend]
+    if not nameable_in_a_file(backend):
+        package = backend.split(":")[1].split(".")[0]
+        found = package.isidentifier() and importlib.util.find_spec(package) is not None
+        return None if found else f"backend {backend!r} cannot be loaded: no package {package!r} here"
     try:
         get_backend(backend)
     except Unavailable as e:

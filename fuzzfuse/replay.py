@@ -5,7 +5,7 @@ import collections
 import sys
 from dataclasses import dataclass
 
-from .backends import Unavailable, default_backend, get_backend
+from .backends import Unavailable, backend_for_file, default_backend, get_backend
 from .corpus import CorpusError, case_files, iter_cases
 from .oracle import Signature
 from .pool import case_pool, graph_job
@@ -17,10 +17,11 @@ def replay_results(cases: list, backend: str | None, workers: int, timeout: floa
     own backend cannot run here (nvFuser cases on a CPU machine) are reported and skipped."""
     groups: dict[str, list] = collections.defaultdict(list)
     fallback = None
-    for path, case in cases:
-        if not (backend or case.backend) and fallback is None:
+    for path, case in cases:  # every case's backend is settled before any runs
+        name = backend_for_file(case.backend, backend, str(path))
+        if not name and fallback is None:
             fallback = default_backend()  # seed cases name no backend: the best one here
-        groups[backend or case.backend or fallback].append((path, case))
+        groups[name or fallback].append((path, case))
     rows = []
     for name, members in groups.items():
         try:

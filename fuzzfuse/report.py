@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
 from html import escape
 from pathlib import Path
@@ -116,12 +117,16 @@ def graph_svg(graph: Graph) -> str:
 
 
 # ---- charts ----------------------------------------------------------------------------------
-def _ticks(top: float, n: int = 4) -> list[float]:
+def _ticks(top: float, n: int = 4, integer: bool = False) -> list[float]:
+    """Round ticks from 0 to at least `top`; for counts (`integer`), whole numbers only."""
     if top <= 0:
         return [0.0, 1.0]
     raw = top / n
     mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    steps = (1, 2, 5, 10) if integer else (1, 2, 2.5, 5, 10)
+    step = next(m * mag for m in steps if m * mag >= raw)
+    if integer:
+        step = max(1, round(step))
     return [step * k for k in range(int(math.ceil(top / step - 1e-9)) + 1)]
 
 
@@ -142,7 +147,7 @@ def line_chart(series: list[tuple[str, str, list[tuple[float, float]]]], ylabel:
         return '<p class="empty">no timeline here (no summary.json with one)</p>'
     w, h, left, right, top, bottom = 560, 230, 48, 14, 12, 34
     xs, xlabels = _time_ticks(max(x for _, _, pts in series for x, _ in pts) or 1)
-    ys = _ticks(1.05 * max(y for _, _, pts in series for _, y in pts) or 1)
+    ys = _ticks(1.05 * max(y for _, _, pts in series for _, y in pts) or 1, integer=True)  # counts
     sx = lambda x: left + (w - left - right) * x / xs[-1]  # noqa: E731
     sy = lambda y: h - bottom - (h - top - bottom) * y / ys[-1]  # noqa: E731
     parts = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}">']
@@ -193,7 +198,15 @@ def _steps(times: list[float], end: float) -> list[tuple[float, float]]:
     return points + [(max(end, points[-1][0]), len(times))]
 
 
+def _run_name(t: Triage, name: str) -> str:
+    """A shard's directory under the root, or the root's own name for a campaign at the top."""
+    return t.root.resolve().name if name == "." else name
+
+
 def _timelines(t: Triage) -> tuple[str, str]:
+    """Cases and distinct signatures over wall-clock time since the first start. Each campaign's
+    timeline holds [seconds since its first start, cases, signatures] at each checkpoint; a line
+    starts at 0 at its start and then follows its samples."""
     starts = [r.start for r in t.runs if r.start] + [b.first_seen for b in t.buckets if b.first_seen] + t.saved
     if not starts:
         return line_chart([], ""), line_chart([], "")
@@ -208,9 +221,9 @@ def _timelines(t: Triage) -> tuple[str, str]:
         if not r.start or not r.timeline:
             continue
         color = PALETTE[k % len(PALETTE)]
-        base = r.start - t0
-        cases.append((r.name, color, [(base, 0)] + [(base + p[0], p[1]) for p in r.timeline]))
-        sigs.append((r.name, color, [(base, 0)] + [(base + p[0], p[2]) for p in r.timeline]))
+        base, name = r.start - t0, _run_name(t, r.name)
+        cases.append((name, color, [(base, 0)] + [(base + p[0], p[1]) for p in r.timeline]))
+        sigs.append((name, color, [(base, 0)] + [(base + p[0], p[2]) for p in r.timeline]))
         events += [(base, k, 0)] + [(base + p[0], k, p[1]) for p in r.timeline]
     if len(t.runs) > 1:  # all shards together: the sum of each shard's latest count
         latest, total = {}, []
@@ -262,6 +275,7 @@ def _bucket_html(i: int, b: Bucket, base: Path) -> str:
         links.append(f'<a href="{href(path, base)}">case.json</a>')
     shards = ", ".join(sorted("(top level)" if d == "." else d for d in b.shards)) or "-"
     facts = [("hits", b.count), ("shards", shards), ("first seen", when(b.first_seen)),
+             *([("fused vs eager", _values(detail))] if b.outcome == "mismatch" and _values(detail) else []),
              ("last seen", when(b.last_seen)), ("smallest", f"{size if size is not None else '?'} ops{reduction}"),
              ("repro verified", b.verification or "-"), ("files", " · ".join(links) or "-")]
     dl = "".join(f"<dt>{esc(k)}</dt><dd>{v if k == 'files' else esc(v)}</dd>" for k, v in facts)
@@ -273,6 +287,20 @@ def _bucket_html(i: int, b: Bucket, base: Path) -> str:
             f'<div class="texts"><div><h4>detail</h4><pre>{esc(detail) or "-"}</pre></div>'
             f'<div><h4>{"repro.py (graph function)" if b.repro is not None else "graph source"}</h4>'
             f'<pre>{esc(code) or "-"}</pre></div></div></article>')
+
+
+MISMATCH_VALUES = re.compile(r"(?:e\.g\. (\([^)]*\)): )?fused (\S+?);? eager (\S+?);?(?: fp64 (\S+?);?)?(?:\s|$)")
+
+
+def _values(detail: str) -> str:
+    """A mismatch's values as the oracle wrote them in the detail ("e.g. (0, 1): fused nan eager
+    inf fp64 inf", or a float's "worst element fused 0.99 eager -0.0006 fp64 -0.0006"): the last
+    such triple of the first line, what a fuser developer looks for first."""
+    found = list(MISMATCH_VALUES.finditer(detail.splitlines()[0] if detail else ""))
+    if not found:
+        return ""
+    at, fused, eager, fp64 = found[-1].groups()
+    return f"fused {fused}, eager {eager}" + (f", float64 {fp64}" if fp64 else "") + (f" at {at}" if at else "")
 
 
 def _why(b: Bucket) -> str:
@@ -312,7 +340,7 @@ def render(t: Triage, base: Path | None = None) -> str:
                          empty="no scheduler coverage recorded (only nvFuser reports its schedulers)")
     stats = [("buckets", len(t.buckets)),
              ("bugs (reproducible)", sum(b.outcome != "unfused" and not b.flaky for b in t.buckets)),
-             ("flaky", sum(b.flaky for b in t.buckets)), ("failing hits", sum(b.count for b in t.buckets)),
+             ("flaky", sum(b.flaky for b in t.buckets)), ("failing hits", sum(b.count for b in t.buckets if b.outcome != "unfused")),
              ("cases run", t.cases if t.runs else "-"), ("campaigns", len(t.runs))]
     stats_html = "".join(f'<div class="stat"><b>{esc(v)}</b><span>{esc(k)}</span></div>' for k, v in stats)
     backends = ", ".join(sorted({b.backend for b in t.buckets})) or "-"

@@ -53,6 +53,18 @@ class CrashOnSumSigmoidUntilFixed(CrashOnSumSigmoid):
             super().misbehave(graph)
 
 
+class SlowCrashOnSumSigmoid(CrashOnSumSigmoid):
+    """CrashOnSumSigmoid that takes a second to crash: a reduction (dozens of failing candidates)
+    then needs far more time than a short campaign has left (tests of --time's bound on the whole
+    run), while fuzzing stays fast."""
+    name = "custom:tests.buggy_backends:SlowCrashOnSumSigmoid"
+
+    def misbehave(self, graph: Graph) -> None:
+        if _has_sum_into_sigmoid(graph):
+            time.sleep(1.0)
+        super().misbehave(graph)
+
+
 class CrashOnCast(_Buggy):
     """A second, different crash, for no-slippage tests: any cast to int32."""
     name = "custom:tests.buggy_backends:CrashOnCast"

@@ -52,6 +52,7 @@ def _identical(a: torch.Tensor, b: torch.Tensor) -> bool:
         torch.equal(torch.where(a.isnan(), 0, a), torch.where(b.isnan(), 0, b))
 
 
+@pytest.mark.slow
 def test_translated_forward_and_backward_graphs_compute_exactly_what_the_fx_graphs_do():
     """Random training-mode graphs: every output and gradient bit for bit, and few untranslatable."""
     ran = unsupported = 0
@@ -243,6 +244,7 @@ def test_an_infinite_constant_in_a_backward_graph_is_emitted_runnable():
     assert result.evidence["backward"]["fused"] is True
 
 
+@pytest.mark.slow
 def test_random_training_graphs_never_crash_the_stand_in():
     """The stand-in computes with torch, so any crash here is a fuzzfuse defect that a GPU lease
     would otherwise find first (the NameError and TypeError of the first aot:nvfuser campaign)."""

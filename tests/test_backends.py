@@ -173,6 +173,7 @@ def _sweep(backend, features: Features, seeds: int = 100):
     return counts, pointwise
 
 
+@pytest.mark.slow
 def test_nnc_sweep_fuses_most_float32_pointwise_graphs(nnc):
     counts, pointwise = _sweep(nnc, Features(dtypes=("float32",)))
     print(f"\nNNC sweep (float32): {dict(counts)}; >=2 pointwise ops, fused: {dict(pointwise)}")
@@ -180,6 +181,7 @@ def test_nnc_sweep_fuses_most_float32_pointwise_graphs(nnc):
     assert pointwise[True] > pointwise[False], (counts, pointwise)
 
 
+@pytest.mark.slow
 def test_nnc_sweep_over_all_features_runs(nnc):
     """Every generated graph either runs (fused or not) or fails with a staged BackendError."""
     counts, pointwise = _sweep(nnc, Features())

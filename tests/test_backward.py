@@ -83,6 +83,7 @@ def test_grad_seed_round_trips_and_only_float_inputs_require_grad():
 
 
 # ---- oracle, reducer and repro on a deliberately wrong backward --------------------------------------
+@pytest.mark.slow
 def test_wrong_backward_is_caught_reduced_and_reproduced(tmp_path):
     graph = sigmoid_chain()
     fixture = backend_for(WRONG_GRAD)
@@ -112,6 +113,7 @@ def test_a_wrong_forward_shape_in_training_is_a_forward_mismatch():
     assert (result.signature.stage, result.signature.kind) == ("run", "shape")
 
 
+@pytest.mark.slow
 def test_onednns_0_dim_output_of_shape_1_is_a_forward_mismatch_and_its_repro_says_so(tmp_path):
     """A real instance: aot:onednn (torch 2.13) returns `x * 0.0` of a 0-dim x with shape (1,). The
     standalone repro reports that shape too, instead of crashing in its own backward call."""
@@ -145,6 +147,7 @@ def test_drop_requires_grad_pass_and_pinned_values_keep_gradients():
                                           ("aot:nnc", "efficientnet_bn_se_train-float32-channels_last"),
                                           ("aot:onednn", "layernorm_channels_train-float32-contiguous"),
                                           ("inductor", "layernorm_channels_train-bfloat16-channels_last")])
+@pytest.mark.slow
 def test_training_seed_passes_with_a_fused_backward(backend, seed):
     graph = training_seed_cases()[seed].graph
     # In a worker: it has the backend's environment (Inductor's caches off, so the backward compiles).
@@ -163,6 +166,7 @@ def test_onednn_autodiff_fails_on_every_training_graph():
     assert result.outcome == "crash" and "Schema not found" in result.detail, result
 
 
+@pytest.mark.slow
 def test_nnc_drops_gradients_of_tensor_clamp_bounds(tmp_path):
     graph = clamp_by_tensors()
     result = run_case(graph, backend_for("torchscript:nnc"))

@@ -44,6 +44,7 @@ def test_campaign_survives_hangs(tmp_path):
     assert all(s["key"].startswith("hang|") for s in summary["signatures"])
 
 
+@pytest.mark.slow
 def test_crash_and_wrong_values_are_classified(tmp_path):
     crash = _fuzz(tmp_path / "c", "CrashOnSumSigmoid", 40)
     sig = crash["signatures"][0]["signature"]
@@ -58,6 +59,7 @@ def _cli(*args, cwd=None):
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_bad_input_gives_one_line_and_exit_2(tmp_path):
     r = _cli("fuzz", "--backend", "no-such-fuser", "--max-cases", "1")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "unknown backend" in r.stderr
@@ -71,13 +73,14 @@ def test_bad_input_gives_one_line_and_exit_2(tmp_path):
     assert r.returncode == 2 and "bad.json" in r.stderr
 
 
+@pytest.mark.slow
 def test_replay_skips_corrupt_files_in_a_directory_and_replays_the_rest(tmp_path):
     _fuzz(tmp_path, "CrashOnSumSigmoid", 40)
     corpus = tmp_path / "corpus"
     good = sorted(corpus.glob("*.json"))
     assert good
     (corpus / "zz-corrupt.json").write_text('{"kind": "fuzzfuse-case", "schema": 1, "graph": {"schema": 1}}')
-    r = _cli("replay", str(corpus), "--workers", "2")
+    r = _cli("replay", str(corpus), "--workers", "2", "--backend", BUGGY + "CrashOnSumSigmoid")
     assert "zz-corrupt.json" in r.stderr and "invalid case" in r.stderr
     assert f"{len(good)} replayed: {len(good)} still failing" in r.stdout
     assert r.returncode == 1  # the bugs are still there; the corrupt file did not stop the replay
@@ -85,6 +88,7 @@ def test_replay_skips_corrupt_files_in_a_directory_and_replays_the_rest(tmp_path
     assert "fixed" in r.stdout and r.returncode == 0
 
 
+@pytest.mark.slow
 def test_replay_skips_cases_whose_backend_cannot_run_here():
     """nvFuser cases in the shared corpus are reported and skipped on a CPU machine; the rest run
     (seed cases name no backend and run on the default one)."""
@@ -94,6 +98,7 @@ def test_replay_skips_cases_whose_backend_cannot_run_here():
     assert r.returncode in (0, 1)
 
 
+@pytest.mark.slow
 def test_live_display_shows_rate_outcomes_signatures_reducer_and_workers(tmp_path):
     """The rich panel a long campaign shows, drawn from a real NNC campaign mid-run."""
     import io
@@ -146,6 +151,7 @@ def test_batches_aim_at_the_least_covered_scheduler_within_their_share_of_worker
     assert campaign.config_for(0).shapes == campaign.backend.shapes
 
 
+@pytest.mark.slow
 def test_focus_share_survives_a_resume_and_zero_never_focuses(tmp_path):
     """--focus-share: the trade between coverage and cases/s; --resume keeps it, with the time
     spent so far and the batches already decided."""
@@ -221,6 +227,7 @@ def test_backward_campaigns_pick_a_backend_with_a_backward():
     assert default_backend(backward=True) == "torchscript:nnc"  # no GPU here: aot:nvfuser is unavailable
 
 
+@pytest.mark.slow
 def test_known_signatures_are_counted_not_reduced_again(tmp_path):
     """A campaign told where the regression corpus is (--known minimized/) spends no reduction on
     the signatures it already holds, and says which repro holds each."""
@@ -253,6 +260,7 @@ def test_a_confirmed_signature_that_no_longer_fails_is_left_unreduced_and_the_ca
     assert campaign.reducer_queue() == [] and not (tmp_path / "run" / "minimized").exists()
 
 
+@pytest.mark.slow
 def test_known_signatures_of_the_committed_corpus_on_real_nnc(tmp_path):
     """The same against a real fuser: an NNC campaign told about minimized/ finds failures the
     regression corpus already holds, points at those repros and reduces none of them."""

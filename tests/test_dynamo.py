@@ -60,6 +60,7 @@ def test_user_backend_crashes_are_staged_where_they_were_raised():
     assert run_case(_graph("cos"), backend).outcome == "pass"
 
 
+@pytest.mark.slow
 def test_unknown_backends_are_unavailable_and_bad_input():
     with pytest.raises(Unavailable, match="has no attribute 'nope'"):
         get_backend("dynamo:examples.dynamo_backend:nope")

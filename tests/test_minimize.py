@@ -46,6 +46,7 @@ def ops(graph):
     return sorted(n.op for n in graph.nodes)
 
 
+@pytest.mark.slow
 def test_crash_reduces_to_sum_into_sigmoid_and_saves_a_repro(tmp_path):
     graph = busy_graph(lambda b, v: b.add("sigmoid", b.add("sum", v, dims=[1], keepdim=True)))
     case, result = reduce_with("CrashOnSumSigmoid", graph)
@@ -61,6 +62,7 @@ def test_crash_reduces_to_sum_into_sigmoid_and_saves_a_repro(tmp_path):
     assert load_case(directory / "case.json").graph.size == 2
 
 
+@pytest.mark.slow
 def test_a_case_keyed_by_an_older_normalizer_is_saved_under_todays_signature(tmp_path):
     """Same outcome, stage, kind and location, older wording: the reducer keeps today's wording,
     and so does the saved repro (else `fuzz --known` never matches it: the GPU campaign's
@@ -137,7 +139,8 @@ def test_reduce_cli_writes_minimized_dir(tmp_path):
     from fuzzfuse.corpus import save_case
     path = save_case(tmp_path / "corpus", failing_case("CrashOnSumSigmoid", graph))
     r = subprocess.run([sys.executable, "-m", "fuzzfuse", "reduce", str(path), "--out", str(tmp_path / "min"),
-                        "--workers", "2"], capture_output=True, text=True, timeout=600)
+                        "--workers", "2", "--backend", BUGGY + "CrashOnSumSigmoid"],  # a file cannot choose it
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert f"{graph.size} -> 2 ops" in r.stdout and "reproduces" in r.stdout
     (slug,) = list((tmp_path / "min").iterdir())
@@ -151,13 +154,15 @@ def test_reduce_cli_takes_a_corpus_reduces_once_per_signature_and_reports_bad_fi
     for graph in (small, big):
         save_case(tmp_path / "corpus", failing_case("CrashOnSumSigmoid", graph))
     cast = busy_graph(lambda b, v: b.add("cast", v, dtype="int32"))
-    save_case(tmp_path / "corpus", failing_case("CrashOnCast", cast))  # a second signature, another backend
+    save_case(tmp_path / "corpus", failing_case("CrashOnCast", cast))  # a second signature
     b = GraphBuilder()
     gone = b.build([b.add("sigmoid", b.tensor((3, 4)))])  # recorded with the crash, passes today: skipped
     save_case(tmp_path / "corpus", replace(failing_case("CrashOnSumSigmoid", small), graph=gone))
     (tmp_path / "corpus" / "torn.json").write_text('{"graph": ')
     r = subprocess.run([sys.executable, "-m", "fuzzfuse", "reduce", str(tmp_path / "corpus"), "--out",
-                        str(tmp_path / "min"), "--workers", "2", "--budget", "40"],
+                        str(tmp_path / "min"), "--workers", "2", "--budget", "40",
+                        # named here, since a case file cannot choose a custom backend; it has both bugs
+                        "--backend", BUGGY + "CrashOnCast"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 2 and "torn.json: cannot read case" in r.stderr
     assert f"skipped: {tmp_path / 'corpus' / gone.digest()}.json: the original graph is not interesting" in r.stderr

@@ -624,6 +624,7 @@ def test_nvfuser_promotion_model_matches_torch_result_type():
     assert nv_common_dtype(ambiguous) is None
 
 
+@pytest.mark.slow
 def test_emitted_dtypes_match_pytorch_with_full_reduction_operands():
     """Every binary/ternary kind with a full reduction on either side, every dtype pair, under
     nvFuser's promotion whether it counts the reduced axes or not (NvDtypeFusionDefinition)."""

@@ -83,6 +83,7 @@ def test_the_plugin_is_registered_through_the_pytest11_entry_point():
     assert [e.value for e in entry_points(group="pytest11") if e.name == "fuzzfuse"] == ["fuzzfuse.pytest_plugin"]
 
 
+@pytest.mark.slow
 def test_open_bugs_xfail_while_they_fail_and_a_pass_fails_as_strict_xpass(pytester, monkeypatch):
     corpus = pytester.mkdir("corpus")
     entry(corpus, "crash", CRASH)
@@ -95,6 +96,7 @@ def test_open_bugs_xfail_while_they_fail_and_a_pass_fails_as_strict_xpass(pytest
     assert "[XPASS(strict)]" in result.stdout.str() and "fixed? move it to the fixed set" in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_an_open_bug_that_passes_once_and_then_fails_as_recorded_is_still_open(pytester):
     corpus = pytester.mkdir("corpus")
     entry(corpus, "intermittent", CRASH, passes=INTERMITTENT)
@@ -103,6 +105,7 @@ def test_an_open_bug_that_passes_once_and_then_fails_as_recorded_is_still_open(p
     expect(result, "XFAIL corpus::intermittent *")
 
 
+@pytest.mark.slow
 def test_fixed_bugs_must_pass_and_a_comeback_is_a_regression(pytester):
     corpus = pytester.mkdir("corpus")
     entry(corpus, "fixed", CRASH, passes=True, fixed="")
@@ -148,6 +151,7 @@ def test_a_missing_corpus_directory_is_a_usage_error(pytester):
     result.stderr.fnmatch_lines(["*--fuzzfuse-corpus nowhere: not a directory*"])
 
 
+@pytest.mark.slow
 def test_export_writes_one_self_contained_file_with_the_same_verdicts(tmp_path, monkeypatch):
     corpus = tmp_path / "corpus"
     entry(corpus, "crash", CRASH)

@@ -27,6 +27,7 @@ def test_nnc_campaign_finds_reduces_and_saves_real_bugs(tmp_path):
         assert case.signature == entry["signature"]
 
 
+@pytest.mark.slow
 def test_nnc_integer_round_crash_reduces_to_one_op(tmp_path):
     """NNC cannot compile round() of an integer tensor ("Invalid integral op_type")."""
     b = GraphBuilder()
@@ -65,6 +66,7 @@ def test_big_inputs_collapse_first_on_a_real_nnc_crash():
     assert len(reduced.graph.nodes) == 2
 
 
+@pytest.mark.slow
 def test_reduce_skips_a_case_that_no_longer_fails_on_nnc_and_reduces_the_next_smallest(tmp_path):
     """A corpus holding two cases of NNC's integer round() crash, the smaller one of which passes
     today (as a case does once the fuser is fixed or the failure was flaky): the smaller is skipped

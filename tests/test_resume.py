@@ -75,6 +75,7 @@ def test_sigkilled_campaign_resumes_and_loses_nothing(tmp_path):
         load_case(out / "corpus" / name)  # every file parses: no torn writes
 
 
+@pytest.mark.slow
 def test_resume_with_more_cases_continues_the_seed_stream(tmp_path):
     first = Campaign("torchscript:nnc", tmp_path, seed=2, workers=1, max_cases=30, reduce=False)
     first.run()

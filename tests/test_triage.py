@@ -62,6 +62,7 @@ def _entries(summaries: dict) -> dict[str, list[tuple[str, dict]]]:
     return by_key
 
 
+@pytest.mark.slow
 def test_shards_merge_by_signature_key(shards):
     root, summaries = shards
     t = load(root)
@@ -86,6 +87,7 @@ def test_shards_merge_by_signature_key(shards):
     assert any(b.repro is not None for b in t.buckets), "shard b reduced nothing"
 
 
+@pytest.mark.slow
 def test_flaky_campaign_gives_flaky_bucket(shards):
     root, summaries = shards
     flaky = [e for e in summaries["flaky"]["signatures"] if e["confirmed"] is False]
@@ -149,6 +151,7 @@ def _cli(*args):
                           text=True, timeout=300, cwd=REPO)
 
 
+@pytest.mark.slow
 def test_cli_table_report_and_bad_input(shards, tmp_path):
     root, summaries = shards
     r = _cli(root, "--report", tmp_path / "r.html")
@@ -203,6 +206,7 @@ def _png_stats(path: Path) -> tuple[int, int, int]:
     return size[0], size[1], len(set(zlib.decompress(idat)))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="no /usr/bin/chromium (apt-get install -y chromium)")
 def test_report_renders_in_chromium(shards, tmp_path):
     shard_root, _ = shards

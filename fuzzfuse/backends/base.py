@@ -149,7 +149,7 @@ BACKENDS: dict[str, str] = {
     "nvfuser": "fuzzfuse.backends.nvfuser:NvFuserBackend",
 }
 # Preference order for the default backend: the first available one wins. nvFuser is the primary
-# target; without a GPU, NNC runs ~36 cases/s on 2 cores where CPU Inductor manages ~1 (a C++
+# target; without a GPU, NNC runs 40-120 cases/s on 2 cores where CPU Inductor manages ~1 (a C++
 # compile per graph), so NNC finds more in a short campaign.
 PREFERENCE = ("nvfuser", "torchscript:nnc", "inductor", "torchscript:onednn", "eager")
 # With --backward: nvFuser's forward-only backend gives way to its aot_autograd route.
@@ -175,6 +175,27 @@ def _factory(name: str) -> Callable[[], Backend]:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as e:
         raise Unavailable(f"backend {name!r} cannot be loaded: {e}") from e
+
+
+def nameable_in_a_file(name: str) -> bool:
+    """Whether a case or campaign file may choose this backend by itself: a built-in name, or
+    `dynamo:NAME` of a registered torch.compile backend. Those select code that is already part of
+    fuzzfuse or torch. `custom:...` and `dynamo:package.module:function` import a module of the
+    name's choosing, so they load only when the user names them on the command line: a file is
+    data and never chooses code to run."""
+    return name in BACKENDS or (name.startswith("dynamo:") and ":" not in name.removeprefix("dynamo:"))
+
+
+def backend_for_file(recorded: str, requested: str | None, what: str) -> str:
+    """The backend to run a case (or resume a campaign) with: the one named on the command line,
+    else the one `what` (a file) records, if a file may choose it; else Unavailable, one line, and
+    nothing of that name is imported."""
+    if requested:
+        return requested
+    if recorded and not nameable_in_a_file(recorded):
+        raise Unavailable(f"{what} names backend {recorded!r}, which imports code: a file cannot choose it; "
+                          f"name it yourself with --backend {recorded} if you trust it")
+    return recorded
 
 
 def get_backend(name: str) -> Backend:

@@ -20,6 +20,13 @@ LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "slice
 DISTRIBUTIONS = ("normal", "uniform", "ones", "zeros", "arange")
 
 
+# A bound on a case's total input elements, so that a hand-edited or hostile file (10**12 elements)
+# is refused on load instead of exhausting memory, or being reported "still failing" and picked by
+# triage as a bucket's smallest repro. 2**31 is far above anything generated (GPU shapes stay near a
+# few million elements) and is where 32-bit indexing ends, so a real bug near it can still be kept.
+MAX_INPUT_ELEMENTS = 2**31
+
+
 class GraphError(ValueError):
     """A graph or case file that does not describe a valid graph."""
 
@@ -252,6 +259,9 @@ class Graph:
             defined.add(n.name)
         if not self.outputs or any(o not in defined for o in self.outputs):
             raise GraphError("outputs must name defined values")
+        elements = sum(math.prod(i.shape) for i in self.inputs if isinstance(i, TensorInput))
+        if elements > MAX_INPUT_ELEMENTS:
+            raise GraphError(f"inputs of {elements:,} elements in all: more than the {MAX_INPUT_ELEMENTS:,} a case may have")
         for i in self.inputs:
             if isinstance(i, TensorInput) and i.requires_grad and i.dtype not in FLOAT_DTYPES:
                 raise GraphError(f"input {i.name} requires grad but is {i.dtype}: only float tensors can")

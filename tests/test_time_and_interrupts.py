@@ -1,0 +1,78 @@
+"""A campaign's time and its user's attention: --time bounds the whole run, reductions included
+(what is left waits for --resume, and the output says so); the first Ctrl-C stops at once, starts
+no reduction and says how to resume; a fresh seed by default, printed."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fuzzfuse.campaign import Campaign
+from fuzzfuse.strategies import Features
+
+ROOT = Path(__file__).parent.parent
+BUGGY = "custom:tests.buggy_backends:"
+SMALL = Features(ops=("add", "mul", "neg", "exp", "tanh", "cos", "sum", "sigmoid"), patterns=())
+
+
+def _fuzz_cli(*args, **kwargs):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "fuzzfuse", "fuzz", *args], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+
+
+@pytest.mark.slow
+def test_time_bounds_the_reductions_and_what_is_left_is_finished_on_resume(tmp_path):
+    campaign = Campaign(BUGGY + "SlowCrashOnSumSigmoid", tmp_path, seed=1, workers=2, time_limit=10.0,
+                        features=SMALL, swarm=False, max_ops=12, timeout=30.0)
+    start = time.time()
+    campaign.run()
+    # A failing reducer query of this backend takes a second: the reduction cannot finish in what is left.
+    assert time.time() - start < 10.0 + 2 * 1.0 + 8.0  # the last query batch, worker start-up and exit
+    assert campaign.stats.seconds <= 10.0 * 0.75 + 2 * 1.0  # fuzzing gave way to the reducer (in flight: 1 s)
+    assert campaign.reducer_queue() and not (tmp_path / "minimized").exists()
+    resumed = Campaign.resume(tmp_path, backend=BUGGY + "SlowCrashOnSumSigmoid")
+    resumed.run()
+    assert not resumed.reducer_queue() and list((tmp_path / "minimized").iterdir())
+    assert resumed.stats.cases == campaign.stats.cases  # its fuzzing budget was spent: it only reduced
+
+
+@pytest.mark.slow
+def test_first_ctrl_c_stops_fuzzing_reduces_nothing_and_says_how_to_resume(tmp_path):
+    out = tmp_path / "run"
+    proc = _fuzz_cli("--backend", BUGGY + "WrongOnExp", "--time", "300", "--workers", "2", "--out", str(out),
+                     "--max-ops", "6", "--seed", "1", start_new_session=True)
+    deadline = time.time() + 120
+    while not list((out / "corpus").glob("*.json")) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.5)
+    assert list((out / "corpus").glob("*.json")), "the buggy backend's mismatch was never found"
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr[-2000:]
+    assert stderr.strip().splitlines()[-1] == f"interrupted: resume with fuzzfuse fuzz --resume {out}"
+    assert (out / "state.json").exists() and not (out / "minimized").exists()
+    resumed = subprocess.run([sys.executable, "-m", "fuzzfuse", "fuzz", "--resume", str(out), "--max-cases", "1",
+                              "--backend", BUGGY + "WrongOnExp"], cwd=ROOT, capture_output=True, text=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert list((out / "minimized").iterdir())  # the reduction the interrupt held back ran on resume
+
+
+@pytest.mark.slow
+def test_a_default_seed_is_fresh_printed_and_recorded(tmp_path):
+    seeds = []
+    for run in ("a", "b"):
+        proc = _fuzz_cli("--backend", "eager", "--max-cases", "2", "--workers", "1", "--no-reduce",
+                         "--out", str(tmp_path / run))
+        _, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 0, stderr
+        seed = int(stderr.splitlines()[0].split()[1])
+        assert stderr.splitlines()[0] == f"seed {seed} (rerun with --seed {seed})"
+        assert json.loads((tmp_path / run / "summary.json").read_text())["seed"] == seed
+        seeds.append(seed)
+    assert seeds[0] != seeds[1]
