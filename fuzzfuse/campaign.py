@@ -12,12 +12,12 @@ from pathlib import Path
 
 from .backends import backend_for_file, get_backend
 from .checkpoint import DirectoryClaim, Stats, load_state, save_state, shard_dir
-from .corpus import Case, CorpusError, iter_cases, load_case, save_case, write_json
+from .corpus import Case, load_case, save_case, write_json
 from .ir import Graph
-from .oracle import Signature
 from .pool import case_pool, graph_job
+from .reductions import REDUCE_SHARE, CampaignReductions, OutOfTime, known_repros
 from .strategies import Features, GenConfig, batch_features, config_from_json, config_to_json, generate
-from .verdict import CaseResult, HarnessError, MinimizedRepro, Outcome, SignatureRecord, judge
+from .verdict import CaseResult, HarnessError, Outcome, SignatureRecord, judge
 from .worker import WorkerPool
 
 BATCH = 50  # cases per swarm feature set
@@ -27,23 +27,6 @@ FOCUS_TRIALS = 4  # focused batches a coverage recipe gets to reach its schedule
 # --time bounds a whole run, reductions included: while a signature may still need reducing,
 # fuzzing takes at most this share of the run's seconds and the reductions get the rest.
 FUZZ_SHARE = 0.75
-
-
-class OutOfTime(Exception):
-    """The run's --time is spent: the reduction under way stops where it is (its smallest failing
-    graph so far stays in OUT/reducing/, where `--resume` picks it up)."""
-
-
-def known_signatures(directories: list[str]) -> dict[str, str]:
-    """signature key -> the repro directory that already holds it, over the minimized repros
-    under `directories` (a bad file there is bad input: CorpusError)."""
-    keys: dict[str, str] = {}
-    for path, case in iter_cases(directories):
-        if isinstance(case, CorpusError):
-            raise case
-        if case.signature:
-            keys[Signature.from_json(case.signature).key()] = str(path.parent)
-    return keys
 
 
 def case_seed(campaign_seed: int | str, index: int) -> int:
@@ -56,7 +39,8 @@ class Campaign:
                  check_strides: bool = False, max_ops: int = 12, features: Features | None = None,
                  swarm: bool = True, display=None, reduce: bool = True, reduce_budget: int = 400,
                  backward: bool = False, devices: list[str] | None = None, shard: str | None = None,
-                 known: list[str] | None = None, focus_share: float = 0.25):
+                 known: list[str] | None = None, focus_share: float = 0.25,
+                 reduce_share: float = REDUCE_SHARE):
         self.backend_name = backend
         self.backend = get_backend(backend)
         self.root, self.shard = Path(out), shard
@@ -80,11 +64,11 @@ class Campaign:
         self.focus_share = focus_share
         self.devices = devices
         self.reduce, self.reduce_budget = reduce, reduce_budget
-        # Directories of minimized repros (the regression corpus): their signatures are counted
+        # Directories of minimized repros (the regression corpus): their root causes are counted
         # but not reduced again, which on a GPU lease saves the device time they would take.
         self.known = [str(k) for k in known or []]
-        self._known_keys = known_signatures(self.known)
         self.stats = Stats()
+        self.reductions = CampaignReductions(self, known_repros(self.known), reduce_share)
         self.versions = self.backend.versions()
         self.display = display
         self._next_index = 0
@@ -93,7 +77,6 @@ class Campaign:
         self._saved_per_sig: collections.Counter = collections.Counter()
         self._focus: dict[int, str | None] = {}  # batch -> the scheduler it aims at (None: a swarm batch)
         self._resubmit: list[int] = []  # indices that were in flight when a resumed run stopped
-        self.reducing: dict | None = None  # the reduction under way: its key and reducer counters
 
     # ---- job stream ------------------------------------------------------------------------
     def config_for(self, index: int) -> GenConfig:
@@ -148,6 +131,8 @@ class Campaign:
         return {"style": styles[case_seed(self.stream, index) % len(styles)]} if styles else {}
 
     def _done_submitting(self) -> bool:
+        if self.reductions.draining:
+            return True
         if self._resubmit:
             return False
         if self.deadline is not None and self._may_reduce() and \
@@ -209,12 +194,12 @@ class Campaign:
         entry = self.stats.signatures.get(key)
         if entry is None:
             entry = self.stats.signatures[key] = SignatureRecord.first(result, time.time(), graph.size)
-            entry.known = self._known_keys.get(key)
             self._submit_rechecks(key, graph, {"check_strides": self.check_strides, **(job.get("options") or {})},
                                   pool)
         entry.count += 1
         entry.last_seen = time.time()
         self.stats.outcomes[Outcome.FLAKY if entry.confirmed is False else outcome] += 1
+        saved = None
         if self._saved_per_sig[key] < MAX_SAVED_PER_SIGNATURE:
             self._saved_per_sig[key] += 1
             path = save_case(self.out / "corpus", Case(
@@ -222,8 +207,10 @@ class Campaign:
                 (result.detail or result.stderr_tail)[:20000], self.versions,
                 job.get("config"), {"check_strides": self.check_strides, **(job.get("options") or {})}),
                 overwrite=False)
+            saved = str(path.relative_to(self.out))
             if entry.case is None or graph.size <= entry.smallest_size:
-                entry.smallest_size, entry.case = graph.size, str(path.relative_to(self.out))
+                entry.smallest_size, entry.case = graph.size, saved
+        self.reductions.offer(entry, graph, saved)
 
     def _harness_error(self, job: dict, message: str) -> None:
         """A days-long campaign must not die of one fuzzfuse defect (an emitter bug, say): the case
@@ -275,10 +262,11 @@ class Campaign:
                 while True:
                     while pool.pending() < 2 * self.workers and not self._done_submitting():
                         pool.submit(self._new_job())
-                    if not pool.pending():
+                    if not pool.pending() and not self.reductions.draining:
                         break
                     for reply in pool.poll(0.5):
                         self._record(self._jobs.pop(reply["id"]), reply, pool)
+                    self._reduce_while_fuzzing(pool)
                     if self.display:
                         self.display(self, pool)
                     if time.time() - last_checkpoint > 10:
@@ -291,69 +279,48 @@ class Campaign:
             if self.reduce and not self.interrupted:
                 start = time.time()
                 try:
-                    self.reduce_signatures(pool)
-                except KeyboardInterrupt:  # the reduction's checkpoint in OUT/reducing/ keeps its progress
-                    self.interrupted, self.reducing = True, None
+                    self.reductions.reduce_rest(pool)
+                except (KeyboardInterrupt, OutOfTime) as e:  # OUT/reducing/ keeps the reduction's progress
+                    self.interrupted = isinstance(e, KeyboardInterrupt)
                 summary = self.checkpoint(pool, reduce_seconds=round(time.time() - start, 2))
         return summary
 
+    def _reduce_while_fuzzing(self, pool: WorkerPool) -> None:
+        """Reduce, then dedup, within the reductions' share of the run: when one is due, no new case
+        is submitted; once the workers are idle, one reduction runs on all of them."""
+        if not self.reductions.due():
+            return
+        self.reductions.draining = True
+        if pool.pending():
+            return
+        start = time.time()
+        try:
+            self.reductions.reduce_one(pool)
+        except OutOfTime:
+            pass
+        finally:
+            self.reductions.draining = False
+            self.stats.paused += time.time() - start
+        self.checkpoint(pool)
+
     def _may_reduce(self) -> bool:
-        """Whether a signature found so far may still need reducing (one being re-checked counts)."""
+        """Whether a failure found so far may still need reducing (one being re-checked counts)."""
         return self.reduce and (bool(self.reducer_queue()) or any(
             e.confirmed is None and e.known is None and e.signature.kind != "no-fusion"
             for e in self.stats.signatures.values()))
 
     def reducer_queue(self) -> list[str]:
-        """Keys of the reproducible signatures still waiting to be minimized (not no-fusion
-        coverage, not held by a --known repro, not one found unreduced as it stopped failing)."""
+        """What waits for a reduction: the coarse keys of anchored crashes whose root cause has no
+        repro, and of the pending hits worth reducing once fuzzing stops (see reductions.py)."""
         if not self.reduce:
             return []
-        return [k for k, e in self.stats.signatures.items() if e.awaits_reduction]
+        pending = self.reductions.next_pending(novel_only=True)
+        return self.reductions.anchored_queue() + ([pending.coarse_key] if pending else [])
 
-    def reduce_signatures(self, pool: WorkerPool) -> None:
-        """Minimize one case of every reproducible signature into OUT/minimized/. A fuser that
-        declined a whole graph (unfused/no-fusion) is coverage, not a bug, and is not reduced.
-        Each reduction keeps its smallest failing graph so far in OUT/reducing/, where a resumed
-        campaign picks it up."""
-        from .minimize import reduce_case, save_minimized
-        from .reduce import NotInteresting
-
-        for key in self.reducer_queue():
-            entry = self.stats.signatures[key]
-            case = load_case(self.out / entry.case)
-            progress = self.out / "reducing" / f"{entry.slug}.json"
-            start = time.time()
-            if self.deadline is not None and start >= self.deadline:
-                return  # the rest stay in the queue for --resume
-            def show(stats: dict, key=key) -> None:
-                self.reducing = {"key": key, **stats}
-                if self.display:
-                    self.display(self, pool)
-                if self.deadline is not None and time.time() >= self.deadline:
-                    raise OutOfTime
-
-            try:
-                result = reduce_case(case, self.backend_name, workers=self.workers, timeout=self.timeout, pool=pool,
-                                     max_queries=self.reduce_budget, checkpoint=progress, progress=show)
-            except OutOfTime:
-                self.reducing = None
-                return
-            except NotInteresting as e:  # confirmed, then gone: flaky after all; the rest still reduce
-                entry.unreduced = str(e)
-                self.reducing = None
-                self.checkpoint(pool)
-                print(f"not minimized {entry.key}: {e}", file=sys.stderr)
-                continue
-            stats = {**result.stats, "seconds": round(time.time() - start, 2)}
-            directory = save_minimized(self.out / "minimized", case, result.graph, stats, self.backend_name,
-                                       timeout=self.timeout)
-            entry.minimized = MinimizedRepro(str(directory.relative_to(self.out)), case.graph.size, result.graph.size,
-                                             stats.get("queries"), stats["seconds"])
-            self.reducing = None
-            self.checkpoint(pool)
-            progress.unlink(missing_ok=True)
-            print(f"minimized {entry.key}: {case.graph.size} -> {result.graph.size} ops, "
-                  f"{stats.get('queries')} queries, {stats['seconds']:.0f}s -> {directory}", file=sys.stderr)
+    @property
+    def reducing(self) -> dict | None:
+        """The reduction under way: what it reduces and the reducer's counters."""
+        return self.reductions.current
 
     def checkpoint(self, pool: WorkerPool | None = None, **extra) -> dict:
         """summary.json for people and tools, state.json for --resume; both atomic."""
@@ -364,13 +331,13 @@ class Campaign:
             self.stats.timeline.append(point)
         summary = self.stats.summary(self.backend_name, self.versions, {**extra,
             "seed": self.seed, "shard": self.shard, "workers": self.workers, "fused_cases": self.stats.fused_cases,
-            "worker_restarts": pool.restarts if pool else 0})
+            "worker_restarts": pool.restarts if pool else 0, **self.reductions.summary()})
         write_json(self.out / "summary.json", summary)
         in_flight = sorted(j["id"] for j in self._jobs.values() if isinstance(j["id"], int))
         save_state(self.out, {
             "args": self.args(), "next_index": self._next_index, "in_flight": in_flight,
             "stats": self.stats.to_json(), "saved_per_signature": dict(self._saved_per_sig),
-            "focus": {str(b): f for b, f in self._focus.items()}})
+            "focus": {str(b): f for b, f in self._focus.items()}, "root_causes": self.reductions.to_json()})
         return summary
 
     def args(self) -> dict:
@@ -380,7 +347,7 @@ class Campaign:
                 "check_strides": self.check_strides, "max_ops": self.max_ops, "swarm": self.swarm,
                 "reduce": self.reduce, "reduce_budget": self.reduce_budget, "backward": self.backward,
                 "devices": self.devices, "known": self.known, "features": dataclasses.asdict(self.features),
-                "focus_share": self.focus_share}
+                "focus_share": self.focus_share, "reduce_share": self.reductions.share}
 
     @classmethod
     def resume(cls, out: Path, more_seconds: float | None = None, more_cases: int | None = None,
@@ -408,6 +375,7 @@ class Campaign:
         campaign._resubmit = [int(i) for i in state["in_flight"]]
         campaign._saved_per_sig.update(state["saved_per_signature"])
         campaign._focus = {int(b): f for b, f in state["focus"].items()}
+        campaign.reductions.restore(state.get("root_causes", {}))  # absent before 2026-12-01
         campaign.run_seconds = more_seconds  # without --time: the original budget, then every reduction
         if more_seconds is not None or more_cases is not None:
             campaign.time_limit = campaign.stats.seconds + more_seconds if more_seconds is not None else None

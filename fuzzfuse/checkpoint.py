@@ -36,6 +36,8 @@ class Stats:
     fused_cases: int = 0
     # Fuzzing seconds of earlier runs of this campaign (before a resume), and this run's start.
     elapsed_before: float = 0.0
+    # This run's seconds in reductions while it fuzzed (fuzzfuse.reductions): not fuzzing time.
+    paused: float = 0.0
     start: float = field(default_factory=time.time)
     # When the campaign first started, kept across resumes: summary.json's "start", the origin of
     # its timeline and never after a first-seen time (None until the first run starts).
@@ -69,7 +71,7 @@ class Stats:
     @property
     def seconds(self) -> float:
         """Fuzzing seconds over every run of the campaign."""
-        return self.elapsed_before + (self.stop or time.time()) - self.start
+        return self.elapsed_before + (self.stop or time.time()) - self.start - self.paused
 
     def add_sample(self, samples: list[float], value: float) -> None:
         samples.append(value)

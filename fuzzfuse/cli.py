@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from .backends import BACKENDS, Unavailable, availability, default_backend, get_backend
+from .reductions import REDUCE_SHARE
 from .verdict import SignatureRecord
 
 EXIT_BAD_INPUT = 2
@@ -89,7 +90,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                                 time_limit=limit, max_cases=args.max_cases, timeout=args.timeout,
                                 check_strides=args.check_strides, max_ops=args.max_ops, reduce=not args.no_reduce,
                                 backward=args.backward, devices=_devices(args.devices, backend), shard=args.shard,
-                                reduce_budget=args.reduce_budget, known=args.known, focus_share=args.focus_share)
+                                reduce_budget=args.reduce_budget, known=args.known, focus_share=args.focus_share,
+                                reduce_share=args.reduce_share)
         with campaign_display() as display:
             campaign.display = display
             summary = campaign.run()
@@ -106,6 +108,14 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     known = sum(s.known is not None for s in records)
     new = sum(s.known is None and s.signature.kind != "no-fusion" for s in records)
     print(f"{new} new failure(s), {known} known; summary: {campaign.out / 'summary.json'}")
+    causes = campaign.reductions.causes()
+    if causes or campaign.reductions.book.pending:
+        print(f"root causes: {sum(c.new for c in causes)} new, {sum(not c.new for c in causes)} known; "
+              f"{len(campaign.reductions.book.pending)} hit(s) pending a reduction")
+        for c in causes:
+            where = f"known: {c.known}" if c.known else \
+                f"new: {campaign.out / c.minimized}" if c.minimized else "new, not reduced yet"
+            print(f"  {c.hits:5}x {where}  [{c.key[:110]}]")
     left = campaign.reducer_queue()
     if left:
         print(f"{len(left)} reduction(s) left when --time ran out: finish them with fuzzfuse fuzz --resume "
@@ -271,6 +281,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--known", action="append", metavar="DIR",
                    help="minimized repros (e.g. minimized/): their signatures are counted and named, not reduced "
                         "again (repeatable)")
+    f.add_argument("--reduce-share", type=FRACTION, default=REDUCE_SHARE, metavar="FRACTION",
+                   help="share of the run's wall time that reductions may take while it fuzzes: a mismatch or a "
+                        "crash without a C++ assert is counted under a root cause only once reduced (0: reduce "
+                        "only after fuzzing)")
     f.add_argument("--focus-share", type=FRACTION, default=0.25, metavar="FRACTION",
                    help="share of worker time for batches aimed at the least-covered scheduler (nvFuser; 0: never). "
                         "Those batches compile more kernels a case: a higher share trades cases/s for coverage")

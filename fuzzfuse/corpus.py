@@ -38,13 +38,17 @@ class Case:
     reduction: dict | None = None
     hits: int = 1
     verification: dict | None = None
+    # A repro folded from several (one root cause found as several signatures): each variant's
+    # signature key, root-cause key, ops and former directory. --known counts them as this repro's.
+    also_seen_as: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"schema": CASE_SCHEMA, "kind": "fuzzfuse-case", "graph": self.graph.to_json(),
                 "backend": self.backend, "seed": self.seed, "outcome": self.outcome,
                 "signature": self.signature, "detail": self.detail, "versions": self.versions,
                 "config": self.config, "options": self.options, "found": self.found,
-                "reduction": self.reduction, "hits": self.hits, "verification": self.verification}
+                "reduction": self.reduction, "hits": self.hits, "verification": self.verification,
+                **({"also_seen_as": self.also_seen_as} if self.also_seen_as else {})}
 
     @staticmethod
     def from_json(d: dict) -> "Case":
@@ -55,7 +59,8 @@ class Case:
         return Case(Graph.from_json(d["graph"]), str(d.get("backend", "")), d.get("seed"),
                     str(d.get("outcome", "")), d.get("signature"), str(d.get("detail", "")),
                     dict(d.get("versions") or {}), d.get("config"), dict(d.get("options") or {}),
-                    float(d.get("found", 0.0)), d.get("reduction"), int(d.get("hits", 1)), d.get("verification"))
+                    float(d.get("found", 0.0)), d.get("reduction"), int(d.get("hits", 1)), d.get("verification"),
+                    [dict(v) for v in d.get("also_seen_as") or [] if isinstance(v, dict)])
 
 
 def _read_umask() -> int:

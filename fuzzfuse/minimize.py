@@ -109,12 +109,12 @@ def verify_repro(directory: Path, runs: int = VERIFY_RUNS, timeout: float = 600.
 
 
 def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend: str,
-                   verify_runs: int = VERIFY_RUNS, timeout: float = 60.0) -> Path:
-    """Write minimized/<slug>/{case.json, repro.py, README.md}. A signature seen before keeps the
-    smaller repro and counts the hit."""
+                   verify_runs: int = VERIFY_RUNS, timeout: float = 60.0, slug: str | None = None) -> Path:
+    """Write minimized/<slug>/{case.json, repro.py, README.md} (slug: the signature's, unless the
+    campaign names the root cause's). A repro seen before keeps the smaller one and counts the hit."""
     case = replace(case, signature=stats.get("signature") or case.signature)
     sig = Signature.from_json(case.signature)
-    directory = Path(root) / sig.slug()
+    directory = Path(root) / (slug or sig.slug())
     reduced = reduced.renamed()
     existing = None
     if (directory / "case.json").exists():

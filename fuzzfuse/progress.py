@@ -18,7 +18,8 @@ def _table(campaign, pool) -> Table:
     t = Table(title=f"fuzzfuse · {campaign.backend_name} · seed {campaign.seed}", show_header=False)
     t.add_row("cases", f"{s.cases}  ({s.cases / secs:.1f}/s, {secs:.0f}s)")
     t.add_row("outcomes", "  ".join(f"{k} {v}" for k, v in sorted(s.outcomes.items())))
-    t.add_row("signatures", str(len(s.signatures)))
+    t.add_row("root causes", _root_causes(campaign))
+    t.add_row("signatures", f"{len(s.signatures)} coarse")
     for entry in list(s.signatures.values())[-5:]:
         t.add_row("", f"{entry.count}x {entry.key[:100]}")
     if s.coverage:
@@ -26,6 +27,12 @@ def _table(campaign, pool) -> Table:
     t.add_row("reducer", _reducer(campaign))
     t.add_row("workers", "  ".join(pool.states()) + f"  (restarts {pool.restarts})")
     return t
+
+
+def _root_causes(campaign) -> str:
+    """Reduced buckets: the root causes found (new or known) and the hits still pending a reduction."""
+    causes, pending = campaign.reductions.causes(), len(campaign.reductions.book.pending)
+    return f"{sum(c.new for c in causes)} new, {sum(not c.new for c in causes)} known, {pending} hits pending"
 
 
 def _reducer(campaign) -> str:
@@ -41,7 +48,7 @@ def _line(campaign, pool) -> str:
     s = campaign.stats
     secs = max(s.seconds, 1e-9)
     return (f"[{secs:6.0f}s] cases {s.cases} ({s.cases / secs:.1f}/s) outcomes {dict(s.outcomes)} "
-            f"signatures {len(s.signatures)} reducer {_reducer(campaign)} restarts {pool.restarts}"
+            f"root causes {_root_causes(campaign)} signatures {len(s.signatures)} reducer {_reducer(campaign)} restarts {pool.restarts}"
             + (f" schedulers {dict(s.coverage)}" if s.coverage else ""))
 
 

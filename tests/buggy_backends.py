@@ -87,6 +87,19 @@ class WrongOnExp(_Buggy):
         return RunResult(outs, fused=True)
 
 
+class WrongOnExpAndOnCos(_Buggy):
+    """Two bugs behind one coarse signature (a float value mismatch): float outputs downstream of
+    `exp` are 1% too large, those downstream of `cos` 1% too small."""
+    name = "custom:tests.buggy_backends:WrongOnExpAndOnCos"
+
+    def run(self, graph: Graph, inputs: list) -> RunResult:
+        outs = run_eager(graph, inputs)[0]
+        for op, factor in (("exp", 1.01), ("cos", 0.99)):
+            if any(n.op == op for n in graph.nodes):
+                outs = [o * factor if o.is_floating_point() else o for o in outs]
+        return RunResult(outs, fused=True)
+
+
 class SegfaultOnTanh(_Buggy):
     """Kills the process (SIGSEGV) on any tanh."""
     name = "custom:tests.buggy_backends:SegfaultOnTanh"

@@ -228,17 +228,45 @@ def test_backward_campaigns_pick_a_backend_with_a_backward():
 
 
 @pytest.mark.slow
-def test_known_signatures_are_counted_not_reduced_again(tmp_path):
+def test_known_root_causes_are_counted_not_reduced_again(tmp_path):
     """A campaign told where the regression corpus is (--known minimized/) spends no reduction on
-    the signatures it already holds, and says which repro holds each."""
+    the root causes it already holds, and says which repro holds each (the crash names a C++
+    assert: its root cause is known at once)."""
     kwargs = dict(seed=1, workers=2, max_cases=25, timeout=8.0, features=SMALL, swarm=False, reduce_budget=40)
     first = Campaign(BUGGY + "CrashOnSumSigmoid", tmp_path / "first", **kwargs).run()
     (crash,) = [s for s in first["signatures"] if s["outcome"] == "crash"]
     repro = tmp_path / "first" / crash["minimized"]["path"]
+    (cause,) = first["root_causes"]
+    assert cause["minimized"] == crash["minimized"]["path"] and cause["known"] is None
     again = Campaign(BUGGY + "CrashOnSumSigmoid", tmp_path / "again", known=[str(tmp_path / "first" / "minimized")],
                      **kwargs).run()
     (seen,) = [s for s in again["signatures"] if s["key"] == crash["key"]]
     assert seen["count"] > 0 and seen["known"] == str(repro) and "minimized" not in seen
+    (known,) = again["root_causes"]
+    assert known["known"] == str(repro) and known["key"] == cause["key"] and known["minimized"] is None
+    assert not (tmp_path / "again" / "minimized").exists()
+
+
+@pytest.mark.slow
+def test_one_coarse_bucket_with_two_bugs_is_reduced_into_two_root_causes_and_known_only_once_reduced(tmp_path):
+    """Every float mismatch of a backend shares one coarse signature. Its hits are reduced while
+    the campaign fuzzes, and the reduced graphs tell the two bugs apart: two repros. A second
+    campaign told about them counts its hits as known only after reducing them."""
+    kwargs = dict(seed=2, workers=2, max_cases=120, timeout=8.0, features=SMALL, swarm=False, reduce_budget=60,
+                  reduce_share=0.5)
+    first = Campaign(BUGGY + "WrongOnExpAndOnCos", tmp_path / "first", **kwargs)
+    summary = first.run()
+    assert first.stats.paused > 0  # reductions ran while it fuzzed
+    (mismatch,) = [s for s in summary["signatures"] if s["outcome"] == "mismatch"]
+    causes = {tuple(c["trigger"]): c for c in summary["root_causes"]}
+    assert {("exp",), ("cos",)} <= set(causes), causes.keys()
+    for trigger in (("exp",), ("cos",)):
+        assert causes[trigger]["coarse_keys"] == [mismatch["key"]] and causes[trigger]["minimized"]
+    repros = {c["minimized"] for c in causes.values()}
+    assert len(repros) == len(causes) and all((tmp_path / "first" / r / "repro.py").exists() for r in repros)
+    again = Campaign(BUGGY + "WrongOnExpAndOnCos", tmp_path / "again", known=[str(tmp_path / "first" / "minimized")],
+                     **kwargs).run()
+    assert again["root_causes"] and all(c["known"] for c in again["root_causes"])
     assert not (tmp_path / "again" / "minimized").exists()
 
 
@@ -254,25 +282,25 @@ def test_a_confirmed_signature_that_no_longer_fails_is_left_unreduced_and_the_ca
     (tmp_path / "fixed").touch()
     campaign.reduce = True
     with case_pool(backend, 2, 8.0) as pool:
-        campaign.reduce_signatures(pool)
+        campaign.reductions.reduce_rest(pool)
     entry = campaign.stats.signatures[key]
     assert "not interesting" in entry.unreduced and entry.minimized is None
     assert campaign.reducer_queue() == [] and not (tmp_path / "run" / "minimized").exists()
 
 
 @pytest.mark.slow
-def test_known_signatures_of_the_committed_corpus_on_real_nnc(tmp_path):
+def test_known_root_causes_of_the_committed_corpus_on_real_nnc(tmp_path):
     """The same against a real fuser: an NNC campaign told about minimized/ finds failures the
-    regression corpus already holds, points at those repros and reduces none of them."""
-    from fuzzfuse.campaign import known_signatures
+    regression corpus already holds, points at those repros and makes none of them again."""
+    from fuzzfuse.reductions import known_repros
     corpus = str(ROOT / "minimized")
-    known = known_signatures([corpus])
+    known = known_repros([corpus])
     summary = Campaign("torchscript:nnc", tmp_path, seed=3, workers=1, max_cases=150, known=[corpus],
                        reduce_budget=30).run()
-    held = [s for s in summary["signatures"] if s["key"] in known]
-    assert held, [s["key"] for s in summary["signatures"]]
-    for s in held:
-        assert s["known"] == known[s["key"]] and "minimized" not in s
+    held = [c for c in summary["root_causes"] if c["known"]]
+    assert held, [c["key"] for c in summary["root_causes"]]
+    for c in held:
+        assert c["known"] == known[c["key"]] and c["minimized"] is None
 
 
 def committed_cases(*directories: str) -> list:

@@ -44,8 +44,9 @@ def test_time_bounds_the_reductions_and_what_is_left_is_finished_on_resume(tmp_p
 @pytest.mark.slow
 def test_first_ctrl_c_stops_fuzzing_reduces_nothing_and_says_how_to_resume(tmp_path):
     out = tmp_path / "run"
+    # --reduce-share 0: no reduction while fuzzing, so that what the interrupt holds back shows.
     proc = _fuzz_cli("--backend", BUGGY + "WrongOnExp", "--time", "300", "--workers", "2", "--out", str(out),
-                     "--max-ops", "6", "--seed", "1", start_new_session=True)
+                     "--max-ops", "6", "--seed", "1", "--reduce-share", "0", start_new_session=True)
     deadline = time.time() + 120
     while not list((out / "corpus").glob("*.json")) and time.time() < deadline and proc.poll() is None:
         time.sleep(0.5)

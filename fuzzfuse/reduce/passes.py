@@ -34,7 +34,12 @@ SIMPLICITY = ("add", "mul", "neg", "sub", "abs", "relu", "exp", "log", "sqrt", "
               "maximum", "minimum", "eq", "lt", "where", "clamp", "sum", "amax", "amin", "mean", "cast",
               "softmax", "permute", "transpose", "reshape", "unsqueeze", "expand")
 _RANKS = {name: i for i, name in enumerate(SIMPLICITY + tuple(n for n in OPS if n not in SIMPLICITY))}
-SIMPLER_DTYPE = {"bfloat16": "float32", "float16": "float32", "float64": "float32", "int64": "int32"}
+# Every dtype moves toward float32 (engine.DTYPE_RANK's least), so that one bug found through
+# inputs of different dtypes reduces to one graph, and so to one root-cause key. A failure that
+# needs its dtype (an integer division, a bool mask) rejects the move: the coarse key keeps the
+# output's dtype class.
+SIMPLER_DTYPE = {"bfloat16": "float32", "float16": "float32", "float64": "float32", "int64": "int32",
+                 "int32": "float32", "bool": "float32"}
 
 
 def op_rank(op: str) -> int:

@@ -1,0 +1,248 @@
+"""A campaign's reductions: reduce, then dedup, within a share of the run.
+
+A coarse signature is what the reducer keeps while it shrinks; the root cause is what a campaign
+counts (fuzzfuse.dedup, fuzzfuse.rootcause). An anchored crash (a C++ assert of the fuser) has its
+root cause at once: one case of each new root cause is reduced into `minimized/`. A mismatch or a
+weakly located crash has none until a reduction names it, so its hits wait, pending, in the book;
+while the campaign fuzzes, reductions of them take up to `reduce_share` of its wall time (the
+workers drain, one reduction runs on all of them, fuzzing goes on), the hits most likely to hide a
+new cause first. A reduced hit whose root cause is new becomes a repro; one that a --known repro or
+an earlier reduction already holds only counts.
+
+When fuzzing stops, the anchored root causes still without a repro are reduced, then the pending
+hits that hold no trigger their bucket has shown; the other pending hits stay pending (reported as
+such, never as known), and `fuzzfuse fuzz --resume` goes on with them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .corpus import CorpusError, iter_cases, load_case, save_case
+from .dedup import PendingHit, RootCause, RootCauseBook
+from .oracle import Signature
+from .rootcause import anchored
+from .verdict import MinimizedRepro, SignatureRecord
+
+if TYPE_CHECKING:
+    from .campaign import Campaign
+    from .worker import WorkerPool
+
+# The share of a campaign's wall time that reductions may take while it fuzzes.
+REDUCE_SHARE = 0.25
+
+
+class OutOfTime(Exception):
+    """The run's --time is spent: the reduction under way stops where it is (its smallest failing
+    graph so far stays in OUT/reducing/, where `--resume` picks it up)."""
+
+
+def known_repros(directories: list[str]) -> dict[str, str]:
+    """Coarse and root-cause keys -> the repro directory that holds them, over the minimized repros
+    under `directories` (a bad file there is bad input: CorpusError). A repro's graph is reduced,
+    so its root-cause key is known; the variants a folded repro lists count as its own."""
+    keys: dict[str, str] = {}
+    for path, case in iter_cases(directories):
+        if isinstance(case, CorpusError):
+            raise case
+        if not case.signature:
+            continue
+        sig = Signature.from_json(case.signature)
+        directory = str(path.parent)
+        keys[sig.key()] = directory
+        root = sig.root_cause_key(case.graph)
+        if root:
+            keys[root] = directory
+        for variant in case.also_seen_as:
+            for key in (variant.get("key"), variant.get("root_cause")):
+                if key:
+                    keys.setdefault(key, directory)
+    return keys
+
+
+def repro_slug(signature: Signature, root_cause: str | None) -> str:
+    """A repro directory's name: the signature's readable words and a hash of the root cause, so
+    that two causes found under one coarse signature get two directories."""
+    if not root_cause:
+        return signature.slug()
+    words = signature.slug().rsplit("-", 1)[0]
+    return f"{words}-{hashlib.sha1(root_cause.encode()).hexdigest()[:8]}"
+
+
+class CampaignReductions:
+    """The reducer side of a campaign: its book of root causes and the reductions it runs."""
+
+    def __init__(self, campaign: "Campaign", known: dict[str, str], share: float = REDUCE_SHARE):
+        if not 0 <= share <= 1:
+            raise ValueError(f"--reduce-share must be a fraction of wall time from 0 to 1, not {share}")
+        self.campaign, self.known, self.share = campaign, known, share
+        self.book = RootCauseBook(known)
+        self.draining = False  # workers finish what they hold before a reduction takes them
+        self.current: dict | None = None  # the reduction under way: what it reduces and its counters
+
+    # ---- hits ------------------------------------------------------------------------------
+    def offer(self, entry: SignatureRecord, graph, case: str | None) -> None:
+        """A failing hit of `entry`'s signature, saved as `case` (None when not saved). A fuser that
+        declined a whole graph is coverage, not a bug: it has no root cause to find."""
+        if entry.signature.kind == "no-fusion":
+            return
+        cause = self.book.offer(entry.signature, graph, case)
+        if cause is not None and entry.known is None:
+            entry.known = cause.known
+
+    def _confirmed(self, coarse_key: str) -> bool:
+        entry = self.campaign.stats.signatures.get(coarse_key)
+        return entry is not None and entry.confirmed is True
+
+    def anchored_queue(self) -> list[str]:
+        """Coarse keys of reproducible anchored crashes whose root cause has no repro yet."""
+        out, roots = [], set()
+        for key, entry in self.campaign.stats.signatures.items():
+            if not (entry.awaits_reduction and anchored(entry.signature)):
+                continue
+            root = entry.signature.root_cause_key()
+            cause = self.book.causes.get(root)
+            if root in roots or (cause is not None and (cause.known or cause.minimized)):
+                continue
+            roots.add(root)
+            out.append(key)
+        return out
+
+    def next_pending(self, novel_only: bool = False) -> PendingHit | None:
+        hits = [h for h in self.book.pending if self._confirmed(h.coarse_key)]
+        if novel_only:
+            hits = [h for h in hits if not any(h.holds(t) for t in self.book.triggers.get(h.coarse_key, []))]
+        if not hits:
+            return None
+        pending, self.book.pending = self.book.pending, hits
+        try:
+            return self.book.next_to_reduce()
+        finally:
+            self.book.pending = pending
+
+    def has_work(self) -> bool:
+        return bool(self.anchored_queue()) or self.next_pending() is not None
+
+    def due(self) -> bool:
+        """Whether fuzzing should pause for a reduction: reductions took less than their share of
+        this run's wall time so far, and one is waiting."""
+        c = self.campaign
+        if not c.reduce or not self.share or self.draining:
+            return self.draining
+        elapsed = time.time() - c.stats.start
+        return c.stats.paused < self.share * elapsed and self.has_work()
+
+    # ---- reductions ------------------------------------------------------------------------
+    def reduce_one(self, pool: "WorkerPool", novel_only: bool = False) -> bool:
+        """Run the next reduction (every worker idle); False when none is waiting."""
+        queue = self.anchored_queue()
+        if queue:
+            self._reduce_anchored(pool, queue[0])
+            return True
+        hit = self.next_pending(novel_only)
+        if hit is None:
+            return False
+        self._reduce_pending(pool, hit)
+        return True
+
+    def reduce_rest(self, pool: "WorkerPool") -> None:
+        """After fuzzing: every anchored root cause without a repro, then the novel pending hits."""
+        while not self._out_of_time() and self.reduce_one(pool, novel_only=True):
+            pass
+
+    def _out_of_time(self) -> bool:
+        deadline = self.campaign.deadline
+        return deadline is not None and time.time() >= deadline
+
+    def _reduce(self, pool: "WorkerPool", case_path: str, label: str, what: str):
+        """Reduce the case at `case_path`: its Reduction, or None when it no longer fails."""
+        from .minimize import reduce_case
+        from .reduce import NotInteresting
+
+        c = self.campaign
+        case = load_case(c.out / case_path)
+        progress = c.out / "reducing" / f"{label}.json"
+
+        def show(stats: dict) -> None:
+            self.current = {"key": what, **stats}
+            if c.display:
+                c.display(c, pool)
+            if self._out_of_time():
+                raise OutOfTime
+
+        start = time.time()
+        try:
+            reduction = reduce_case(case, c.backend_name, workers=c.workers, timeout=c.timeout, pool=pool,
+                                               max_queries=c.reduce_budget, checkpoint=progress, progress=show)
+            reduction.stats["seconds"] = round(time.time() - start, 2)
+            return case, progress, reduction
+        except NotInteresting as e:
+            print(f"not minimized {what}: {e}", file=sys.stderr)
+            return case, progress, e
+        finally:
+            self.current = None
+
+    def _reduce_anchored(self, pool: "WorkerPool", key: str) -> None:
+        entry = self.campaign.stats.signatures[key]
+        case, progress, result = self._reduce(pool, entry.case, entry.slug, key)
+        if isinstance(result, Exception):
+            entry.unreduced = str(result)
+            return
+        root = entry.signature.root_cause_key()
+        entry.minimized = self._save(case, result, progress, repro_slug(entry.signature, root), key)
+        self.book.causes[root].minimized = entry.minimized.path
+
+    def _reduce_pending(self, pool: "WorkerPool", hit: PendingHit) -> None:
+        entry = self.campaign.stats.signatures[hit.coarse_key]
+        label = f"{entry.slug}-{Path(hit.case).stem}"
+        case, progress, result = self._reduce(pool, hit.case, label, f"{hit.coarse_key} ({hit.case})")
+        if isinstance(result, Exception):  # this hit no longer fails: flaky, never guessed
+            self.book.settle(hit, entry.signature, None)
+            entry.unreduced = str(result)
+            return
+        signature = Signature.from_json(result.stats["signature"])
+        reduced_path = save_case(self.campaign.out / "reduced", dataclasses.replace(case, graph=result.graph))
+        cause = self.book.settle(hit, signature, result.graph,
+                                 str(reduced_path.relative_to(self.campaign.out)))
+        if cause.new and cause.minimized is None:
+            repro = self._save(case, result, progress, repro_slug(signature, cause.key), cause.key)
+            cause.minimized = repro.path
+            if entry.minimized is None:  # the coarse record points at the first repro made from it
+                entry.minimized = repro
+        else:
+            progress.unlink(missing_ok=True)
+            print(f"reduced {hit.case}: {case.graph.size} -> {result.graph.size} ops, "
+                  f"{'known: ' + cause.known if cause.known else 'as ' + str(cause.minimized)}", file=sys.stderr)
+
+    def _save(self, case, result, progress: Path, slug: str, what: str) -> MinimizedRepro:
+        from .minimize import save_minimized
+
+        c = self.campaign
+        directory = save_minimized(c.out / "minimized", case, result.graph, result.stats, c.backend_name,
+                                   timeout=c.timeout, slug=slug)
+        progress.unlink(missing_ok=True)
+        stats = result.stats
+        print(f"minimized {what}: {case.graph.size} -> {result.graph.size} ops, {stats.get('queries')} queries, "
+              f"{stats.get('seconds', 0):.0f}s -> {directory}", file=sys.stderr)
+        return MinimizedRepro(str(directory.relative_to(c.out)), case.graph.size, result.graph.size,
+                              stats.get("queries"), stats.get("seconds"))
+
+    # ---- what the files say ------------------------------------------------------------------
+    def summary(self) -> dict:
+        causes = list(self.book.causes.values())
+        return {"root_causes": [c.to_json() for c in causes],
+                "root_causes_new": sum(c.new for c in causes), "root_causes_known": sum(not c.new for c in causes),
+                "pending": self.book.pending_by_bucket(), "reduce_share": self.share}
+
+    def to_json(self) -> dict:
+        return self.book.to_json()
+
+    def restore(self, d: dict) -> None:
+        self.book = RootCauseBook.from_json(d, self.known)
+
+    def causes(self) -> list[RootCause]:
+        return list(self.book.causes.values())
