@@ -95,6 +95,8 @@ def judge(outcome, kind, location, code, out, err):
     traceback it prints (exception type, C++ assert location)."""
     if code == 0:
         return "passes"
+    if code == 125:  # the repro's own skip (git bisect run's convention): it says why
+        return "skipped: " + (out.strip().splitlines() or ["the repro cannot run here"])[-1]
     if code is None or ("Timeout (" in err and "FAIL" not in out):
         seen, same = "hang (ran past the timeout)", outcome == "hang"
     elif code < 0:
@@ -130,6 +132,8 @@ def settle(verdict, fixed, recorded, output):
     return (a pass; for an open bug the strict xfail marker makes it XPASS(strict))."""
     import pytest
 
+    if verdict.startswith("skipped: "):
+        pytest.skip(verdict.removeprefix("skipped: "))
     if verdict == "as recorded" and not fixed:
         raise StillFails(f"still fails as recorded: {recorded}")
     if verdict == "as recorded":

@@ -122,14 +122,21 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
             existing.hits += 1
             write_json(directory / "case.json", existing.to_json())
             return directory
-    fuser = get_backend(backend)
-    if "style" in case.options:
-        fuser.style = case.options["style"]  # the repro lowers the graph the way the case ran
     minimized = replace(case, graph=reduced, backend=backend, hits=(existing.hits + 1) if existing else 1,
                         reduction={"ops_before": case.graph.size, "ops_after": reduced.size,
                                    **{k: stats[k] for k in ("queries", "cache_hits", "seconds") if k in stats}})
+    write_minimized(directory, minimized, verify_runs, timeout)
+    return directory
+
+
+def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS, timeout: float = 60.0) -> Case:
+    """Write `case` (already minimized) as directory/{case.json, repro.py, README.md}, the repro
+    verified in fresh processes; the case with its verification."""
+    fuser = get_backend(case.backend)
+    if "style" in case.options:
+        fuser.style = case.options["style"]  # the repro lowers the graph the way the case ran
     # A hang repro gives up (exit 1) after the case timeout; verification allows for start-up too.
-    files = repro_files(reduced, fuser, case.signature, case.versions, timeout=timeout)
+    files = repro_files(case.graph, fuser, case.signature, case.versions, timeout=timeout)
     # Staged in a hidden folder and moved in whole: a stop mid-way leaves no half repro behind.
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
@@ -137,14 +144,23 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
         (staging / "repro.py").write_text(files["repro.py"])
         if "inputs.pt" in files:
             torch.save(files["inputs.pt"], staging / "inputs.pt")
-        minimized.verification = verify_repro(staging, verify_runs, timeout=timeout + 120)
-        write_json(staging / "case.json", minimized.to_json())
-        (staging / "README.md").write_text(bug_report(minimized, files["repro.py"]))
+        case = replace(case, verification=verify_repro(staging, verify_runs, timeout=timeout + 120))
+        write_json(staging / "case.json", case.to_json())
+        (staging / "README.md").write_text(bug_report(case, files["repro.py"]))
+        for kept in ("FIXED",):  # what a person added beside the repro stays
+            if (directory / kept).exists():
+                shutil.copy(directory / kept, staging / kept)
         shutil.rmtree(directory, ignore_errors=True)
         staging.rename(directory)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return directory
+    return case
+
+
+def refresh(directory: Path, verify_runs: int = VERIFY_RUNS, timeout: float = 60.0) -> Case:
+    """Rewrite a minimized directory's repro.py and README.md from its case.json in today's form,
+    and re-verify the repro: how committed repros follow a change of the repro or report format."""
+    return write_minimized(Path(directory), load_case(Path(directory) / "case.json"), verify_runs, timeout)
 
 
 def _actual(detail: str) -> str:
@@ -240,3 +256,32 @@ def _reduce_smallest_failing(cases: list[tuple[Path, Case]], backend: str, pool:
             continue
         return skipped, (path, case, result.graph, {**result.stats, "seconds": round(time.time() - start, 2)})
     return skipped, None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m fuzzfuse.minimize --refresh DIR...`: each directory's repro and report rewritten
+    from its case.json and re-verified; one line per directory, exit 1 when any no longer
+    reproduces, 2 on a directory without a readable case.json."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m fuzzfuse.minimize", description=main.__doc__)
+    parser.add_argument("--refresh", nargs="+", type=Path, required=True, metavar="DIR")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a repro may run (plus start-up)")
+    args = parser.parse_args(argv)
+    status = 0
+    for directory in args.refresh:
+        try:
+            case = refresh(directory, timeout=args.timeout)
+        except (CorpusError, OSError, ValueError) as e:
+            print(f"{directory}: {e}", file=sys.stderr)
+            status = 2
+            continue
+        verification = case.verification or {}
+        print(f"{directory}: {verification.get('status')}", flush=True)
+        if verification.get("status") != "reproduces":
+            status = max(status, 1)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -213,6 +213,34 @@ def float64_graph(graph: Graph) -> Graph:
     return replace(graph, nodes=nodes)
 
 
+# The exit status of a repro that cannot run as its bug needs here (git bisect run's "skip").
+SKIP_STATUS = 125
+
+
+def pin_prelude(versions: dict) -> str:
+    """Source that pins the CPU capability the case ran with, before torch is imported: ATen's
+    kernels and Inductor's C++ codegen (cpu_vec_isa.pick_vec_isa) both read ATEN_CPU_CAPABILITY.
+    Inductor's caches do not key on it (a kernel compiled for AVX-512 is reused under avx2), so
+    they are off. A machine with less than the pinned capability cannot pin it: postlude skips."""
+    capability = versions.get("cpu_capability")
+    if not capability:
+        return ""
+    return ("import os\n"
+            f"CPU_CAPABILITY = {capability!r}  # found with it; ATen and Inductor's C++ codegen read it at import\n"
+            'os.environ["ATEN_CPU_CAPABILITY"] = CPU_CAPABILITY\n'
+            'os.environ["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] = "1"  # Inductor\'s caches ignore the capability\n')
+
+
+def pin_postlude(versions: dict) -> str:
+    """After torch is imported: skip (exit SKIP_STATUS) where the pinned capability did not take."""
+    if not versions.get("cpu_capability"):
+        return ""
+    return ("if torch.backends.cpu.get_cpu_capability().lower() != CPU_CAPABILITY:\n"
+            '    print(f"skip: the bug needs CPU capability {CPU_CAPABILITY}; this machine has "\n'
+            '          f"{torch.backends.cpu.get_cpu_capability().lower()}")\n'
+            f"    sys.exit({SKIP_STATUS})\n")
+
+
 def repro_files(graph: Graph, backend, signature: dict, versions: dict, timeout: float = 300.0) -> dict[str, object]:
     """{"repro.py": source, and "inputs.pt": tensors when the inputs are too big to inline}."""
     values = make_inputs(graph)
@@ -228,7 +256,9 @@ def repro_files(graph: Graph, backend, signature: dict, versions: dict, timeout:
     parts = [
         header,
         backend.repro_prelude() if hasattr(backend, "repro_prelude") else "",
-        "import math\nimport sys\nimport traceback\nfrom pathlib import Path\n\nimport torch\n\n"
+        pin_prelude(versions) if backend.device == "cpu" else "",
+        "import math\nimport sys\nimport traceback\nfrom pathlib import Path\n\nimport torch\n\n",
+        pin_postlude(versions) if backend.device == "cpu" else "",
         f"nan, inf = math.nan, math.inf\nDEVICE = {backend.device!r}\n",
         _SLICED_HELPER if any(isinstance(i, TensorInput) and i.layout.kind == "sliced" for i in graph.inputs) else "",
         "\n" + to_source(graph, "fn"),

@@ -86,6 +86,30 @@ class Backend(Protocol):
         fused)`, with the repro's `leaves(inputs)` and `gradients(outputs, leaves, grad_outputs)`."""
 
 
+def machine_versions(device: str) -> dict[str, str]:
+    """What a bug may depend on besides the packages: on CPU, the capability ATen dispatches to and
+    Inductor generates C++ for (ATEN_CPU_CAPABILITY; a repro pins it), on a GPU its name, driver
+    and CUDA."""
+    if device == "cpu":
+        return {"cpu_capability": torch.backends.cpu.get_cpu_capability().lower()}
+    out = {"cuda": str(torch.version.cuda)}
+    if torch.cuda.is_available():
+        out["gpu"] = torch.cuda.get_device_name()
+        out["driver"] = _nvidia_driver()
+    return out
+
+
+def _nvidia_driver() -> str:
+    """The NVIDIA driver's version as nvidia-smi reports it (torch exposes only the CUDA API level)."""
+    import subprocess
+    try:
+        run = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+        return run.stdout.splitlines()[0].strip() if run.returncode == 0 and run.stdout.strip() else "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
 def generic_repro_code(name: str, graph: Graph, options: dict | None = None) -> str:
     """run_fused through fuzzfuse itself: for backends that are not a public fuser (eager, custom).
     `options` are the backend's per-case choices (aot:nvfuser's emission style), passed to its run

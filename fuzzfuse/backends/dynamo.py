@@ -26,7 +26,7 @@ import torch
 from ..ir import Graph, compile_source
 from ..ir.interp import input_gradients, with_leaves
 from ..strategies import ShapeConfig
-from .base import BackendError, RunResult, Unavailable
+from .base import BackendError, RunResult, Unavailable, machine_versions
 
 # Registered backends that need more than torch: what `check_available` requires of them.
 _NEEDS_PACKAGE = {"tvm": "tvm", "openxla": "torch_xla", "openxla_eval": "torch_xla"}
@@ -182,7 +182,7 @@ def run_fused(inputs):
 '''
 
     def versions(self) -> dict[str, str]:
-        return {"torch": torch.__version__}
+        return {"torch": torch.__version__, **machine_versions(self.device)}
 
 
 def _backend_exception(e: BaseException) -> BaseException:

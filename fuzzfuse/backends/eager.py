@@ -5,6 +5,7 @@ import torch
 
 from ..ir import Graph, run_autograd, run_eager
 from ..strategies import ShapeConfig
+from .base import machine_versions
 
 
 class EagerBackend:
@@ -28,4 +29,4 @@ class EagerBackend:
         return generic_repro_code(self.name, graph)
 
     def versions(self) -> dict[str, str]:
-        return {"torch": torch.__version__}
+        return {"torch": torch.__version__, **machine_versions(self.device)}
