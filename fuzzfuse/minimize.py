@@ -22,7 +22,8 @@ from .corpus import Case, CorpusError, iter_cases, load_case, write_json
 from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, cost, reduce
-from .repro import repro_files
+from .export import judge, read_verdict, run_repro
+from .repro import repro_files, title
 from .runner import case_pool, classify, graph_job
 from .worker import WorkerPool
 
@@ -83,28 +84,37 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
             active.close()
 
 
-def verify_repro(directory: Path, runs: int = VERIFY_RUNS, timeout: float = 600.0) -> dict:
+def verify_repro(directory: Path, signature: dict, runs: int = VERIFY_RUNS,
+                 timeout: float = 600.0) -> tuple[dict, str]:
     """Run repro.py `runs` times, each in a fresh process in a clean directory holding only the
-    repro's own files. A repro whose exit codes disagree is flaky. The runs go concurrently: on a
-    GPU box each one is mostly a torch import, and a campaign verifies every signature it reduces."""
-    def run_once(_) -> int | str:
+    repro's own files, and judge each run as the regression corpus does: it reproduces when its
+    verdict line names the case's signature (outcome, kind, location), not merely when it exits 1.
+    (the verification record, the stdout of the first run that reproduced, else of the first run).
+    The runs go concurrently: on a GPU box each one is mostly a torch import, and a campaign
+    verifies every signature it reduces."""
+    sig = Signature.from_json(signature)
+
+    def run_once(_) -> tuple[int | None, str, str]:
         with tempfile.TemporaryDirectory() as clean:
             for name in ("repro.py", "inputs.pt"):
                 if (directory / name).exists():
                     shutil.copy(directory / name, clean)
-            try:
-                # PYTHONPATH only matters to custom backends' repros, which import their backend.
-                env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-                return subprocess.run([sys.executable, "repro.py"], cwd=clean, capture_output=True,
-                                      timeout=timeout, env=env).returncode
-            except subprocess.TimeoutExpired:
-                return "timeout"
+            # PYTHONPATH only matters to custom backends' repros, which import their backend.
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+            code, out, err = run_repro(clean, timeout, env)
+            return code, out, judge(sig.outcome, sig.kind, sig.location, code, out, err)
 
     with ThreadPoolExecutor(runs) as threads:
-        codes = list(threads.map(run_once, range(runs)))
-    failing = [c != 0 for c in codes]
-    status = "reproduces" if all(failing) else "flaky" if any(failing) else "does not reproduce"
-    return {"status": status, "exit_codes": codes, "runs": runs}
+        results = list(threads.map(run_once, range(runs)))
+    verdicts = [v for _, _, v in results]
+    same = [v == "as recorded" for v in verdicts]
+    if all(v.startswith("skipped: ") for v in verdicts):
+        status = "skipped here"
+    else:
+        status = "reproduces" if all(same) else "flaky" if any(same) else "does not reproduce"
+    output = next((out for _, out, v in results if v == "as recorded"), results[0][1])
+    return {"status": status, "exit_codes": [c if c is not None else "timeout" for c, _, _ in results],
+            "verdicts": verdicts, "runs": runs}, output
 
 
 def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend: str,
@@ -144,9 +154,10 @@ def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS,
         (staging / "repro.py").write_text(files["repro.py"])
         if "inputs.pt" in files:
             torch.save(files["inputs.pt"], staging / "inputs.pt")
-        case = replace(case, verification=verify_repro(staging, verify_runs, timeout=timeout + 120))
+        verification, output = verify_repro(staging, case.signature, verify_runs, timeout=timeout + 120)
+        case = replace(case, verification=verification)
         write_json(staging / "case.json", case.to_json())
-        (staging / "README.md").write_text(bug_report(case, files["repro.py"]))
+        (staging / "README.md").write_text(bug_report(case, files["repro.py"], output))
         for kept in ("FIXED",):  # what a person added beside the repro stays
             if (directory / kept).exists():
                 shutil.copy(directory / kept, staging / kept)
@@ -163,39 +174,55 @@ def refresh(directory: Path, verify_runs: int = VERIFY_RUNS, timeout: float = 60
     return write_minimized(Path(directory), load_case(Path(directory) / "case.json"), verify_runs, timeout)
 
 
-def _actual(detail: str) -> str:
-    """The failure text, cut at 2000 characters; a fenced code block after it (a backend's
-    standalone form of what failed) is kept whole."""
-    text, fence, code = detail.strip().partition("```")
-    return text[:2000] + (fence + code if fence else "")
+def _fenced(detail: str) -> str:
+    """The fenced code block of a failure's detail (a backend's standalone form of what failed,
+    aot:nvfuser's FusionDefinition), or ""."""
+    _, fence, code = detail.strip().partition("```")
+    return fence + code if fence else ""
 
 
-def bug_report(case: Case, repro: str) -> str:
-    """A report ready to paste upstream: what fails, expected versus actual, versions, the repro."""
+# Lines of the repro's output a report shows (the whole of it is one `python repro.py` away).
+REPORT_LINES = 40
+
+
+def bug_report(case: Case, repro: str, output: str) -> str:
+    """A report ready to paste upstream: the title names the op(s) and the symptom, and Expected and
+    Actual are the repro's own printed lines, verbatim (`output`: its stdout at verification)."""
     sig = case.signature or {}
-    what = {"crash": "raises", "hard-crash": "kills the process", "hang": "hangs",
-            "mismatch": "computes wrong results", "unfused": "silently runs the unfused fallback"}
     red = case.reduction or {}
     ver = case.verification or {}
-    versions = ", ".join(f"{k} {v}" for k, v in case.versions.items())
-    return f"""# {case.backend} {what.get(sig.get('outcome'), sig.get('outcome'))}: {sig.get('kind')} {sig.get('location')}
-
-**Signature:** `{Signature.from_json(sig).key()}`
+    verdict = read_verdict(output) or {}
+    lines = [ln for ln in output.splitlines() if not ln.startswith("fuzzfuse-verdict: ")]
+    expected = [ln for ln in lines if ln.startswith("expected")]
+    actual = lines[len(expected):] if lines[:len(expected)] == expected else lines
+    actual, cut = actual[:REPORT_LINES], len(actual) - REPORT_LINES
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(case.versions.items()))
+    fusion = _fenced(case.detail)
+    return f"""# {title(case.graph, case.backend, verdict or sig)}
 
 **Versions:** {versions}
 
-**Expected:** the fused graph runs (stage `{sig.get('stage')}`) and matches eager PyTorch within rounding
-(checked against a float64 run of the same graph).
+**Repro:** save the script below as `repro.py` and run `python repro.py` (exit code 1 while the bug
+is present, 0 once fixed).
 
-**Actual:** {_actual(case.detail) or sig.get('outcome')}
+**Expected** (printed by the repro):
 
-Found by fuzzfuse (seed {case.seed}); minimized from {red.get('ops_before', '?')} to {red.get('ops_after', '?')} ops in
-{red.get('queries', '?')} queries. The repro {ver.get('status', 'was not re-run')} in {ver.get('runs', 0)} fresh
-processes (exit codes {ver.get('exit_codes', [])}); seen {case.hits} time(s).
+```
+{chr(10).join(expected) or "(none printed)"}
+```
 
+**Actual** (printed by the repro{f"; {cut} more lines follow" if cut > 0 else ""}):
+
+```
+{chr(10).join(actual) or "(nothing printed)"}
+```
+
+Found by fuzzfuse (seed {case.seed}), signature `{Signature.from_json(sig).key()}`; minimized from
+{red.get('ops_before', '?')} to {red.get('ops_after', '?')} ops in {red.get('queries', '?')} queries. The repro
+{ver.get('status', 'was not re-run')} in {ver.get('runs', 0)} fresh processes (verdicts {ver.get('verdicts', [])});
+seen {case.hits} time(s).
+{f"{chr(10)}The failing fusion as the unreduced case ran it:{chr(10)}{chr(10)}{fusion}{chr(10)}" if fusion else ""}
 ## Repro
-
-Run `python repro.py` (exit code 1 while the bug is present, 0 once fixed):
 
 ```python
 {repro.rstrip()}
