@@ -117,15 +117,20 @@ def generic_repro_code(name: str, graph: Graph, options: dict | None = None) -> 
     options = "".join(f", {k}={v!r}" for k, v in (options or {}).items())
     return f'''
 def run_fused(inputs, grad_outputs=None):
-    """{name}, run through fuzzfuse (a custom backend: no standalone form)."""
+    """{name}, run through fuzzfuse (a custom backend: no standalone form). The fuser's own
+    exception is raised, not fuzzfuse's BackendError around it, as the campaign names it."""
     import json
     from fuzzfuse.backends import get_backend
+    from fuzzfuse.backends.base import BackendError
     from fuzzfuse.ir import Graph
     graph = Graph.from_json(json.loads({json.dumps(graph.to_json())!r}))
-    if graph.requires_grad:
-        result = get_backend({name!r}).run(graph, inputs, grad_outputs=grad_outputs{options})
-        return result.outputs, result.grads, result.fused is not False and result.backward_fused is not False
-    result = get_backend({name!r}).run(graph, inputs{options})
+    try:
+        if graph.requires_grad:
+            result = get_backend({name!r}).run(graph, inputs, grad_outputs=grad_outputs{options})
+            return result.outputs, result.grads, result.fused is not False and result.backward_fused is not False
+        result = get_backend({name!r}).run(graph, inputs{options})
+    except BackendError as e:
+        raise e.cause from None
     return result.outputs, result.fused is not False
 '''
 
