@@ -6,12 +6,13 @@ The exported file needs pytest and torch (plus the fuser's own package), never f
 source sits in it as a readable string above its test; the test writes it to a temporary directory
 as repro.py (with inputs.pt, embedded as base64, for repros whose inputs were too large to inline)
 and runs it in a fresh interpreter: fusers keep global state, and a hard crash must kill only that
-process. The functions `run_repro`, `judged_run`, `judge` and `settle` below are copied into the exported file
+process. The functions `run_repro`, `judged_run`, `read_verdict`, `judge` and `settle` below are copied into the exported file
 verbatim, so the plugin and the export can never disagree about what a run means.
 
 Verdicts, the same in both places:
-- an open bug is xfail(strict=True): XFAIL while its repro fails as recorded (same exit status or
-  signal, exception type and C++ assert location, or mismatch kind); three passes in a row are XPASS(strict),
+- an open bug is xfail(strict=True): XFAIL while its repro fails as recorded (the signal it died by,
+  or its verdict line's outcome, kind and location: exception type and C++ assert location, or
+  mismatch kind and dtype class); three passes in a row are XPASS(strict),
   which fails the run: "fixed? move it to the fixed set";
 - a fixed bug (its repro directory holds a file named FIXED) must pass: a failure is a regression;
 - a repro that fails differently than recorded fails (a stale entry or a new bug), never xfails.
@@ -89,40 +90,38 @@ def judged_run(workdir, timeout, outcome, kind, location, fixed, env=None, runs=
     return verdict, out, err
 
 
+def read_verdict(out):
+    """The verdict a repro printed last (`fuzzfuse-verdict: {...}`, one JSON object), or None."""
+    for line in reversed(out.splitlines()):
+        if line.startswith("fuzzfuse-verdict: "):
+            try:
+                verdict = json.loads(line.removeprefix("fuzzfuse-verdict: "))
+            except ValueError:
+                return None
+            return verdict if isinstance(verdict, dict) else None
+    return None
+
+
 def judge(outcome, kind, location, code, out, err):
-    """'as recorded' when the run fails the way case.json says, 'passes' on exit 0, else what it
-    did instead. It reads what repro.py shows: its exit status or signal, its FAIL lines and the
-    traceback it prints (exception type, C++ assert location)."""
+    """'as recorded' when the run fails the way case.json says, 'passes' on exit 0, 'skipped: why'
+    when the repro cannot run here, else what it did instead. A process killed by a signal or at the
+    timeout is judged by that; any other run by its verdict line alone (outcome, kind, location)."""
     if code == 0:
         return "passes"
-    if code is None or ("Timeout (" in err and "FAIL" not in out):
-        seen, same = "hang (ran past the timeout)", outcome == "hang"
-    elif code < 0:
+    if code is None:
+        return "as recorded" if outcome == "hang" else "hang (killed at the timeout)"
+    if code < 0:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
-        seen, same = f"hard-crash (died by {name})", outcome == "hard-crash" and name == kind
-    elif "FAIL: the fuser raised" in out:
-        raised = re.findall(r"^(?:[A-Za-z_][\w.]*\.)?([A-Za-z_]\w*)(?::|$)", err, re.M)
-        cpp = re.fullmatch(r"(.+\.(?:cpp|cc|h|hpp|cu|cuh)):(\d+)", location or "")
-        at = not cpp or re.search(re.escape(cpp[1]) + "[\"']?:" + cpp[2] + r"\b", err)
-        seen = f"crash ({raised[-1] if raised else 'no exception type printed'})"
-        same = outcome == "crash" and kind in raised and bool(at)
-        if outcome == "crash" and kind in raised and not at:
-            seen = f"crash ({kind}, but not at {location})"
-    elif "nothing was fused" in out:
-        seen, same = "unfused", outcome == "unfused"
-    elif re.search(r"^FAIL: (output|gradient) \d+:", out, re.M):
-        # A forward mismatch prints outputs, a backward one (stage backward-*) gradients.
-        kinds = set()
-        for line in re.findall(r"^FAIL: (?:output|gradient) \d+: (.*)$", out, re.M):
-            got = re.match(r"got (.+?) \(([^)]*)\), expected \S+ \(([^)]*)\)$", line)
-            if got:
-                kinds.add("shape" if got[1].startswith("torch.") and got[2] != got[3] else "dtype")
-            else:
-                kinds.add("nan-inf" if "NaN/Inf" in line else "values")
-        seen, same = f"mismatch ({', '.join(sorted(kinds))})", outcome == "mismatch" and kind in kinds
-    else:
-        seen, same = f"exit status {code} without a FAIL line (the repro itself broke?)", False
-    return "as recorded" if same else seen
+        return "as recorded" if outcome == "hard-crash" and name == kind else f"hard-crash (died by {name})"
+    verdict = read_verdict(out)
+    if verdict is None:
+        return f"exit status {code} without a verdict line (the repro itself broke?)"
+    if verdict.get("outcome") == "skip":
+        return "skipped: " + str(verdict.get("reason", "the repro cannot run here"))
+    seen = [str(verdict.get(k, "")) for k in ("outcome", "kind", "location")]
+    # An unfused repro cannot tell a fallback from a graph left unfused: its kind is empty.
+    same = seen == [outcome, kind, location] or (seen == [outcome, "", location] and outcome == "unfused")
+    return "as recorded" if same else " ".join(seen).strip()
 
 
 def settle(verdict, fixed, recorded, output):
@@ -130,6 +129,8 @@ def settle(verdict, fixed, recorded, output):
     return (a pass; for an open bug the strict xfail marker makes it XPASS(strict))."""
     import pytest
 
+    if verdict.startswith("skipped: "):
+        pytest.skip(verdict.removeprefix("skipped: "))
     if verdict == "as recorded" and not fixed:
         raise StillFails(f"still fails as recorded: {recorded}")
     if verdict == "as recorded":
@@ -161,7 +162,7 @@ the bug is present and 0 once it is fixed.
   location, mismatch kind) fails: the entry is stale or a new bug showed up.
 """
 import base64
-import re
+import json
 import signal
 import subprocess
 import sys
@@ -215,7 +216,8 @@ def export_pytest(root: Path, out: Path, backend: str | None = None, timeout: fl
         raise ValueError(f"{root}: no minimized repros (*/case.json with repro.py)"
                          + (f" for backend {backend}" if backend else ""))
     parts = [_HEADER.format(count=len(dirs), source=root.name or root, timeout=timeout)]
-    parts += [inspect.getsource(f) + "\n\n" for f in (StillFails, run_repro, judged_run, judge, settle, tail)]
+    parts += [inspect.getsource(f) + "\n\n" for f in (StillFails, run_repro, judged_run, read_verdict, judge, settle,
+                                                       tail)]
     parts.append(f"OPEN = {OPEN_REASON.format(how='drop its xfail marker')!r}\n")
     cuda = any(re.search(r"^DEVICE = 'cuda'", (d / "repro.py").read_text(), re.M) for d in dirs)
     if cuda:

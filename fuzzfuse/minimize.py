@@ -22,8 +22,9 @@ from .corpus import Case, CorpusError, iter_cases, load_case, umask_mode, write_
 from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, cost, reduce
-from .repro import repro_files
+from .export import judge as judge_run, read_verdict, run_repro
 from .pool import case_pool, graph_job
+from .repro import repro_files, title
 from .verdict import HarnessError, judge
 from .worker import WorkerPool
 
@@ -84,28 +85,37 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
             active.close()
 
 
-def verify_repro(directory: Path, runs: int = VERIFY_RUNS, timeout: float = 600.0) -> dict:
+def verify_repro(directory: Path, signature: dict, runs: int = VERIFY_RUNS,
+                 timeout: float = 600.0) -> tuple[dict, str]:
     """Run repro.py `runs` times, each in a fresh process in a clean directory holding only the
-    repro's own files. A repro whose exit codes disagree is flaky. The runs go concurrently: on a
-    GPU box each one is mostly a torch import, and a campaign verifies every signature it reduces."""
-    def run_once(_) -> int | str:
+    repro's own files, and judge each run as the regression corpus does: it reproduces when its
+    verdict line names the case's signature (outcome, kind, location), not merely when it exits 1.
+    (the verification record, the stdout of the first run that reproduced, else of the first run).
+    The runs go concurrently: on a GPU box each one is mostly a torch import, and a campaign
+    verifies every signature it reduces."""
+    sig = Signature.from_json(signature)
+
+    def run_once(_) -> tuple[int | None, str, str]:
         with tempfile.TemporaryDirectory() as clean:
             for name in ("repro.py", "inputs.pt"):
                 if (directory / name).exists():
                     shutil.copy(directory / name, clean)
-            try:
-                # PYTHONPATH only matters to custom backends' repros, which import their backend.
-                env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-                return subprocess.run([sys.executable, "repro.py"], cwd=clean, capture_output=True,
-                                      timeout=timeout, env=env).returncode
-            except subprocess.TimeoutExpired:
-                return "timeout"
+            # PYTHONPATH only matters to custom backends' repros, which import their backend.
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+            code, out, err = run_repro(clean, timeout, env)
+            return code, out, judge_run(sig.outcome, sig.kind, sig.location, code, out, err)
 
     with ThreadPoolExecutor(runs) as threads:
-        codes = list(threads.map(run_once, range(runs)))
-    failing = [c != 0 for c in codes]
-    status = "reproduces" if all(failing) else "flaky" if any(failing) else "does not reproduce"
-    return {"status": status, "exit_codes": codes, "runs": runs}
+        results = list(threads.map(run_once, range(runs)))
+    verdicts = [v for _, _, v in results]
+    same = [v == "as recorded" for v in verdicts]
+    if all(v.startswith("skipped: ") for v in verdicts):
+        status = "skipped here"
+    else:
+        status = "reproduces" if all(same) else "flaky" if any(same) else "does not reproduce"
+    output = next((out for _, out, v in results if v == "as recorded"), results[0][1])
+    return {"status": status, "exit_codes": [c if c is not None else "timeout" for c, _, _ in results],
+            "verdicts": verdicts, "runs": runs}, output
 
 
 def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend: str,
@@ -123,14 +133,21 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
             existing.hits += 1
             write_json(directory / "case.json", existing.to_json())
             return directory
-    fuser = get_backend(backend)
-    if "style" in case.options:
-        fuser.style = case.options["style"]  # the repro lowers the graph the way the case ran
     minimized = replace(case, graph=reduced, backend=backend, hits=(existing.hits + 1) if existing else 1,
                         reduction={"ops_before": case.graph.size, "ops_after": reduced.size,
                                    **{k: stats[k] for k in ("queries", "cache_hits", "seconds") if k in stats}})
+    write_minimized(directory, minimized, verify_runs, timeout)
+    return directory
+
+
+def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS, timeout: float = 60.0) -> Case:
+    """Write `case` (already minimized) as directory/{case.json, repro.py, README.md}, the repro
+    verified in fresh processes; the case with its verification."""
+    fuser = get_backend(case.backend)
+    if "style" in case.options:
+        fuser.style = case.options["style"]  # the repro lowers the graph the way the case ran
     # A hang repro gives up (exit 1) after the case timeout; verification allows for start-up too.
-    files = repro_files(reduced, fuser, case.signature, case.versions, timeout=timeout)
+    files = repro_files(case.graph, fuser, case.signature, case.versions, timeout=timeout)
     # Staged in a hidden folder and moved in whole: a stop mid-way leaves no half repro behind.
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
@@ -139,49 +156,75 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
         (staging / "repro.py").write_text(files["repro.py"])
         if "inputs.pt" in files:
             torch.save(files["inputs.pt"], staging / "inputs.pt")
-        minimized.verification = verify_repro(staging, verify_runs, timeout=timeout + 120)
-        write_json(staging / "case.json", minimized.to_json())
-        (staging / "README.md").write_text(bug_report(minimized, files["repro.py"]))
+        verification, output = verify_repro(staging, case.signature, verify_runs, timeout=timeout + 120)
+        case = replace(case, verification=verification)
+        write_json(staging / "case.json", case.to_json())
+        (staging / "README.md").write_text(bug_report(case, files["repro.py"], output))
+        for kept in ("FIXED",):  # what a person added beside the repro stays
+            if (directory / kept).exists():
+                shutil.copy(directory / kept, staging / kept)
         shutil.rmtree(directory, ignore_errors=True)
         staging.rename(directory)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return directory
+    return case
 
 
-def _actual(detail: str) -> str:
-    """The failure text, cut at 2000 characters; a fenced code block after it (a backend's
-    standalone form of what failed) is kept whole."""
-    text, fence, code = detail.strip().partition("```")
-    return text[:2000] + (fence + code if fence else "")
+def refresh(directory: Path, verify_runs: int = VERIFY_RUNS, timeout: float = 60.0) -> Case:
+    """Rewrite a minimized directory's repro.py and README.md from its case.json in today's form,
+    and re-verify the repro: how committed repros follow a change of the repro or report format."""
+    return write_minimized(Path(directory), load_case(Path(directory) / "case.json"), verify_runs, timeout)
 
 
-def bug_report(case: Case, repro: str) -> str:
-    """A report ready to paste upstream: what fails, expected versus actual, versions, the repro."""
+def _fenced(detail: str) -> str:
+    """The fenced code block of a failure's detail (a backend's standalone form of what failed,
+    aot:nvfuser's FusionDefinition), or ""."""
+    _, fence, code = detail.strip().partition("```")
+    return fence + code if fence else ""
+
+
+# Lines of the repro's output a report shows (the whole of it is one `python repro.py` away).
+REPORT_LINES = 40
+
+
+def bug_report(case: Case, repro: str, output: str) -> str:
+    """A report ready to paste upstream: the title names the op(s) and the symptom, and Expected and
+    Actual are the repro's own printed lines, verbatim (`output`: its stdout at verification)."""
     sig = case.signature or {}
-    what = {"crash": "raises", "hard-crash": "kills the process", "hang": "hangs",
-            "mismatch": "computes wrong results", "unfused": "silently runs the unfused fallback"}
     red = case.reduction or {}
     ver = case.verification or {}
-    versions = ", ".join(f"{k} {v}" for k, v in case.versions.items())
-    return f"""# {case.backend} {what.get(sig.get('outcome'), sig.get('outcome'))}: {sig.get('kind')} {sig.get('location')}
-
-**Signature:** `{Signature.from_json(sig).key()}`
+    verdict = read_verdict(output) or {}
+    lines = [ln for ln in output.splitlines() if not ln.startswith("fuzzfuse-verdict: ")]
+    expected = [ln for ln in lines if ln.startswith("expected")]
+    actual = lines[len(expected):] if lines[:len(expected)] == expected else lines
+    actual, cut = actual[:REPORT_LINES], len(actual) - REPORT_LINES
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(case.versions.items()))
+    fusion = _fenced(case.detail)
+    return f"""# {title(case.graph, case.backend, verdict or sig)}
 
 **Versions:** {versions}
 
-**Expected:** the fused graph runs (stage `{sig.get('stage')}`) and matches eager PyTorch within rounding
-(checked against a float64 run of the same graph).
+**Repro:** save the script below as `repro.py` and run `python repro.py` (exit code 1 while the bug
+is present, 0 once fixed).
 
-**Actual:** {_actual(case.detail) or sig.get('outcome')}
+**Expected** (printed by the repro):
 
-Found by fuzzfuse (seed {case.seed}); minimized from {red.get('ops_before', '?')} to {red.get('ops_after', '?')} ops in
-{red.get('queries', '?')} queries. The repro {ver.get('status', 'was not re-run')} in {ver.get('runs', 0)} fresh
-processes (exit codes {ver.get('exit_codes', [])}); seen {case.hits} time(s).
+```
+{chr(10).join(expected) or "(none printed)"}
+```
 
+**Actual** (printed by the repro{f"; {cut} more lines follow" if cut > 0 else ""}):
+
+```
+{chr(10).join(actual) or "(nothing printed)"}
+```
+
+Found by fuzzfuse (seed {case.seed}), signature `{Signature.from_json(sig).key()}`; minimized from
+{red.get('ops_before', '?')} to {red.get('ops_after', '?')} ops in {red.get('queries', '?')} queries. The repro
+{ver.get('status', 'was not re-run')} in {ver.get('runs', 0)} fresh processes (verdicts {ver.get('verdicts', [])});
+seen {case.hits} time(s).
+{f"{chr(10)}The failing fusion as the unreduced case ran it:{chr(10)}{chr(10)}{fusion}{chr(10)}" if fusion else ""}
 ## Repro
-
-Run `python repro.py` (exit code 1 while the bug is present, 0 once fixed):
 
 ```python
 {repro.rstrip()}
@@ -246,3 +289,32 @@ def _reduce_smallest_failing(cases: list[tuple[Path, Case]], backend: str, pool:
             continue
         return skipped, (path, case, result.graph, {**result.stats, "seconds": round(time.time() - start, 2)})
     return skipped, None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m fuzzfuse.minimize --refresh DIR...`: each directory's repro and report rewritten
+    from its case.json and re-verified; one line per directory, exit 1 when any no longer
+    reproduces, 2 on a directory without a readable case.json."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m fuzzfuse.minimize", description=main.__doc__)
+    parser.add_argument("--refresh", nargs="+", type=Path, required=True, metavar="DIR")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a repro may run (plus start-up)")
+    args = parser.parse_args(argv)
+    status = 0
+    for directory in args.refresh:
+        try:
+            case = refresh(directory, timeout=args.timeout)
+        except (CorpusError, OSError, ValueError) as e:
+            print(f"{directory}: {e}", file=sys.stderr)
+            status = 2
+            continue
+        verification = case.verification or {}
+        print(f"{directory}: {verification.get('status')}", flush=True)
+        if verification.get("status") != "reproduces":
+            status = max(status, 1)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -8,15 +8,16 @@ inputs.pt) to a temporary directory and runs it in a fresh interpreter, so a har
 the repro. Verdicts:
 
 - an open bug (the default) is xfail(strict=True): XFAIL while the repro fails as recorded in
-  case.json (same exit status or signal, exception type and C++ assert location, or mismatch
-  kind); if it passes three runs in a row, XPASS(strict) fails the run: "fixed? move it to the
+  case.json (the signal it died by, or the outcome, kind and location of the verdict line it
+  prints last: `fuzzfuse-verdict: {...}`); if it passes three runs in a row, XPASS(strict) fails the run: "fixed? move it to the
   fixed set" (one pass can be an intermittent crash hiding under load);
 - the fixed set: a repro directory holding a file named FIXED (its text may say where it was fixed,
   e.g. `echo "torch 2.14, pytorch#1234" > minimized/<slug>/FIXED`) must pass; if the repro fails
   again it FAILS as a regression ("bug came back");
 - a repro that fails differently than recorded FAILS (a stale entry or a new bug), never xfails;
 - a repro whose backend cannot run here is SKIPPED with the reason, and so is one whose recorded
-  re-runs were flaky (or did not reproduce).
+  re-runs were flaky (or did not reproduce), and one pinned to a CPU capability this machine
+  lacks (its verdict says skip; exit status 125).
 
 The plugin only adds items when the option is given, so `pytest tests/test_x.py` stays fast; CI
 passes `--fuzzfuse-corpus minimized`. The judging code is shared with `fuzzfuse export`.

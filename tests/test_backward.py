@@ -14,6 +14,7 @@ from fuzzfuse.campaign import Campaign
 from fuzzfuse.corpus import Case, iter_cases, load_case
 from fuzzfuse.ir import Graph, GraphError, Values, make_inputs, run_autograd
 from fuzzfuse.ir.builder import GraphBuilder
+from fuzzfuse.export import read_verdict
 from fuzzfuse.job import backend_for, run_case
 from fuzzfuse.minimize import reduce_case, save_minimized
 from fuzzfuse.pool import case_pool, graph_job
@@ -125,7 +126,9 @@ def test_onednns_0_dim_output_of_shape_1_is_a_forward_mismatch_and_its_repro_say
     case = Case(graph, "aot:onednn", outcome="mismatch", signature=result.signature.to_json(), detail=result.detail)
     directory = save_minimized(tmp_path, case, graph, {}, "aot:onednn", verify_runs=1)
     run = subprocess.run([sys.executable, "repro.py"], cwd=directory, capture_output=True, text=True)
-    assert run.returncode == 1 and "FAIL: output 0: got" in run.stdout, run.stdout + run.stderr[-2000:]
+    verdict = read_verdict(run.stdout) or {}
+    assert run.returncode == 1 and (verdict.get("outcome"), verdict.get("kind")) == ("mismatch", "shape"), \
+        run.stdout + run.stderr[-2000:]
 
 
 def test_drop_requires_grad_pass_and_pinned_values_keep_gradients():

@@ -93,8 +93,9 @@ class Backend:
         raise NotImplementedError(f"{type(self).__name__}.run")
 
     def versions(self) -> dict[str, str]:
-        """Versions that a bug report needs (torch, the fuser package...)."""
-        return {"torch": torch.__version__}
+        """Versions that a bug report needs (torch, the fuser package...) and the machine's (CPU
+        capability, or GPU and driver)."""
+        return {"torch": torch.__version__, **machine_versions(self.device)}
 
     def repro_code(self, graph: Graph) -> str:
         """Source of `run_fused(inputs) -> (outputs, fused)` for a standalone repro that imports
@@ -109,6 +110,30 @@ class Backend:
         return ""
 
 
+def machine_versions(device: str) -> dict[str, str]:
+    """What a bug may depend on besides the packages: on CPU, the capability ATen dispatches to and
+    Inductor generates C++ for (ATEN_CPU_CAPABILITY; a repro pins it), on a GPU its name, driver
+    and CUDA."""
+    if device == "cpu":
+        return {"cpu_capability": torch.backends.cpu.get_cpu_capability().lower()}
+    out = {"cuda": str(torch.version.cuda)}
+    if torch.cuda.is_available():
+        out["gpu"] = torch.cuda.get_device_name()
+        out["driver"] = _nvidia_driver()
+    return out
+
+
+def _nvidia_driver() -> str:
+    """The NVIDIA driver's version as nvidia-smi reports it (torch exposes only the CUDA API level)."""
+    import subprocess
+    try:
+        run = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+        return run.stdout.splitlines()[0].strip() if run.returncode == 0 and run.stdout.strip() else "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
 def generic_repro_code(name: str, graph: Graph, options: dict | None = None) -> str:
     """run_fused through fuzzfuse itself: for backends that are not a public fuser (eager, custom).
     `options` are the backend's per-case choices (aot:nvfuser's emission style), passed to its run
@@ -116,15 +141,20 @@ def generic_repro_code(name: str, graph: Graph, options: dict | None = None) -> 
     options = "".join(f", {k}={v!r}" for k, v in (options or {}).items())
     return f'''
 def run_fused(inputs, grad_outputs=None):
-    """{name}, run through fuzzfuse (a custom backend: no standalone form)."""
+    """{name}, run through fuzzfuse (a custom backend: no standalone form). The fuser's own
+    exception is raised, not fuzzfuse's BackendError around it, as the campaign names it."""
     import json
     from fuzzfuse.backends import get_backend
+    from fuzzfuse.backends.base import BackendError
     from fuzzfuse.ir import Graph
     graph = Graph.from_json(json.loads({json.dumps(graph.to_json())!r}))
-    if graph.requires_grad:
-        result = get_backend({name!r}).run(graph, inputs, grad_outputs=grad_outputs{options})
-        return result.outputs, result.grads, result.fused is not False and result.backward_fused is not False
-    result = get_backend({name!r}).run(graph, inputs{options})
+    try:
+        if graph.requires_grad:
+            result = get_backend({name!r}).run(graph, inputs, grad_outputs=grad_outputs{options})
+            return result.outputs, result.grads, result.fused is not False and result.backward_fused is not False
+        result = get_backend({name!r}).run(graph, inputs{options})
+    except BackendError as e:
+        raise e.cause from None
     return result.outputs, result.fused is not False
 '''
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from ..ir import Graph
-from .base import RunResult, Unavailable
+from .base import RunResult, Unavailable, machine_versions
 from .dynamo import DynamoBackend
 
 
@@ -87,7 +87,7 @@ def run_fused(inputs):
 '''
 
     def versions(self) -> dict[str, str]:
-        versions = {"torch": torch.__version__}
+        versions = {"torch": torch.__version__, **machine_versions(self.device)}
         if self.device == "cuda":
             try:
                 import triton

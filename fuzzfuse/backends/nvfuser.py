@@ -30,7 +30,7 @@ import torch
 from ..ir import OPS, Graph, TensorInput
 from ..ir.types import DTYPES, INT_DTYPES
 from ..strategies import ShapeConfig
-from .base import Backend, BackendError, RunResult, Unavailable
+from .base import Backend, BackendError, RunResult, Unavailable, machine_versions
 from .nvfuser_dtypes import INT_IDENTITY
 from .nvfuser_emit import STYLES, Emission, Unsupported, emit
 
@@ -159,14 +159,12 @@ class NvFuserBackend(Backend):
             raise Unavailable(f"no CUDA device (torch {torch.__version__}, CUDA build {torch.version.cuda})")
 
     def versions(self) -> dict[str, str]:
-        out = {"torch": torch.__version__, "cuda": str(torch.version.cuda)}
+        out = {"torch": torch.__version__, **machine_versions("cuda")}
         try:
             nvf = self._nvf or _import_nvfuser()
             out["nvfuser_direct"] = str(getattr(nvf, "__version__", "unknown"))
         except Exception as e:
             out["nvfuser_direct"] = f"unavailable: {type(e).__name__}"
-        if torch.cuda.is_available():
-            out["device"] = torch.cuda.get_device_name()
         return out
 
     def emit(self, graph: Graph, inputs: list | None = None, style: str | None = None) -> Emission:

@@ -28,7 +28,7 @@ from ..ir import Graph, to_source
 from ..ir.ops import fused_by
 from ..ir.interp import input_gradients, with_leaves
 from ..strategies import Features, ShapeConfig
-from .base import Backend, BackendError, RunResult, Unavailable
+from .base import Backend, BackendError, RunResult, Unavailable, machine_versions
 
 # Read once by libtorch (a static), so it must be in the environment before the first fusion group
 # compiles; workers get it from `env` too. "0": a fusion group that fails to compile raises instead
@@ -198,7 +198,7 @@ def run_fused(inputs, grad_outputs):
         }
 
     def versions(self) -> dict[str, str]:
-        return {"torch": torch.__version__, "onednn": _onednn_version()}
+        return {"torch": torch.__version__, "onednn": _onednn_version(), **machine_versions(self.device)}
 
 
 def _onednn_version() -> str:

@@ -1,0 +1,134 @@
+"""Repros that a maintainer pastes unchanged: their compact oracle and crash location give the
+campaign's verdicts, their last line is the verdict the regression corpus reads, verification
+demands the recorded signature, the report's Actual block is the repro's own output, and a case
+pinned to a CPU capability the machine lacks skips with the reason. Real NNC runs, on this CPU."""
+import math
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from fuzzfuse.backends import get_backend
+from fuzzfuse.corpus import load_case
+from fuzzfuse.export import judge, read_verdict
+from fuzzfuse.ir import Values
+from fuzzfuse.ir.builder import GraphBuilder
+from fuzzfuse.minimize import refresh, verify_repro
+from fuzzfuse.oracle import compare_output, cpp_location, python_location
+from fuzzfuse.repro import repro_files, title
+
+from .test_plugin import CRASH, MISMATCH
+
+
+def _exp_graph():
+    """exp(x + x): right on NNC, which fuses it (one op alone it leaves unfused)."""
+    b = GraphBuilder()
+    x = b.tensor((2, 3), values=Values(seed=3))
+    return b.build([b.add("exp", b.add("add", x, x))])
+
+
+def _script_namespace(graph, versions=None) -> dict:
+    """The functions of a generated repro (its main not run)."""
+    source = repro_files(graph, get_backend("torchscript:nnc"), {"outcome": "mismatch"}, versions or {})["repro.py"]
+    namespace = {"__name__": "repro"}
+    exec(compile(source, "repro.py", "exec"), namespace)
+    return namespace
+
+
+def test_a_repros_crash_location_follows_the_oracles_rule():
+    location = _script_namespace(_exp_graph())["location"]
+    samples = [
+        ("INTERNAL ASSERT FAILED at \"/opt/pytorch/torch/csrc/jit/tensorexpr/kernel.cpp\":443, please report", ""),
+        ("Expected x == y to be true, but got false. (Could this error message be improved?)\n"
+         "Exception raised from apply at /build/nvfuser/csrc/ops/arith.cpp:91 (most recent call first)", ""),
+        ("no location here", 'File "/usr/lib/python3/site-packages/torch/_inductor/cpp_builder.py", line 9, in '
+                             '_run_compile_cmd\n  File "/tmp/repro.py", line 3, in main'),
+        ("plain", 'File "/tmp/x.py", line 1, in f'),
+        ("RuntimeError: from fn at /some/where/deep/file.cu:12", ""),
+    ]
+    for message, tb in samples:
+        assert location(message, tb) == (cpp_location(message) or cpp_location(tb) or python_location(tb))
+    assert location(*samples[0]) == "csrc/jit/tensorexpr/kernel.cpp:443"
+
+
+@pytest.mark.parametrize("fused, eager, ref", [
+    ([1.0, math.nan], [1.0, 2.0], [1.0, 2.0]),  # NaN where eager and float64 agree: nan-inf
+    ([1.0, math.inf], [1.0, math.nan], [1.0, math.nan]),  # NaN/inf where both have NaN: nan-inf
+    ([1.0, math.nan], [1.0, math.inf], [1.0, 5.0]),  # eager itself is off from float64: not judged
+    ([1.0, 2.5], [1.0, 2.0], [1.0, 2.0]),  # values
+    ([1.0, 2.000001], [1.0, 2.0], [1.0, 2.0000005]),  # rounding: passes
+    ([1.0, 2.1], [1.0, 2.2], [1.0, 2.1]),  # nearer float64 than eager: passes
+])
+def test_a_repros_compact_oracle_gives_the_campaigns_verdict_on_floats(fused, eager, ref):
+    compare = _script_namespace(_exp_graph())["compare"]
+    tensors = [torch.tensor(v, dtype=torch.float32) for v in (fused, eager)] + [torch.tensor(ref, dtype=torch.float64)]
+    mine = compare(*tensors, 1)
+    theirs = compare_output(0, *tensors)
+    assert (mine[0] if mine else None) == (theirs.kind if theirs else None)
+
+
+@pytest.mark.parametrize("fused, eager, ref", [
+    ([1, 2, 3], [1, 2, 4], [1, 2, 4]),  # a wrong integer
+    ([1, 2, 3], [1, 2, 4], [1, 2, 3]),  # eager disagrees with float64 there: not judged
+    ([[1, 2]], [1, 2], [1, 2]),  # shape
+])
+def test_a_repros_compact_oracle_gives_the_campaigns_verdict_on_integers_and_shapes(fused, eager, ref):
+    compare = _script_namespace(_exp_graph())["compare"]
+    tensors = [torch.tensor(v, dtype=torch.int32) for v in (fused, eager)] + [torch.tensor(ref, dtype=torch.float64)]
+    mine = compare(*tensors, 1)
+    theirs = compare_output(0, *tensors)
+    assert (mine[0] if mine else None) == (theirs.kind if theirs else None)
+    assert compare(tensors[1].to(torch.int64), tensors[1], tensors[2])[0] == "dtype"
+
+
+def test_verification_needs_the_recorded_signature_not_just_a_failing_exit(tmp_path):
+    """The NNC mismatch repro exits 1 either way; recorded as another kind it does not reproduce."""
+    directory = tmp_path / "mismatch"
+    shutil.copytree(MISMATCH, directory)
+    signature = load_case(directory / "case.json").signature
+    verification, output = verify_repro(directory, signature, runs=1)
+    assert verification["status"] == "reproduces" and read_verdict(output)["kind"] == signature["kind"]
+    verification, _ = verify_repro(directory, {**signature, "kind": "nan-inf"}, runs=1)
+    assert verification["status"] == "does not reproduce"
+    assert verification["verdicts"] == [f"mismatch {signature['kind']} {signature['location']}"]
+
+
+def test_a_refreshed_report_shows_the_repros_own_output_verbatim_and_names_the_ops(tmp_path):
+    directory = tmp_path / "crash"
+    shutil.copytree(CRASH, directory)
+    case = refresh(directory, verify_runs=1)
+    assert case.verification["status"] == "reproduces"
+    readme = (directory / "README.md").read_text()
+    run = subprocess.run([sys.executable, "repro.py"], cwd=directory, capture_output=True, text=True, timeout=300)
+    actual = readme.split("**Actual**", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0]
+    expected = readme.split("**Expected**", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0]
+    assert actual.startswith("actual: ") and actual in run.stdout and expected in run.stdout
+    heading = readme.splitlines()[0]
+    assert heading == "# " + title(case.graph, case.backend, read_verdict(run.stdout))
+    assert heading.startswith("# NNC: ") and all(n.op in heading for n in case.graph.nodes)
+    assert run.stdout.splitlines()[-1].startswith("fuzzfuse-verdict: ")
+
+
+def test_a_repro_pinned_to_a_capability_this_machine_lacks_skips_with_the_reason(tmp_path):
+    """Exit 125 (git bisect run's skip) and a skip verdict; pinned repros also turn Inductor's
+    caches off, which do not key on the capability."""
+    files = repro_files(_exp_graph(), get_backend("torchscript:nnc"), {"outcome": "mismatch"},
+                        {"cpu_capability": "zvector"})
+    source = files["repro.py"]
+    assert source.index('os.environ["ATEN_CPU_CAPABILITY"] = CPU_CAPABILITY') < source.index("import torch")
+    assert 'os.environ["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] = "1"' in source
+    (tmp_path / "repro.py").write_text(source)
+    run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 125
+    verdict = judge("mismatch", "values", "float", run.returncode, run.stdout, run.stderr)
+    assert verdict.startswith("skipped: the bug needs CPU capability zvector; this machine has ")
+
+
+def test_a_repro_whose_bug_is_gone_passes_with_a_pass_verdict(tmp_path):
+    """exp(x + x) on NNC is right: exit 0, and the verdict says pass."""
+    (tmp_path / "repro.py").write_text(repro_files(_exp_graph(), get_backend("torchscript:nnc"),
+                                                   {"outcome": "mismatch"}, {})["repro.py"])
+    run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and read_verdict(run.stdout)["outcome"] == "pass"
