@@ -187,6 +187,16 @@ def _fenced(detail: str) -> str:
 REPORT_LINES = 40
 
 
+def _variants(case: Case) -> str:
+    """The other signatures this root cause was found as (a folded repro's `also_seen_as`)."""
+    if not case.also_seen_as:
+        return ""
+    rows = [f"- `{v.get('key', '?')}` ({v.get('backend', '?')}; ops: {', '.join(v.get('ops', [])) or '-'}; was "
+            f"`{v.get('directory', '?')}`)" for v in case.also_seen_as]
+    return "\n**Also seen as** (the same root cause, found through other ops, dtypes or routes):\n\n" + \
+        "\n".join(rows) + "\n"
+
+
 def bug_report(case: Case, repro: str, output: str) -> str:
     """A report ready to paste upstream: the title names the op(s) and the symptom, and Expected and
     Actual are the repro's own printed lines, verbatim (`output`: its stdout at verification)."""
@@ -223,7 +233,7 @@ Found by fuzzfuse (seed {case.seed}), signature `{Signature.from_json(sig).key()
 {red.get('ops_before', '?')} to {red.get('ops_after', '?')} ops in {red.get('queries', '?')} queries. The repro
 {ver.get('status', 'was not re-run')} in {ver.get('runs', 0)} fresh processes (verdicts {ver.get('verdicts', [])});
 seen {case.hits} time(s).
-{f"{chr(10)}The failing fusion as the unreduced case ran it:{chr(10)}{chr(10)}{fusion}{chr(10)}" if fusion else ""}
+{f"{chr(10)}The failing fusion as the unreduced case ran it:{chr(10)}{chr(10)}{fusion}{chr(10)}" if fusion else ""}{_variants(case)}
 ## Repro
 
 ```python

@@ -52,10 +52,22 @@ def compare(actual, expected, fp64_ref, reduced=1):
     return None if close.all() or rmse(a) <= {multiplier} * rmse(e) + atol else ("values", ~close)
 
 
+def innermost(text):
+    \"\"\"nvFuser's parallel-compile wrapper unwrapped: the lowest-numbered failing segment's own error.\"\"\"
+    while "compiling fusion segments in parallel" in text:
+        marks = sorted(re.finditer(r"Error from segmentation group (\\d+):", text), key=lambda m: int(m[1]))
+        if not marks:
+            break
+        ends = [m.start() for m in re.finditer(r"Error from segmentation group \\d+:|\\n\\s*Use NVFUSER_DISABLE=parallel_compile",
+                                               text) if m.start() > marks[0].start()]
+        text = text[marks[0].end():min(ends, default=len(text))]
+    return text
+
+
 def location(message, tb):
-    \"\"\"Where it failed: the first C++ file:line of the message, else of the traceback, from csrc/
-    (aten/, torch/, c10/) on; else the innermost torch frame as file:function.\"\"\"
-    for text in (message, tb):
+    \"\"\"Where it failed: the first C++ file:line of the (innermost) message, else of the traceback,
+    from csrc/ (aten/, torch/, c10/) on; else the innermost torch frame as file:function.\"\"\"
+    for text in (innermost(message), tb):
         m = re.search(r\"\"\"{cpp_location}\"\"\", text)
         if m:
             path = m[1]
@@ -141,7 +153,9 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    sys.stdout.flush(), sys.stderr.flush()
+    os._exit(status)  # no destructors: a fuser object left by a kernel fault may abort in its own
 """
 
 _AUTOGRAD = """
@@ -198,7 +212,9 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    sys.stdout.flush(), sys.stderr.flush()
+    os._exit(status)  # no destructors: a fuser object left by a kernel fault may abort in its own
 """
 
 # Ran past the case's timeout: the traceback of every thread, then the verdict, then out.

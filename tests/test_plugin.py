@@ -21,9 +21,25 @@ from fuzzfuse.corpus import load_case
 pytest_plugins = ["pytester"]
 
 MINIMIZED = Path(__file__).parent.parent / "minimized"
-CRASH = MINIMIZED / "torchscript-nnc-crash-runtimeerror-59f7468f"
-MISMATCH = MINIMIZED / "torchscript-nnc-mismatch-values-float-cad304ad"
-SEGV = MINIMIZED / "torchscript-onednn-hard-crash-sigsegv-843f79a5"
+
+
+def committed(backend: str, outcome: str) -> Path:
+    """The smallest committed repro of `backend` that failed with `outcome` and reproduces
+    (directories are named by root cause, so the tests pick theirs by what it records)."""
+    found = []
+    for path in MINIMIZED.glob("[!.]*/case.json"):
+        case = json.loads(path.read_text())
+        if case["backend"] == backend and case["outcome"] == outcome and \
+                case["verification"]["status"] == "reproduces" and not (path.parent / "inputs.pt").exists():
+            found.append((len(case["graph"]["nodes"]), path.parent.name, path.parent))
+    if not found:
+        raise LookupError(f"no committed {backend} {outcome} repro")
+    return min(found)[2]
+
+
+CRASH = committed("torchscript:nnc", "crash")
+MISMATCH = committed("torchscript:nnc", "mismatch")
+SEGV = committed("torchscript:onednn", "hard-crash")
 
 
 EAGER = "list(fn(*inputs)), True"

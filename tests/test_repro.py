@@ -2,10 +2,13 @@
 campaign's verdicts, their last line is the verdict the regression corpus reads, verification
 demands the recorded signature, the report's Actual block is the repro's own output, and a case
 pinned to a CPU capability the machine lacks skips with the reason. Real NNC runs, on this CPU."""
+import json
 import math
 import shutil
 import subprocess
 import sys
+
+from pathlib import Path
 
 import pytest
 import torch
@@ -48,9 +51,13 @@ def test_a_repros_crash_location_follows_the_oracles_rule():
         ("plain", 'File "/tmp/x.py", line 1, in f'),
         ("RuntimeError: from fn at /some/where/deep/file.cu:12", ""),
     ]
+    # nvFuser's own texts, the parallel-compile wrapper among them (tests/data, from committed cases).
+    errors = json.loads((Path(__file__).parent / "data" / "nvfuser_errors.json").read_text())
+    samples += [(e["text"], "") for e in errors.values()]
     for message, tb in samples:
         assert location(message, tb) == (cpp_location(message) or cpp_location(tb) or python_location(tb))
     assert location(*samples[0]) == "csrc/jit/tensorexpr/kernel.cpp:443"
+    assert location(errors["parallel_rfactor"]["text"], "") == "csrc/transform_rfactor.cpp:399"
 
 
 @pytest.mark.parametrize("fused, eager, ref", [
@@ -90,7 +97,8 @@ def test_verification_needs_the_recorded_signature_not_just_a_failing_exit(tmp_p
     signature = load_case(directory / "case.json").signature
     verification, output = verify_repro(directory, signature, runs=1)
     assert verification["status"] == "reproduces" and read_verdict(output)["kind"] == signature["kind"]
-    verification, _ = verify_repro(directory, {**signature, "kind": "nan-inf"}, runs=1)
+    other = "values" if signature["kind"] == "nan-inf" else "nan-inf"
+    verification, _ = verify_repro(directory, {**signature, "kind": other}, runs=1)
     assert verification["status"] == "does not reproduce"
     assert verification["verdicts"] == [f"mismatch {signature['kind']} {signature['location']}"]
 
