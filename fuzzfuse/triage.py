@@ -175,10 +175,13 @@ def _merge_summary(buckets: dict[str, Bucket], root: Path, path: Path, data: dic
 
 
 def _merge_case(buckets: dict[str, Bucket], root: Path, path: Path, case) -> None:
-    """A case with no summary over it: a minimized repro counts its hits, a corpus case one."""
-    key = Signature.from_json(case.signature).key()
-    b = buckets.setdefault(key, Bucket(key, Signature.from_json(case.signature)))
+    """A case with no summary over it: a minimized repro counts its hits, a corpus case one. Both
+    are bucketed by root cause where it is known (a repro's graph is reduced; an unreduced case
+    only names one by a native assert), else by their coarse signature."""
+    sig = Signature.from_json(case.signature)
     minimized = path.name == "case.json" and (path.parent / "repro.py").is_file()
+    key = sig.root_cause_key(case.graph if minimized else None) or sig.key()
+    b = buckets.setdefault(key, Bucket(key, sig))
     b.see(case.hits if minimized else 1, case.found or None, case.found or None,
           _rel(path.parent.parent if minimized else path.parent, root), case.detail)
     if minimized:

@@ -24,12 +24,13 @@ MINIMIZED = Path(__file__).parent.parent / "minimized"
 
 
 def committed(backend: str, outcome: str) -> Path:
-    """The smallest committed repro of `backend` that failed with `outcome` and reproduces
+    """The smallest committed forward repro of `backend` that failed with `outcome` and reproduces
     (directories are named by root cause, so the tests pick theirs by what it records)."""
     found = []
     for path in MINIMIZED.glob("[!.]*/case.json"):
         case = json.loads(path.read_text())
-        if case["backend"] == backend and case["outcome"] == outcome and \
+        forward = not any(i.get("requires_grad") for i in case["graph"]["inputs"])
+        if case["backend"] == backend and case["outcome"] == outcome and forward and \
                 case["verification"]["status"] == "reproduces" and not (path.parent / "inputs.pt").exists():
             found.append((len(case["graph"]["nodes"]), path.parent.name, path.parent))
     if not found:
