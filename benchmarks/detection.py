@@ -65,7 +65,7 @@ class FirstDetection(Campaign):
             clean = run_case(case.graph, self._clean, check_strides=bool(case.options.get("check_strides")))
             if not clean.outcome.is_failure:
                 self.detection = Detection(self.stats.seconds, self.stats.cases,
-                                           getattr(self.stats, "input_sets", self.stats.cases), self.out / entry.case)
+                                           self.stats.input_sets, self.out / entry.case)
                 return
 
     def _done_submitting(self) -> bool:

@@ -17,6 +17,7 @@ def _table(campaign, pool) -> Table:
     secs = max(s.seconds, 1e-9)
     t = Table(title=f"fuzzfuse · {campaign.backend_name} · seed {campaign.seed}", show_header=False)
     t.add_row("cases", f"{s.cases}  ({s.cases / secs:.1f}/s, {secs:.0f}s)")
+    t.add_row("input sets", f"{s.input_sets}  ({s.input_sets / secs:.1f}/s)  op/dtype/layout triples {len(s.triples)}")
     t.add_row("outcomes", "  ".join(f"{k} {v}" for k, v in sorted(s.outcomes.items())))
     t.add_row("signatures", str(len(s.signatures)))
     for entry in list(s.signatures.values())[-5:]:
@@ -40,7 +41,8 @@ def _reducer(campaign) -> str:
 def _line(campaign, pool) -> str:
     s = campaign.stats
     secs = max(s.seconds, 1e-9)
-    return (f"[{secs:6.0f}s] cases {s.cases} ({s.cases / secs:.1f}/s) outcomes {dict(s.outcomes)} "
+    return (f"[{secs:6.0f}s] cases {s.cases} ({s.cases / secs:.1f}/s) input sets {s.input_sets} "
+            f"({s.input_sets / secs:.1f}/s) outcomes {dict(s.outcomes)} "
             f"signatures {len(s.signatures)} reducer {_reducer(campaign)} restarts {pool.restarts}"
             + (f" schedulers {dict(s.coverage)}" if s.coverage else ""))
 

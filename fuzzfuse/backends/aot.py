@@ -38,6 +38,8 @@ class _AotBackend:
     aot_autograd first."""
 
     repro_doc = "aot_autograd (functorch's memory_efficient_fusion, ts_compile) over `fn`."
+    # aot_autograd's functionalized graph may pick other output layouts: no evidence either way.
+    promises_strides = False
 
     def check_available(self) -> None:
         super().check_available()
@@ -51,7 +53,7 @@ class _AotBackend:
         from functorch.compile import ts_compile
         return ts_compile
 
-    def compile(self, graph: Graph):
+    def script(self, graph: Graph):
         from functorch.compile import memory_efficient_fusion
 
         compiled = memory_efficient_fusion(_tensor_function(graph, compile_source(graph)),
