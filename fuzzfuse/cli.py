@@ -70,7 +70,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             limit = args.time if args.time is not None or args.max_cases is not None else 60.0
             campaign = Campaign(backend, Path(args.out), seed=args.seed, workers=args.workers or os.cpu_count() or 1,
                                 time_limit=limit, max_cases=args.max_cases, timeout=args.timeout,
-                                check_strides=args.check_strides, max_ops=args.max_ops, reduce=not args.no_reduce,
+                                check_strides=args.check_strides, extra_runs=args.extra_runs, max_ops=args.max_ops,
+                                reduce=not args.no_reduce,
                                 backward=args.backward, devices=_devices(args.devices, backend), shard=args.shard,
                                 reduce_budget=args.reduce_budget, known=args.known, focus_share=args.focus_share)
         with campaign_display() as display:
@@ -175,7 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--out", default=".", help="output directory (corpus/, summary.json)")
     f.add_argument("--timeout", type=float, default=60.0, help="seconds per case before it counts as a hang")
     f.add_argument("--max-ops", type=int, default=12)
-    f.add_argument("--check-strides", action="store_true", help="also compare output strides")
+    f.add_argument("--check-strides", action=argparse.BooleanOptionalAction, default=None,
+                   help="compare output strides (default: where the backend promises eager's strides)")
+    f.add_argument("--no-extra-runs", dest="extra_runs", action="store_false",
+                   help="judge each compiled graph on its own inputs only, not on extra input sets")
     f.add_argument("--backward", action="store_true",
                    help="training mode: also compare the gradients of requires_grad inputs")
     f.add_argument("--reduce-budget", type=int, default=400, help="most reducer queries per signature")
