@@ -26,7 +26,7 @@ BATCH = 50  # cases per swarm feature set
 RECHECKS = 2  # re-runs of a new signature's first case before it counts as reproducible
 MAX_SAVED_PER_SIGNATURE = 20
 FOCUS_TRIALS = 4  # focused batches a coverage recipe gets to reach its scheduler once
-STEER_SHARE = 0.25  # swarm batches aimed at the least-tried (op, dtype, layout) triples
+STEER_SHARE = 0.25  # swarm batches aimed at one (op, dtype, layout) triple (strategies.steer)
 
 
 def known_signatures(directories: list[str]) -> dict[str, str]:
@@ -89,7 +89,6 @@ class Campaign:
         self._focus: dict[int, str | None] = {}  # batch -> the scheduler it aims at (None: a swarm batch)
         self._resubmit: list[int] = []  # indices that were in flight when a resumed run stopped
         self.reducing: dict | None = None  # the reduction under way: its key and reducer counters
-        self._steered: dict[int, Features] = {}  # batch -> its triple-steered features, fixed once drawn
 
     # ---- job stream ------------------------------------------------------------------------
     def config_for(self, index: int) -> GenConfig:
@@ -103,11 +102,11 @@ class Campaign:
             features = dataclasses.replace(self.features, **recipe)
         else:
             features = batch_features(self.stream, batch, self.features) if self.swarm else self.features
-        # Narrow triggers (issue 17): graph sizes swarmed, a share of batches aimed at the least-tried triples.
+        # Narrow triggers (issue 17): graph sizes swarmed, a share of batches aimed at one triple each.
         rng = random.Random(f"{self.stream}:{batch}:narrow")
         max_ops = swarm_max_ops(rng, self.max_ops) if self.swarm else self.max_ops
         if self.swarm and not focus and rng.random() < STEER_SHARE:
-            features = self._steered.setdefault(batch, steer(self.features, self.stats.triples, rng))
+            features = steer(self.features, rng)
         return GenConfig(features=features, shapes=shapes, max_ops=max_ops, backward=self.backward)
 
     def _new_job(self) -> dict:

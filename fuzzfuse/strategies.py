@@ -352,14 +352,17 @@ def admitted_triples(base: Features) -> tuple[tuple[str, str, str], ...]:
     return tuple(out)
 
 
-def steer(base: Features, tried: dict[str, int], rng: random.Random) -> Features:
-    """A feature set aimed at one of the least-tried admitted triples (ties drawn at random): its
-    op, dtype and layout, with float32 and contiguous beside them for the other operands."""
+def steer(base: Features, rng: random.Random) -> Features:
+    """A feature set aimed at one admitted triple, drawn uniformly (so every triple is reached
+    regularly, however rare the swarm makes it): its op, dtype and layout, with float32 and
+    contiguous beside them for the other operands. Drawn from the batch's rng, not from the
+    coverage so far, so that a campaign's cases stay a function of (seed, index) (resume and
+    shards rely on it); the stats' triple counts show how even the coverage is."""
     triples = admitted_triples(base)
     if not triples:
         return base
-    fewest = min(tried.get("|".join(t), 0) for t in triples)
-    op, dtype, layout = rng.choice([t for t in triples if tried.get("|".join(t), 0) == fewest])
+    op, dtype, layout = rng.choice(triples)
+
     def keep(items: tuple[str, ...], aimed: str) -> tuple[str, ...]:
         return tuple(x for x in items if x == aimed or x in ("float32", "contiguous")) or (aimed,)
     return dataclasses.replace(base, ops=(op,), dtypes=keep(base.dtypes, dtype), layouts=keep(base.layouts, layout),

@@ -114,15 +114,15 @@ def test_triples_name_each_op_with_its_operand_dtype_and_input_layout():
     assert graph_triples(graph) == ["exp|float16|contiguous", "neg|float16|permuted"]
 
 
-def test_steering_aims_at_a_least_tried_admitted_triple():
+def test_steering_aims_at_admitted_triples_only_and_reaches_each_of_them():
     base = Features(ops=("exp", "bitwise_not"), dtypes=("float32", "int32"), layouts=("contiguous", "sliced"))
     admitted = admitted_triples(base)
     assert ("bitwise_not", "float32", "contiguous") not in admitted and ("bitwise_not", "int32", "sliced") in admitted
-    tried = {"|".join(t): 5 for t in admitted if t != ("exp", "float32", "sliced")}
-    aimed = steer(base, tried, random.Random(0))
-    assert aimed.ops == ("exp",) and "sliced" in aimed.layouts
-    graph = generate(1, GenConfig(features=aimed, max_ops=2))
-    assert {n.op for n in graph.nodes} <= {"exp"}
+    aimed = [steer(base, random.Random(k)) for k in range(200)]
+    reached = {(f.ops[0], d, lay) for f in aimed for d in f.dtypes for lay in f.layouts} & set(admitted)
+    assert reached == set(admitted)
+    graph = generate(1, GenConfig(features=aimed[0], max_ops=2))
+    assert {n.op for n in graph.nodes} <= set(aimed[0].ops)
 
 
 def test_stats_keep_input_sets_and_triples_across_a_resume():
