@@ -152,10 +152,6 @@ class RunCosts:
     compile: float = 0.0
     per_set: float = 0.0
 
-    def observe(self, attr: str, seconds: float) -> None:
-        old = getattr(self, attr)
-        setattr(self, attr, seconds if not old else old + SMOOTHING * (seconds - old))
-
     def extra_sets(self, reuses_compiled: bool) -> int:
         """As many extra sets as take about EXTRA_SHARE of a compile: where compiling dominates
         (Inductor, nvFuser) many, where a compile costs about a run (eager) none. A backend that
@@ -181,7 +177,7 @@ def extra_input_sets(graph: Graph, backend: Backend, compiled: Compiled, first: 
     costs = _costs.setdefault(backend.name, RunCosts())
     timings = first.timings
     if first.compile_seconds:
-        costs.observe("compile", first.compile_seconds)
+        costs.compile = _smoothed(costs.compile, first.compile_seconds)
     if not costs.per_set:  # until an extra set is measured: the first run's own share
         reran = timings.get("backend", 0.0) - (first.compile_seconds if backend.reuses_compiled else 0.0)
         costs.per_set = timings.get("eager", 0.0) + timings.get("compare", 0.0) + max(reran, 0.0)
@@ -208,8 +204,12 @@ def extra_input_sets(graph: Graph, backend: Backend, compiled: Compiled, first: 
         if failure:
             return _extra_failure(failure, first, variant, k)
         first.input_sets += 1
-        costs.observe("per_set", time.perf_counter() - start)
+        costs.per_set = _smoothed(costs.per_set, time.perf_counter() - start)
     return first
+
+
+def _smoothed(average: float, seconds: float) -> float:
+    return seconds if not average else average + SMOOTHING * (seconds - average)
 
 
 def _same_shapes(a: Graph, b: Graph) -> bool:

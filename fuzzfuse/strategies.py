@@ -104,7 +104,8 @@ def shapes(draw: Callable, config: ShapeConfig = ShapeConfig(), min_rank: int = 
 def values(draw: Callable, special_values: bool = True) -> Values:
     dist = choice(draw, ["normal", "normal", "normal", "uniform", "arange", "ones", "halves", "denormals"]
                   + (["specials", "lone_special"] if special_values else []))
-    specials = choice(draw, [0.0, 0.0, 0.05, 0.25]) if special_values and dist not in SPECIAL_DISTS else 0.0
+    specials = choice(draw, [0.0, 0.0, 0.05, 0.25]) if special_values else 0.0
+    specials = 0.0 if dist in SPECIAL_DISTS else specials  # drawn all the same: later draws keep their bytes
     scale = choice(draw, [1.0, 1.0, 1.0, 1e-3, 1e3])
     return Values(dist, specials, draw(ints(0, 2**31 - 1)), scale)
 

@@ -149,3 +149,23 @@ def test_each_seeded_bug_fails_only_on_its_trigger(bug):
     graph = b.build([out])
     assert run_case(graph, get_backend(SEEDED + bug)).outcome.value == "mismatch"
     assert run_case(graph, get_backend("dynamo:eager")).outcome.value == "pass"
+
+
+def test_an_nvfuser_definition_serves_new_sizes_only_when_its_code_is_unchanged():
+    """The CPU-testable half of nvFuser's new-size reruns (NvFuserCompiled.accepts): symbolic
+    sizes emit the same definition for a resized graph; static sizes, or a size held in an
+    attribute, do not (executing the resized inputs on the GPU is the lead's GPU run)."""
+    from fuzzfuse.backends.nvfuser import definition_code
+    from fuzzfuse.backends.nvfuser_emit import emit
+
+    def code(graph: Graph, static: bool) -> str:
+        strides = [tuple(t.stride()) for t in make_inputs(graph)]
+        return definition_code(emit(graph, "direct", strides, static).source)
+    b = GraphBuilder()
+    x = b.tensor([2, 3], "float32", Layout("permuted", perm=(1, 0)))
+    y = b.tensor([1, 3], "float32")
+    graph = b.build([b.add("sum", b.add("add", x, y), dims=[1], keepdim=False)])
+    resized = input_set(graph, 2, resized=True)
+    assert [i.shape for i in resized.inputs] == [(3, 4), (1, 4)]
+    assert code(graph, False) == code(resized, False)
+    assert code(graph, True) != code(resized, True)

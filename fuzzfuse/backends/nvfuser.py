@@ -259,7 +259,14 @@ class NvFuserCompiled(Compiled):
     def accepts(self, graph: Graph, inputs: list) -> bool:
         if self._fd is None:
             return False
-        return self.backend.emit(graph, inputs, self.options.get("style")).source == self._source
+        return definition_code(self.backend.emit(graph, inputs, self.options.get("style")).source) \
+            == definition_code(self._source)
+
+
+def definition_code(source: str) -> str:
+    """The emitted definition without its comments (they name the graph's digest): what decides
+    whether one FusionDefinition serves another graph."""
+    return "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("#"))
 
 
 def _stage(fd, args: list, error: BaseException) -> str:
@@ -321,5 +328,5 @@ def _check_dtypes(graph: Graph, outputs: list) -> None:
                                f"dtype model is wrong here")
 
 
-__all__ = ["NvFuserBackend", "EmitterError", "Unsupported", "fusion_evidence", "segment_schedulers", "execute",
-           "fusion_failure", "first_run_evidence", "nothing_to_fuse"]
+__all__ = ["NvFuserBackend", "NvFuserCompiled", "definition_code", "EmitterError", "Unsupported", "fusion_evidence",
+           "segment_schedulers", "execute", "fusion_failure", "first_run_evidence", "nothing_to_fuse"]
