@@ -105,7 +105,7 @@ class Campaign:
         # Narrow triggers (issue 17): graph sizes swarmed, a share of batches aimed at one triple each.
         rng = random.Random(f"{self.stream}:{batch}:narrow")
         max_ops = swarm_max_ops(rng, self.max_ops) if self.swarm else self.max_ops
-        if self.swarm and not focus and rng.random() < STEER_SHARE:
+        if self.swarm and not focus and batch and rng.random() < STEER_SHARE:  # batch 0: the plain swarm
             features = steer(self.features, rng)
         return GenConfig(features=features, shapes=shapes, max_ops=max_ops, backward=self.backward)
 

@@ -30,6 +30,8 @@ ALL_LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "s
 PATTERNS = ("layer_norm", "batch_norm", "squeeze_excite")
 # Drawn only where a backend's coverage recipe asks for them (the default stream stays as it was).
 FOCUS_PATTERNS = ("layer_norm_backward",)
+# Ops drawn beside the one a steered batch aims at (strategies.steer).
+STEER_PARTNERS = 3
 # Value distributions made of special values (ir/values.py): drawn only where specials are allowed.
 SPECIAL_DISTS = ("specials", "lone_special")
 
@@ -355,25 +357,27 @@ def admitted_triples(base: Features) -> tuple[tuple[str, str, str], ...]:
 
 def steer(base: Features, rng: random.Random) -> Features:
     """A feature set aimed at one admitted triple, drawn uniformly (so every triple is reached
-    regularly, however rare the swarm makes it): its op, dtype and layout, with float32 and
-    contiguous beside them for the other operands. Drawn from the batch's rng, not from the
+    regularly, however rare the swarm makes it): its op among STEER_PARTNERS others (a fuser may
+    not fuse an op alone), its dtype and layout, with float32 and contiguous beside them. Drawn from the batch's rng, not from the
     coverage so far, so that a campaign's cases stay a function of (seed, index) (resume and
     shards rely on it); the stats' triple counts show how even the coverage is."""
     triples = admitted_triples(base)
     if not triples:
         return base
     op, dtype, layout = rng.choice(triples)
+    partners = rng.sample([o for o in base.ops if o != op], min(STEER_PARTNERS, len(base.ops) - 1))
 
     def keep(items: tuple[str, ...], aimed: str) -> tuple[str, ...]:
         return tuple(x for x in items if x == aimed or x in ("float32", "contiguous")) or (aimed,)
-    return dataclasses.replace(base, ops=(op,), dtypes=keep(base.dtypes, dtype), layouts=keep(base.layouts, layout),
-                               patterns=())
+    return dataclasses.replace(base, ops=(op, *partners), dtypes=keep(base.dtypes, dtype),
+                               layouts=keep(base.layouts, layout), patterns=())
 
 
 def swarm_max_ops(rng: random.Random, max_ops: int) -> int:
-    """Graph size swarmed per batch too: half the batches make graphs of 1-3 ops, where a narrow
-    bug shows unmasked, the rest up to max_ops."""
-    return min(max_ops, rng.randint(1, 3)) if rng.random() < 0.5 else max_ops
+    """Graph size swarmed per batch too: a quarter of the batches make graphs of 1-3 ops, where a
+    narrow bug shows unmasked, the rest up to max_ops. Not more: a fuser that fuses two ops or
+    more (TorchScript's) leaves a one-op graph unfused."""
+    return min(max_ops, rng.randint(2, 3)) if rng.random() < 0.25 else max_ops
 
 
 def batch_features(campaign_seed: int, batch: int, base: Features = Features()) -> Features:

@@ -121,8 +121,7 @@ def test_steering_aims_at_admitted_triples_only_and_reaches_each_of_them():
     aimed = [steer(base, random.Random(k)) for k in range(200)]
     reached = {(f.ops[0], d, lay) for f in aimed for d in f.dtypes for lay in f.layouts} & set(admitted)
     assert reached == set(admitted)
-    graph = generate(1, GenConfig(features=aimed[0], max_ops=2))
-    assert {n.op for n in graph.nodes} <= set(aimed[0].ops)
+    assert all(len(f.ops) == 2 and len(f.dtypes) <= 2 and len(f.layouts) <= 2 for f in aimed)
 
 
 def test_stats_keep_input_sets_and_triples_across_a_resume():
