@@ -49,7 +49,7 @@ def run_job(job: dict) -> dict:
         graph = generate(job["seed"], config_from_json(job.get("config")) if job.get("config") else GenConfig())
     gen_seconds = time.perf_counter() - t0
     result = run_case(graph, backend, check_strides=job.get("check_strides", False), options=job.get("options"),
-                      extra_sets=job.get("extra_runs", False))
+                      extra_sets=job.get("extra_runs", False), generate_seconds=gen_seconds)
     result.timings["generate"] = gen_seconds
     result.triples = graph_triples(graph)
     if result.graph is None and (result.outcome != Outcome.PASS or job.get("return_graph")):
@@ -61,11 +61,12 @@ def run_job(job: dict) -> dict:
 
 
 def run_case(graph: Graph, backend: Backend, check_strides: bool = False, options: dict | None = None,
-             extra_sets: bool = False) -> CaseResult:
+             extra_sets: bool = False, generate_seconds: float = 0.0) -> CaseResult:
     """options: backend-specific per-case choices recorded in the case (nvFuser's emission style).
     A graph with requires_grad inputs is a backward case: the gradients of those inputs, for the
     graph's seeded upstream gradients, are judged too (stage "backward-run"). extra_sets: a
-    forward case that passes is then run, compiled once, on more input sets (`extra_input_sets`)."""
+    forward case that passes is then run, compiled once, on more input sets (`extra_input_sets`;
+    generate_seconds: what drawing the graph cost, part of what a new case costs)."""
     timings: dict[str, float] = {}
     t = time.perf_counter()
     try:
@@ -125,7 +126,7 @@ def run_case(graph: Graph, backend: Backend, check_strides: bool = False, option
         return judged(verdict.not_fused(backend.name, stage, evidence))
     timings["compare"] = time.perf_counter() - t
     if extra_sets and grad_outputs is None:
-        return extra_input_sets(graph, backend, compiled, ran, check_strides)
+        return extra_input_sets(graph, backend, compiled, ran, check_strides, generate_seconds)
     return ran
 
 
@@ -146,21 +147,23 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
 
 @dataclass
 class RunCosts:
-    """What one worker has measured of a backend: compile seconds and seconds per extra input set
-    (fresh inputs, eager and float64 references, the run, the comparison), as moving averages."""
+    """What one worker has measured of a backend, as moving averages: the seconds of a new case
+    (drawing the graph, the eager and float64 references, compiling, running, comparing) and of
+    one more input set of a graph already compiled (fresh inputs, eager, the run, the comparison)."""
 
-    compile: float = 0.0
+    new_case: float = 0.0
     per_set: float = 0.0
 
     def extra_sets(self, reuses_compiled: bool) -> int:
-        """As many extra sets as take about EXTRA_SHARE of a compile: where compiling dominates
-        (Inductor, nvFuser) many, where a compile costs about a run (eager) none. A backend that
-        declares reusable code gets at least one, so that its per-set cost is measured."""
-        ratio = EXTRA_SHARE * self.compile / self.per_set if self.per_set > 0 else 0.0
+        """As many extra sets as take about EXTRA_SHARE of a new case's seconds: many where
+        compiling dominates (Inductor, nvFuser), a few where drawing and checking a graph cost
+        several runs (NNC), none where a run compiles again. A backend that declares reusable code
+        gets at least one, so that its per-set cost is measured."""
+        ratio = EXTRA_SHARE * self.new_case / self.per_set if self.per_set > 0 else 0.0
         return max(int(reuses_compiled), min(MAX_EXTRA_SETS, int(ratio)))
 
 
-# Extra input sets take about this share of a compile's seconds, at most MAX_EXTRA_SETS a graph.
+# Extra input sets take about this share of a new case's seconds, at most MAX_EXTRA_SETS a graph.
 EXTRA_SHARE = 1.0
 MAX_EXTRA_SETS = 16
 SMOOTHING = 0.3
@@ -168,19 +171,22 @@ _costs: dict[str, RunCosts] = {}
 
 
 def extra_input_sets(graph: Graph, backend: Backend, compiled: Compiled, first: CaseResult,
-                     check_strides: bool) -> CaseResult:
+                     check_strides: bool, generate_seconds: float = 0.0) -> CaseResult:
     """Compile once, run many: the graph that passed on its own inputs runs, compiled, on extra
     input sets (fresh values, special values elsewhere, the narrow-trigger distributions; new sizes
     of the same rank where the backend reruns them), each judged like a case. The first failing
     set is the case's result, carrying its own graph (its inputs' seeds), so that it replays; sets
-    whose eager run fails (undefined on those values) are skipped. first.input_sets counts them."""
+    whose eager run fails (undefined on those values) are skipped. first.input_sets counts them.
+
+    A set is judged first with eager as its own arbiter, which is stricter than the float64 one
+    (every difference from eager counts): a pass there is a pass, and the float64 run is made only
+    for a set that fails it."""
     costs = _costs.setdefault(backend.name, RunCosts())
     timings = first.timings
-    if first.compile_seconds:
-        costs.compile = _smoothed(costs.compile, first.compile_seconds)
+    costs.new_case = _smoothed(costs.new_case, generate_seconds + sum(timings.values()))
     if not costs.per_set:  # until an extra set is measured: the first run's own share
         reran = timings.get("backend", 0.0) - (first.compile_seconds if backend.reuses_compiled else 0.0)
-        costs.per_set = timings.get("eager", 0.0) + timings.get("compare", 0.0) + max(reran, 0.0)
+        costs.per_set = timings.get("eager", 0.0) / 2 + timings.get("compare", 0.0) + max(reran, 0.0)
     for k in range(1, costs.extra_sets(backend.reuses_compiled) + 1):
         start = time.perf_counter()
         variant = input_set(graph, k, resized=backend.reruns_new_sizes and k % 2 == 0)
@@ -189,7 +195,6 @@ def extra_input_sets(graph: Graph, backend: Backend, compiled: Compiled, first: 
             if not _same_shapes(graph, variant) and not compiled.accepts(variant, inputs):
                 continue
             eager, tainted = run_eager(variant, inputs)
-            ref64, _ = run_eager(variant, inputs, upcast=True)
         except Exception:  # eager is undefined here (an integer division by zero): not a case
             continue
         try:
@@ -200,9 +205,15 @@ def extra_input_sets(graph: Graph, backend: Backend, compiled: Compiled, first: 
             failure = verdict.crashed(backend.name, e.stage, e.cause, "".join(traceback.format_exception(e.cause)),
                                       context=e.context, sticky=e.sticky)
             return _extra_failure(failure, first, variant, k)
-        failure = _judge_outputs(variant, variant.infer_types(), backend, result, eager, ref64, tainted, check_strides)
-        if failure:
-            return _extra_failure(failure, first, variant, k)
+        types = variant.infer_types()
+        if _judge_outputs(variant, types, backend, result, eager, eager, tainted, check_strides):
+            try:
+                ref64, _ = run_eager(variant, inputs, upcast=True)
+            except Exception:
+                continue
+            failure = _judge_outputs(variant, types, backend, result, eager, ref64, tainted, check_strides)
+            if failure:
+                return _extra_failure(failure, first, variant, k)
         first.input_sets += 1
         costs.per_set = _smoothed(costs.per_set, time.perf_counter() - start)
     return first
