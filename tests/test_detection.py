@@ -168,3 +168,29 @@ def test_an_nvfuser_definition_serves_new_sizes_only_when_its_code_is_unchanged(
     assert [i.shape for i in resized.inputs] == [(3, 4), (1, 4)]
     assert code(graph, False) == code(resized, False)
     assert code(graph, True) != code(resized, True)
+
+
+@pytest.mark.gpu
+def test_an_nvfuser_graph_is_judged_on_extra_input_sets_and_new_sizes_of_its_definition():
+    """nvFuser's compile once, run many on the GPU: the definition is executed again on extra
+    input sets, new sizes among them (the lead's GPU run; skipped without nvfuser_direct)."""
+    from fuzzfuse.backends import Unavailable
+    from fuzzfuse.backends.nvfuser import NvFuserBackend
+    backend = NvFuserBackend()
+    try:
+        backend.check_available()
+    except Unavailable as e:
+        pytest.skip(str(e))
+    b = GraphBuilder()
+    x = b.tensor([4, 8], "float32")
+    y = b.tensor([1, 8], "float32")
+    graph = b.build([b.add("sum", b.add("mul", b.add("add", x, y), x), dims=[1], keepdim=False)])
+    compiled = backend.compile(graph)
+    first = compiled.run(make_inputs(graph, "cuda"))
+    assert first.fused
+    resized = input_set(graph, 2, resized=True)
+    inputs = make_inputs(resized, "cuda")
+    assert compiled.accepts(resized, inputs)
+    assert tuple(compiled.run(inputs).outputs[0].shape) == (5,)
+    result = run_case(graph, backend, extra_sets=True)
+    assert result.outcome.value == "pass" and result.input_sets > 1, result.detail
