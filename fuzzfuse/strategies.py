@@ -32,8 +32,11 @@ PATTERNS = ("layer_norm", "batch_norm", "squeeze_excite")
 FOCUS_PATTERNS = ("layer_norm_backward",)
 # Ops drawn beside the one a steered batch aims at (strategies.steer).
 STEER_PARTNERS = 3
-# Value distributions made of special values (ir/values.py): drawn only where specials are allowed.
+# Value distributions aimed at narrow triggers (ir/values.py), taken by one input in NARROW_EVERY;
+# those made of special values only where specials are allowed.
+NARROW_DISTS = ("specials", "lone_special", "halves", "denormals")
 SPECIAL_DISTS = ("specials", "lone_special")
+NARROW_EVERY = 5
 
 
 @dataclass(frozen=True)
@@ -104,12 +107,16 @@ def shapes(draw: Callable, config: ShapeConfig = ShapeConfig(), min_rank: int = 
 
 @st.composite
 def values(draw: Callable, special_values: bool = True) -> Values:
-    dist = choice(draw, ["normal", "normal", "normal", "uniform", "arange", "ones", "halves", "denormals"]
-                  + (["specials", "lone_special"] if special_values else []))
+    dist = choice(draw, ["normal", "normal", "normal", "uniform", "arange", "ones"])
     specials = choice(draw, [0.0, 0.0, 0.05, 0.25]) if special_values else 0.0
-    specials = 0.0 if dist in SPECIAL_DISTS else specials  # drawn all the same: later draws keep their bytes
     scale = choice(draw, [1.0, 1.0, 1.0, 1e-3, 1e3])
-    return Values(dist, specials, draw(ints(0, 2**31 - 1)), scale)
+    seed = draw(ints(0, 2**31 - 1))
+    # One input in NARROW_EVERY takes a narrow-trigger distribution, chosen by its seed rather than
+    # by another draw, so that every other draw of a graph (its ops, dtypes, shapes) stays as it was.
+    narrow = NARROW_DISTS if special_values else tuple(d for d in NARROW_DISTS if d not in SPECIAL_DISTS)
+    if seed % NARROW_EVERY == 0:
+        dist, specials = narrow[(seed // NARROW_EVERY) % len(narrow)], 0.0
+    return Values(dist, specials, seed, scale)
 
 
 @st.composite
@@ -388,4 +395,4 @@ def batch_features(campaign_seed: int, batch: int, base: Features = Features()) 
 __all__ = ["Features", "ShapeConfig", "GenConfig", "swarm", "shapes", "values", "layouts", "graphs",
            "generate", "batch_features", "config_to_json", "config_from_json", "scalar_constants", "PATTERNS",
            "FOCUS_PATTERNS", "ALL_LAYOUTS", "requires_grad", "grad_reach", "graph_triples", "admitted_triples",
-           "steer", "swarm_max_ops", "SPECIAL_DISTS"]
+           "steer", "swarm_max_ops", "NARROW_DISTS", "SPECIAL_DISTS"]
