@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import hashlib
+import random
 import sys
 import time
 from pathlib import Path
@@ -16,7 +17,8 @@ from .corpus import Case, load_case, save_case, write_json
 from .ir import Graph
 from .pool import case_pool, graph_job
 from .reductions import REDUCE_SHARE, CampaignReductions, OutOfTime, known_repros
-from .strategies import Features, GenConfig, batch_features, config_from_json, config_to_json, generate
+from .strategies import (Features, GenConfig, batch_features, config_from_json, config_to_json, generate, steer,
+                         swarm_max_ops)
 from .verdict import CaseResult, HarnessError, Outcome, SignatureRecord, judge
 from .worker import WorkerPool
 
@@ -27,6 +29,7 @@ FOCUS_TRIALS = 4  # focused batches a coverage recipe gets to reach its schedule
 # --time bounds a whole run, reductions included: while a signature may still need reducing,
 # fuzzing takes at most this share of the run's seconds and the reductions get the rest.
 FUZZ_SHARE = 0.75
+STEER_SHARE = 0.25  # swarm batches aimed at one (op, dtype, layout) triple (strategies.steer)
 
 
 def case_seed(campaign_seed: int | str, index: int) -> int:
@@ -36,11 +39,11 @@ def case_seed(campaign_seed: int | str, index: int) -> int:
 class Campaign:
     def __init__(self, backend: str, out: Path, seed: int = 0, workers: int = 2,
                  time_limit: float | None = None, max_cases: int | None = None, timeout: float = 60.0,
-                 check_strides: bool = False, max_ops: int = 12, features: Features | None = None,
+                 check_strides: bool | None = None, max_ops: int = 12, features: Features | None = None,
                  swarm: bool = True, display=None, reduce: bool = True, reduce_budget: int = 400,
                  backward: bool = False, devices: list[str] | None = None, shard: str | None = None,
                  known: list[str] | None = None, focus_share: float = 0.25,
-                 reduce_share: float = REDUCE_SHARE):
+                 reduce_share: float = REDUCE_SHARE, extra_runs: bool = True):
         self.backend_name = backend
         self.backend = get_backend(backend)
         self.root, self.shard = Path(out), shard
@@ -53,7 +56,11 @@ class Campaign:
         # it to the --time asked for, and the deadline is set when the run starts.
         self.run_seconds, self.deadline = time_limit, None
         self.interrupted = False  # stopped by Ctrl-C: no reduction started, state checkpointed
-        self.check_strides, self.max_ops = check_strides, max_ops
+        self.max_ops = max_ops
+        # Detection power (issue 17): strides checked where the backend promises eager's, and each
+        # compiled graph judged on extra input sets (fuzzfuse.job.extra_input_sets).
+        self.check_strides = self.backend.promises_strides if check_strides is None else check_strides
+        self.extra_runs = extra_runs
         self.features = features or self.backend.features
         self.swarm, self.backward = swarm, backward
         # The share of worker time that batches aimed at the least-covered scheduler may take (0:
@@ -90,7 +97,12 @@ class Campaign:
             features = dataclasses.replace(self.features, **recipe)
         else:
             features = batch_features(self.stream, batch, self.features) if self.swarm else self.features
-        return GenConfig(features=features, shapes=shapes, max_ops=self.max_ops, backward=self.backward)
+        # Narrow triggers (issue 17): graph sizes swarmed, a share of batches aimed at one triple each.
+        rng = random.Random(f"{self.stream}:{batch}:narrow")
+        max_ops = swarm_max_ops(rng, self.max_ops) if self.swarm else self.max_ops
+        if self.swarm and not focus and batch and rng.random() < STEER_SHARE:  # batch 0: the plain swarm
+            features = steer(self.features, rng)
+        return GenConfig(features=features, shapes=shapes, max_ops=max_ops, backward=self.backward)
 
     def _new_job(self) -> dict:
         if self._resubmit:
@@ -100,7 +112,7 @@ class Campaign:
             self._next_index += 1
         job = {"id": i, "backend": self.backend_name, "seed": case_seed(self.stream, i),
                "config": config_to_json(self.config_for(i)), "check_strides": self.check_strides,
-               "timeout": self.timeout, "options": self.options_for(i)}
+               "timeout": self.timeout, "options": self.options_for(i), "extra_runs": self.extra_runs}
         self._jobs[i] = job
         return job
 
@@ -168,6 +180,7 @@ class Campaign:
             return
         self.stats.cases += 1
         self.stats.fused_cases += bool(result.fused)
+        self.stats.count_inputs(result.input_sets, result.triples)
         self.stats.add_sample(self.stats.finished, time.time())
         if result.compile_seconds:
             kernels = result.evidence.get("kernels")  # a count, or TorchScript's kernel names
@@ -347,7 +360,8 @@ class Campaign:
                 "check_strides": self.check_strides, "max_ops": self.max_ops, "swarm": self.swarm,
                 "reduce": self.reduce, "reduce_budget": self.reduce_budget, "backward": self.backward,
                 "devices": self.devices, "known": self.known, "features": dataclasses.asdict(self.features),
-                "focus_share": self.focus_share, "reduce_share": self.reductions.share}
+                "focus_share": self.focus_share, "reduce_share": self.reductions.share,
+                "extra_runs": self.extra_runs}
 
     @classmethod
     def resume(cls, out: Path, more_seconds: float | None = None, more_cases: int | None = None,

@@ -61,6 +61,14 @@ class Stats:
     focus_seconds: collections.Counter = field(default_factory=collections.Counter)
     # Set when fuzzing stops: rates exclude the reductions that follow.
     stop: float | None = None
+    # Input sets judged (a compiled graph runs on several: fuzzfuse.job), and how often each
+    # "op|dtype|layout" triple was exercised: where generation steers next (strategies.steer).
+    input_sets: int = 0
+    triples: collections.Counter = field(default_factory=collections.Counter)
+
+    def count_inputs(self, input_sets: int, triples: list[str]) -> None:
+        self.input_sets += input_sets
+        self.triples.update(triples)
 
     @property
     def origin(self) -> float:
@@ -97,6 +105,9 @@ class Stats:
         return {"backend": backend, "versions": versions, "cases": self.cases,
                 "outcomes": _by_name(self.outcomes), "signatures": [r.to_json() for r in self.signatures.values()],
                 "seconds": round(secs, 2), "cases_per_second": round(self.cases / secs, 3) if secs else 0.0,
+                "input_sets": self.input_sets,
+                "input_sets_per_second": round(self.input_sets / secs, 3) if secs else 0.0,
+                "triples_covered": len(self.triples),
                 "steady_cases_per_second": round(self.steady_rate(skip=extra.get("workers", 1)), 3),
                 "median_compile_seconds": median(self.compile_seconds) if self.compile_seconds else None,
                 "mean_compile_seconds": round(statistics.fmean(self.compile_seconds), 4) if self.compile_seconds else None,
@@ -123,7 +134,8 @@ class Stats:
                 "phase_seconds": {k: v[-MAX_SAMPLES:] for k, v in self.phase_seconds.items()},
                 "coverage": dict(self.coverage), "timeline": self.timeline, "first_start": self.origin,
                 "focus_batches": dict(self.focus_batches), "focus_hits": dict(self.focus_hits),
-                "worker_seconds": self.worker_seconds, "focus_seconds": dict(self.focus_seconds)}
+                "worker_seconds": self.worker_seconds, "focus_seconds": dict(self.focus_seconds),
+                "input_sets": self.input_sets, "triples": dict(self.triples)}
 
     @staticmethod
     def from_json(d: dict) -> "Stats":
@@ -139,7 +151,9 @@ class Stats:
                      compile_by_kernels=dict(d.get("compile_by_kernels", {})),  # absent before 2026-12
                      worker_seconds=float(d.get("worker_seconds", 0.0)),  # these two too
                      focus_seconds=collections.Counter(d.get("focus_seconds", {})),
-                     first_start=d.get("first_start"))  # absent before 2026-12-01: estimated by origin
+                     first_start=d.get("first_start"),  # absent before 2026-12-01: estimated by origin
+                     input_sets=int(d.get("input_sets", d["cases"])),  # absent before issue 17
+                     triples=collections.Counter(d.get("triples", {})))
 
 
 def _by_name(outcomes: collections.Counter) -> dict[str, int]:

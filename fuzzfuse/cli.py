@@ -88,7 +88,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             print(f"seed {seed} (rerun with --seed {seed})", file=sys.stderr, flush=True)
             campaign = Campaign(backend, Path(args.out), seed=seed, workers=args.workers or os.cpu_count() or 1,
                                 time_limit=limit, max_cases=args.max_cases, timeout=args.timeout,
-                                check_strides=args.check_strides, max_ops=args.max_ops, reduce=not args.no_reduce,
+                                check_strides=args.check_strides, extra_runs=args.extra_runs, max_ops=args.max_ops,
+                                reduce=not args.no_reduce,
                                 backward=args.backward, devices=_devices(args.devices, backend), shard=args.shard,
                                 reduce_budget=args.reduce_budget, known=args.known, focus_share=args.focus_share,
                                 reduce_share=args.reduce_share)
@@ -273,7 +274,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--timeout", type=CASE_TIMEOUT, default=60.0,
                    help="seconds per case (at least 1) before it counts as a hang")
     f.add_argument("--max-ops", type=AT_LEAST_ONE, default=12, help="most ops in a generated graph")
-    f.add_argument("--check-strides", action="store_true", help="also compare output strides")
+    f.add_argument("--check-strides", action=argparse.BooleanOptionalAction, default=None,
+                   help="compare output strides (default: where the backend promises eager's strides)")
+    f.add_argument("--no-extra-runs", dest="extra_runs", action="store_false",
+                   help="judge each compiled graph on its own inputs only, not on extra input sets")
     f.add_argument("--backward", action="store_true",
                    help="training mode: also compare the gradients of requires_grad inputs")
     f.add_argument("--reduce-budget", type=AT_LEAST_ONE, default=400, help="most reducer queries per signature")

@@ -10,15 +10,17 @@ import os
 import time
 import traceback
 import warnings
+from dataclasses import dataclass
 
 import torch
 
 from . import verdict
 from .attribution import attribute
-from .backends import Backend, BackendError, get_backend
+from .backends import Backend, BackendError, Compiled, get_backend
 from .ir import Graph, make_inputs, run_autograd, run_eager
+from .ir.values import input_set
 from .oracle import compare_output, gradient_reduction_sizes, reduction_sizes
-from .strategies import GenConfig, config_from_json, generate
+from .strategies import GenConfig, config_from_json, generate, graph_triples
 from .verdict import CaseResult, Outcome, Stage, Unsupported
 
 _backends: dict[str, Backend] = {}
@@ -47,26 +49,33 @@ def run_job(job: dict) -> dict:
     else:
         graph = generate(job["seed"], config_from_json(job.get("config")) if job.get("config") else GenConfig())
     gen_seconds = time.perf_counter() - t0
-    result = run_case(graph, backend, check_strides=job.get("check_strides", False), options=job.get("options"))
+    result = run_case(graph, backend, check_strides=job.get("check_strides", False), options=job.get("options"),
+                      extra_sets=job.get("extra_runs", False), generate_seconds=gen_seconds)
     result.timings["generate"] = gen_seconds
-    if result.outcome != Outcome.PASS or job.get("return_graph"):
+    result.triples = graph_triples(graph)
+    if result.graph is None and (result.outcome != Outcome.PASS or job.get("return_graph")):
         result.graph = graph
-    result.size = graph.size
-    result.digest = graph.digest()
+    # A failure on an extra input set carries that set's graph: the one that replays.
+    result.size = (result.graph or graph).size
+    result.digest = (result.graph or graph).digest()
     return result.to_json()
 
 
-def run_case(graph: Graph, backend: Backend, check_strides: bool = False, options: dict | None = None) -> CaseResult:
+def run_case(graph: Graph, backend: Backend, check_strides: bool = False, options: dict | None = None,
+             extra_sets: bool = False, generate_seconds: float = 0.0) -> CaseResult:
     """options: backend-specific per-case choices recorded in the case (nvFuser's emission style).
     A graph with requires_grad inputs is a backward case: the gradients of those inputs, for the
-    graph's seeded upstream gradients, are judged too (stage "backward-run"). A failure is then
-    attributed: re-run on the backend's reference route (fuzzfuse.attribution)."""
-    result = _judge(graph, backend, check_strides, options)
-    return attribute(backend, result, lambda route: run_case(graph, route, check_strides))
+    graph's seeded upstream gradients, are judged too (stage "backward-run"). extra_sets: a
+    forward case that passes is then run, compiled once, on more input sets (`extra_input_sets`;
+    generate_seconds: what drawing the graph cost, part of what a new case costs). A failure is
+    then attributed: re-run on the backend's reference route (fuzzfuse.attribution)."""
+    result = _judge(graph, backend, check_strides, options, extra_sets, generate_seconds)
+    # A failure on an extra input set carries that set's graph: the one the route must run.
+    return attribute(backend, result, lambda route: run_case(result.graph or graph, route, check_strides))
 
 
-def _judge(graph: Graph, backend: Backend, check_strides: bool, options: dict | None) -> CaseResult:
-
+def _judge(graph: Graph, backend: Backend, check_strides: bool, options: dict | None, extra_sets: bool,
+           generate_seconds: float) -> CaseResult:
     timings: dict[str, float] = {}
     t = time.perf_counter()
     try:
@@ -86,13 +95,11 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: dict | 
     timings["eager"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    kwargs = dict(options or {})
-    if grad_outputs is not None:
-        if not backend.supports_backward:
-            return _timed(verdict.no_backward(backend.name), timings)
-        kwargs["grad_outputs"] = grad_outputs
+    if grad_outputs is not None and not backend.supports_backward:
+        return _timed(verdict.no_backward(backend.name), timings)
+    compiled = backend.compile(graph, **(options or {}))
     try:
-        result = backend.run(graph, inputs, **kwargs)
+        result = compiled.run(inputs, grad_outputs)
     except Unsupported as e:
         return _timed(verdict.unsupported(backend.name, e), timings)
     except BackendError as e:
@@ -111,15 +118,9 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: dict | 
 
     t = time.perf_counter()
     types = graph.infer_types()
-    reduced = reduction_sizes(graph, types)
-    for i, name in enumerate(graph.outputs):
-        fused = result.outputs[i] if i < len(result.outputs) else None
-        if (name in tainted and isinstance(fused, torch.Tensor) and fused.dtype == eager[i].dtype
-                and fused.shape == eager[i].shape):
-            continue  # undefined behaviour upstream (float->int of NaN/inf): only type is defined
-        mismatch = compare_output(i, fused, eager[i], ref64[i], reduced[name], check_strides)
-        if mismatch:
-            return judged(verdict.mismatched(backend.name, mismatch, f"output {i} ({name})", result.context))
+    failure = _judge_outputs(graph, types, backend, result, eager, ref64, tainted, check_strides)
+    if failure:
+        return judged(failure)
     # Gradients are not judged downstream of undefined behaviour (a where on a NaN cast's result).
     if grad_outputs is not None and not tainted_all:
         mismatch = _compare_grads(graph, types, result.grads or [], eager_grads, ref_grads)
@@ -133,7 +134,113 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: dict | 
         evidence = result.evidence if stage == Stage.RUN else result.evidence.get("backward", {})
         return judged(verdict.not_fused(backend.name, stage, evidence))
     timings["compare"] = time.perf_counter() - t
+    if extra_sets and grad_outputs is None:
+        return extra_input_sets(graph, backend, compiled, ran, check_strides, generate_seconds)
     return ran
+
+
+def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: list, ref64: list, tainted: set,
+                   check_strides: bool) -> CaseResult | None:
+    """The mismatch verdict of the first wrong output, None when every output is right."""
+    reduced = reduction_sizes(graph, types)
+    for i, name in enumerate(graph.outputs):
+        fused = result.outputs[i] if i < len(result.outputs) else None
+        if (name in tainted and isinstance(fused, torch.Tensor) and fused.dtype == eager[i].dtype
+                and fused.shape == eager[i].shape):
+            continue  # undefined behaviour upstream (float->int of NaN/inf): only type is defined
+        mismatch = compare_output(i, fused, eager[i], ref64[i], reduced[name], check_strides)
+        if mismatch:
+            return verdict.mismatched(backend.name, mismatch, f"output {i} ({name})", result.context)
+    return None
+
+
+@dataclass
+class RunCosts:
+    """What one worker has measured of a backend, as moving averages: the seconds of a new case
+    (drawing the graph, the eager and float64 references, compiling, running, comparing) and of
+    one more input set of a graph already compiled (fresh inputs, eager, the run, the comparison)."""
+
+    new_case: float = 0.0
+    per_set: float = 0.0
+
+    def extra_sets(self, reuses_compiled: bool) -> int:
+        """As many extra sets as take about EXTRA_SHARE of a new case's seconds: many where
+        compiling dominates (Inductor, nvFuser), a few where drawing and checking a graph cost
+        several runs (NNC), none where a run compiles again. A backend that declares reusable code
+        gets at least one, so that its per-set cost is measured."""
+        ratio = EXTRA_SHARE * self.new_case / self.per_set if self.per_set > 0 else 0.0
+        return max(int(reuses_compiled), min(MAX_EXTRA_SETS, int(ratio)))
+
+
+# Extra input sets take about this share of a new case's seconds, at most MAX_EXTRA_SETS a graph.
+EXTRA_SHARE = 1.0
+MAX_EXTRA_SETS = 16
+SMOOTHING = 0.3
+_costs: dict[str, RunCosts] = {}
+
+
+def extra_input_sets(graph: Graph, backend: Backend, compiled: Compiled, first: CaseResult,
+                     check_strides: bool, generate_seconds: float = 0.0) -> CaseResult:
+    """Compile once, run many: the graph that passed on its own inputs runs, compiled, on extra
+    input sets (fresh values, special values elsewhere, the narrow-trigger distributions; new sizes
+    of the same rank where the backend reruns them), each judged like a case. The first failing
+    set is the case's result, carrying its own graph (its inputs' seeds), so that it replays; sets
+    whose eager run fails (undefined on those values) are skipped. first.input_sets counts them.
+
+    A set is judged first with eager as its own arbiter, which is stricter than the float64 one
+    (every difference from eager counts): a pass there is a pass, and the float64 run is made only
+    for a set that fails it."""
+    costs = _costs.setdefault(backend.name, RunCosts())
+    timings = first.timings
+    costs.new_case = _smoothed(costs.new_case, generate_seconds + sum(timings.values()))
+    if not costs.per_set:  # until an extra set is measured: the first run's own share
+        reran = timings.get("backend", 0.0) - (first.compile_seconds if backend.reuses_compiled else 0.0)
+        costs.per_set = timings.get("eager", 0.0) / 2 + timings.get("compare", 0.0) + max(reran, 0.0)
+    for k in range(1, costs.extra_sets(backend.reuses_compiled) + 1):
+        start = time.perf_counter()
+        variant = input_set(graph, k, resized=backend.reruns_new_sizes and k % 2 == 0)
+        try:
+            inputs = make_inputs(variant, backend.device)
+            if not _same_shapes(graph, variant) and not compiled.accepts(variant, inputs):
+                continue
+            eager, tainted = run_eager(variant, inputs)
+        except Exception:  # eager is undefined here (an integer division by zero): not a case
+            continue
+        try:
+            result = compiled.run(inputs)
+        except Unsupported:
+            break
+        except BackendError as e:
+            failure = verdict.crashed(backend.name, e.stage, e.cause, "".join(traceback.format_exception(e.cause)),
+                                      context=e.context, sticky=e.sticky)
+            return _extra_failure(failure, first, variant, k)
+        types = variant.infer_types()
+        if _judge_outputs(variant, types, backend, result, eager, eager, tainted, check_strides):
+            try:
+                ref64, _ = run_eager(variant, inputs, upcast=True)
+            except Exception:
+                continue
+            failure = _judge_outputs(variant, types, backend, result, eager, ref64, tainted, check_strides)
+            if failure:
+                return _extra_failure(failure, first, variant, k)
+        first.input_sets += 1
+        costs.per_set = _smoothed(costs.per_set, time.perf_counter() - start)
+    return first
+
+
+def _smoothed(average: float, seconds: float) -> float:
+    return seconds if not average else average + SMOOTHING * (seconds - average)
+
+
+def _same_shapes(a: Graph, b: Graph) -> bool:
+    return [getattr(i, "shape", None) for i in a.inputs] == [getattr(i, "shape", None) for i in b.inputs]
+
+
+def _extra_failure(failure: CaseResult, first: CaseResult, variant: Graph, k: int) -> CaseResult:
+    failure.timings, failure.fused, failure.evidence = first.timings, first.fused, first.evidence
+    failure.compile_seconds, failure.graph, failure.input_sets = first.compile_seconds, variant, first.input_sets + 1
+    failure.detail = f"{failure.detail}\n(extra input set {k} of a graph that passed on its own inputs)"
+    return failure
 
 
 def _timed(result: CaseResult, timings: dict[str, float]) -> CaseResult:

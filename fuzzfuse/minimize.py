@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time

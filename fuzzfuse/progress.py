@@ -17,6 +17,7 @@ def _table(campaign, pool) -> Table:
     secs = max(s.seconds, 1e-9)
     t = Table(title=f"fuzzfuse · {campaign.backend_name} · seed {campaign.seed}", show_header=False)
     t.add_row("cases", f"{s.cases}  ({s.cases / secs:.1f}/s, {secs:.0f}s)")
+    t.add_row("input sets", f"{s.input_sets}  ({s.input_sets / secs:.1f}/s)  op/dtype/layout triples {len(s.triples)}")
     t.add_row("outcomes", "  ".join(f"{k} {v}" for k, v in sorted(s.outcomes.items())))
     t.add_row("root causes", _root_causes(campaign))
     t.add_row("signatures", f"{len(s.signatures)} coarse")
@@ -47,8 +48,9 @@ def _reducer(campaign) -> str:
 def _line(campaign, pool) -> str:
     s = campaign.stats
     secs = max(s.seconds, 1e-9)
-    return (f"[{secs:6.0f}s] cases {s.cases} ({s.cases / secs:.1f}/s) outcomes {dict(s.outcomes)} "
-            f"root causes {_root_causes(campaign)} signatures {len(s.signatures)} reducer {_reducer(campaign)} restarts {pool.restarts}"
+    return (f"[{secs:6.0f}s] cases {s.cases} ({s.cases / secs:.1f}/s) input sets {s.input_sets} "
+            f"({s.input_sets / secs:.1f}/s) outcomes {dict(s.outcomes)} root causes {_root_causes(campaign)} "
+            f"signatures {len(s.signatures)} reducer {_reducer(campaign)} restarts {pool.restarts}"
             + (f" schedulers {dict(s.coverage)}" if s.coverage else ""))
 
 

@@ -30,6 +30,13 @@ ALL_LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "s
 PATTERNS = ("layer_norm", "batch_norm", "squeeze_excite")
 # Drawn only where a backend's coverage recipe asks for them (the default stream stays as it was).
 FOCUS_PATTERNS = ("layer_norm_backward",)
+# Ops drawn beside the one a steered batch aims at (strategies.steer).
+STEER_PARTNERS = 3
+# Value distributions aimed at narrow triggers (ir/values.py), taken by one input in NARROW_EVERY;
+# those made of special values only where specials are allowed.
+NARROW_DISTS = ("specials", "lone_special", "halves", "denormals")
+SPECIAL_DISTS = ("specials", "lone_special")
+NARROW_EVERY = 5
 
 
 @dataclass(frozen=True)
@@ -109,7 +116,13 @@ def values(draw: Callable, special_values: bool = True) -> Values:
     dist = choice(draw, ["normal", "normal", "normal", "uniform", "arange", "ones"])
     specials = choice(draw, [0.0, 0.0, 0.05, 0.25]) if special_values else 0.0
     scale = choice(draw, [1.0, 1.0, 1.0, 1e-3, 1e3])
-    return Values(dist, specials, draw(ints(0, 2**31 - 1)), scale)
+    seed = draw(ints(0, 2**31 - 1))
+    # One input in NARROW_EVERY takes a narrow-trigger distribution, chosen by its seed rather than
+    # by another draw, so that every other draw of a graph (its ops, dtypes, shapes) stays as it was.
+    narrow = NARROW_DISTS if special_values else tuple(d for d in NARROW_DISTS if d not in SPECIAL_DISTS)
+    if seed % NARROW_EVERY == 0:
+        dist, specials = narrow[(seed // NARROW_EVERY) % len(narrow)], 0.0
+    return Values(dist, specials, seed, scale)
 
 
 @st.composite
@@ -329,6 +342,60 @@ def config_from_json(d: dict) -> GenConfig:
     return GenConfig(features=Features(**feats), shapes=ShapeConfig(**shapes_), **rest)
 
 
+# ---- narrow triggers (issue 17) --------------------------------------------------------------------
+def graph_triples(graph: Graph) -> list[str]:
+    """The "op|dtype|layout" triples a graph exercises: each op with its first tensor operand's
+    dtype and memory layout (a graph input's layout kind; a computed value counts as contiguous)."""
+    types = graph.infer_types()
+    layouts = {i.name: i.layout.kind for i in graph.inputs if isinstance(i, TensorInput)}
+    out = []
+    for n in graph.nodes:
+        first = next((a for a in n.args if isinstance(a, str) and not types[a].is_scalar), None)
+        if first is not None:
+            out.append(f"{n.op}|{types[first].dtype}|{layouts.get(first, 'contiguous')}")
+    return sorted(set(out))
+
+
+@functools.lru_cache(maxsize=16)
+def admitted_triples(base: Features) -> tuple[tuple[str, str, str], ...]:
+    """Every (op, dtype, layout) of `base` the registry admits: the op accepts operands of that
+    dtype (all of them, rank 4; where's condition makes its triples bool ones, as graph_triples
+    names an op by its first operand), and the layout can hold a rank-4 tensor."""
+    out = []
+    for name in base.ops:
+        op = OPS[name]
+        for dtype in base.dtypes:
+            if not op.accepts([ValueType((2, 3, 4, 5), dtype)] * op.arity, tuple(f"x{k}" for k in range(op.arity))):
+                continue
+            out.extend((name, dtype, layout) for layout in base.layouts if layout != "channels_last_3d")
+    return tuple(out)
+
+
+def steer(base: Features, rng: random.Random) -> Features:
+    """A feature set aimed at one admitted triple, drawn uniformly (so every triple is reached
+    regularly, however rare the swarm makes it): its op among STEER_PARTNERS others (a fuser may
+    not fuse an op alone), its dtype and layout, with float32 and contiguous beside them. Drawn from the batch's rng, not from the
+    coverage so far, so that a campaign's cases stay a function of (seed, index) (resume and
+    shards rely on it); the stats' triple counts show how even the coverage is."""
+    triples = admitted_triples(base)
+    if not triples:
+        return base
+    op, dtype, layout = rng.choice(triples)
+    partners = rng.sample([o for o in base.ops if o != op], min(STEER_PARTNERS, len(base.ops) - 1))
+
+    def keep(items: tuple[str, ...], aimed: str) -> tuple[str, ...]:
+        return tuple(x for x in items if x == aimed or x in ("float32", "contiguous")) or (aimed,)
+    return dataclasses.replace(base, ops=(op, *partners), dtypes=keep(base.dtypes, dtype),
+                               layouts=keep(base.layouts, layout), patterns=())
+
+
+def swarm_max_ops(rng: random.Random, max_ops: int) -> int:
+    """Graph size swarmed per batch too: a quarter of the batches make graphs of 1-3 ops, where a
+    narrow bug shows unmasked, the rest up to max_ops. Not more: a fuser that fuses two ops or
+    more (TorchScript's) leaves a one-op graph unfused."""
+    return min(max_ops, rng.randint(2, 3)) if rng.random() < 0.25 else max_ops
+
+
 def batch_features(campaign_seed: int, batch: int, base: Features = Features()) -> Features:
     """The swarm feature set of one batch of cases, a pure function of the campaign seed."""
     return swarm(random.Random(f"{campaign_seed}:{batch}"), base)
@@ -336,4 +403,5 @@ def batch_features(campaign_seed: int, batch: int, base: Features = Features()) 
 
 __all__ = ["Features", "ShapeConfig", "GenConfig", "swarm", "shapes", "values", "layouts", "graphs",
            "generate", "batch_features", "config_to_json", "config_from_json", "scalar_constants", "PATTERNS",
-           "FOCUS_PATTERNS", "ALL_LAYOUTS", "requires_grad", "grad_reach"]
+           "FOCUS_PATTERNS", "ALL_LAYOUTS", "requires_grad", "grad_reach", "graph_triples", "admitted_triples",
+           "steer", "swarm_max_ops", "NARROW_DISTS", "SPECIAL_DISTS"]

@@ -105,6 +105,10 @@ class CaseResult:
     stderr_tail: str = ""  # a dead or hung worker's log
     # What the backend's reference route did with a failing case (fuzzfuse.attribution).
     attribution: dict | None = None
+    # Input sets the compiled graph was judged on (its own and the extra ones, fuzzfuse.job), and
+    # the (op, dtype, layout) triples the graph exercised: campaign coverage.
+    input_sets: int = 1
+    triples: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"outcome": self.outcome.value, "signature": self.signature.to_json() if self.signature else None,
@@ -113,7 +117,7 @@ class CaseResult:
                 "restart_worker": self.restart_worker, "graph": self.graph.to_json() if self.graph else None,
                 "size": self.size, "digest": self.digest, "worker_seconds": self.worker_seconds,
                 "cpu_seconds": self.cpu_seconds, "stderr_tail": self.stderr_tail,
-                "attribution": self.attribution}
+                "attribution": self.attribution, "input_sets": self.input_sets, "triples": self.triples}
 
     @staticmethod
     def from_json(d: dict) -> "CaseResult":
@@ -123,7 +127,8 @@ class CaseResult:
             d.get("fused"), dict(d.get("evidence") or {}), float(d.get("compile_seconds") or 0.0),
             str(d.get("traceback") or ""), bool(d.get("restart_worker")),
             Graph.from_json(d["graph"]) if d.get("graph") else None, d.get("size"), d.get("digest"),
-            d.get("worker_seconds"), d.get("cpu_seconds"), str(d.get("stderr_tail") or ""), d.get("attribution"))
+            d.get("worker_seconds"), d.get("cpu_seconds"), str(d.get("stderr_tail") or ""), d.get("attribution"),
+            int(d.get("input_sets") or 1), [str(t) for t in d.get("triples") or []])
 
     @property
     def key(self) -> str | None:

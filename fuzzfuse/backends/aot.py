@@ -43,6 +43,8 @@ class _AotBackend:
     # What the repro imports beside memory_efficient_fusion, and its compiler arguments (none:
     # ts_compile, its default).
     repro_compilers = ("", "")
+    # aot_autograd's functionalized graph may pick other output layouts: no evidence either way.
+    promises_strides = False
 
     def check_available(self) -> None:
         super().check_available()
@@ -56,7 +58,7 @@ class _AotBackend:
         from functorch.compile import ts_compile
         return ts_compile
 
-    def compile(self, graph: Graph):
+    def script(self, graph: Graph):
         from functorch.compile import memory_efficient_fusion
 
         compiled = memory_efficient_fusion(_tensor_function(graph, compile_source(graph)),

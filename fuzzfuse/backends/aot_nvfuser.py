@@ -25,7 +25,7 @@ from ..ir import Graph, ScalarInput, compile_source
 from ..ir.from_aten import Translation, translate
 from ..ir.interp import input_gradients, with_leaves
 from .aot import _tensor_function
-from .base import BackendError, RunResult, Unavailable, Unsupported, generic_repro_code
+from .base import BackendError, Compiled, RunResult, Unavailable, Unsupported, generic_repro_code
 from .nvfuser import NvFuserBackend, _stage, execute, first_run_evidence, fusion_failure
 from .nvfuser_emit import emit
 
@@ -101,6 +101,12 @@ class _Fusion:
 class AotNvFuserBackend(NvFuserBackend):
     name = "aot:nvfuser"
     supports_backward = True
+    # One FusionDefinition per FX graph inside aot_autograd: run() compiles again each time.
+    reuses_compiled = False
+    reruns_new_sizes = False
+
+    def compile(self, graph: Graph, **options) -> Compiled:
+        return Compiled(self, graph, options)
 
     def check_available(self) -> None:
         super().check_available()

@@ -56,6 +56,28 @@ class RunResult:
     context: str = ""
 
 
+class Compiled:
+    """A graph compiled once, to run on many input sets (`Backend.compile`).
+
+    `run(inputs)` the first time compiles and runs, as `Backend.run` does (compile seconds and
+    fusion evidence in its RunResult); each later call runs the same compiled code on other
+    inputs of the same graph. This default compiles again on every call: the form for a backend
+    that cannot reuse what it compiled (`Backend.reuses_compiled` False)."""
+
+    def __init__(self, backend: "Backend", graph: Graph, options: Mapping | None = None):
+        self.backend, self.graph, self.options = backend, graph, dict(options or {})
+
+    def run(self, inputs: list, grad_outputs: list | None = None) -> RunResult:
+        if grad_outputs is not None:
+            return self.backend.run(self.graph, inputs, grad_outputs=grad_outputs, **self.options)
+        return self.backend.run(self.graph, inputs, **self.options)
+
+    def accepts(self, graph: Graph, inputs: list) -> bool:
+        """Whether this compiled code may run `graph` (the compiled graph with other input sizes,
+        `Backend.reruns_new_sizes`): only a backend that knows what its code depends on says yes."""
+        return False
+
+
 class Backend:
     """A fuser behind one public name. A backend declares what it can do as class attributes;
     callers read them, they never probe for methods or arguments. Subclasses set `name` and
@@ -80,6 +102,16 @@ class Backend:
     # The built-in backend that runs the same frontend without this fuser (fuzzfuse.attribution):
     # failures it shares are not this fuser's.
     reference_route: str | None = None
+    # Whether `compile(graph)` returns code that runs again on new input values without compiling
+    # again: the worker then judges each compiled graph on extra input sets, as many as the
+    # compile/run cost ratio it measures pays for (fuzzfuse.job).
+    reuses_compiled: bool = False
+    # Whether that code also runs on new sizes of the same rank (symbolic sizes, as nvFuser's
+    # definitions have); `Compiled.accepts` decides per graph.
+    reruns_new_sizes: bool = False
+    # Whether the fuser promises eager's output strides (torch.compile does): campaigns then check
+    # strides by default, where eager's own layout is not arbitrary (oracle.strides_defined).
+    promises_strides: bool = False
 
     def check_available(self) -> None:
         """Raise Unavailable(reason) when this backend cannot run in this process."""
@@ -91,6 +123,11 @@ class Backend:
         requires_grad inputs through the fuser (stages "backward-compile", "backward-run") and
         return RunResult.grads."""
         raise NotImplementedError(f"{type(self).__name__}.run")
+
+    def compile(self, graph: Graph, **options) -> Compiled:
+        """The graph compiled once (options: the per-case choices `run` takes); compiling may be
+        deferred to the first `Compiled.run`, which raises BackendError as `run` does."""
+        return Compiled(self, graph, options)
 
     def versions(self) -> dict[str, str]:
         """Versions that a bug report needs (torch, the fuser package...) and the machine's (CPU

@@ -26,7 +26,7 @@ import torch
 from ..ir import Graph, compile_source
 from ..ir.interp import input_gradients, with_leaves
 from ..strategies import ShapeConfig
-from .base import Backend, BackendError, RunResult, Unavailable
+from .base import Backend, BackendError, Compiled, RunResult, Unavailable
 
 # Registered backends that need more than torch: what `check_available` requires of them.
 _NEEDS_PACKAGE = {"tvm": "tvm", "openxla": "torch_xla", "openxla_eval": "torch_xla"}
@@ -67,6 +67,9 @@ class DynamoBackend(Backend):
     # end in compile_fx).
     env = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
     supports_backward = True
+    reuses_compiled = True
+    # torch.compile's contract: outputs have eager's strides (Inductor enforces it on its outputs).
+    promises_strides = True
 
     def __init__(self, spec: str, device: str | None = None):
         self.spec = spec
@@ -108,8 +111,15 @@ class DynamoBackend(Backend):
         if (self.spec in _NEEDS_CUDA or self.device == "cuda") and not torch.cuda.is_available():
             raise Unavailable(f"{self.name} needs a CUDA GPU")
 
+    def compile(self, graph: Graph, **options) -> "DynamoCompiled":
+        return DynamoCompiled(self, graph, options)
+
     def run(self, graph: Graph, inputs: list, grad_outputs: list | None = None) -> RunResult:
-        """With grad_outputs, the first backward call (where AOT autograd compiles the backward
+        return self.compile(graph).run(inputs, grad_outputs)
+
+    def compile_and_run(self, graph: Graph, inputs: list, grad_outputs: list | None = None):
+        """The first run of a graph: (its RunResult, the compiled callable, the probe's counters).
+        With grad_outputs, the first backward call (where AOT autograd compiles the backward
         graph) is staged "backward-compile", the measured one "backward-run"."""
         import torch._dynamo
         import torch._inductor.config  # dynamo imports it anyway
@@ -155,7 +165,7 @@ class DynamoBackend(Backend):
                 raise BackendError("backward-run", e) from e
             evidence["backward"] = backward_evidence
             result.grads, result.backward_fused = [g.detach() for g in grads], backward_evidence.get("fused")
-        return result
+        return result, compiled, seen
 
     def _first_backward(self, call) -> tuple[list, dict]:
         """Run the first backward (AOT autograd compiles it now): its result, and evidence that the
@@ -185,6 +195,27 @@ def run_fused(inputs):
     out = compiled(*inputs)
     return list(out), seen["graphs"] > 0 and seen["calls"] > calls
 '''
+
+
+class DynamoCompiled(Compiled):
+    """torch.compile'd once (dynamic=False): later input sets of the same sizes and strides pass
+    dynamo's guards and run the backend's compiled callable again, without compiling."""
+    def __init__(self, backend: DynamoBackend, graph: Graph, options: dict):
+        super().__init__(backend, graph, options)
+        self._compiled = None
+        self._seen: dict = {}
+
+    def run(self, inputs: list, grad_outputs: list | None = None) -> RunResult:
+        if self._compiled is None or grad_outputs is not None:
+            result, self._compiled, self._seen = self.backend.compile_and_run(self.graph, inputs, grad_outputs)
+            return result
+        calls, graphs = self._seen["calls"], self._seen["graphs"]
+        try:
+            out = self._compiled(*inputs)
+        except Exception as e:
+            raise BackendError("run" if self._seen["running"] else "compile", _backend_exception(e)) from e
+        evidence = {"graphs": self._seen["graphs"] - graphs, "calls": self._seen["calls"] - calls, "rerun": True}
+        return RunResult([o.detach() for o in out], evidence["calls"] > 0, evidence)
 
 
 def _backend_exception(e: BaseException) -> BaseException:

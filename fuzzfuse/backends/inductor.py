@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from ..ir import Graph
-from .base import RunResult, Unavailable, machine_versions
+from .base import Unavailable, machine_versions
 from .dynamo import DynamoBackend
 
 
@@ -30,16 +30,16 @@ class InductorBackend(DynamoBackend):
         if self.device == "cuda" and not torch.cuda.is_available():
             raise Unavailable("Inductor on CUDA needs a GPU")
 
-    def run(self, graph: Graph, inputs: list, grad_outputs: list | None = None) -> RunResult:
+    def compile_and_run(self, graph: Graph, inputs: list, grad_outputs: list | None = None):
         import torch._inductor.metrics as metrics
 
         kernels_before = metrics.generated_kernel_count
-        result = super().run(graph, inputs, grad_outputs)
+        result, compiled, seen = super().compile_and_run(graph, inputs, grad_outputs)
         kernels = metrics.generated_kernel_count - kernels_before
         kernels -= result.evidence.get("backward", {}).get("kernels", 0)  # the forward's own
         result.evidence["kernels"] = kernels
         result.fused = kernels > 0
-        return result
+        return result, compiled, seen
 
     def _first_backward(self, call) -> tuple[list, dict]:
         """The backward graph compiles at the first backward call: it must generate kernels too."""

@@ -30,7 +30,7 @@ import torch
 from ..ir import OPS, Graph, TensorInput
 from ..ir.types import DTYPES, INT_DTYPES
 from ..strategies import ShapeConfig
-from .base import Backend, BackendError, RunResult, Unavailable, machine_versions
+from .base import Backend, BackendError, Compiled, RunResult, Unavailable, machine_versions
 from .nvfuser_dtypes import INT_IDENTITY
 from .nvfuser_emit import STYLES, Emission, Unsupported, emit
 
@@ -109,6 +109,9 @@ class NvFuserBackend(Backend):
     # Campaigns draw one per case (recorded in the case's options).
     styles = STYLES
     reference_route: str | None = None  # fuzzfuse.attribution: nothing beneath it to blame
+    # A FusionDefinition executes again for microseconds, on new sizes too (NvFuserCompiled).
+    reuses_compiled = True
+    reruns_new_sizes = True
     # Sizes that cross nvFuser's vectorization (inner dims not multiples of 2/4/8: 7, 127, 129,
     # 1025), block (>1024) and persistence limits (an inner reduction of 65539 fp32 values does
     # not fit registers or shared memory), mixed with the generator's small dims (1 = broadcast).
@@ -184,7 +187,14 @@ class NvFuserBackend(Backend):
             namespace["nvfuser_fusion"](fd)
         return fd
 
+    def compile(self, graph: Graph, **options) -> "NvFuserCompiled":
+        return NvFuserCompiled(self, graph, options)
+
     def run(self, graph: Graph, inputs: list, *, style: str | None = None) -> RunResult:
+        return self.compile(graph, style=style).run(inputs)
+
+    def define_and_run(self, graph: Graph, inputs: list, *, style: str | None = None):
+        """The first run of a graph: its RunResult, the FusionDefinition, and the emitted source."""
         style = style or self.style
         emission = self.emit(graph, inputs, style)  # Unsupported propagates: not a crash
         start = time.perf_counter()
@@ -202,7 +212,7 @@ class NvFuserBackend(Backend):
         evidence["style"] = style
         if emission.notes:
             evidence["notes"] = emission.notes
-        return RunResult(list(outputs), fused, evidence, compile_seconds)
+        return RunResult(list(outputs), fused, evidence, compile_seconds), fd, emission.source
 
     def repro_code(self, graph: Graph) -> str:
         """`run_fused(inputs) -> (outputs, fused)` for a standalone repro: the nvfuser_direct
@@ -222,6 +232,40 @@ def run_fused(inputs):
     torch.cuda.synchronize()  # a kernel's fault (misaligned address...) is raised here, by its fusion
     return outputs, True
 '''
+
+
+class NvFuserCompiled(Compiled):
+    """One FusionDefinition, executed again on each input set: nvFuser caches its kernels per
+    input shape class (~13 us an execute), and its tensors have symbolic sizes, so a graph whose
+    emitted source is the same (same contiguity and stride order, sizes not baked in) runs on new
+    sizes of the same rank too."""
+    def __init__(self, backend: NvFuserBackend, graph: Graph, options: dict):
+        super().__init__(backend, graph, options)
+        self._fd, self._source, self._fused = None, "", None
+
+    def run(self, inputs: list, grad_outputs: list | None = None) -> RunResult:
+        if self._fd is None:
+            result, self._fd, self._source = self.backend.define_and_run(self.graph, inputs, **self.options)
+            self._fused = result.fused
+            return result
+        args = list(inputs)
+        try:
+            outputs = execute(self._fd, args)
+        except Exception as e:
+            raise fusion_failure(_stage(self._fd, args, e), e, self._fd) from e
+        return RunResult(list(outputs), self._fused, {"rerun": True})
+
+    def accepts(self, graph: Graph, inputs: list) -> bool:
+        if self._fd is None:
+            return False
+        return definition_code(self.backend.emit(graph, inputs, self.options.get("style")).source) \
+            == definition_code(self._source)
+
+
+def definition_code(source: str) -> str:
+    """The emitted definition without its comments (they name the graph's digest): what decides
+    whether one FusionDefinition serves another graph."""
+    return "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("#"))
 
 
 def _stage(fd, args: list, error: BaseException) -> str:
@@ -283,5 +327,5 @@ def _check_dtypes(graph: Graph, outputs: list) -> None:
                                f"dtype model is wrong here")
 
 
-__all__ = ["NvFuserBackend", "EmitterError", "Unsupported", "fusion_evidence", "segment_schedulers", "execute",
-           "fusion_failure", "first_run_evidence", "nothing_to_fuse"]
+__all__ = ["NvFuserBackend", "NvFuserCompiled", "definition_code", "EmitterError", "Unsupported", "fusion_evidence",
+           "segment_schedulers", "execute", "fusion_failure", "first_run_evidence", "nothing_to_fuse"]

@@ -17,7 +17,9 @@ from .types import DTYPES, FLOAT_DTYPES, PY_KINDS, ValueType, scalar_kind
 
 SCHEMA_VERSION = 1
 LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "sliced", "expanded")
-DISTRIBUTIONS = ("normal", "uniform", "ones", "zeros", "arange")
+# The last four aim at narrow triggers: every element a special value, one special value among
+# normal ones, exact halves (rounding ties), subnormals only (ir/values.py draws them).
+DISTRIBUTIONS = ("normal", "uniform", "ones", "zeros", "arange", "specials", "lone_special", "halves", "denormals")
 
 
 # A bound on a case's total input elements, so that a hand-edited or hostile file (10**12 elements)

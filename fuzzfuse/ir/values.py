@@ -3,6 +3,7 @@ exactly as the input's Layout says (channels_last, permuted, sliced, expanded)."
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 
 import torch
@@ -42,6 +43,12 @@ def _base_values(shape: tuple[int, ...], dtype: str, v: Values) -> torch.Tensor:
         x = torch.ones(n, dtype=torch.float64)
     elif v.dist == "zeros":
         x = torch.zeros(n, dtype=torch.float64)
+    elif v.dist == "halves":  # ties of round-half-to-even: -3.5 ... 3.5
+        x = (torch.randint(-4, 4, (n,), generator=gen, dtype=torch.float64) + 0.5) * v.scale
+    elif v.dist == "denormals":
+        x = _denormals(n, dtype, gen)
+    elif v.dist in ("specials", "lone_special"):
+        x = torch.randn(n, generator=gen, dtype=torch.float64) * v.scale
     else:  # arange
         x = torch.arange(n, dtype=torch.float64)
     if dtype == "bool":
@@ -50,6 +57,13 @@ def _base_values(shape: tuple[int, ...], dtype: str, v: Values) -> torch.Tensor:
         out = x.to(DTYPES[dtype])
     else:
         out = (x * (4 if v.dist == "normal" else 1)).round().to(DTYPES[dtype])
+    if v.dist == "specials" and n:  # every element one of the special values
+        out = torch.tensor(special_values(dtype), dtype=out.dtype)[torch.randint(len(special_values(dtype)), (n,),
+                                                                                   generator=gen)]
+    elif v.dist == "lone_special" and n:  # one special value at a seeded position
+        specials = special_values(dtype)
+        out[torch.randint(n, (1,), generator=gen)] = torch.tensor(
+            specials[int(torch.randint(len(specials), (1,), generator=gen))], dtype=out.dtype)
     if v.specials > 0 and n:
         specials = special_values(dtype)
         mask = torch.rand(n, generator=gen) < v.specials
@@ -57,6 +71,14 @@ def _base_values(shape: tuple[int, ...], dtype: str, v: Values) -> torch.Tensor:
         # One indexed write, not one masked pass per special value (7x faster on 4M elements).
         out[mask] = torch.tensor(specials, dtype=out.dtype)[pick[mask]]
     return out.reshape(shape)
+
+
+def _denormals(n: int, dtype: str, gen: torch.Generator) -> torch.Tensor:
+    """Subnormal values of `dtype`, both signs (integers: small values around zero)."""
+    if not is_float(dtype):
+        return torch.randint(-2, 3, (n,), generator=gen, dtype=torch.float64)
+    tiny = torch.finfo(DTYPES[dtype]).smallest_normal
+    return (torch.rand(n, generator=gen, dtype=torch.float64) * 2 - 1) * tiny * 0.99
 
 
 def encode_exact(t: torch.Tensor) -> str:
@@ -125,6 +147,35 @@ def make_input(spec: TensorInput, device: str = "cpu") -> torch.Tensor:
 
 def make_inputs(graph: Graph, device: str = "cpu") -> list:
     return [make_input(i, device) if isinstance(i, TensorInput) else i.value for i in graph.inputs]
+
+
+# The value profiles of extra input sets, in turn: the input's own distribution with a fresh seed
+# (its special values elsewhere), then the narrow-trigger distributions.
+INPUT_SET_PROFILES = (None, "lone_special", None, "specials", "halves", "denormals")
+
+
+def input_set(graph: Graph, k: int, resized: bool = False) -> Graph:
+    """The graph with input set k (k >= 1) instead of its own: every seeded input gets a fresh
+    seed and the k-th value profile; resized: every dim above 1 is one larger (the same for equal
+    dims, so broadcasts still line up). Pinned (exact) values stay. A Graph, so that the set is
+    recorded in the case and replays."""
+    profile = INPUT_SET_PROFILES[(k - 1) % len(INPUT_SET_PROFILES)]
+    inputs = []
+    for spec in graph.inputs:
+        if isinstance(spec, TensorInput) and spec.values.exact is None:
+            v = spec.values
+            seed = (v.seed * 1_000_003 + k) % 2**31
+            values = Values(profile or v.dist, v.specials if profile is None else 0.0, seed, v.scale)
+            shape = tuple(s + 1 if s > 1 else s for s in spec.shape) if resized else spec.shape
+            spec = dataclasses.replace(spec, values=values, shape=shape)
+        inputs.append(spec)
+    variant = dataclasses.replace(graph, inputs=tuple(inputs))
+    if resized:
+        try:
+            variant.infer_types()
+        except (GraphError, ValueError, KeyError, IndexError):  # a size in the attributes: values only
+            return input_set(graph, k)
+    return variant
 
 
 def with_exact_values(spec: TensorInput | ScalarInput, value: torch.Tensor) -> TensorInput:

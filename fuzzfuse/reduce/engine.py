@@ -31,7 +31,8 @@ Pass = Callable[[Graph], Iterator[Graph]]
 # int64 -> int32.
 DTYPE_RANK = {"float32": 0, "int32": 1, "bool": 1, "int64": 2, "float64": 2, "float16": 3, "bfloat16": 3}
 # zeros < ones < arange < a seeded distribution < exact bytes < anything with special values mixed in.
-VALUES_RANK = {"zeros": 0, "ones": 1, "arange": 2, "uniform": 3, "normal": 3}
+VALUES_RANK = {"zeros": 0, "ones": 1, "arange": 2, "uniform": 3, "normal": 3, "halves": 3, "denormals": 4,
+               "lone_special": 6, "specials": 6}
 EXACT_RANK, SPECIALS_RANK = 5, 6
 
 
