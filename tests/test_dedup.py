@@ -70,3 +70,25 @@ def test_the_book_round_trips_through_json_and_takes_the_known_repros_of_the_new
     assert [c.key for c in again.causes.values()] == [ASSERT.root_cause_key()]
     assert again.causes[ASSERT.root_cause_key()].known == "minimized/silu"
     assert again.pending == book.pending
+
+
+def test_fold_keeps_one_repro_per_root_cause_and_known_counts_the_folded_variants(tmp_path):
+    """Two repros of one nvFuser evaluator gap (the op name differs in the message) fold into the
+    smaller one, which lists the other; --known then matches the folded one's signature too."""
+    from fuzzfuse.corpus import Case, load_case, write_json
+    from fuzzfuse.fold import fold
+    from fuzzfuse.reductions import known_repros
+
+    isnan = Signature(**{**ASSERT.to_json(), "message": "INTERNAL ASSERT FAILED Unexpected operator type isnan in T"})
+    other = Signature("crash", "nvfuser", "compile", "RuntimeError", "csrc/ops/alias.cpp:333", "Expected squeeze")
+    for name, sig, g in [("silu", ASSERT, graph("silu")), ("isnan", isnan, graph("isnan", "exp")),
+                         ("alias", other, graph("exp"))]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "repro.py").write_text("")
+        write_json(tmp_path / name / "case.json", Case(g, sig.backend, outcome="crash", signature=sig.to_json(),
+                                                     verification={"status": "reproduces"}).to_json())
+    assert fold(tmp_path) == [("silu", ["isnan"])]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["alias", "silu"]
+    kept = load_case(tmp_path / "silu" / "case.json")
+    assert [v["key"] for v in kept.also_seen_as] == [isnan.key()] and kept.hits == 2
+    assert known_repros([str(tmp_path)])[isnan.key()] == str(tmp_path / "silu")
