@@ -72,7 +72,7 @@ def test_a_state_json_written_before_the_verdict_layer_still_resumes(tmp_path):
     reduced) stopped by the code before the verdict layer; resumed, it goes on counting."""
     shutil.copy(DATA / "state-before-verdict.json", tmp_path / "state.json")
     old = load_state(tmp_path)["stats"]["signatures"]
-    campaign = Campaign.resume(tmp_path, more_cases=15)
+    campaign = Campaign.resume(tmp_path, more_cases=15, backend="custom:tests.buggy_backends:CrashOnSumSigmoid")
     (key, record), = campaign.stats.signatures.items()
     assert record.minimized.ops_after == 2 and record.confirmed is True and record.outcome is Outcome.CRASH
     summary = campaign.run()
