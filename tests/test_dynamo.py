@@ -12,6 +12,7 @@ import pytest
 from fuzzfuse.backends import Unavailable, availability, get_backend
 from fuzzfuse.campaign import Campaign
 from fuzzfuse.corpus import load_case
+from fuzzfuse.export import read_verdict
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.job import run_case
 from fuzzfuse.strategies import Features, GenConfig, generate
@@ -98,14 +99,15 @@ def test_wrong_user_backend_is_found_minimized_and_its_repro_imports_it(tmp_path
     assert "from fuzzfuse" not in repro and "import fuzzfuse" not in repro
     run = subprocess.run([sys.executable, str(directory / "repro.py")], cwd=tmp_path, env=ENV,
                          capture_output=True, text=True, timeout=300)
-    assert run.returncode == 1 and "FAIL" in run.stdout, run.stdout + run.stderr
+    assert run.returncode == 1 and (read_verdict(run.stdout) or {}).get("outcome") == "mismatch", \
+        run.stdout + run.stderr
     # Pointed at a correct backend, the same repro passes: it tests the backend, not a fixed answer.
     fixed = tmp_path / "fixed.py"
     fixed.write_text(repro.replace("'tests.buggy_dynamo_backends'), 'wrong_backend'",
                                    "'examples.dynamo_backend'), 'my_backend'"))
     run = subprocess.run([sys.executable, str(fixed)], cwd=tmp_path, env=ENV,
                          capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr
+    assert run.returncode == 0 and (read_verdict(run.stdout) or {}).get("outcome") == "pass", run.stdout + run.stderr
 
 
 @pytest.mark.slow

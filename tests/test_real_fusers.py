@@ -19,12 +19,18 @@ def test_nnc_campaign_finds_reduces_and_saves_real_bugs(tmp_path):
     assert summary["cases"] == 300
     crashes = [s for s in summary["signatures"] if s["outcome"] == "crash" and s["confirmed"]]
     assert crashes, summary["signatures"]
-    for entry in crashes:
+    # One repro per root cause: a crash whose root cause another signature's repro holds has none.
+    reduced = [e for e in crashes if "minimized" in e]
+    assert reduced, crashes
+    for entry in reduced:
         minimized = entry["minimized"]
         assert minimized["ops_after"] <= minimized["ops_before"]
-        case = load_case(tmp_path / "minimized" / entry["slug"] / "case.json")
+        case = load_case(tmp_path / minimized["path"] / "case.json")
         assert case.verification["status"] == "reproduces"
         assert case.signature == entry["signature"]
+    causes = summary["root_causes"]
+    assert causes and all(c["minimized"] for c in causes)  # no --known here: every root cause is new
+    assert len({c["minimized"] for c in causes}) == len(causes)
 
 
 @pytest.mark.slow
