@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 
 from .ir import Graph
 from .oracle import Signature
@@ -91,15 +92,19 @@ class RootCauseBook:
             self.pending.append(PendingHit(signature.key(), case, graph_ops(graph), graph.size))
         return None
 
-    def next_to_reduce(self) -> PendingHit | None:
-        """The pending hit to reduce next: first those that hold no trigger their bucket has shown
-        (likely a new cause), the smallest first; then the rest, the buckets reduced least first."""
-        if not self.pending:
+    def novel(self, hit: PendingHit) -> bool:
+        """Whether a pending hit holds no trigger its bucket has shown (likely a new cause)."""
+        return not any(hit.holds(t) for t in self.triggers.get(hit.coarse_key, []))
+
+    def next_to_reduce(self, eligible: Callable[[PendingHit], bool] = lambda hit: True,
+                       novel_only: bool = False) -> PendingHit | None:
+        """The eligible pending hit to reduce next: first those that hold no trigger their bucket
+        has shown (likely a new cause), the smallest first; then (unless novel_only) the rest, the
+        buckets reduced least first."""
+        hits = [h for h in self.pending if eligible(h) and (self.novel(h) or not novel_only)]
+        if not hits:
             return None
-        def rank(hit: PendingHit) -> tuple:
-            triggers = self.triggers.get(hit.coarse_key, [])
-            return (any(hit.holds(t) for t in triggers), len(triggers), hit.size)
-        return min(self.pending, key=rank)
+        return min(hits, key=lambda h: (not self.novel(h), len(self.triggers.get(h.coarse_key, [])), h.size))
 
     def settle(self, hit: PendingHit, signature: Signature, reduced: Graph | None,
                reduced_case: str | None = None) -> RootCause | None:

@@ -113,16 +113,8 @@ class CampaignReductions:
         return out
 
     def next_pending(self, novel_only: bool = False) -> PendingHit | None:
-        hits = [h for h in self.book.pending if self._confirmed(h.coarse_key)]
-        if novel_only:
-            hits = [h for h in hits if not any(h.holds(t) for t in self.book.triggers.get(h.coarse_key, []))]
-        if not hits:
-            return None
-        pending, self.book.pending = self.book.pending, hits
-        try:
-            return self.book.next_to_reduce()
-        finally:
-            self.book.pending = pending
+        """The pending hit to reduce next, among those of reproducible signatures."""
+        return self.book.next_to_reduce(lambda hit: self._confirmed(hit.coarse_key), novel_only)
 
     def has_work(self) -> bool:
         return bool(self.anchored_queue()) or self.next_pending() is not None
