@@ -18,19 +18,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
-from .backends import Backend, Unavailable, get_backend
+from .backends import Backend, Unavailable
 from .oracle import Signature
 from .verdict import CaseResult, Outcome
 
 # The outcomes a reference route can explain: the worker's own verdicts that blame the fuser.
 ATTRIBUTED = (Outcome.CRASH, Outcome.MISMATCH)
-_routes: dict[str, Backend] = {}
-
-
-def _route(name: str) -> Backend:
-    if name not in _routes:
-        _routes[name] = get_backend(name)
-    return _routes[name]
 
 
 def _same_failure(ours: Signature | None, theirs: Signature | None) -> bool:
@@ -38,13 +31,15 @@ def _same_failure(ours: Signature | None, theirs: Signature | None) -> bool:
     return ours is not None and theirs is not None and replace(theirs, backend=ours.backend) == ours
 
 
-def attribute(backend: Backend, result: CaseResult, rerun: Callable[[Backend], CaseResult]) -> CaseResult:
+def attribute(backend: Backend, result: CaseResult, load: Callable[[str], Backend],
+              rerun: Callable[[Backend], CaseResult]) -> CaseResult:
     """`result` (a run_case result on `backend`), relabelled to the backend's reference route when
-    `rerun(route)` fails the same way there. The result's `attribution` says what the route did."""
+    `rerun(route)` fails the same way there (`load`: a backend by name, the worker's own cache).
+    The result's `attribution` says what the route did."""
     if result.outcome not in ATTRIBUTED or backend.reference_route is None:
         return result
     try:
-        route = _route(backend.reference_route)
+        route = load(backend.reference_route)
     except Unavailable as e:
         return replace(result, attribution={"route": backend.reference_route, "outcome": "unavailable",
                                             "detail": str(e)})

@@ -71,7 +71,7 @@ def run_case(graph: Graph, backend: Backend, check_strides: bool = False, option
     then attributed: re-run on the backend's reference route (fuzzfuse.attribution)."""
     result = _judge(graph, backend, check_strides, options, extra_sets, generate_seconds)
     # A failure on an extra input set carries that set's graph: the one the route must run.
-    return attribute(backend, result, lambda route: run_case(result.graph or graph, route, check_strides))
+    return attribute(backend, result, backend_for, lambda route: run_case(result.graph or graph, route, check_strides))
 
 
 def _judge(graph: Graph, backend: Backend, check_strides: bool, options: dict | None, extra_sets: bool,
