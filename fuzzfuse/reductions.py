@@ -58,10 +58,17 @@ def known_repros(directories: list[str]) -> dict[str, str]:
         if root:
             keys[root] = directory
         for variant in case.also_seen_as:
-            for key in (variant.get("key"), variant.get("root_cause")):
+            for key in (variant.get("key"), variant.get("root_cause"), _variant_root_cause(variant)):
                 if key:
                     keys.setdefault(key, directory)
     return keys
+
+
+def _variant_root_cause(variant: dict) -> str | None:
+    """A folded variant's root-cause key as today's rules give it from its coarse key alone (an
+    anchored crash's), so that a variant folded before a rule anchored it still counts."""
+    fields = str(variant.get("key") or "").split("|", 5)
+    return Signature(*fields).root_cause_key() if len(fields) == 6 else None
 
 
 def repro_slug(signature: Signature, root_cause: str | None) -> str:
