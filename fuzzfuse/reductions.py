@@ -192,6 +192,7 @@ class CampaignReductions:
             entry.unreduced = str(result)
             return
         root = entry.signature.root_cause_key()
+        self.campaign.steering.learn(result.graph)
         entry.minimized = self._save(case, result, progress, repro_slug(entry.signature, root), key)
         self.book.causes[root].minimized = entry.minimized.path
 
@@ -207,6 +208,7 @@ class CampaignReductions:
         reduced_path = save_case(self.campaign.out / "reduced", dataclasses.replace(case, graph=result.graph))
         cause = self.book.settle(hit, signature, result.graph,
                                  str(reduced_path.relative_to(self.campaign.out)))
+        self.campaign.steering.learn(result.graph)
         if cause.new and cause.minimized is None:
             repro = self._save(case, result, progress, repro_slug(signature, cause.key), cause.key)
             cause.minimized = repro.path
