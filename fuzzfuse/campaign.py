@@ -17,6 +17,7 @@ from .corpus import Case, load_case, save_case, write_json
 from .ir import Graph
 from .pool import case_pool, graph_job
 from .reductions import REDUCE_SHARE, CampaignReductions, OutOfTime, known_repros
+from .steering import Steering, known_graphs
 from .strategies import (Features, GenConfig, batch_features, config_from_json, config_to_json, generate, steer,
                          swarm_max_ops)
 from .verdict import CaseResult, HarnessError, Outcome, SignatureRecord, judge
@@ -76,6 +77,10 @@ class Campaign:
         self.known = [str(k) for k in known or []]
         self.stats = Stats()
         self.reductions = CampaignReductions(self, known_repros(self.known), reduce_share)
+        # Generation steers away from the triggers of the root causes it knows (fuzzfuse.steering):
+        # the --known repros' of its routes now, the reductions' as they come.
+        self.steering = Steering(known_graphs(self.known, self.routes(), backward))
+        self._avoid: dict[int, tuple] = {}  # batch -> the triggers known when it started
         self.versions = self.backend.versions()
         self.display = display
         self._next_index = 0
@@ -102,7 +107,17 @@ class Campaign:
         max_ops = swarm_max_ops(rng, self.max_ops) if self.swarm else self.max_ops
         if self.swarm and not focus and batch and rng.random() < STEER_SHARE:  # batch 0: the plain swarm
             features = steer(self.features, rng)
-        return GenConfig(features=features, shapes=shapes, max_ops=max_ops, backward=self.backward)
+        avoid = self._avoid.setdefault(batch, self.steering.current())
+        return GenConfig(features=features, shapes=shapes, max_ops=max_ops, backward=self.backward, avoid=avoid)
+
+    def routes(self) -> set[str]:
+        """The backend and the reference routes beneath it (fuzzfuse.attribution): a bug of any of
+        them fails this campaign's cases."""
+        routes, route = {self.backend_name}, self.backend.reference_route
+        while route and route not in routes:
+            routes.add(route)
+            route = get_backend(route).reference_route
+        return routes
 
     def _new_job(self) -> dict:
         if self._resubmit:
@@ -180,6 +195,8 @@ class Campaign:
             return
         self.stats.cases += 1
         self.stats.fused_cases += bool(result.fused)
+        self.stats.steered_draws += result.steered
+        self.stats.steered_cases += bool(result.steered)
         self.stats.count_inputs(result.input_sets, result.triples)
         self.stats.add_sample(self.stats.finished, time.time())
         if result.compile_seconds:

@@ -65,6 +65,10 @@ class Stats:
     # "op|dtype|layout" triple was exercised: where generation steers next (strategies.steer).
     input_sets: int = 0
     triples: collections.Counter = field(default_factory=collections.Counter)
+    # Draws discarded for holding a known bug's trigger, and the cases that discarded any
+    # (fuzzfuse.steering).
+    steered_draws: int = 0
+    steered_cases: int = 0
 
     def count_inputs(self, input_sets: int, triples: list[str]) -> None:
         self.input_sets += input_sets
@@ -108,6 +112,8 @@ class Stats:
                 "input_sets": self.input_sets,
                 "input_sets_per_second": round(self.input_sets / secs, 3) if secs else 0.0,
                 "triples_covered": len(self.triples),
+                "fused_share": round(self.fused_cases / self.cases, 4) if self.cases else 0.0,
+                "steered_draws": self.steered_draws, "steered_cases": self.steered_cases,
                 "steady_cases_per_second": round(self.steady_rate(skip=extra.get("workers", 1)), 3),
                 "median_compile_seconds": median(self.compile_seconds) if self.compile_seconds else None,
                 "mean_compile_seconds": round(statistics.fmean(self.compile_seconds), 4) if self.compile_seconds else None,
@@ -135,7 +141,8 @@ class Stats:
                 "coverage": dict(self.coverage), "timeline": self.timeline, "first_start": self.origin,
                 "focus_batches": dict(self.focus_batches), "focus_hits": dict(self.focus_hits),
                 "worker_seconds": self.worker_seconds, "focus_seconds": dict(self.focus_seconds),
-                "input_sets": self.input_sets, "triples": dict(self.triples)}
+                "input_sets": self.input_sets, "triples": dict(self.triples),
+                "steered_draws": self.steered_draws, "steered_cases": self.steered_cases}
 
     @staticmethod
     def from_json(d: dict) -> "Stats":
@@ -153,7 +160,9 @@ class Stats:
                      focus_seconds=collections.Counter(d.get("focus_seconds", {})),
                      first_start=d.get("first_start"),  # absent before 2026-12-01: estimated by origin
                      input_sets=int(d.get("input_sets", d["cases"])),  # absent before issue 17
-                     triples=collections.Counter(d.get("triples", {})))
+                     triples=collections.Counter(d.get("triples", {})),
+                     steered_draws=int(d.get("steered_draws", 0)),  # absent before steering (2026-12)
+                     steered_cases=int(d.get("steered_cases", 0)))
 
 
 def _by_name(outcomes: collections.Counter) -> dict[str, int]:

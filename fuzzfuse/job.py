@@ -20,7 +20,7 @@ from .backends import Backend, BackendError, Compiled, get_backend
 from .ir import Graph, make_inputs, run_autograd, run_eager
 from .ir.values import input_set
 from .oracle import compare_output, gradient_reduction_sizes, reduction_sizes
-from .strategies import GenConfig, config_from_json, generate, graph_triples
+from .strategies import GenConfig, config_from_json, generate_steered, graph_triples
 from .verdict import CaseResult, Outcome, Stage, Unsupported
 
 _backends: dict[str, Backend] = {}
@@ -47,10 +47,12 @@ def run_job(job: dict) -> dict:
     if "graph" in job:
         graph = Graph.from_json(job["graph"])
     else:
-        graph = generate(job["seed"], config_from_json(job.get("config")) if job.get("config") else GenConfig())
+        graph, steered = generate_steered(job["seed"], config_from_json(job["config"]) if job.get("config")
+                                          else GenConfig())
     gen_seconds = time.perf_counter() - t0
     result = run_case(graph, backend, check_strides=job.get("check_strides", False), options=job.get("options"),
                       extra_sets=job.get("extra_runs", False), generate_seconds=gen_seconds)
+    result.steered = 0 if "graph" in job else steered
     result.timings["generate"] = gen_seconds
     result.triples = graph_triples(graph)
     if result.graph is None and (result.outcome != Outcome.PASS or job.get("return_graph")):

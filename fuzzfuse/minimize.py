@@ -175,6 +175,33 @@ def refresh(directory: Path, verify_runs: int = VERIFY_RUNS, timeout: float = 60
     return write_minimized(Path(directory), load_case(Path(directory) / "case.json"), verify_runs, timeout)
 
 
+def rereduce(directory: Path, pool: WorkerPool, workers: int = 2, verify_runs: int = VERIFY_RUNS,
+             timeout: float = 60.0) -> tuple[str, str]:
+    """Reduce a committed repro's graph again with today's reducer (its passes change: every dtype
+    now moves toward float32) and rewrite the directory when the graph became simpler, so that a
+    fresh campaign's reduction of the same bug has the same root-cause key. The former form stays
+    listed in `also_seen_as`, which --known counts. (the root-cause key before, after)."""
+    directory = Path(directory)
+    case = load_case(directory / "case.json")
+    sig = Signature.from_json(case.signature)
+    before = sig.root_cause_key(case.graph) or sig.key()
+    reduction = reduce_case(case, case.backend, workers=workers, timeout=timeout, pool=pool)
+    reduced = reduction.graph.renamed()
+    kept = Signature.from_json(reduction.stats["signature"])
+    after = kept.root_cause_key(reduced) or kept.key()
+    if cost(reduced) >= cost(case.graph.renamed()):
+        return before, before
+    seen = list(case.also_seen_as)
+    if after != before:
+        seen.append({"key": sig.key(), "root_cause": before, "backend": case.backend,
+                     "ops": sorted({n.op for n in case.graph.nodes}), "directory": directory.name,
+                     "verification": (case.verification or {}).get("status")})
+    red = case.reduction or {}
+    write_minimized(directory, replace(case, graph=reduced, signature=kept.to_json(), also_seen_as=seen,
+                                       reduction={**red, "ops_after": reduced.size}), verify_runs, timeout)
+    return before, after
+
+
 def _fenced(detail: str) -> str:
     """The fenced code block of a failure's detail (a backend's standalone form of what failed,
     aot:nvfuser's FusionDefinition), or ""."""
@@ -307,10 +334,15 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m fuzzfuse.minimize", description=main.__doc__)
-    parser.add_argument("--refresh", nargs="+", type=Path, required=True, metavar="DIR")
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--refresh", nargs="+", type=Path, metavar="DIR")
+    action.add_argument("--rereduce", nargs="+", type=Path, metavar="DIR",
+                        help="reduce each repro's graph again with today's reducer, then refresh it")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds a repro may run (plus start-up)")
     args = parser.parse_args(argv)
     status = 0
+    if args.rereduce:
+        return _rereduce_all(args.rereduce, args.timeout)
     for directory in args.refresh:
         try:
             case = refresh(directory, timeout=args.timeout)
@@ -322,6 +354,28 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{directory}: {verification.get('status')}", flush=True)
         if verification.get("status") != "reproduces":
             status = max(status, 1)
+    return status
+
+
+def _rereduce_all(directories: list[Path], timeout: float) -> int:
+    """One line a directory: its root-cause key before and after, or why it was left as it was."""
+    status = 0
+    by_backend: dict[str, list[Path]] = {}
+    for directory in directories:
+        try:
+            by_backend.setdefault(load_case(directory / "case.json").backend, []).append(directory)
+        except (CorpusError, OSError) as e:
+            print(f"{directory}: {e}", file=sys.stderr)
+            status = 2
+    for backend, mine in sorted(by_backend.items()):
+        with case_pool(backend, 2, timeout) as pool:
+            for directory in mine:
+                try:
+                    before, after = rereduce(directory, pool, timeout=timeout)
+                except NotInteresting as e:
+                    print(f"{directory}: left as it was: {e}", flush=True)
+                    continue
+                print(f"{directory}: {'unchanged' if before == after else f'{before} -> {after}'}", flush=True)
     return status
 
 

@@ -58,10 +58,17 @@ def known_repros(directories: list[str]) -> dict[str, str]:
         if root:
             keys[root] = directory
         for variant in case.also_seen_as:
-            for key in (variant.get("key"), variant.get("root_cause")):
+            for key in (variant.get("key"), variant.get("root_cause"), _variant_root_cause(variant)):
                 if key:
                     keys.setdefault(key, directory)
     return keys
+
+
+def _variant_root_cause(variant: dict) -> str | None:
+    """A folded variant's root-cause key as today's rules give it from its coarse key alone (an
+    anchored crash's), so that a variant folded before a rule anchored it still counts."""
+    fields = str(variant.get("key") or "").split("|", 5)
+    return Signature(*fields).root_cause_key() if len(fields) == 6 else None
 
 
 def repro_slug(signature: Signature, root_cause: str | None) -> str:
@@ -185,6 +192,7 @@ class CampaignReductions:
             entry.unreduced = str(result)
             return
         root = entry.signature.root_cause_key()
+        self.campaign.steering.learn(result.graph)
         entry.minimized = self._save(case, result, progress, repro_slug(entry.signature, root), key)
         self.book.causes[root].minimized = entry.minimized.path
 
@@ -200,6 +208,7 @@ class CampaignReductions:
         reduced_path = save_case(self.campaign.out / "reduced", dataclasses.replace(case, graph=result.graph))
         cause = self.book.settle(hit, signature, result.graph,
                                  str(reduced_path.relative_to(self.campaign.out)))
+        self.campaign.steering.learn(result.graph)
         if cause.new and cause.minimized is None:
             repro = self._save(case, result, progress, repro_slug(signature, cause.key), cause.key)
             cause.minimized = repro.path

@@ -10,8 +10,15 @@ is one key. The root-cause key folds what does not tell bugs apart:
   is keyed by its component, location and message with op names, dtypes, identifiers and numbers
   folded out. Route (nvfuser / aot:nvfuser), stage (compile / run) and outcome (raised / aborted)
   are folded too: one assert is one bug whichever way it was reached.
-- Any other failure (a mismatch, a crash known only by a Python frame or an empty message, a hang)
-  has no anchor. Its key is the canonical form of its *reduced* graph, so it is pending (None)
+- A crash with no native location whose message is specific (NNC's "Invalid integral op_type",
+  oneDNN's "IValue is not a Scalar") is keyed by that message, folded the same way: the fuser
+  raised it, and one message is one bug whatever op or route reached it. A message is not
+  specific when it says nothing (an empty error, "(in aten.OP)"), when it names an op or a dtype
+  (an op rejecting its operands, downstream of the cause), or when it is one a fuser raises for
+  any failure of a stage or a library check (GENERIC_MESSAGES: oneDNN's "partition compile
+  failed", TorchScript's interpreter wrapper, ATen's size checks).
+- Any other failure (a mismatch, a crash known only by a Python frame and an unspecific message, a
+  hang) has no anchor. Its key is the canonical form of its *reduced* graph, so it is pending (None)
   until a reduced graph is given: an unreduced hit is never "known".
 
 `python -m fuzzfuse.rootcause minimized/` prints the root-cause groups of a directory of repros.
@@ -50,17 +57,65 @@ def component(backend_name: str) -> str:
     return COMPONENTS.get(backend_name, backend_name)
 
 
-def anchored(signature: Signature) -> bool:
+# Messages that name no cause, compared (from their start) after `fold`: a crash that says only
+# this keeps its reduced graph's key. A fuser raises some for whatever failed in a stage; the others
+# are a library's checks, which fire for whatever caller passed a bad value (a symptom, as an ATen
+# location is).
+GENERIC_MESSAGES = re.compile("|".join((
+    r"partition compile failed$", r"could not OP op to the graph$",  # oneDNN Graph: any failure of a stage
+    r"The following operation failed in the TorchScript interpreter",  # wraps any error
+    r"C\+\+ compile error$",  # Inductor: any bad generated code
+    r"CUDA error:",  # a kernel fault: any bad index or size
+    r"(?:unordered_map::at|bad optional access|vector::_M_range_check)$",  # the C++ standard library
+    # ATen's argument checks
+    r"The expanded size of the tensor|shape 'S' is invalid|The size of tensor a|.*the number of sizes provided"
+    r"|expected scalar type|Expected tensor for argument|Boolean value of Tensor|Cannot access data pointer"
+    r"|.*not implemented for",
+)))
+# What `headline` appends to an empty error: the op TorchScript's traceback points at.
+_FAILED_AT = re.compile(r"\(in [\w.:]+\)")
+_WORD = re.compile(r"[A-Za-z_]{2,}")
+
+
+def native_assert(signature: Signature) -> bool:
     """Whether a crash names a native assert of the fuser, which is then its root cause."""
     return (signature.outcome in ("crash", "hard-crash") and bool(_NATIVE.search(signature.location))
             and not signature.location.startswith(_LIBRARY_CHECKS))
 
 
+def specific_message(signature: Signature) -> str:
+    """A crash's folded message when it names its cause by itself (see the module's docstring),
+    else "": it says something (two words, beyond its exception type and the op an empty error
+    was raised at) and is no GENERIC_MESSAGES."""
+    if signature.outcome != "crash":
+        return ""
+    said = _FAILED_AT.sub(" ", _WRAPPER_PREFIX.sub("", signature.message))
+    text = fold(signature.message)
+    if len(_WORD.findall(said)) < 2 or GENERIC_MESSAGES.match(text) or _names_an_operand(said):
+        return ""
+    return text
+
+
+def _names_an_operand(message: str) -> bool:
+    """Whether a message names an op or a dtype: an op's check of its operands ("Boolean inputs
+    not supported for relu"), which fires downstream of whatever produced the bad value (oneDNN's
+    rewrite of `x + 0` leaves a bool tensor that relu, neg or abs then rejects in words of its own)."""
+    return any(p.search(message) for p in (_OP_WORDS, _ATEN_OP, _DTYPE_WORDS))
+
+
+def anchored(signature: Signature) -> bool:
+    """Whether a crash names its root cause without a reduction: a native assert or a specific
+    message."""
+    return native_assert(signature) or bool(specific_message(signature))
+
+
 def root_cause_key(signature: Signature, graph: Graph | None = None) -> str | None:
     """The key of the bug behind `signature`; None when it needs a reduced graph and none is given
     (pending, never known), or when the outcome is no failure."""
-    if anchored(signature):
+    if native_assert(signature):
         return "|".join(("assert", component(signature.backend), signature.location, fold(signature.message)))
+    if specific_message(signature):
+        return "|".join(("message", component(signature.backend), specific_message(signature)))
     if signature.outcome not in ("crash", "hard-crash", "hang", "mismatch", "unfused", "flaky") or graph is None:
         return None
     judged = signature.outcome in ("mismatch", "unfused")
@@ -94,18 +149,22 @@ _DTYPE_WORDS = re.compile(
     r"|\b(?:CPU)?(?:Float|Double|Half|BFloat16|Long|Int|Bool|Byte)(?:Type|Tensor)?\b")
 _OP_WORDS = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, OPS), key=len, reverse=True)) + r")\b")
 _NUMBERED_NAME = re.compile(r"\b[A-Za-z_]\w*?\d+\b")
+# NNC's "MALFORMED INPUT: <what> - <the IR expression>": the expression is the case's, not the bug's.
+_IR_DUMP = re.compile(r"^(.*MALFORMED INPUT: [^-]*?) - .*$", re.S)
+FOLDED_LENGTH = 100
 
 
 def fold(message: str) -> str:
     """A normalized message with what varies between reports of one bug folded out: wrapper
     prefixes, op names ("Unexpected operator type silu" -> "... OP"), dtypes and numbered names.
     The detail keeps them; the key must not."""
-    text = _WRAPPER_PREFIX.sub("", message)
+    text = _IR_DUMP.sub(r"\1", _WRAPPER_PREFIX.sub("", message))
     text = _OPERATOR.sub(r"\1 OP", text)
     text = _ATEN_OP.sub(r"\1\2OP", text)
     text = _DTYPE_WORDS.sub("DTYPE", text)
     text = _OP_WORDS.sub("OP", text)
-    return _NUMBERED_NAME.sub("ID", text).strip()
+    # The cut keeps one bug's messages alike where the normalizer cut them at different places.
+    return _NUMBERED_NAME.sub("ID", text).strip()[:FOLDED_LENGTH]
 
 
 # ---- the canonical form of a reduced graph ----------------------------------------------------

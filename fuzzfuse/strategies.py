@@ -25,6 +25,7 @@ from .ir import OPS, Graph, GraphError, Layout, TensorInput, Values
 from .ir.ops import choice, ints, permutations
 from .ir.builder import GraphBuilder, batch_norm, layer_norm, layer_norm_backward, squeeze_excite
 from .ir.types import DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
+from .steering import MAX_REDRAWS, Trigger, avoided_by, unsteered
 
 ALL_LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "sliced", "expanded")
 PATTERNS = ("layer_norm", "batch_norm", "squeeze_excite")
@@ -78,6 +79,8 @@ class GenConfig:
     # Training-mode cases: float inputs may be marked requires_grad, and the oracle then compares
     # their gradients too (campaign switch --backward).
     backward: bool = False
+    # Known bugs' triggers that a draw steers away from (fuzzfuse.steering).
+    avoid: tuple[Trigger, ...] = ()
 
 
 def swarm(rng: random.Random, base: Features = Features()) -> Features:
@@ -324,6 +327,25 @@ def _drawer(config: GenConfig) -> Callable[[bytes], object]:
 
 def generate(seed: int, config: GenConfig = GenConfig()) -> Graph:
     """Deterministically draw one graph from an integer seed: the same seed gives the same graph."""
+    return generate_steered(seed, config)[0]
+
+
+def generate_steered(seed: int, config: GenConfig = GenConfig()) -> tuple[Graph, int]:
+    """generate(), and how many draws it discarded because they held a trigger of
+    `config.avoid` (fuzzfuse.steering): the graph is drawn again, from the seed, up to MAX_REDRAWS
+    times, except for the cases drawn unsteered."""
+    plain = dataclasses.replace(config, avoid=())  # one drawer, however many triggers are known
+    graph = _draw(seed, plain)
+    if not config.avoid or unsteered(seed):
+        return graph, 0
+    for redraw in range(1, MAX_REDRAWS + 1):
+        if not avoided_by(graph, config.avoid):
+            return graph, redraw - 1
+        graph = _draw(f"{seed}:steered{redraw}", plain)
+    return graph, MAX_REDRAWS
+
+
+def _draw(seed: int | str, config: GenConfig) -> Graph:
     for attempt in range(8):
         graph = _drawer(config)(random.Random(f"{seed}:{attempt}").randbytes(8192))
         if graph is not None:
@@ -332,14 +354,15 @@ def generate(seed: int, config: GenConfig = GenConfig()) -> Graph:
 
 
 def config_to_json(config: GenConfig) -> dict:
-    return dataclasses.asdict(config)
+    return {**dataclasses.asdict(config), "avoid": [t.to_json() for t in config.avoid]}
 
 
 def config_from_json(d: dict) -> GenConfig:
     feats = {k: tuple(v) if isinstance(v, list) else v for k, v in d.get("features", {}).items()}
     shapes_ = {k: tuple(v) if isinstance(v, list) else v for k, v in d.get("shapes", {}).items()}
-    rest = {k: v for k, v in d.items() if k not in ("features", "shapes")}
-    return GenConfig(features=Features(**feats), shapes=ShapeConfig(**shapes_), **rest)
+    rest = {k: v for k, v in d.items() if k not in ("features", "shapes", "avoid")}
+    return GenConfig(features=Features(**feats), shapes=ShapeConfig(**shapes_),
+                     avoid=tuple(Trigger.from_json(t) for t in d.get("avoid") or ()), **rest)
 
 
 # ---- narrow triggers (issue 17) --------------------------------------------------------------------

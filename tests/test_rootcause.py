@@ -228,3 +228,34 @@ def test_the_groups_script_folds_a_directory_and_refuses_a_missing_one(tmp_path,
     out = capsys.readouterr().out
     assert out.startswith("2 repros: 2 coarse keys -> 1 root causes")
     assert main([str(tmp_path / "missing")]) == 2
+
+
+def test_real_nnc_crashes_with_one_specific_message_are_one_root_cause_before_any_reduction():
+    """NNC rejects floor, ceil and round of an integer tensor with one message of its own ("Invalid
+    integral op_type: N"): one bug whatever op reached it, keyed at once (no reduction pending)."""
+    from fuzzfuse.backends.base import Unavailable, get_backend
+    from fuzzfuse.job import run_case
+
+    try:
+        fuser = get_backend("torchscript:nnc")
+    except Unavailable as e:
+        pytest.skip(str(e))
+    graphs = [graph(("v0", op, ["x0"], {}), ("v1", "add", ["v0", "x0"], {}), inputs=[tensor("x0", [2, 3], "int32")])
+              for op in ("floor", "ceil", "round")]
+    signatures = [run_case(g, fuser).signature for g in graphs]
+    assert all(s.outcome == "crash" and "Invalid integral op_type" in s.message for s in signatures)
+    keys = {root_cause_key(s) for s in signatures}
+    assert keys == {"message|nnc|Invalid integral op_type: N"}
+
+
+def test_a_message_that_names_no_cause_keeps_the_reduced_graph_key():
+    """Catch-all messages (oneDNN's partition compile), an op's check of its operands and empty
+    errors name no cause: such a crash is pending until reduced."""
+    g = graph(("v0", "exp", ["x0"], {}))
+    for message in ("RuntimeError: partition compile failed", "RuntimeError: Boolean inputs not supported for relu",
+                    "RuntimeError: (in aten.floor)", "RuntimeError: CUDA error: misaligned address"):
+        sig = Signature("crash", "torchscript:onednn", "run", "RuntimeError", "", message)
+        assert root_cause_key(sig) is None and root_cause_key(sig, g).startswith("crash|onednn|")
+    specific = Signature("crash", "aot:onednn", "compile", "RuntimeError", "torch/nn/modules/module.py:_call_impl",
+                         "IValue is not a Scalar")
+    assert root_cause_key(specific) == "message|onednn|IValue is not a Scalar"

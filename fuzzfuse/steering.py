@@ -1,0 +1,141 @@
+"""Steering generation away from known bugs' triggers.
+
+A campaign that knows a root cause (a `--known` repro, or one it reduced itself) gains little from
+drawing it again: on oneDNN Graph, two known crashes (clamp with tensor bounds, a 0-d operand) took
+over half of a campaign's cases. Each known root cause's reduced graph gives a `Trigger`: its ops
+in order, each argument by what it is (an earlier op of the trigger, a tensor of a dtype category,
+a scalar input, a constant of a Python kind). A drawn graph that holds the trigger as a subgraph is
+most likely to fail the known way again, so `strategies.generate` draws again, up to
+MAX_REDRAWS times. One case in KEEP_EVERY is drawn unsteered, so that a known bug's hits go on
+(at a tenth of their rate): a fix or a regression of it is still noticed.
+
+What a trigger leaves out, on purpose:
+- sizes and ranks, except that a reduced graph mixing 0-d and n-d tensors keeps which is which
+  (the reducer makes every tensor 0-d that it can: a 0-d tensor alone says nothing of the bug,
+  one kept beside an n-d one does);
+- the exact float dtype (the reducer moves every dtype toward float32 where the failure allows),
+  input values, constants' values and op attributes: a trigger over-approximates, and KEEP_EVERY
+  bounds what that costs.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Iterable
+
+from .corpus import CorpusError, iter_cases
+from .ir import Graph, ScalarInput
+from .ir.types import category
+
+# One case in KEEP_EVERY is drawn as if nothing were known (see the module's docstring).
+KEEP_EVERY = 10
+MAX_REDRAWS = 8
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """A reduced graph's ops as a pattern: ((op, (arg, ...)), ...), where an arg is "n<k>" (the
+    trigger's k-th op), "t:<category>" or "t0:<category>"/"tn:<category>" (a tensor, 0-d or n-d
+    where the trigger keeps ranks), "s:<category>" (a scalar input) or "c:<python kind>"."""
+
+    ops: tuple[tuple[str, tuple[str, ...]], ...]
+
+    @staticmethod
+    def of(graph: Graph) -> "Trigger":
+        g = graph.without_dead_code().renamed()
+        types = g.infer_types()
+        ranks = {types[i.name].rank for i in g.inputs if not isinstance(i, ScalarInput)}
+        ranked = 0 in ranks and len(ranks) > 1
+        index = {n.name: k for k, n in enumerate(g.nodes)}
+
+        def arg(a) -> str:
+            if not isinstance(a, str):
+                return f"c:{type(a).__name__}"
+            if a in index:
+                return f"n{index[a]}"
+            t = types[a]
+            if t.is_scalar:
+                return f"s:{category(t.dtype)}"
+            return f"{('tn', 't0')[t.rank == 0] if ranked else 't'}:{category(t.dtype)}"
+        return Trigger(tuple((n.op, tuple(arg(a) for a in n.args)) for n in g.nodes))
+
+    def held_by(self, graph: Graph, types: dict | None = None) -> bool:
+        """Whether `graph` holds this trigger: distinct ops of the same names whose arguments are
+        what the trigger's are (a tensor argument of the trigger may be any value of the graph, a
+        computed one too: the reducer turned whatever computed it into an input)."""
+        types = types or graph.infer_types()
+
+        def fits(pattern: str, a, chosen: list[str]) -> bool:
+            kind, _, what = pattern.partition(":")
+            if kind.startswith("n") and not what:
+                return a == chosen[int(kind[1:])]
+            if kind == "c":
+                return not isinstance(a, str) and type(a).__name__ == what
+            if not isinstance(a, str) or str(category(types[a].dtype)) != what:
+                return False
+            t = types[a]
+            return t.is_scalar if kind == "s" else not t.is_scalar and (
+                kind == "t" or (kind == "t0") == (t.rank == 0))
+
+        def search(k: int, chosen: list[str]) -> bool:
+            if k == len(self.ops):
+                return True
+            op, args = self.ops[k]
+            return any(n.op == op and n.name not in chosen and len(n.args) == len(args)
+                       and all(fits(p, a, chosen) for p, a in zip(args, n.args))
+                       and search(k + 1, chosen + [n.name]) for n in graph.nodes)
+        return search(0, [])
+
+    def to_json(self) -> list:
+        return [[op, list(args)] for op, args in self.ops]
+
+    @staticmethod
+    def from_json(d: list) -> "Trigger":
+        return Trigger(tuple((str(op), tuple(str(a) for a in args)) for op, args in d))
+
+
+def unsteered(seed: int | str) -> bool:
+    """Whether the case of `seed` is one of the KEEP_EVERY drawn as if nothing were known."""
+    return random.Random(f"{seed}:unsteered").randrange(KEEP_EVERY) == 0
+
+
+def avoided_by(graph: Graph, triggers: Iterable[Trigger]) -> bool:
+    triggers = list(triggers)
+    if not triggers:
+        return False
+    types = graph.infer_types()
+    return any(t.held_by(graph, types) for t in triggers)
+
+
+class Steering:
+    """The triggers a campaign steers away from: its known repros', then those it reduces."""
+
+    def __init__(self, graphs: Iterable[Graph] = ()):
+        self.triggers: list[Trigger] = []
+        for graph in graphs:
+            self.learn(graph)
+
+    def learn(self, graph: Graph) -> None:
+        trigger = Trigger.of(graph)
+        if trigger.ops and trigger not in self.triggers:
+            self.triggers.append(trigger)
+
+    def current(self) -> tuple[Trigger, ...]:
+        return tuple(self.triggers)
+
+
+def known_graphs(directories: list[str], routes: set[str], backward: bool) -> list[Graph]:
+    """The reduced graphs of the reproducing repros under `directories` that a campaign on
+    `routes` (its backend and the reference routes beneath it, which its cases also run through)
+    would hit: a bug of another route's never fails this one's cases, and a gradient's bug never a
+    forward-only campaign's."""
+    found = []
+    for _, case in iter_cases(directories):
+        if isinstance(case, CorpusError) or not case.signature or case.backend not in routes:
+            continue
+        if (case.verification or {}).get("status") != "reproduces":
+            continue
+        if str(case.signature.get("stage", "")).startswith("backward") and not backward:
+            continue
+        found.append(case.graph)
+    return found
