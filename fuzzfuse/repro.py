@@ -11,6 +11,7 @@ a CI job as is.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 import torch
@@ -19,6 +20,7 @@ from .ir import Graph, TensorInput, make_inputs, to_source
 from .ir.graph import Layout
 from .ir.types import DTYPES, is_float
 from .ir.values import INLINE_LIMIT
+from .oracle import headline, innermost_error, nvrtc_error
 from .oracle import ATOL, RMSE_MULTIPLIER, RTOL, Signature, gradient_reduction_sizes, reduction_factor, reduction_sizes
 
 
@@ -265,8 +267,10 @@ def float64_graph(graph: Graph) -> Graph:
 # The exit status of a repro that cannot run as its bug needs here (git bisect run's "skip").
 SKIP_STATUS = 125
 BACKEND_NAMES = {"torchscript:nnc": "NNC", "torchscript:onednn": "oneDNN Graph", "torchscript:nvfuser": "nvFuser (TorchScript)",
-                 "aot:nnc": "NNC (aot_autograd)", "aot:onednn": "oneDNN Graph (aot_autograd)",
-                 "aot:nvfuser": "nvFuser (aot_autograd)", "nvfuser": "nvFuser", "inductor": "Inductor"}
+                 "torchscript:frontend": "TorchScript (no fuser)", "aot:nnc": "NNC (aot_autograd)",
+                 "aot:onednn": "oneDNN Graph (aot_autograd)", "aot:nvfuser": "nvFuser (aot_autograd)",
+                 "aot:frontend": "aot_autograd (no fuser)", "aot:eager": "aot_autograd's decompositions (aot_eager)",
+                 "nvfuser": "nvFuser", "inductor": "Inductor"}
 
 
 def pin_prelude(versions: dict) -> str:
@@ -283,34 +287,77 @@ def pin_prelude(versions: dict) -> str:
 
 
 def describe_graph(graph: Graph) -> str:
-    """The ops of a (reduced) graph and its input dtypes, for titles: "var(dims=[2]) → logical_not on float32"."""
+    """The ops of a (reduced) graph and its input dtypes, for titles: "var(dims=[2]) → logical_not
+    on float32"; an op with scalar operands shows all of them, "pow(x0, 0.5)"."""
     def op(n) -> str:
-        attrs = ", ".join(f"{k}={v}" for k, v in sorted(n.attrs.items()))
-        scalars = [repr(a) for a in n.args if not isinstance(a, str)]
-        inside = ", ".join(scalars + ([attrs] if attrs else []))
-        return f"{n.op}({inside})" if inside else n.op
+        attrs = [f"{k}={v}" for k, v in sorted(n.attrs.items())]
+        args = [a if isinstance(a, str) else repr(a) for a in n.args] if any(not isinstance(a, str) for a in n.args) else []
+        return f"{n.op}({', '.join(args + attrs)})" if args or attrs else n.op
     ops = [op(n) for n in graph.nodes]
     chain = " → ".join(ops if len(ops) <= 4 else ops[:3] + [f"… ({len(ops)} ops)"])
     dtypes = sorted({i.dtype for i in graph.inputs if isinstance(i, TensorInput)})
     return f"{chain or 'no op'} on {', '.join(dtypes) or 'scalars'}"
 
 
-def title(graph: Graph, backend: str, verdict: dict) -> str:
+def _special_inputs(graph: Graph, verdict: dict) -> str:
+    """" of -inf" (" of x0=-inf, x1=nan" with several inputs): the special values (NaN, ±inf, -0)
+    the inputs hold at a wrong output element, where an input has the output's shape or one element."""
+    at = verdict.get("at")
+    if at is None or str(verdict.get("stage", "")).startswith("backward"):
+        return ""
+    found = []
+    for spec, value in zip(graph.inputs, make_inputs(graph)):
+        if not isinstance(spec, TensorInput) or not value.is_floating_point():
+            continue
+        x = value.reshape(()) if value.numel() == 1 else value[tuple(at)] if value.dim() == len(at) else None
+        if x is not None and (not math.isfinite(x.item()) or (x.item() == 0 and math.copysign(1, x.item()) < 0)):
+            found.append((spec.name, f"{x.item():g}"))
+    if not found:
+        return ""
+    return " of " + (found[0][1] if len(graph.inputs) == 1 else ", ".join(f"{n}={v}" for n, v in found))
+
+
+def _raised(verdict: dict) -> str:
+    """A crash as a title says it: the exception and the failing condition or message, without
+    the assert's boilerplate, and where (`raises RuntimeError: dims.size() == 4 (got size:2) at
+    csrc/jit/tensorexpr/expr.cpp:381`)."""
+    kind, message = verdict.get("kind", ""), verdict.get("message", "")
+    text = re.sub(r"Error from segmentation group \d+:\s*", "", innermost_error(message)).strip()
+    if nvrtc_error(text):  # named by its first compiler error
+        line = nvrtc_error(text)
+    elif assertion := re.search(r"INTERNAL ASSERT FAILED at \S+?:\d+\S*", text):
+        condition = " ".join(text[:assertion.start()].strip().splitlines()[-1:])
+        rest = re.sub(r"^[,\s]*please report a bug.*?(?:issues|PyTorch)\.", "", text[assertion.end():], flags=re.S)
+        said = next((ln.strip() for ln in rest.splitlines() if ln.strip()
+                     and not ln.strip().startswith(("Exception raised from", "frame #"))), "")
+        line = " ".join(["internal assert", condition, "failed"]).replace("  ", " ") + (f": {said}" if said else "")
+    else:
+        line = re.sub(r"\s*Exception raised from .*", "", headline(text)).removeprefix(f"{kind}:").strip()
+    if len(line) > 100:
+        line = line[:100].rsplit(" ", 1)[0] + " …"
+    where = verdict.get("location", "")
+    return f"raises {kind}" + (f": {line}" if line else "") + (f" at {where}" if where else "")
+
+
+def title(graph: Graph, backend: str, verdict: dict, recorded: dict | None = None) -> str:
     """A report's title from the reduced graph and what its repro printed: the op(s) and the symptom,
-    "Inductor: var(dims=[2]) → logical_not on float32 returns 0 (eager: nan)"."""
+    "nvFuser: pow(x0, 0.5) on float32 of -inf returns nan (eager: inf)". A repro that did not fail
+    (it passed, or cannot run here) is titled by the failure `recorded`."""
+    if verdict.get("outcome") in ("pass", "skip", None) and recorded:
+        verdict = recorded
     outcome, kind = verdict.get("outcome"), verdict.get("kind", "")
     if outcome == "mismatch" and "actual" in verdict:
-        symptom = f"returns {verdict['actual']} (eager: {verdict['expected']})"
+        shown = {k: str(verdict[k]).replace("torch.", "") for k in ("actual", "expected")}
+        symptom = f"returns {shown['actual']} (eager: {shown['expected']})"
     elif outcome == "mismatch":
         symptom = f"returns the wrong {kind}"
     elif outcome == "crash":
-        message = verdict.get("message", kind)
-        symptom = f"raises {message[:100]}" + (f" at {verdict['location']}" if verdict.get("location") else "")
+        symptom = _raised(verdict)
     else:
         symptom = {"hard-crash": f"kills the process ({kind})", "hang": "hangs",
                    "unfused": "runs the unfused fallback"}.get(outcome, str(outcome))
     backward = "the backward of " if str(verdict.get("stage", "")).startswith("backward") else ""
-    return f"{BACKEND_NAMES.get(backend, backend)}: {backward}{describe_graph(graph)} {symptom}"
+    return f"{BACKEND_NAMES.get(backend, backend)}: {backward}{describe_graph(graph)}{_special_inputs(graph, verdict)} {symptom}"
 
 
 def tolerances(dtypes: list[str], reduced: list[int]) -> list[tuple[float, float]]:
