@@ -178,20 +178,25 @@ def generic_repro_code(name: str, graph: Graph, options: dict | None = None) -> 
     options = "".join(f", {k}={v!r}" for k, v in (options or {}).items())
     return f'''
 def run_fused(inputs, grad_outputs=None):
-    """{name}, run through fuzzfuse (a custom backend: no standalone form). The fuser's own
+    """{name}, run through fuzzfuse (no standalone form). What the backend says beside its result
+    (aot:nvfuser: the fusions it ran, as nvfuser_direct scripts) is printed; the fuser's own
     exception is raised, not fuzzfuse's BackendError around it, as the campaign names it."""
     import json
     from fuzzfuse.backends import get_backend
     from fuzzfuse.backends.base import BackendError
     from fuzzfuse.ir import Graph
     graph = Graph.from_json(json.loads({json.dumps(graph.to_json())!r}))
+    backward = {{"grad_outputs": grad_outputs}} if graph.requires_grad else {{}}
     try:
-        if graph.requires_grad:
-            result = get_backend({name!r}).run(graph, inputs, grad_outputs=grad_outputs{options})
-            return result.outputs, result.grads, result.fused is not False and result.backward_fused is not False
-        result = get_backend({name!r}).run(graph, inputs{options})
+        result = get_backend({name!r}).run(graph, inputs{options}, **backward)
     except BackendError as e:
+        if e.context.strip():
+            print(e.context.strip())
         raise e.cause from None
+    if result.context.strip():
+        print(result.context.strip())
+    if graph.requires_grad:
+        return result.outputs, result.grads, result.fused is not False and result.backward_fused is not False
     return result.outputs, result.fused is not False
 '''
 
