@@ -137,10 +137,9 @@ class Campaign:
         return self._focus[batch]
 
     def options_for(self, index: int) -> dict:
-        """Per-case backend choices, drawn from the seed: nvFuser's lowering style (ops on the
-        tensor's own dtype, or Thunder-style upcast to fp32 and back), since a bug can hide in one."""
-        styles = self.backend.styles
-        return {"style": styles[case_seed(self.stream, index) % len(styles)]} if styles else {}
+        """Per-case backend choices, drawn from the seed (`Backend.draw_options`): nvFuser's
+        lowering style, Inductor's configuration; a bug can hide behind one of them."""
+        return self.backend.draw_options(case_seed(self.stream, index))
 
     def _done_submitting(self) -> bool:
         if self.reductions.draining:
