@@ -198,8 +198,11 @@ class Campaign:
             self.stats.focus_seconds[focus] += seconds
         if focus in schedulers:
             self.stats.focus_hits[focus] += 1
+        self.stats.choices.update(self.backend.describe_options(job.get("options") or {}))
         if not outcome.is_failure or sig is None:
             self.stats.outcomes[outcome] += 1
+            if outcome == Outcome.DOCUMENTED and sig is not None:
+                self.stats.differences[sig.kind] += 1
             return
         key = sig.key()
         graph = self._graph_of(job, result)

@@ -65,6 +65,17 @@ class Stats:
     # "op|dtype|layout" triple was exercised: where generation steers next (strategies.steer).
     input_sets: int = 0
     triples: collections.Counter = field(default_factory=collections.Counter)
+    # Documented differences by kind (verdict.Difference): counted, not reported as bugs.
+    differences: collections.Counter = field(default_factory=collections.Counter)
+    # The per-case backend choices drawn (Inductor's flags, mode, dynamic: `Backend.draw_options`).
+    choices: collections.Counter = field(default_factory=collections.Counter)
+
+    def compile_bound_rate(self, workers: int) -> float | None:
+        """Cases/s if the workers did nothing but compile (workers / mean compile seconds): the
+        limit a campaign of a slow-compiling fuser is measured against."""
+        if not self.compile_seconds:
+            return None
+        return workers / max(statistics.fmean(self.compile_seconds), 1e-9)
 
     def count_inputs(self, input_sets: int, triples: list[str]) -> None:
         self.input_sets += input_sets
@@ -112,6 +123,9 @@ class Stats:
                 "median_compile_seconds": median(self.compile_seconds) if self.compile_seconds else None,
                 "mean_compile_seconds": round(statistics.fmean(self.compile_seconds), 4) if self.compile_seconds else None,
                 "compile_by_kernels": self._compile_by_kernels(),
+                "compile_bound_cases_per_second": (round(self.compile_bound_rate(extra.get("workers", 1)), 3)
+                                                   if self.compile_seconds else None),
+                "differences": dict(self.differences), "choices": dict(self.choices),
                 "median_phase_seconds": {k: median(v) for k, v in self.phase_seconds.items()},
                 "mean_phase_seconds": {k: round(statistics.fmean(v), 4) for k, v in self.phase_seconds.items()},
                 "coverage": dict(self.coverage), "focus_batches": dict(self.focus_batches),
@@ -135,7 +149,8 @@ class Stats:
                 "coverage": dict(self.coverage), "timeline": self.timeline, "first_start": self.origin,
                 "focus_batches": dict(self.focus_batches), "focus_hits": dict(self.focus_hits),
                 "worker_seconds": self.worker_seconds, "focus_seconds": dict(self.focus_seconds),
-                "input_sets": self.input_sets, "triples": dict(self.triples)}
+                "input_sets": self.input_sets, "triples": dict(self.triples),
+                "differences": dict(self.differences), "choices": dict(self.choices)}
 
     @staticmethod
     def from_json(d: dict) -> "Stats":
@@ -153,7 +168,9 @@ class Stats:
                      focus_seconds=collections.Counter(d.get("focus_seconds", {})),
                      first_start=d.get("first_start"),  # absent before 2026-12-01: estimated by origin
                      input_sets=int(d.get("input_sets", d["cases"])),  # absent before issue 17
-                     triples=collections.Counter(d.get("triples", {})))
+                     triples=collections.Counter(d.get("triples", {})),
+                     differences=collections.Counter(d.get("differences", {})),  # absent before issue 19
+                     choices=collections.Counter(d.get("choices", {})))
 
 
 def _by_name(outcomes: collections.Counter) -> dict[str, int]:

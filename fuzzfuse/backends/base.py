@@ -147,6 +147,10 @@ class Backend:
         from the case's seed: one of `styles` (nvFuser's lowering), if any."""
         return {"style": self.styles[seed % len(self.styles)]} if self.styles else {}
 
+    def describe_options(self, options: dict) -> list[str]:
+        """The per-case choices of `options` by name, for the campaign's counts of what it drew."""
+        return [f"style={options['style']}"] if "style" in options else []
+
     def simpler_options(self, options: dict) -> Iterator[dict]:
         """Per-case choices one step closer to the backend's defaults, for the reducer to try
         (fuzzfuse.reduce.options); none by default."""

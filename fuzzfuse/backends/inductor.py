@@ -66,6 +66,9 @@ class InductorBackend(DynamoBackend):
     def draw_options(self, seed: int) -> dict:
         return {CONFIG: InductorConfig.draw(seed, self.device).to_json()}
 
+    def describe_options(self, options: dict) -> list[str]:
+        return config_of(options).choices()
+
     def simpler_options(self, options: dict) -> Iterator[dict]:
         for config in config_of(options).simpler():
             yield {**options, CONFIG: config.to_json()}

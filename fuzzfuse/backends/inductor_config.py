@@ -152,12 +152,16 @@ class InductorConfig:
         if self.dynamic:
             yield replace(self, dynamic=False)
 
-    def describe(self) -> str:
-        """One line for people: what differs from Inductor's defaults."""
+    def choices(self) -> list[str]:
+        """What differs from Inductor's defaults, one entry a choice ("defaults" when nothing)."""
         parts = [f"{n}={v!r}" for n, v in self.flags]
         parts += [f"mode={self.mode!r}"] * bool(self.mode) + ["dynamic=True"] * self.dynamic
         parts += [f"mark_dynamic={self.mark_dynamic}"] * bool(self.mark_dynamic)
-        return ", ".join(parts) or "defaults"
+        return parts or ["defaults"]
+
+    def describe(self) -> str:
+        """One line for people: what differs from Inductor's defaults."""
+        return ", ".join(self.choices())
 
     def to_json(self) -> dict:
         return {"dynamic": self.dynamic, "mark_dynamic": self.mark_dynamic, "mode": self.mode,
