@@ -15,7 +15,8 @@ What Inductor keeps between the cases of one worker, and what that means for wha
 - Triton's autotuning results, keyed by kernel source (CUDA): a kernel tuned once keeps the block
   sizes it chose then, so coordinate descent tuning explores each kernel source only once;
 - the thread's FTZ/DAZ bits, which a C++ kernel built with -funsafe-math-optimizations sets when
-  it is loaded (gcc < 13): fuzzfuse.job clears them before every case's eager run.
+  its library is first loaded (gcc < 13), and only then: a case under that flag runs with them set
+  (InductorCompiled), every eager run with them clear (fuzzfuse.job).
 """
 from __future__ import annotations
 
@@ -188,8 +189,17 @@ class InductorCompiled(DynamoCompiled):
         shapes = [tuple(x.shape) if isinstance(x, torch.Tensor) else None for x in inputs]
         for i, dim in self.config.marked_dims(shapes):
             torch._dynamo.maybe_mark_dynamic(inputs[i], dim)
+        # A kernel built with -funsafe-math-optimizations sets FTZ/DAZ (gcc < 13: crtfastmath)
+        # only when its library is first loaded in a process, and Inductor loads a library once per
+        # process: every run under that flag gets the state the first load left, as a user's
+        # process would have it, whether or not this worker loaded that kernel before.
+        flushes = self.backend.device == "cpu" and Difference.DENORMAL_FLUSH in self.config.documented_differences("cpu")
         with self.config.applied():
-            result = super().run(inputs, grad_outputs)
+            torch.set_flush_denormal(flushes)
+            try:
+                result = super().run(inputs, grad_outputs)
+            finally:
+                torch.set_flush_denormal(False)
         if self.config.cudagraphs:
             result.outputs = [o.clone() for o in result.outputs]
             result.grads = [g.clone() if g is not None else g for g in result.grads] if result.grads else result.grads
