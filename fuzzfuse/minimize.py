@@ -20,7 +20,7 @@ from .backends import Unavailable, backend_for_file, get_backend
 from .corpus import Case, CorpusError, iter_cases, load_case, umask_mode, write_json
 from .ir import Graph
 from .oracle import Signature
-from .reduce import NotInteresting, cost, reduce
+from .reduce import NotInteresting, cost, reduce, reduce_options
 from .export import judge as judge_run, read_verdict, run_repro
 from .pool import case_pool, graph_job
 from .repro import repro_files, title
@@ -46,19 +46,23 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
 
     def is_interesting(candidates: list[Graph]) -> list[bool]:
         jobs = [graph_job(next(ids), backend, g, timeout, case.options) for g in candidates]
-        verdicts = []
-        for reply in active.run_all(jobs):
-            try:
-                key = judge(backend, reply).key
-            except HarnessError:  # a harness error on a candidate: not the bug we are after
-                key = None
-            verdicts.append(key == target)
+        verdicts = [_key(reply) == target for reply in active.run_all(jobs)]
         if checkpoint is not None:
             smaller = [g for g, ok in zip(candidates, verdicts) if ok and g.size < best[0]]
             if smaller:
                 best[0] = min(g.size for g in smaller)
                 write_json(checkpoint, replace(case, graph=min(smaller, key=lambda g: g.size)).to_json())
         return verdicts
+
+    def options_interesting(graph: Graph, candidates: list[dict]) -> list[bool]:
+        jobs = [graph_job(next(ids), backend, graph, timeout, options) for options in candidates]
+        return [_key(reply) == target for reply in active.run_all(jobs)]
+
+    def _key(reply: dict) -> str | None:
+        try:
+            return judge(backend, reply).key
+        except HarnessError:  # a harness error on a candidate: not the bug we are after
+            return None
 
     start = case.graph
     if checkpoint is not None and checkpoint.exists():
@@ -78,6 +82,11 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
         reduction = reduce(start, is_interesting, batch=max(1, workers), progress=progress,
                            max_queries=max_queries)
         reduction.stats["signature"] = kept.to_json()
+        options, queries = reduce_options(case.options, get_backend(backend).simpler_options,
+                                          lambda candidates: options_interesting(reduction.graph, candidates))
+        if options != case.options:
+            reduction.stats["options"] = options
+        reduction.stats["option_queries"] = queries
         return reduction
     finally:
         if own:
@@ -122,7 +131,7 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
                    verify_runs: int = VERIFY_RUNS, timeout: float = 60.0, slug: str | None = None) -> Path:
     """Write minimized/<slug>/{case.json, repro.py, README.md} (slug: the signature's, unless the
     campaign names the root cause's). A repro seen before keeps the smaller one and counts the hit."""
-    case = replace(case, signature=stats.get("signature") or case.signature)
+    case = replace(case, signature=stats.get("signature") or case.signature, options=stats.get("options", case.options))
     sig = Signature.from_json(case.signature)
     directory = Path(root) / (slug or sig.slug())
     reduced = reduced.renamed()
@@ -143,7 +152,7 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
 def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS, timeout: float = 60.0) -> Case:
     """Write `case` (already minimized) as directory/{case.json, repro.py, README.md}, the repro
     verified in fresh processes; the case with its verification."""
-    fuser = get_backend(case.backend)
+    fuser = get_backend(case.backend).for_case(case.options)
     if "style" in case.options:
         fuser.style = case.options["style"]  # the repro lowers the graph the way the case ran
     # A hang repro gives up (exit 1) after the case timeout; verification allows for start-up too.

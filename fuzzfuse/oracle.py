@@ -258,6 +258,30 @@ def _compare_discrete(i: int, fused: torch.Tensor, eager: torch.Tensor, ref64: t
                     f"{fused[idx].item()} eager {eager[idx].item()}", cls)
 
 
+def signed_zero_difference(fused: torch.Tensor, eager: torch.Tensor, ref64: torch.Tensor) -> str | None:
+    """Where an output that passed differs from eager only in the sign of zeros (where eager's
+    sign is float64's): what, for the record, else None. Values compare equal, so without this the
+    difference would pass unseen (README, Outcomes: counted, not reported)."""
+    if not (isinstance(fused, torch.Tensor) and fused.is_floating_point() and fused.shape == eager.shape):
+        return None
+    fused, ref64 = fused.detach().to(eager.device), ref64.detach().to(eager.device)
+    zeros = (fused == 0) & (eager == 0)
+    flipped = zeros & (torch.signbit(fused) != torch.signbit(eager)) & (torch.signbit(eager) == torch.signbit(ref64))
+    if not flipped.any():
+        return None
+    idx = tuple(flipped.nonzero()[0].tolist())
+    return f"{int(flipped.sum())} zeros of the other sign, e.g. {idx}: fused {fused[idx].item()} eager {eager[idx].item()}"
+
+
+def flush_denormals(t: torch.Tensor) -> torch.Tensor:
+    """An fp32 tensor with its denormals read as zeros of their sign (what FTZ/DAZ hardware does
+    to an operand); any other tensor as it is."""
+    if not isinstance(t, torch.Tensor) or t.dtype != torch.float32:
+        return t
+    tiny = torch.finfo(torch.float32).tiny
+    return torch.where(t.abs() < tiny, torch.copysign(torch.zeros_like(t), t), t)
+
+
 def gradient_reduction_sizes(graph, types) -> dict[str, int]:
     """For each requires_grad input, a bound on the terms summed into one element of its gradient:
     the chain rule sums over every output element it reaches (a broadcast's backward is a

@@ -16,9 +16,13 @@ def _table(campaign, pool) -> Table:
     s = campaign.stats
     secs = max(s.seconds, 1e-9)
     t = Table(title=f"fuzzfuse · {campaign.backend_name} · seed {campaign.seed}", show_header=False)
-    t.add_row("cases", f"{s.cases}  ({s.cases / secs:.1f}/s, {secs:.0f}s)")
+    t.add_row("cases", f"{s.cases}  ({s.cases / secs:.1f}/s, {secs:.0f}s){_limit(campaign)}")
     t.add_row("input sets", f"{s.input_sets}  ({s.input_sets / secs:.1f}/s)  op/dtype/layout triples {len(s.triples)}")
     t.add_row("outcomes", "  ".join(f"{k} {v}" for k, v in sorted(s.outcomes.items())))
+    if s.differences:
+        t.add_row("documented", "  ".join(f"{k} {v}" for k, v in s.differences.most_common()))
+    if s.choices:
+        t.add_row("choices", "  ".join(f"{k} {v}" for k, v in s.choices.most_common(8)))
     t.add_row("root causes", _root_causes(campaign))
     t.add_row("signatures", f"{len(s.signatures)} coarse")
     for entry in list(s.signatures.values())[-5:]:
@@ -28,6 +32,13 @@ def _table(campaign, pool) -> Table:
     t.add_row("reducer", _reducer(campaign))
     t.add_row("workers", "  ".join(pool.states()) + f"  (restarts {pool.restarts})")
     return t
+
+
+def _limit(campaign) -> str:
+    """The compile-bound limit beside the rate: what the workers would reach doing nothing but
+    compile."""
+    limit = campaign.stats.compile_bound_rate(campaign.workers)
+    return f"  compile-bound limit {limit:.1f}/s" if limit else ""
 
 
 def _root_causes(campaign) -> str:
@@ -48,7 +59,7 @@ def _reducer(campaign) -> str:
 def _line(campaign, pool) -> str:
     s = campaign.stats
     secs = max(s.seconds, 1e-9)
-    return (f"[{secs:6.0f}s] cases {s.cases} ({s.cases / secs:.1f}/s) input sets {s.input_sets} "
+    return (f"[{secs:6.0f}s] cases {s.cases} ({s.cases / secs:.1f}/s{_limit(campaign)}) input sets {s.input_sets} "
             f"({s.input_sets / secs:.1f}/s) outcomes {dict(s.outcomes)} root causes {_root_causes(campaign)} "
             f"signatures {len(s.signatures)} reducer {_reducer(campaign)} restarts {pool.restarts}"
             + (f" schedulers {dict(s.coverage)}" if s.coverage else ""))

@@ -13,13 +13,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 
 from ..ir import Graph
 from ..strategies import Features, ShapeConfig
-from ..verdict import Stage, Unsupported
+from ..verdict import Difference, Stage, Unsupported
 
 
 class BackendError(Exception):
@@ -141,6 +141,30 @@ class Backend:
         fused)`, with the repro's `leaves(inputs)` and `gradients(outputs, leaves, grad_outputs)`.
         By default, through fuzzfuse itself (`generic_repro_code`)."""
         return generic_repro_code(self.name, graph)
+
+    def draw_options(self, seed: int) -> dict:
+        """The per-case choices a campaign records in a case and `compile` takes as keywords, drawn
+        from the case's seed: one of `styles` (nvFuser's lowering), if any."""
+        return {"style": self.styles[seed % len(self.styles)]} if self.styles else {}
+
+    def describe_options(self, options: dict) -> list[str]:
+        """The per-case choices of `options` by name, for the campaign's counts of what it drew."""
+        return [f"style={options['style']}"] if "style" in options else []
+
+    def simpler_options(self, options: dict) -> Iterator[dict]:
+        """Per-case choices one step closer to the backend's defaults, for the reducer to try
+        (fuzzfuse.reduce.options); none by default."""
+        return iter(())
+
+    def documented_differences(self, options: dict) -> frozenset[Difference]:
+        """The semantics this fuser changes by design under the case's choices (README, Outcomes):
+        a difference explained by one is counted as documented, not reported. None by default."""
+        return frozenset()
+
+    def for_case(self, options: dict) -> "Backend":
+        """This backend set to a case's per-case choices, for what takes no options (its
+        `repro_code`); itself by default."""
+        return self
 
     def repro_prelude(self) -> str:
         """Source the repro runs before anything else (the fuser's switches); none by default."""
