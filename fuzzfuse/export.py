@@ -7,7 +7,8 @@ source sits in it as a readable string above its test; the test writes it to a t
 as repro.py (with inputs.pt, embedded as base64, for repros whose inputs were too large to inline)
 and runs it in a fresh interpreter: fusers keep global state, and a hard crash must kill only that
 process. The functions `run_repro`, `judged_run`, `read_verdict`, `judge` and `settle` below, and
-fuzzfuse.tracebacks' rules, are copied into the exported file verbatim, so the plugin and the export can never disagree about what a run means.
+fuzzfuse.tracebacks' rules, are copied into the exported file verbatim, so the plugin and the
+export can never disagree about what a run means.
 
 Verdicts, the same in both places:
 - an open bug is xfail(strict=True): XFAIL while its repro fails as recorded (the signal it died by,
@@ -104,6 +105,8 @@ def read_verdict(out, err=""):
                 return None
             if isinstance(verdict, dict) and verdict.get("outcome") == "crash" and "location" not in verdict:
                 message, tb = printed_error(err)
+                kind = re.escape(str(verdict.get("kind", "")))
+                message = re.sub(rf"^(?:[\w.]+\.)?{kind}: ?", "", message, count=1) if kind else message
                 verdict.update(location=error_location(message, tb), message=message)
             return verdict if isinstance(verdict, dict) else None
     return None

@@ -181,3 +181,21 @@ def test_a_committed_reports_expected_and_actual_are_verbatim_in_its_repros_outp
         block = _block(readme, heading)
         assert block in ("(none printed)", "(nothing printed)") or block in run.stdout, \
             f"{heading} of {directory.name}/README.md is not in its output:\n{block}\n---\n{run.stdout}"
+
+
+@pytest.mark.parametrize("name", ["nvfuser", "aot:nvfuser"])
+def test_an_nvfuser_repro_is_a_standalone_script_that_compiles_here(name):
+    """No GPU needed to write one: the nvFuser repro defines its fusion with nvfuser_direct's
+    FusionDefinition and executes it on the exact inputs; aot:nvfuser's prints the fusions it ran.
+    Either exits at once on a crash, before a fusion's destructor can abort the process."""
+    from fuzzfuse.backends.aot_nvfuser import AotNvFuserBackend
+    from fuzzfuse.backends.nvfuser import NvFuserBackend
+
+    backend = {"nvfuser": NvFuserBackend, "aot:nvfuser": AotNvFuserBackend}[name]()
+    source = repro_files(_exp_graph(), backend, {"outcome": "crash", "kind": "RuntimeError"}, {"gpu": "H200"})["repro.py"]
+    compile(source, "repro.py", "exec")
+    assert "os._exit(verdict(\"crash\"" in source and "DEVICE = 'cuda'" in source
+    if name == "nvfuser":
+        assert "with FusionDefinition() as fd:" in source and "fd.execute(" in source and "fd.add_output(" in source
+    else:
+        assert "print(result.context.strip())" in source
