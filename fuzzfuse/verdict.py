@@ -64,6 +64,11 @@ class Difference(str, enum.Enum):
 
     DENORMAL_FLUSH = "denormal-flush"  # fp32 denormal inputs or results read as (signed) zero
     SIGNED_ZERO = "signed-zero"  # a zero of the other sign (fast-math's -fno-signed-zeros)
+    # Values only the type of is defined (fuzzfuse.ir.interp taints them): downstream of a float->int
+    # cast of NaN, inf or an out-of-range value, or of a float reduction that overflows or cancels
+    # in some order of its terms.
+    UNDEFINED_BEHAVIOUR = "undefined-behaviour"
+    REDUCTION_ORDER = "reduction-order"
 
     def __str__(self) -> str:
         return self.value

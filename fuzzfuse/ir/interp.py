@@ -64,9 +64,13 @@ def _order_dependent(node: Node, x) -> bool:
     return False
 
 
-def interpret(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[dict, set[str]]:
+# Why a value is tainted (the values of fuzzfuse.verdict.Difference that name them).
+UNDEFINED_BEHAVIOUR, REDUCTION_ORDER = "undefined-behaviour", "reduction-order"
+
+
+def interpret(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[dict, dict[str, str]]:
     """All values of the graph by name, and the names tainted by undefined behaviour or by an
-    order-dependent reduction (`_order_dependent`): values only their type is defined of.
+    order-dependent reduction (`_order_dependent`), with why: values only their type is defined of.
 
     upcast=True runs every floating computation in float64: the arbiter that tells a fuser's error
     from the rounding eager itself shows.
@@ -76,13 +80,17 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[dict
         if upcast and isinstance(value, torch.Tensor) and value.is_floating_point():
             value = value.double()
         env[spec.name] = value
-    tainted: set[str] = set()
+    tainted: dict[str, str] = {}
     for node in graph.nodes:
         args = [env[a] if isinstance(a, str) else a for a in node.args]
         attrs = _upcast_attrs(node) if upcast else node.attrs
-        if (_casts_out_of_range(node, args[0]) or _order_dependent(node, args[0])
-                or any(a in tainted for a in node.refs())):
-            tainted.add(node.name)
+        upstream = [tainted[a] for a in node.refs() if a in tainted]
+        if upstream:
+            tainted[node.name] = upstream[0]
+        elif _casts_out_of_range(node, args[0]):
+            tainted[node.name] = UNDEFINED_BEHAVIOUR
+        elif _order_dependent(node, args[0]):
+            tainted[node.name] = REDUCTION_ORDER
         out = OPS[node.op].eager(*args, **{k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()})
         if upcast and out.is_floating_point():
             out = out.double()  # ops that make the default float from ints/bools (exp of a bool...)
@@ -90,9 +98,10 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[dict
     return env, tainted
 
 
-def run_eager(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[list[torch.Tensor], set[str]]:
+def run_eager(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[list[torch.Tensor], dict[str, str]]:
+    """The outputs, and those of them tainted (`interpret`), with why."""
     env, tainted = interpret(graph, inputs, upcast=upcast)
-    return [env[o] for o in graph.outputs], {o for o in graph.outputs if o in tainted}
+    return [env[o] for o in graph.outputs], {o: tainted[o] for o in graph.outputs if o in tainted}
 
 
 # ---- autograd: backward cases ---------------------------------------------------------------------
