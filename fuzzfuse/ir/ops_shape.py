@@ -2,7 +2,9 @@
 gather, scatter), matmul (matmul, bmm, linear), arg reductions (argmax, argmin), a scan (cumsum)
 and var_mean. Each is one declaration in `OPS`, like those of `ops.py` (which imports this module):
 its type rule, `accepts`, attribute and operand drawing, eager and TorchScript forms, nvFuser
-lowering (a recipe in `backends/nvfuser_shape_recipes.py`) and the TorchScript fusers that take it.
+lowering (a recipe in `backends/nvfuser_shape_recipes.py`) and the TorchScript fusers that take it
+(measured by benchmarks/torchscript_fusible.py on torch 2.13 CPU: NNC fuses cat; oneDNN Graph fuses
+cat, matmul, bmm and linear; neither fuses the others).
 
 They lead nvFuser to the schedulers no elementwise graph reaches: resize (slice, pad, cat) and
 matmul. Index operands are valid by construction: they carry an index role (`Op.index_operands`),
@@ -150,7 +152,7 @@ for _arity, _name in ((2, "cat"), (3, "cat3")):
                 lambda *xs, dim: torch.cat(list(xs), dim),
                 lambda args, at: f"torch.cat([{', '.join(args)}], {at['dim']})", _tensor_rank_at_least(1),
                 draw_attrs=lambda draw, ts: {"dim": draw(ints(-ts[0].rank, ts[0].rank - 1))}, nvfuser="@cat",
-                draw_operands=_cat_operands(_arity),
+                draw_operands=_cat_operands(_arity), fusers=frozenset({"nnc", "onednn"}),
                 axis_map=(lambda n: lambda ts, at, out: [(k, i, i) for k in range(n) for i in range(ts[0].rank)
                                                          if i != _dim(at, ts[0].rank)])(_arity)))
 
@@ -265,7 +267,7 @@ def _matmul_operands(draw: Callable, first: ValueType) -> list[ValueType]:
 register(Op("matmul", "matmul", 2, lambda ts, at: ValueType(_matmul_shape(ts[0].shape, ts[1].shape), ts[0].dtype),
             torch.matmul, lambda args, at: f"torch.matmul({args[0]}, {args[1]})",
             lambda ts, args: _same_dtype_numeric(ts, args) and 1 <= ts[0].rank <= 4 and 1 <= ts[1].rank <= 4,
-            nvfuser="@matmul", draw_operands=_matmul_operands))
+            nvfuser="@matmul", draw_operands=_matmul_operands, fusers=frozenset({"onednn"})))
 
 
 def _bmm_infer(ts: Types, at: Attrs) -> ValueType:
@@ -277,6 +279,7 @@ def _bmm_infer(ts: Types, at: Attrs) -> ValueType:
 
 register(Op("bmm", "matmul", 2, _bmm_infer, torch.bmm, lambda args, at: f"torch.bmm({args[0]}, {args[1]})",
             lambda ts, args: _same_dtype_numeric(ts, args) and ts[0].rank == 3, nvfuser="@matmul",
+            fusers=frozenset({"onednn"}),
             draw_operands=lambda draw, first: [ValueType((first.shape[0], first.shape[-1], choice(draw, _SIZES)),
                                                          first.dtype)] if first.rank == 3 else [first],
             axis_map=lambda ts, at, out: [(0, 0, 0), (1, 0, 0), (0, 1, 1), (1, 2, 2)]))
@@ -297,7 +300,7 @@ def _linear_operands(draw: Callable, first: ValueType) -> list[ValueType]:
 
 register(Op("linear", "matmul", 3, _linear_infer, F.linear, lambda args, at: f"torch.nn.functional.linear({', '.join(args)})",
             lambda ts, args: _same_dtype_numeric(ts, args) and _float_only(ts, args) and ts[0].rank >= 1,
-            nvfuser="@linear", draw_operands=_linear_operands,
+            nvfuser="@linear", draw_operands=_linear_operands, fusers=frozenset({"onednn"}),
             axis_map=lambda ts, at, out: [(0, i, i) for i in range(ts[0].rank - 1)] + [(2, 0, out.rank - 1)]))
 
 
