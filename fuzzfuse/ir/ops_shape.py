@@ -113,7 +113,8 @@ def _pad_attrs(draw: Callable, ts: Types) -> Attrs:
 
 
 register(Op("pad", "resize", 1, _pad_infer, lambda x, pads, value: F.pad(x, list(pads), value=value),
-            lambda args, at: f"torch.nn.functional.pad({args[0]}, {lit(list(at['pads']))}, value={at['value']!r})",
+            # TorchScript's F.pad takes a float value only (eager converts it to the tensor's dtype)
+            lambda args, at: f"torch.nn.functional.pad({args[0]}, {lit(list(at['pads']))}, value={float(at['value'])!r})",
             _tensor_rank_at_least(1), draw_attrs=_pad_attrs, nvfuser="@pad",
             axis_map=lambda ts, at, out: [(0, i, i) for i in range(ts[0].rank)
                                           if _padded_dims(ts[0].rank, at["pads"]).get(i, (0, 0)) == (0, 0)]))
