@@ -168,7 +168,7 @@ def test_inductor_runs_every_new_op():
     b = get_backend("inductor")
     outcomes = {}
     for op in NEW_OPS:
-        g = _with(op, 10, max_ops=3)[0]
+        g = _with(op, 60, max_ops=3)[0]
         outcomes[op] = run_case(g, b).outcome
     assert not [op for op, o in outcomes.items() if o in (Outcome.INVALID, Outcome.HARNESS_ERROR,
                                                           Outcome.UNSUPPORTED)], outcomes
