@@ -73,6 +73,12 @@ def test_slice_pad_cat_edge_cases_match_eager():
     assert types[g.outputs[-1]].dtype == "float32"
 
 
+@pytest.mark.parametrize("op", NEW_OPS)
+def test_the_reducer_admits_graphs_of_the_new_ops(op):
+    """admissible() reads attributes off the eager signature: a graph it refused could never shrink."""
+    assert all(admissible(g) for g in _with(op, 30))
+
+
 def test_index_inputs_are_drawn_as_inputs_and_kept_in_range():
     for op in ("index_select", "gather", "scatter"):
         for g in _with(op, 40):

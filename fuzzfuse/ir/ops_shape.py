@@ -148,9 +148,10 @@ def _cat_operands(arity: int) -> Callable[[Callable, ValueType], list[ValueType]
     return draw_operands
 
 
+# Named operands and a named dim: the reducer reads an op's attributes off its eager signature.
+_CAT_EAGER = {2: lambda a, b, dim: torch.cat([a, b], dim), 3: lambda a, b, c, dim: torch.cat([a, b, c], dim)}
 for _arity, _name in ((2, "cat"), (3, "cat3")):
-    register(Op(_name, "resize", _arity, _cat_infer,
-                lambda *xs, dim: torch.cat(list(xs), dim),
+    register(Op(_name, "resize", _arity, _cat_infer, _CAT_EAGER[_arity],
                 lambda args, at: f"torch.cat([{', '.join(args)}], {at['dim']})", _tensor_rank_at_least(1),
                 draw_attrs=lambda draw, ts: {"dim": draw(ints(-ts[0].rank, ts[0].rank - 1))}, nvfuser="@cat",
                 draw_operands=_cat_operands(_arity), fusers=frozenset({"nnc", "onednn"}),
