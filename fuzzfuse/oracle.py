@@ -302,9 +302,12 @@ def reduction_sizes(graph, types) -> dict[str, int]:
     for n in graph.nodes:
         upstream = max([k[a] for a in n.refs()] or [1])
         op = OPS[n.op]
-        if op.kind in ("reduction", "normalization"):
+        if op.kind in ("reduction", "normalization", "scan", "matmul"):
             src, out = types[n.args[0]], types[n.name]
-            here = src.numel() // max(out.numel(), 1) if op.kind == "reduction" else src.shape[n.attrs["dim"]]
+            if op.kind == "reduction":
+                here = src.numel() // max(out.numel(), 1)
+            else:  # a normalization's or scan's dim; a matmul's K
+                here = src.shape[n.attrs["dim"]] if op.kind != "matmul" else (src.shape[-1] if src.shape else 1)
             upstream *= max(here, 1)
         k[n.name] = upstream
     return k

@@ -212,15 +212,15 @@ def _op_attrs(node, shape: tuple[int, ...], out_rank: int, policy: str) -> str:
     others to 1), keepdim and correction; a cast's dtype; whether a view or broadcast gives a 0-d
     tensor. Sizes and other attrs stay in the graph, not the key."""
     kind, attrs, rank = OPS[node.op].kind, node.attrs, len(shape)
-    if kind in ("reduction", "normalization"):
+    if kind in ("reduction", "normalization", "scan"):
         dims = sorted({d % max(rank, 1) for d in (attrs["dims"] if "dims" in attrs else (attrs["dim"],))})
         full = {d for d in range(rank) if shape[d] > 1} <= set(dims)
         parts = ["all" if kind == "reduction" and full else "dims=" + ",".join(map(str, dims))]
-        parts += [f"{k}={attrs[k]}" for k in ("keepdim", "correction") if k in attrs]
+        parts += [f"{k}={attrs[k]}" for k in ("keepdim", "correction", "output") if k in attrs]
         return "[" + " ".join(parts) + "]"
     if kind == "cast":
         return f"[{_dtype(attrs['dtype'], policy) or 'cast'}]"
-    if kind in ("view", "broadcast"):
+    if kind in ("view", "broadcast", "resize", "index", "matmul"):
         return f"[{_rank(out_rank)}]"
     return ""
 

@@ -170,7 +170,10 @@ def _try_op(draw: Callable, b: GraphBuilder, op_name: str, cfg: GenConfig, tenso
     op = OPS[op_name]
     first = _pick(draw, tensors)
     args: list = [first]
-    for pos in range(1, op.arity):
+    if op.draw_operands is not None:
+        args += [_operand(draw, b, cfg, tensors, want, index=pos in op.index_operands)
+                 for pos, want in enumerate(op.draw_operands(draw, b.types[first]), start=1)]
+    for pos in range(len(args), op.arity):
         if pos in op.scalar_positions and draw(ints(0, 3)) == 0:
             use_input = scalars and draw(st.booleans())
             args.append(choice(draw, scalars) if use_input else draw(scalar_constants()))
@@ -191,6 +194,18 @@ def _try_op(draw: Callable, b: GraphBuilder, op_name: str, cfg: GenConfig, tenso
     if out.numel() > cfg.shapes.max_numel or out.rank > 6:
         return None
     return b.add(op_name, *args, **attrs)
+
+
+def _operand(draw: Callable, b: GraphBuilder, cfg: GenConfig, tensors: list[str], want: ValueType,
+             index: bool) -> str:
+    """A value of type `want`: an existing one (mostly) or a new input. An index operand is always a
+    new input, whose values `make_inputs` keeps in range."""
+    same = [t for t in tensors if b.types[t] == want] if not index else []
+    if same and draw(ints(0, 3)):
+        return _pick(draw, same)
+    feats = cfg.features
+    dtype = want.dtype if index or want.dtype in feats.dtypes else choice(draw, feats.dtypes)
+    return b.tensor(want.shape, dtype, draw(layouts(want.shape, feats.layouts)), draw(values(feats.special_values)))
 
 
 def _broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool:

@@ -215,7 +215,7 @@ def test_nvfuser_focus_recipes_draw_what_their_scheduler_needs():
         assert set(recipe.get("ops", ())) <= set(OPS), scheduler
         assert set(recipe.get("patterns", ())) <= set(PATTERNS + FOCUS_PATTERNS), scheduler
         focused = kinds(dataclasses.replace(Features(), **recipe), shapes)
-        wanted = "view" if scheduler == "transpose" else "reduction"
+        wanted = {"transpose": "view", "resize": "resize", "matmul": "matmul"}.get(scheduler, "reduction")
         assert focused.count(wanted) / len(focused) > 2 * base.count(wanted) / len(base), scheduler
 
 

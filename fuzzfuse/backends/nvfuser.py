@@ -105,7 +105,11 @@ class NvFuserBackend(Backend):
     device = "cuda"
     # Campaigns run one worker per core, so each compiles single-threaded: nvFuser's default pool
     # of 8 compile threads per process would oversubscribe the cores 8-fold.
-    env = {"NVFUSER_NUM_THREADS": os.environ.get("NVFUSER_NUM_THREADS", "1")}
+    # fuse_matmul: nvFuser hands a lone matmul/linear to ATen (expr_eval) and fuses one with its
+    # prologue and epilogue only with this option (csrc/scheduler/matmul_utils.cpp); without it the
+    # matmul scheduler is never reached. Repros set it too (`repro_code`).
+    env = {"NVFUSER_NUM_THREADS": os.environ.get("NVFUSER_NUM_THREADS", "1"),
+           "NVFUSER_ENABLE": os.environ.get("NVFUSER_ENABLE", "fuse_matmul")}
     # Campaigns draw one per case (recorded in the case's options).
     styles = STYLES
     reference_route: str | None = None  # fuzzfuse.attribution: nothing beneath it to blame
@@ -141,6 +145,13 @@ class NvFuserBackend(Backend):
         "transpose": {"ops": ("permute", "transpose", "add", "mul", "sigmoid", "neg", "cast", "where"),
                       "patterns": (), "layouts": ("permuted", "channels_last", "channels_last_3d"),
                       "shapes": {"large_dims": (32, 33, 64, 127, 129, 255, 1025), "large_prob": 0.6}},
+        # Slices, pads and cats among pointwise ops (a resize op alone is a view or expr_eval).
+        "resize": {"ops": _ops_of("resize") + ("add", "mul", "exp", "neg", "cast", "sigmoid"), "patterns": ()},
+        # The matmul scheduler takes fp16/bf16 matrix-matrix products with a pointwise epilogue
+        # (a lone matmul goes to ATen); K and N the generator draws, M from the shapes here.
+        "matmul": {"ops": _ops_of("matmul") + ("add", "mul", "relu", "cast", "sigmoid"), "patterns": (),
+                   "dtypes": ("float16", "bfloat16"), "layouts": ("contiguous",),
+                   "shapes": {"min_rank": 2, "large_dims": (64, 128, 256, 512), "large_prob": 0.5}},
     }
 
     def __init__(self, style: str | None = None, static_sizes: bool = False):
@@ -219,6 +230,8 @@ class NvFuserBackend(Backend):
         definition this backend runs, in the backend's current style."""
         source = self.emit(graph).source
         return f'''
+import os  # noqa: E402
+os.environ.setdefault("NVFUSER_ENABLE", {self.env["NVFUSER_ENABLE"]!r})  # before nvFuser reads its options
 from nvfuser_direct import FusionDefinition, DataType  # noqa: E402
 
 

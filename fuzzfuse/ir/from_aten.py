@@ -13,6 +13,7 @@ An aten op (or dtype) without an IR form raises Unsupported (fuzzfuse.verdict's)
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
@@ -21,6 +22,7 @@ import torch
 from .builder import GraphBuilder
 from .graph import Graph, GraphError
 from .ops import OPS
+from .ops_shape import VAR_MEAN_OUTPUTS
 from .types import DTYPES, SCALAR_TENSOR_DTYPE, ValueType, is_float, scalar_kind
 from ..verdict import Unsupported
 
@@ -287,6 +289,97 @@ def _log_softmax_backward(t, grad, out, dim, input_dtype):
     return t.cast(dx, _dtype(input_dtype))
 
 
+# ---- resize, indexing, matmul, arg reductions, scans --------------------------------------------
+@aten("slice")
+def _slice(t, x, dim=0, start=None, end=None, step=1):
+    return t.add("slice", x, dim=dim, start=0 if start is None else start, end=end, step=step)
+
+
+@aten("slice_backward")
+def _slice_backward(t, grad, input_sizes, dim, start, end, step):
+    """The gradient placed back into zeros of the input's size: a pad along the dim (unit steps)."""
+    size = input_sizes[dim]
+    picked = range(*slice(start, end, step).indices(size))
+    if step != 1 and len(picked) > 1:
+        raise Unsupported("slice_backward with a step has no IR form")
+    begin = picked.start if len(picked) else 0
+    rank = len(input_sizes)
+    pads = [0, 0] * (rank - 1 - dim % rank) + [begin, size - begin - len(picked)]
+    return t.add("pad", grad, pads=pads, value=0)
+
+
+@aten("constant_pad_nd")
+def _constant_pad(t, x, pad, value=0):
+    return t.add("pad", x, pads=list(pad), value=value)
+
+
+@aten("cat")
+def _cat(t, tensors, dim=0):
+    """Two or three tensors are one IR cat; more are cats of cats (the same values)."""
+    tensors = [x for x in tensors if t.type(x).shape != (0,)]  # aten.cat skips legacy empty 1-d tensors
+    if len(tensors) == 1:
+        return tensors[0]
+    while len(tensors) > 3:
+        tensors = [t.add("cat", tensors[0], tensors[1], dim=dim)] + tensors[2:]
+    return t.add("cat" if len(tensors) == 2 else "cat3", *tensors, dim=dim)
+
+
+ATEN["index_select"] = lambda t, x, dim, index: t.add("index_select", x, index, dim=dim)
+ATEN["gather"] = lambda t, x, dim, index, sparse_grad=False: t.add("gather", x, index, dim=dim)
+
+
+@aten("scatter")
+def _scatter(t, x, dim, index, value, reduce=None):
+    if isinstance(value, str) or reduce is not None:
+        raise Unsupported("scatter with a tensor source or a reduce mode has no IR form")
+    return t.add("scatter", x, index, dim=dim, value=value)
+
+
+ATEN["mm"] = ATEN["mv"] = ATEN["matmul"] = lambda t, a, b: t.add("matmul", a, b)
+ATEN["bmm"] = lambda t, a, b: t.add("bmm", a, b)
+
+
+@aten("addmm")
+def _addmm(t, bias, a, b, beta=1, alpha=1):
+    """bias + a @ b (beta and alpha scale each term)."""
+    product = t.add("matmul", a, b)
+    product = product if alpha == 1 else t.add("mul", product, alpha)
+    return t.add("add", bias if beta == 1 else t.add("mul", bias, beta), product)
+
+
+@aten("linear")
+def _linear(t, x, weight, bias=None):
+    if bias is None:
+        return t.add("matmul", x, t.add("transpose", weight, dim0=0, dim1=1))
+    return t.add("linear", x, weight, bias)
+
+
+def _arg_reduction(op: str) -> Handler:
+    def handler(t, x, dim=None, keepdim=False):
+        if dim is None:  # over every element: of the flattened tensor
+            x, dim, keepdim = t.add("reshape", x, shape=[-1]) if t.type(x).rank != 1 else x, 0, False
+        return t.add(op, x, dim=dim, keepdim=bool(keepdim))
+    return handler
+
+
+ATEN["argmax"], ATEN["argmin"] = _arg_reduction("argmax"), _arg_reduction("argmin")
+
+
+@aten("cumsum")
+def _cumsum(t, x, dim, dtype=None):
+    return t.add("cumsum", x if dtype is None else t.cast(x, _dtype(dtype)), dim=dim)
+
+
+@aten("var_mean")
+def _var_mean(t, x, dims=None, *, correction=None, keepdim=False):
+    """(var, mean): one IR node each (the IR's nodes have one output)."""
+    correction = 1 if correction is None else correction
+    if correction not in (0, 1):
+        raise Unsupported(f"var_mean(correction={correction}) has no IR form")
+    return tuple(t.add("var_mean", x, dims=_dims(t, x, dims), keepdim=bool(keepdim), correction=int(correction),
+                       output=output) for output in VAR_MEAN_OUTPUTS)
+
+
 # ---- tensors made from nothing ------------------------------------------------------------------
 _FILLS = {"zeros_like": 0, "ones_like": 1, "zeros": 0, "ones": 1, "new_zeros": 0, "new_ones": 1,
           # empty tensors hold no defined values: zeros stand in for them.
@@ -308,6 +401,16 @@ def _fill_value(name: str, args: tuple, kwargs: dict):
 for _name, _op in OPS.items():
     if _op.kind in ("unary", "binary") and _name not in ATEN and hasattr(torch.ops.aten, _name):
         ATEN[_name] = (lambda n: lambda t, *args: t.add(n, *args))(_name)
+
+
+# aten ops whose handler returns a tuple of IR values, read by the FX graph's getitem nodes.
+MULTI_OUTPUT = {"var_mean"}
+
+
+def _check_shape(t: _Translator, name: str, node: torch.fx.Node, out: str, meta: torch.Tensor) -> None:
+    if tuple(t.type(out).shape) != tuple(meta.shape):
+        raise TranslationError(f"aten.{name} ({node.name}): the IR gives shape {t.type(out).shape}, "
+                               f"the FX graph {tuple(meta.shape)}")
 
 
 def translate(gm: torch.fx.GraphModule) -> Translation:
@@ -339,9 +442,19 @@ def translate(gm: torch.fx.GraphModule) -> Translation:
                     slots.append(len(outputs))
                     outputs.append(env[o])
             continue
+        if node.op == "call_function" and node.target is operator.getitem and isinstance(env.get(node.args[0]), tuple):
+            env[node] = env[node.args[0]][node.args[1]]  # one output of an op that returns several
+            continue
         if node.op != "call_function" or not hasattr(node.target, "_overloadpacket"):
             raise Unsupported(f"FX node {node.format_node()} is not an aten op")
         name = node.target._overloadpacket.__name__
+        if isinstance(meta, (tuple, list)) and name in MULTI_OUTPUT and all(isinstance(m, torch.Tensor) for m in meta):
+            args, kwargs = value(node.args), {k: value(v) for k, v in node.kwargs.items()}
+            outs = ATEN[name](t, *args, **kwargs)
+            for out, m in zip(outs, meta):
+                _check_shape(t, name, node, out, m)
+            env[node] = tuple(t.cast(out, _dtype(m.dtype)) for out, m in zip(outs, meta))
+            continue
         if not isinstance(meta, torch.Tensor):
             raise Unsupported(f"aten.{name} does not return one tensor")
         args, kwargs = value(node.args), {k: value(v) for k, v in node.kwargs.items()}
@@ -355,9 +468,7 @@ def translate(gm: torch.fx.GraphModule) -> Translation:
         out = ATEN[name](t, *args, **kwargs)
         if not isinstance(out, str):  # a scalar result: only tensors flow between FX nodes
             raise Unsupported(f"aten.{name} folded to a scalar")
-        if tuple(t.type(out).shape) != tuple(meta.shape):
-            raise TranslationError(f"aten.{name} ({node.name}): the IR gives shape {t.type(out).shape}, "
-                                   f"the FX graph {tuple(meta.shape)}")
+        _check_shape(t, name, node, out, meta)
         env[node] = t.cast(out, _dtype(meta.dtype))
     graph = Graph(tuple(t.b.inputs), tuple(t.b.nodes), tuple(outputs))
     live = graph.without_dead_code()

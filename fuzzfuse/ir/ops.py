@@ -55,6 +55,18 @@ class Op:
     # non-reductions. Eager and a fuser may both be right yet disagree when terms near the dtype's
     # limits overflow or cancel in one order and not in another (fuzzfuse.ir.interp).
     accumulates: str | None = None
+    # Operands that are not broadcast partners of the first (cat's equal sizes off the cat dim,
+    # matmul's shared K, an index tensor): draw_operands(draw, first operand's type) -> the type of
+    # each further operand. The generator reads an existing value of that type or adds an input.
+    draw_operands: Callable[[Callable, ValueType], list[ValueType]] | None = None
+    # Operand positions whose values index another operand (an index role): the generator makes
+    # them graph inputs, and `ir.values.make_inputs` keeps their values in [0, index_bound(types,
+    # attrs)), so a graph stays valid by construction and through the reducer's changes.
+    index_operands: tuple[int, ...] = ()
+    index_bound: Callable[[Types, Attrs], int] | None = None
+    # (operand, operand axis, output axis) for every operand axis that reappears in the output
+    # unchanged, where the op declares it (the reducer links those dims); None: the kind's rule.
+    axis_map: Callable[[Types, Attrs, ValueType], list[tuple[int, int, int]]] | None = None
 
 
 OPS: dict[str, Op] = {}
@@ -78,7 +90,7 @@ TORCHSCRIPT_FUSIBLE = {
 
 def register(op: Op) -> Op:
     assert op.name not in OPS, op.name
-    fusers = frozenset(f for f, ops in TORCHSCRIPT_FUSIBLE.items() if op.name in ops)
+    fusers = op.fusers | frozenset(f for f, ops in TORCHSCRIPT_FUSIBLE.items() if op.name in ops)
     OPS[op.name] = op = dataclasses.replace(op, fusers=fusers)
     return op
 
@@ -469,6 +481,8 @@ register(Op("reshape", "view", 1, _reshape_infer, lambda x, shape: torch.reshape
             lambda args, at: f"torch.reshape({args[0]}, {lit(list(at['shape']))})",
             lambda t, a: 1 <= t[0].rank <= 5, draw_attrs=lambda draw, ts: draw(_reshape_shape(ts)),
             nvfuser="@reshape"))
+
+from . import ops_shape  # noqa: E402,F401  (resize, indexing, matmul, arg and scan ops: registered there)
 
 ALL_DTYPES = tuple(DTYPES)
 OPS_BY_KIND: dict[str, list[str]] = {}

@@ -9,7 +9,8 @@ import functools
 import torch
 
 from .graph import Graph, GraphError, Layout, ScalarInput, TensorInput, Values
-from .types import DTYPES, is_float
+from .ops import OPS
+from .types import DTYPES, ValueType, is_float, scalar_kind
 
 # Elements. Inputs up to this size are small: a repro spells their values out (larger ones go to
 # inputs.pt), and the reducer's first passes leave them be (a query costs the same at any size).
@@ -141,12 +142,36 @@ def apply_layout(t: torch.Tensor, layout: Layout) -> torch.Tensor:
     return t.clone()
 
 
-def make_input(spec: TensorInput, device: str = "cpu") -> torch.Tensor:
-    return apply_layout(logical_values(spec).to(device), spec.layout)
+def make_input(spec: TensorInput, device: str = "cpu", index_bound: int | None = None) -> torch.Tensor:
+    """The input's tensor; an index input (`index_bounds`) wrapped into [0, index_bound), which
+    leaves values already in range as they are."""
+    values = logical_values(spec)
+    if index_bound:
+        values = values.remainder(index_bound)
+    return apply_layout(values.to(device), spec.layout)
+
+
+def index_bounds(graph: Graph) -> dict[str, int]:
+    """Input name -> the exclusive bound its values must respect, for every input an op reads in an
+    index role (`Op.index_operands`; the smallest bound where several read it)."""
+    types = graph.infer_types()
+    inputs = {i.name for i in graph.inputs}
+    bounds: dict[str, int] = {}
+    for n in graph.nodes:
+        op = OPS[n.op]
+        for pos in op.index_operands:
+            name = n.args[pos]
+            if isinstance(name, str) and name in inputs:
+                arg_types = [types[a] if isinstance(a, str) else ValueType(None, scalar_kind(a)) for a in n.args]
+                bound = op.index_bound(arg_types, n.attrs)
+                bounds[name] = min(bound, bounds.get(name, bound))
+    return bounds
 
 
 def make_inputs(graph: Graph, device: str = "cpu") -> list:
-    return [make_input(i, device) if isinstance(i, TensorInput) else i.value for i in graph.inputs]
+    bounds = index_bounds(graph)
+    return [make_input(i, device, bounds.get(i.name)) if isinstance(i, TensorInput) else i.value
+            for i in graph.inputs]
 
 
 # The value profiles of extra input sets, in turn: the input's own distribution with a fresh seed

@@ -20,7 +20,7 @@ from ..ir.types import ValueType, normalize_dims, scalar_kind
 from ..ir.values import encode_exact, logical_values
 
 Pos = tuple[str, int]  # (value name, axis)
-_ELEMENTWISE = ("unary", "binary", "ternary", "cast", "normalization")
+_ELEMENTWISE = ("unary", "binary", "ternary", "cast", "normalization", "scan")
 
 
 def _arg_types(node: Node, types: dict[str, ValueType]) -> list[ValueType]:
@@ -34,7 +34,10 @@ def _reduced(node: Node, rank: int) -> list[int]:
 
 def axis_flow(node: Node, arg_types: list[ValueType], out: ValueType) -> list[tuple[int, int, int]]:
     """(operand index, operand axis, output axis) for each operand axis that reappears in the output."""
-    kind, a = OPS[node.op].kind, node.attrs
+    op, a = OPS[node.op], node.attrs
+    kind = op.kind
+    if op.axis_map is not None:
+        return op.axis_map(arg_types, a, out)
     if kind in _ELEMENTWISE:
         return [(k, i, i + out.rank - t.rank) for k, t in enumerate(arg_types) if not t.is_scalar
                 for i in range(t.rank)]
@@ -228,7 +231,7 @@ def _drop_options(n: Node, arg_types: list, out: ValueType, hits: list[tuple[int
     r = arg_types[0].rank if arg_types[0] is not None else 0
     if kind in ("unary", "binary", "ternary", "cast"):
         return [(a, None)] + [(a, x + out.rank - arg_types[k_].rank) for k_, x in hits]
-    if kind == "normalization":
+    if kind in ("normalization", "scan"):
         d = a["dim"] % r
         return [] if d == ax else [({"dim": d - (d > ax)}, ax)]
     if kind == "reduction":
