@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from .ir import OPS, Graph, GraphError, Layout, TensorInput, Values
 from .ir.ops import choice, ints, permutations
 from .ir.builder import GraphBuilder, batch_norm, layer_norm, layer_norm_backward, squeeze_excite
-from .ir.types import DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
+from .ir.types import COMPUTE_DTYPES, FLOAT_DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
 
 ALL_LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "sliced", "expanded")
 PATTERNS = ("layer_norm", "batch_norm", "squeeze_excite")
@@ -45,7 +45,8 @@ class Features:
     lets the remaining ones combine more deeply (Groce et al., 'Swarm Testing', ISSTA 2012)."""
 
     ops: tuple[str, ...] = tuple(OPS)
-    dtypes: tuple[str, ...] = tuple(DTYPES)
+    # fp8 only where a backend declares it (types.FP8_DTYPES).
+    dtypes: tuple[str, ...] = COMPUTE_DTYPES
     layouts: tuple[str, ...] = ALL_LAYOUTS
     patterns: tuple[str, ...] = PATTERNS
     special_values: bool = True
@@ -296,7 +297,7 @@ def requires_grad(draw: Callable, graph: Graph) -> Graph:
     every = draw(st.booleans())
     marked = []
     for spec in graph.inputs:
-        if isinstance(spec, TensorInput) and is_float(spec.dtype) and (every or draw(st.booleans())):
+        if isinstance(spec, TensorInput) and spec.dtype in FLOAT_DTYPES and (every or draw(st.booleans())):
             reaches, safe = grad_reach(graph, spec.name)
             spec = dataclasses.replace(spec, requires_grad=reaches and safe)
         marked.append(spec)

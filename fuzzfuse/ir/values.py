@@ -23,7 +23,7 @@ def special_values(dtype: str) -> list[float]:
         return [0.0, 1.0]
     if not is_float(dtype):
         info = torch.iinfo(DTYPES[dtype])
-        return [info.min, info.max, info.min + 1, 0, -1, 1]
+        return [info.min, info.max, info.min + 1, 0, -1 if info.min < 0 else info.max - 1, 1]
     fi = torch.finfo(DTYPES[dtype])
     return [0.0, -0.0, float("inf"), float("-inf"), float("nan"), fi.smallest_normal / 4,
             -fi.smallest_normal / 2, fi.smallest_normal, fi.max, -fi.max, fi.max / 2, fi.eps,
@@ -56,7 +56,9 @@ def _base_values(shape: tuple[int, ...], dtype: str, v: Values) -> torch.Tensor:
     elif is_float(dtype):
         out = x.to(DTYPES[dtype])
     else:
-        out = (x * (4 if v.dist == "normal" else 1)).round().to(DTYPES[dtype])
+        # Through int64: a float out of the dtype's range converts to an integer type as C++ says
+        # nothing about, and uint8 takes negative values modulo 256 (255, 254...: edge values too).
+        out = (x * (4 if v.dist == "normal" else 1)).round().to(torch.int64).to(DTYPES[dtype])
     if v.dist == "specials" and n:  # every element one of the special values
         out = torch.tensor(special_values(dtype), dtype=out.dtype)[torch.randint(len(special_values(dtype)), (n,),
                                                                                    generator=gen)]
