@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from .ir import OPS, Graph, GraphError, Layout, TensorInput, Values
 from .ir.ops import choice, ints, permutations
 from .ir.builder import GraphBuilder, batch_norm, layer_norm, layer_norm_backward, squeeze_excite
-from .ir.types import COMPUTE_DTYPES, FLOAT_DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
+from .ir.types import COMPUTE_DTYPES, FLOAT_DTYPES, FP8_DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
 
 ALL_LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "sliced", "expanded")
 PATTERNS = ("layer_norm", "batch_norm", "squeeze_excite")
@@ -265,8 +265,12 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
                 _try_pattern(draw, b, name, tensors)
         else:
             _try_op(draw, b, name, config, tensors, scalars)
-    if not b.nodes:
-        b.add("neg" if b.types["x0"].dtype != "bool" else "logical_not", "x0")
+    if not b.nodes:  # one op that takes x0, whatever its dtype (fp8 takes only casts and views)
+        dtype = b.types["x0"].dtype
+        if dtype in FP8_DTYPES:
+            b.add("cast", "x0", dtype="float32")
+        else:
+            b.add("neg" if dtype != "bool" else "logical_not", "x0")
     used = {r for n in b.nodes for r in n.refs()}
     sinks = [n.name for n in b.nodes if n.name not in used]
     extra = [n.name for n in b.nodes if n.name in used and not feats.chains and draw(ints(0, 9)) == 0]

@@ -29,9 +29,9 @@ import torch
 
 from ..ir import OPS, Graph, TensorInput
 from ..ir.types import DTYPES, INT_DTYPES
-from ..strategies import ShapeConfig
+from ..strategies import Features, ShapeConfig
 from .base import Backend, BackendError, Compiled, RunResult, Unavailable, machine_versions
-from .nvfuser_dtypes import INT_IDENTITY
+from .nvfuser_dtypes import INT_IDENTITY, NV_DTYPE
 from .nvfuser_emit import STYLES, Emission, Unsupported, emit
 
 _KERNEL = re.compile(r"__global__ void nvfuser_([a-z_]+?)_f\d+_c\d+_r\d+_g(\d+)\(")
@@ -108,6 +108,8 @@ class NvFuserBackend(Backend):
     env = {"NVFUSER_NUM_THREADS": os.environ.get("NVFUSER_NUM_THREADS", "1")}
     # Campaigns draw one per case (recorded in the case's options).
     styles = STYLES
+    # The dtypes nvfuser_direct defines tensors of: fp8 too, no 8/16-bit integers (nvfuser_dtypes).
+    features = Features(dtypes=tuple(d for d in DTYPES if d in NV_DTYPE))
     reference_route: str | None = None  # fuzzfuse.attribution: nothing beneath it to blame
     # A FusionDefinition executes again for microseconds, on new sizes too (NvFuserCompiled).
     reuses_compiled = True
