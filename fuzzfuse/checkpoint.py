@@ -65,9 +65,12 @@ class Stats:
     # "op|dtype|layout" triple was exercised: where generation steers next (strategies.steer).
     input_sets: int = 0
     triples: collections.Counter = field(default_factory=collections.Counter)
+    # Of those, the sets run on new sizes or strides by code compiled for others.
+    reshaped_sets: int = 0
 
-    def count_inputs(self, input_sets: int, triples: list[str]) -> None:
+    def count_inputs(self, input_sets: int, triples: list[str], reshaped_sets: int = 0) -> None:
         self.input_sets += input_sets
+        self.reshaped_sets += reshaped_sets
         self.triples.update(triples)
 
     @property
@@ -107,6 +110,7 @@ class Stats:
                 "seconds": round(secs, 2), "cases_per_second": round(self.cases / secs, 3) if secs else 0.0,
                 "input_sets": self.input_sets,
                 "input_sets_per_second": round(self.input_sets / secs, 3) if secs else 0.0,
+                "reshaped_input_sets": self.reshaped_sets,
                 "triples_covered": len(self.triples),
                 "steady_cases_per_second": round(self.steady_rate(skip=extra.get("workers", 1)), 3),
                 "median_compile_seconds": median(self.compile_seconds) if self.compile_seconds else None,
@@ -135,7 +139,7 @@ class Stats:
                 "coverage": dict(self.coverage), "timeline": self.timeline, "first_start": self.origin,
                 "focus_batches": dict(self.focus_batches), "focus_hits": dict(self.focus_hits),
                 "worker_seconds": self.worker_seconds, "focus_seconds": dict(self.focus_seconds),
-                "input_sets": self.input_sets, "triples": dict(self.triples)}
+                "input_sets": self.input_sets, "triples": dict(self.triples), "reshaped_sets": self.reshaped_sets}
 
     @staticmethod
     def from_json(d: dict) -> "Stats":
@@ -153,7 +157,8 @@ class Stats:
                      focus_seconds=collections.Counter(d.get("focus_seconds", {})),
                      first_start=d.get("first_start"),  # absent before 2026-12-01: estimated by origin
                      input_sets=int(d.get("input_sets", d["cases"])),  # absent before issue 17
-                     triples=collections.Counter(d.get("triples", {})))
+                     triples=collections.Counter(d.get("triples", {})),
+                     reshaped_sets=int(d.get("reshaped_sets", 0)))  # absent before issue 18
 
 
 def _by_name(outcomes: collections.Counter) -> dict[str, int]:

@@ -109,6 +109,8 @@ class CaseResult:
     # the (op, dtype, layout) triples the graph exercised: campaign coverage.
     input_sets: int = 1
     triples: list[str] = field(default_factory=list)
+    # Of the extra input sets, those run on new sizes or strides (the compiled code's dynamic shapes).
+    reshaped_sets: int = 0
 
     def to_json(self) -> dict:
         return {"outcome": self.outcome.value, "signature": self.signature.to_json() if self.signature else None,
@@ -117,7 +119,8 @@ class CaseResult:
                 "restart_worker": self.restart_worker, "graph": self.graph.to_json() if self.graph else None,
                 "size": self.size, "digest": self.digest, "worker_seconds": self.worker_seconds,
                 "cpu_seconds": self.cpu_seconds, "stderr_tail": self.stderr_tail,
-                "attribution": self.attribution, "input_sets": self.input_sets, "triples": self.triples}
+                "attribution": self.attribution, "input_sets": self.input_sets, "triples": self.triples,
+                "reshaped_sets": self.reshaped_sets}
 
     @staticmethod
     def from_json(d: dict) -> "CaseResult":
@@ -128,7 +131,7 @@ class CaseResult:
             str(d.get("traceback") or ""), bool(d.get("restart_worker")),
             Graph.from_json(d["graph"]) if d.get("graph") else None, d.get("size"), d.get("digest"),
             d.get("worker_seconds"), d.get("cpu_seconds"), str(d.get("stderr_tail") or ""), d.get("attribution"),
-            int(d.get("input_sets") or 1), [str(t) for t in d.get("triples") or []])
+            int(d.get("input_sets") or 1), [str(t) for t in d.get("triples") or []], int(d.get("reshaped_sets") or 0))
 
     @property
     def key(self) -> str | None:

@@ -114,6 +114,7 @@ class NvFuserBackend(Backend):
     # A FusionDefinition executes again for microseconds, on new sizes too (NvFuserCompiled).
     reuses_compiled = True
     reruns_new_sizes = True
+    reruns_new_strides = True
     # Sizes that cross nvFuser's vectorization (inner dims not multiples of 2/4/8: 7, 127, 129,
     # 1025), block (>1024) and persistence limits (an inner reduction of 65539 fp32 values does
     # not fit registers or shared memory), mixed with the generator's small dims (1 = broadcast).
