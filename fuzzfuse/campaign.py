@@ -196,7 +196,7 @@ class Campaign:
         self.stats.fused_cases += bool(result.fused)
         self.stats.steered_draws += result.steered
         self.stats.steered_cases += bool(result.steered)
-        self.stats.count_inputs(result.input_sets, result.triples)
+        self.stats.count_inputs(result.input_sets, result.triples, result.reshaped_sets)
         self.stats.add_sample(self.stats.finished, time.time())
         if result.compile_seconds:
             kernels = result.evidence.get("kernels")  # a count, or TorchScript's kernel names

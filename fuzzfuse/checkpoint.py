@@ -80,9 +80,12 @@ class Stats:
         if not self.compile_seconds:
             return None
         return workers / max(statistics.fmean(self.compile_seconds), 1e-9)
+    # Of those, the sets run on new sizes or strides by code compiled for others.
+    reshaped_sets: int = 0
 
-    def count_inputs(self, input_sets: int, triples: list[str]) -> None:
+    def count_inputs(self, input_sets: int, triples: list[str], reshaped_sets: int = 0) -> None:
         self.input_sets += input_sets
+        self.reshaped_sets += reshaped_sets
         self.triples.update(triples)
 
     @property
@@ -122,6 +125,7 @@ class Stats:
                 "seconds": round(secs, 2), "cases_per_second": round(self.cases / secs, 3) if secs else 0.0,
                 "input_sets": self.input_sets,
                 "input_sets_per_second": round(self.input_sets / secs, 3) if secs else 0.0,
+                "reshaped_input_sets": self.reshaped_sets,
                 "triples_covered": len(self.triples),
                 "fused_share": round(self.fused_cases / self.cases, 4) if self.cases else 0.0,
                 "steered_draws": self.steered_draws, "steered_cases": self.steered_cases,
@@ -157,7 +161,8 @@ class Stats:
                 "worker_seconds": self.worker_seconds, "focus_seconds": dict(self.focus_seconds),
                 "input_sets": self.input_sets, "triples": dict(self.triples),
                 "steered_draws": self.steered_draws, "steered_cases": self.steered_cases,
-                "differences": dict(self.differences), "choices": dict(self.choices)}
+                "differences": dict(self.differences), "choices": dict(self.choices),
+                "reshaped_sets": self.reshaped_sets}
 
     @staticmethod
     def from_json(d: dict) -> "Stats":
@@ -179,7 +184,8 @@ class Stats:
                      steered_draws=int(d.get("steered_draws", 0)),  # absent before steering (2026-12)
                      steered_cases=int(d.get("steered_cases", 0)),
                      differences=collections.Counter(d.get("differences", {})),  # absent before issue 19
-                     choices=collections.Counter(d.get("choices", {})))
+                     choices=collections.Counter(d.get("choices", {})),
+                     reshaped_sets=int(d.get("reshaped_sets", 0)))  # absent before issue 18
 
 
 def _by_name(outcomes: collections.Counter) -> dict[str, int]:

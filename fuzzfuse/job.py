@@ -17,7 +17,7 @@ import torch
 from . import verdict
 from .attribution import attribute
 from .backends import Backend, BackendError, Compiled, get_backend
-from .ir import Graph, make_inputs, run_autograd, run_eager
+from .ir import Graph, TensorInput, make_inputs, run_autograd, run_eager
 from .ir.values import input_set
 from .oracle import (compare_output, flush_denormals, gradient_reduction_sizes, reduction_sizes,
                      signed_zero_difference)
@@ -244,11 +244,8 @@ def extra_input_sets(graph: Graph, backend: Backend, compiled: Compiled, first: 
         costs.per_set = timings.get("eager", 0.0) / 2 + timings.get("compare", 0.0) + max(reran, 0.0)
     for k in range(1, costs.extra_sets(backend.reuses_compiled) + 1):
         start = time.perf_counter()
-        variant = input_set(graph, k, resized=backend.reruns_new_sizes and k % 2 == 0)
         try:
-            inputs = make_inputs(variant, backend.device)
-            if not _same_shapes(graph, variant) and not compiled.accepts(variant, inputs):
-                continue
+            variant, inputs = _input_set(graph, k, backend, compiled)
             eager, tainted = run_eager(variant, inputs)
         except Exception:  # eager is undefined here (an integer division by zero): not a case
             continue
@@ -259,7 +256,7 @@ def extra_input_sets(graph: Graph, backend: Backend, compiled: Compiled, first: 
         except BackendError as e:
             failure = verdict.crashed(backend.name, e.stage, e.cause, "".join(traceback.format_exception(e.cause)),
                                       context=e.context, sticky=e.sticky)
-            return _extra_failure(failure, first, variant, k)
+            return _extra_failure(failure, first, variant, k, not _same_specs(graph, variant))
         types = variant.infer_types()
         if _judge_outputs(variant, types, backend, result, eager, eager, tainted, check_strides):
             try:
@@ -270,8 +267,9 @@ def extra_input_sets(graph: Graph, backend: Backend, compiled: Compiled, first: 
             failure = _judge_outputs(variant, types, backend, result, eager, ref64, tainted, check_strides,
                                      (lambda: flushed_references(variant, inputs)) if flushes else None)
             if failure:
-                return _extra_failure(failure, first, variant, k)
+                return _extra_failure(failure, first, variant, k, not _same_specs(graph, variant))
         first.input_sets += 1
+        first.reshaped_sets += not _same_specs(graph, variant)
         costs.per_set = _smoothed(costs.per_set, time.perf_counter() - start)
     return first
 
@@ -280,13 +278,29 @@ def _smoothed(average: float, seconds: float) -> float:
     return seconds if not average else average + SMOOTHING * (seconds - average)
 
 
-def _same_shapes(a: Graph, b: Graph) -> bool:
-    return [getattr(i, "shape", None) for i in a.inputs] == [getattr(i, "shape", None) for i in b.inputs]
+def _input_set(graph: Graph, k: int, backend: Backend, compiled: Compiled) -> tuple[Graph, list]:
+    """Extra set k and its inputs: every other set on new sizes and every third on new strides,
+    where the backend reruns those and its compiled code accepts the variant; else new values
+    only (the same sizes and strides always run)."""
+    resized, restrided = backend.reruns_new_sizes and k % 2 == 0, backend.reruns_new_strides and k % 3 == 0
+    for variant in (input_set(graph, k, resized=resized, restrided=restrided), input_set(graph, k)):
+        inputs = make_inputs(variant, backend.device)
+        if _same_specs(graph, variant) or compiled.accepts(variant, inputs):
+            return variant, inputs
+    raise AssertionError("input_set(graph, k) keeps every size and stride")
 
 
-def _extra_failure(failure: CaseResult, first: CaseResult, variant: Graph, k: int) -> CaseResult:
+def _same_specs(a: Graph, b: Graph) -> bool:
+    """The same sizes and layouts (values aside)."""
+    def specs(g: Graph) -> list:
+        return [(i.shape, i.layout) if isinstance(i, TensorInput) else None for i in g.inputs]
+    return specs(a) == specs(b)
+
+
+def _extra_failure(failure: CaseResult, first: CaseResult, variant: Graph, k: int, reshaped: bool) -> CaseResult:
     failure.timings, failure.fused, failure.evidence = first.timings, first.fused, first.evidence
     failure.compile_seconds, failure.graph, failure.input_sets = first.compile_seconds, variant, first.input_sets + 1
+    failure.reshaped_sets = first.reshaped_sets + reshaped
     failure.detail = f"{failure.detail}\n(extra input set {k} of a graph that passed on its own inputs)"
     return failure
 

@@ -19,8 +19,11 @@ from .tracebacks import cpp_location, error_location, innermost_error, python_lo
 
 
 # Relative tolerance per dtype for the quick elementwise check, before fp64 arbitration.
-RTOL = {torch.float64: 1e-7, torch.float32: 1.3e-6, torch.float16: 1e-3, torch.bfloat16: 1.6e-2}
-ATOL = {torch.float64: 1e-7, torch.float32: 1e-5, torch.float16: 1e-5, torch.bfloat16: 1e-5}
+# fp8: two epsilons, as bfloat16's; an absolute tolerance of about its smallest subnormal.
+RTOL = {torch.float64: 1e-7, torch.float32: 1.3e-6, torch.float16: 1e-3, torch.bfloat16: 1.6e-2,
+        torch.float8_e4m3fn: 0.25, torch.float8_e5m2: 0.5}
+ATOL = {torch.float64: 1e-7, torch.float32: 1e-5, torch.float16: 1e-5, torch.bfloat16: 1e-5,
+        torch.float8_e4m3fn: 2e-3, torch.float8_e5m2: 2e-5}
 # How much further from fp64 than eager a fused result may be (dynamo's `same` uses 2-3).
 RMSE_MULTIPLIER = 3.0
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from .ir import OPS, Graph, GraphError, Layout, TensorInput, Values
 from .ir.ops import choice, ints, permutations
 from .ir.builder import GraphBuilder, batch_norm, layer_norm, layer_norm_backward, squeeze_excite
-from .ir.types import DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
+from .ir.types import COMPUTE_DTYPES, FLOAT_DTYPES, FP8_DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
 from .steering import MAX_REDRAWS, Trigger, avoided_by, unsteered
 
 ALL_LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "sliced", "expanded")
@@ -46,7 +46,8 @@ class Features:
     lets the remaining ones combine more deeply (Groce et al., 'Swarm Testing', ISSTA 2012)."""
 
     ops: tuple[str, ...] = tuple(OPS)
-    dtypes: tuple[str, ...] = tuple(DTYPES)
+    # fp8 only where a backend declares it (types.FP8_DTYPES).
+    dtypes: tuple[str, ...] = COMPUTE_DTYPES
     layouts: tuple[str, ...] = ALL_LAYOUTS
     patterns: tuple[str, ...] = PATTERNS
     special_values: bool = True
@@ -282,8 +283,12 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
                 _try_pattern(draw, b, name, tensors)
         else:
             _try_op(draw, b, name, config, tensors, scalars)
-    if not b.nodes:
-        b.add("neg" if b.types["x0"].dtype != "bool" else "logical_not", "x0")
+    if not b.nodes:  # one op that takes x0, whatever its dtype (fp8 takes only casts and views)
+        dtype = b.types["x0"].dtype
+        if dtype in FP8_DTYPES:
+            b.add("cast", "x0", dtype="float32")
+        else:
+            b.add("neg" if dtype != "bool" else "logical_not", "x0")
     used = {r for n in b.nodes for r in n.refs()}
     sinks = [n.name for n in b.nodes if n.name not in used]
     extra = [n.name for n in b.nodes if n.name in used and not feats.chains and draw(ints(0, 9)) == 0]
@@ -314,7 +319,7 @@ def requires_grad(draw: Callable, graph: Graph) -> Graph:
     every = draw(st.booleans())
     marked = []
     for spec in graph.inputs:
-        if isinstance(spec, TensorInput) and is_float(spec.dtype) and (every or draw(st.booleans())):
+        if isinstance(spec, TensorInput) and spec.dtype in FLOAT_DTYPES and (every or draw(st.booleans())):
             reaches, safe = grad_reach(graph, spec.name)
             spec = dataclasses.replace(spec, requires_grad=reaches and safe)
         marked.append(spec)

@@ -131,6 +131,8 @@ class CaseResult:
     input_sets: int = 1
     triples: list[str] = field(default_factory=list)
     steered: int = 0  # draws discarded for holding a known bug's trigger (fuzzfuse.steering)
+    # Of the extra input sets, those run on new sizes or strides (the compiled code's dynamic shapes).
+    reshaped_sets: int = 0
 
     def to_json(self) -> dict:
         return {"outcome": self.outcome.value, "signature": self.signature.to_json() if self.signature else None,
@@ -140,7 +142,7 @@ class CaseResult:
                 "size": self.size, "digest": self.digest, "worker_seconds": self.worker_seconds,
                 "cpu_seconds": self.cpu_seconds, "stderr_tail": self.stderr_tail,
                 "attribution": self.attribution, "input_sets": self.input_sets, "triples": self.triples,
-                "steered": self.steered}
+                "steered": self.steered, "reshaped_sets": self.reshaped_sets}
 
     @staticmethod
     def from_json(d: dict) -> "CaseResult":
@@ -151,7 +153,8 @@ class CaseResult:
             str(d.get("traceback") or ""), bool(d.get("restart_worker")),
             Graph.from_json(d["graph"]) if d.get("graph") else None, d.get("size"), d.get("digest"),
             d.get("worker_seconds"), d.get("cpu_seconds"), str(d.get("stderr_tail") or ""), d.get("attribution"),
-            int(d.get("input_sets") or 1), [str(t) for t in d.get("triples") or []], int(d.get("steered") or 0))
+            int(d.get("input_sets") or 1), [str(t) for t in d.get("triples") or []], int(d.get("steered") or 0),
+            int(d.get("reshaped_sets") or 0))
 
     @property
     def key(self) -> str | None:

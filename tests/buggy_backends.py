@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from fuzzfuse.backends.base import BackendError, RunResult
+from fuzzfuse.backends.base import BackendError, Compiled, RunResult
 from fuzzfuse.backends.eager import EagerBackend
 from fuzzfuse.ir import OPS, Graph, run_eager
 
@@ -162,3 +162,28 @@ class WrongShapeOnAmax(_WrongEagerForm):
     mode the fused output no longer fits its upstream gradient."""
     name = "custom:tests.buggy_backends:WrongShapeOnAmax"
     op, wrong = "amax", staticmethod(lambda x, dims, keepdim: torch.amax(x, dims, keepdim=True))
+
+
+class StaleStrides(EagerBackend):
+    """Compiles once and reruns on new strides, but reads every later input with the strides of
+    the first (a kernel that baked its input strides in): right on the inputs it was compiled
+    for, wrong on a slice of another step."""
+    reuses_compiled = reruns_new_strides = True
+
+    def compile(self, graph: Graph, **options) -> "Compiled":
+        return _StaleStridesCompiled(self, graph, options)
+
+
+class _StaleStridesCompiled(Compiled):
+    first: list | None = None
+
+    def run(self, inputs: list, grad_outputs: list | None = None) -> RunResult:
+        compile_seconds = 0.0
+        if self.first is None:  # a compile that costs what a real one does: extra sets pay off
+            self.first, compile_seconds = [t.stride() for t in inputs], 0.1
+            time.sleep(compile_seconds)
+        read = [torch.as_strided(t, t.shape, s) for t, s in zip(inputs, self.first)]
+        return RunResult(run_eager(self.graph, read)[0], fused=True, compile_seconds=compile_seconds)
+
+    def accepts(self, graph: Graph, inputs: list) -> bool:
+        return [t.dim() for t in inputs] == [len(s) for s in self.first or []]

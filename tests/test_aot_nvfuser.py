@@ -274,3 +274,25 @@ def test_training_campaign_on_aot_nvfuser(tmp_path):
     outcomes = summary["outcomes"]
     assert not outcomes.get("harness-error") and not outcomes.get("invalid"), summary["signatures"]
     assert outcomes.get("pass", 0) >= summary["cases"] // 2, outcomes
+
+
+def test_shifts_elu_leaky_relu_hardtanh_and_nextafter_translate_bit_for_bit():
+    """The ops of issue 18 through aot_autograd: shifts arrive as aten.__lshift__/__rshift__,
+    hardtanh as clamp, nextafter as itself, elu and leaky_relu decomposed (their aten forms
+    translate too, as aten.elu(x, alpha) without the decomposition table)."""
+    b = GraphBuilder()
+    f, f64, i = b.tensor((3, 4), "float32"), b.tensor((4,), "float64"), b.tensor((3, 4), "int32")
+    graph = b.build([b.add("elu", f, alpha=0.5), b.add("leaky_relu", f, negative_slope=0.2),
+                     b.add("hardtanh", f, min_val=-1.0, max_val=1.0), b.add("nextafter", f, f64),
+                     b.add("bitwise_left_shift", i, shift=31), b.add("bitwise_right_shift", i, shift=2)])
+    graph = replace(graph, inputs=tuple(replace(x, requires_grad=x.dtype.startswith("float")) for x in graph.inputs))
+    want, got = _aot_run(graph, _as_fx), _aot_run(graph, _via_ir)
+    assert len(got) == len(want) and all(_identical(g, w) for g, w in zip(got, want))
+    aten = torch.ops.aten
+    gm = torch.fx.symbolic_trace(lambda x: (aten.add.Tensor(aten.elu.default(x, 0.5), aten.leaky_relu.default(x, 0.1)),))
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            node.meta["val"] = torch.empty(3, 4)
+        elif node.op == "call_function":
+            node.meta["val"] = torch.empty(3, 4)
+    assert [n.op for n in translate(gm).graph.nodes] == ["elu", "leaky_relu", "add"]

@@ -194,3 +194,68 @@ def test_an_nvfuser_graph_is_judged_on_extra_input_sets_and_new_sizes_of_its_def
     assert tuple(compiled.run(inputs).outputs[0].shape) == (5,)
     result = run_case(graph, backend, extra_sets=True)
     assert result.outcome.value == "pass" and result.input_sets > 1, result.detail
+
+
+def test_new_strides_keep_the_memory_order_and_dense_dims_and_serve_the_same_nvfuser_definition():
+    """restrided_layout: a slice takes the other step, which keeps nvFuser's descriptor
+    (contiguity, stride order), so the definition serves the new strides (NvFuserCompiled.accepts
+    compares exactly this code); a static-size definition, whose code changes, falls back to new
+    values (job._input_set)."""
+    from fuzzfuse.backends.nvfuser import definition_code
+    from fuzzfuse.backends.nvfuser_emit import emit
+    from fuzzfuse.ir.values import restrided_layout
+
+    def code(graph: Graph) -> str:
+        return definition_code(emit(graph, "direct", [tuple(t.stride()) for t in make_inputs(graph)]).source)
+    assert restrided_layout(Layout("sliced", dim=1, step=2)) == Layout("sliced", dim=1, step=3)
+    assert restrided_layout(Layout("sliced", dim=0, step=3)) == Layout("sliced", dim=0, step=2)
+    assert restrided_layout(Layout("permuted", perm=(1, 0))) == Layout("permuted", perm=(1, 0))
+    b = GraphBuilder()
+    x = b.tensor([3, 4], "float32", Layout("sliced", dim=0, step=2))
+    y = b.tensor([3, 1, 4], "float32")
+    graph = b.build([b.add("add", b.add("unsqueeze", x, dim=1), y)])
+    variant = input_set(graph, 3, restrided=True)
+    strides = [tuple(t.stride()) for t in make_inputs(variant)]
+    assert [tuple(t.stride()) for t in make_inputs(graph)] == [(8, 1), (4, 4, 1)] and strides == [(12, 1), (4, 4, 1)]
+    assert code(variant) == code(graph)
+    static = lambda g: definition_code(emit(g, "direct", [tuple(t.stride()) for t in make_inputs(g)],  # noqa: E731
+                                            static_sizes=True).source)
+    assert static(input_set(graph, 6, resized=True, restrided=True)) != static(graph)
+
+
+def test_a_failure_on_new_strides_is_saved_as_its_own_case_holding_the_inputs_that_failed():
+    b = GraphBuilder()
+    x = b.tensor([3, 4], "float32", Layout("sliced", dim=1, step=2), Values("normal", 0.0, 3))
+    graph = b.build([b.add("mul", x, 2.0)])
+    backend = get_backend("custom:tests.buggy_backends:StaleStrides")
+    assert run_case(graph, backend).outcome.value == "pass"
+    found = run_case(graph, backend, extra_sets=True)
+    assert found.outcome.value == "mismatch", found.detail
+    assert found.graph.inputs[0].layout == Layout("sliced", dim=1, step=3) and found.reshaped_sets >= 1
+    assert "extra input set 3 of a graph" in found.detail
+    assert run_case(found.graph, get_backend("eager")).outcome.value == "pass"
+
+
+@pytest.mark.gpu
+def test_an_nvfuser_definition_reruns_a_slice_of_another_step_and_gets_it_right():
+    """nvFuser's executor cache on new strides of the declared contiguity (the lead's GPU run;
+    skipped without nvfuser_direct): the definition compiled for a step-2 slice runs a step-3 one."""
+    from fuzzfuse.backends import Unavailable
+    from fuzzfuse.backends.nvfuser import NvFuserBackend
+    from fuzzfuse.ir import run_eager
+    backend = NvFuserBackend()
+    try:
+        backend.check_available()
+    except Unavailable as e:
+        pytest.skip(str(e))
+    b = GraphBuilder()
+    x = b.tensor([4, 129], "float32", Layout("sliced", dim=1, step=2))
+    graph = b.build([b.add("sum", b.add("mul", x, x), dims=[1], keepdim=False)])
+    compiled = backend.compile(graph)
+    assert compiled.run(make_inputs(graph, "cuda")).fused
+    variant = input_set(graph, 3, restrided=True)
+    inputs = make_inputs(variant, "cuda")
+    assert variant.inputs[0].layout.step == 3 and compiled.accepts(variant, inputs)
+    torch.testing.assert_close(compiled.run(inputs).outputs[0], run_eager(variant, inputs)[0])
+    result = run_case(graph, backend, extra_sets=True)
+    assert result.outcome.value == "pass" and result.reshaped_sets >= 1, result.detail

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from fuzzfuse.ir import (DTYPES, Graph, GraphError, Layout, TensorInput, Values, ValueType, make_input, make_inputs,
                          run_eager)
 from fuzzfuse.ir.builder import GraphBuilder, layer_norm, layer_norm_backward
-from fuzzfuse.ir.types import dtype_name, result_type
+from fuzzfuse.ir.ops import OPS
+from fuzzfuse.ir.types import COMPUTE_DTYPES, FP8_DTYPES, dtype_name, result_type
 from fuzzfuse.ir.values import special_values
 from fuzzfuse.strategies import GenConfig, ShapeConfig, batch_features, generate, graphs
 
@@ -64,7 +65,7 @@ _KINDS = ["dim", "zero", "scalar"]
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(sorted(DTYPES)), st.sampled_from(_KINDS), st.sampled_from(sorted(DTYPES)),
+@given(st.sampled_from(COMPUTE_DTYPES), st.sampled_from(_KINDS), st.sampled_from(COMPUTE_DTYPES),
        st.sampled_from(_KINDS))
 def test_result_type_matches_torch(dtype_a, kind_a, dtype_b, kind_b):
     """Pairwise promotion across tensors, zero-dim tensors and wrapped Python scalars."""
@@ -119,16 +120,27 @@ def test_special_values_appear_and_match_dtype():
 def test_seeded_values_are_pinned_byte_for_byte():
     """Every committed case names its inputs by seed: the bytes a seed gives must never change
     (a faster generator must give the same values)."""
+    # The dtypes of the first schema, pinned as they were; later dtypes are pinned apart below.
+    assert _seeded_digest(("bfloat16", "bool", "float16", "float32", "float64", "int32", "int64")) == \
+        "36e5d01bb122f1ab70afa88b94b46240c3bdfd1bbaf3c4d6cfa7d06d18ff7f27"
+
+
+def test_seeded_values_of_8_and_16_bit_dtypes_are_pinned_too():
+    assert _seeded_digest(("int8", "int16", "uint8", "float8_e4m3fn", "float8_e5m2")) == \
+        "1c1dd8d676fc7c3c61e126580893870765cc07a625c260d8cec98fb72325862b"
+
+
+def _seeded_digest(dtypes: tuple[str, ...]) -> str:
     import hashlib
     from fuzzfuse.ir import Values
     digest = hashlib.sha256()
-    for dtype in sorted(DTYPES):
+    for dtype in dtypes:
         for dist in ("normal", "uniform", "arange"):
             for specials in (0.0, 0.3):
                 t = make_input(TensorInput("x0", (5, 13), dtype, values=Values(dist=dist, seed=7, specials=specials,
                                                                                  scale=3.0)))
                 digest.update(t.contiguous().view(-1).view(torch.uint8).numpy().tobytes())
-    assert digest.hexdigest() == "36e5d01bb122f1ab70afa88b94b46240c3bdfd1bbaf3c4d6cfa7d06d18ff7f27"
+    return digest.hexdigest()
 
 
 def test_corrupt_graph_json_is_rejected_without_running_anything():
@@ -184,3 +196,53 @@ def test_float64_arbiter_runs_graphs_mixing_default_float_results():
     g = b.build([b.add("lerp", b.add("relu", x), b.add("exp", m), 0.5)])
     outs, _ = run_eager(g, make_inputs(g), upcast=True)
     assert outs[0].dtype == torch.float64
+
+
+def test_fp8_is_drawn_only_where_a_backend_declares_it_and_only_cast_or_viewed():
+    """eager computes nothing on fp8 (no add, neg or amax kernel), so only casts and views take it;
+    and only a backend that declares fp8 (nvFuser) draws it: no CPU backend does."""
+    from fuzzfuse.backends import get_backend
+    from fuzzfuse.backends.nvfuser import NvFuserBackend
+    from fuzzfuse.ir.ops import FP8_KINDS
+    from fuzzfuse.strategies import Features
+    assert not set(FP8_DTYPES) & set(Features().dtypes)
+    for name in ("eager", "torchscript:nnc", "torchscript:onednn", "inductor"):
+        assert not set(FP8_DTYPES) & set(get_backend(name).features.dtypes), name
+    assert set(FP8_DTYPES) <= set(NvFuserBackend.features.dtypes)
+    config = GenConfig(features=NvFuserBackend.features)
+    seen = 0
+    for seed in range(150):
+        g = generate(seed, config)
+        types = g.infer_types()
+        for n in g.nodes:
+            if any(isinstance(a, str) and types[a].dtype in FP8_DTYPES for a in n.args):
+                assert OPS[n.op].kind in FP8_KINDS, (n.op, seed)
+                seen += 1
+        inputs = make_inputs(g)
+        run_eager(g, inputs)
+        run_eager(g, inputs, upcast=True)
+    assert seen > 20
+
+
+def test_8_and_16_bit_integers_promote_reduce_and_shift_as_eager_does():
+    """The new integer dtypes in the ops a known CPU codegen weak spot touches: min/max/sum/prod
+    reductions, casts both ways, shifts by every defined amount, mixed with other dtypes."""
+    for dtype in ("int8", "int16", "uint8"):
+        bits = DTYPES[dtype].itemsize * 8
+        for op, at in [("amax", {"dims": [1], "keepdim": False}), ("amin", {"dims": [0, 1], "keepdim": True}),
+                       ("sum", {"dims": [1], "keepdim": False}), ("prod", {"dim": 0, "keepdim": False}),
+                       ("cast", {"dtype": "float16"}), ("bitwise_left_shift", {"shift": bits - 1}),
+                       ("bitwise_right_shift", {"shift": 1})]:
+            b = GraphBuilder()
+            x = b.tensor((5, 7), dtype, values=Values(specials=0.5, seed=3))
+            y = b.add(op, x, **at)
+            g = b.build([y, b.add("add", y, b.tensor((1,), "int32" if op != "cast" else "float32"))])
+            types = g.infer_types()
+            for name, value in zip(g.outputs, run_eager(g, make_inputs(g))[0]):
+                assert (tuple(value.shape), dtype_name(value.dtype)) == (types[name].shape, types[name].dtype)
+        with pytest.raises(GraphError):
+            b = GraphBuilder()
+            b.add("bitwise_left_shift", b.tensor((3,), dtype), shift=bits)  # undefined in eager's docs
+    info = torch.iinfo(torch.uint8)
+    assert set(special_values("uint8")) >= {info.min, info.max} and -1 not in special_values("uint8")
+    assert {-128, 127, 0} <= set(special_values("int8"))

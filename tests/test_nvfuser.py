@@ -17,10 +17,11 @@ from fuzzfuse.backends.nvfuser_recipes import RECIPES
 from fuzzfuse.ir import OPS, DTYPES, Graph, Layout, Values
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.ir.graph import GraphError
-from fuzzfuse.ir.types import FLOAT_DTYPES, INT_DTYPES, ValueType
+from fuzzfuse.ir.types import FLOAT_DTYPES, FP8_DTYPES, INT_DTYPES, ValueType
 from fuzzfuse.strategies import Features, GenConfig, generate
 
-ALL_DTYPES = tuple(DTYPES)
+# The dtypes nvFuser takes (its backend's declared features): no 8/16-bit integers, fp8 for casts.
+ALL_DTYPES = NvFuserBackend.features.dtypes
 
 
 # ---- one small graph family per op and dtype (shared by the CPU and GPU tests) --------------------
@@ -46,6 +47,11 @@ def lowers(graph: Graph) -> bool:
     return True
 
 
+# Attributes of the unary ops that take some (their edges: the widest defined shift of int32).
+UNARY_ATTRS = {"bitwise_left_shift": {"shift": 31}, "bitwise_right_shift": {"shift": 3}, "elu": {"alpha": 0.5},
+               "leaky_relu": {"negative_slope": 0.2}, "hardtanh": {"min_val": -0.5, "max_val": 2.5}}
+
+
 def op_cases(name: str, dtype: str, shape: tuple[int, ...] = (4, 7), specials: float = 0.1) -> list[Graph]:
     """Small graphs applying op `name` to `dtype` operands: tensors, broadcast partners, Python
     constants, runtime scalars and a mixed-dtype partner. Empty when eager rejects the dtype."""
@@ -57,7 +63,7 @@ def op_cases(name: str, dtype: str, shape: tuple[int, ...] = (4, 7), specials: f
         return b.tensor(s, dt, values=_values(k, specials))
 
     if op.kind in ("unary", "normalization"):
-        at = {"dim": -1} if op.kind == "normalization" else {}
+        at = {"dim": -1} if op.kind == "normalization" else UNARY_ATTRS.get(name, {})
         graphs.append(_try(lambda b: b.add(name, x(b), **at)))
         graphs.append(_try(lambda b: b.add(name, x(b, s=()), **at)) if op.kind == "unary" else None)
     elif op.kind == "binary":
@@ -177,7 +183,8 @@ KNOWN_OPS: dict[str, set[str]] = {
                           "isfinite signbit silu exp exp2 expm1 log log2 log10 log1p sqrt rsqrt reciprocal sin "
                           "cos tan tanh sigmoid erf set add sub mul truediv div pow maximum minimum remainder "
                           "fmod atan2 eq ne lt le gt ge logical_and logical_or bitwise_and bitwise_or "
-                          "bitwise_xor where clamp lerp addcmul expand").split()},
+                          "bitwise_xor where clamp lerp addcmul expand bitwise_left_shift bitwise_right_shift "
+                          "nextafter").split()},
     "sum": {"dims", "keepdim", "dtype"}, "prod": {"dims", "keepdim", "dtype"}, "max": {"dims", "keepdim", "dtype"},
     "min": {"dims", "keepdim", "dtype"}, "var": {"dims", "correction", "keepdim"},
     "cast": {"dtype"}, "broadcast": {"is_broadcast_dim"}, "permute": {"dims"}, "reshape": {"new_shape"},
@@ -286,7 +293,7 @@ _TORCH_OPS = {
                                       "isinf exp exp2 expm1 log log2 log10 log1p sqrt rsqrt reciprocal sin cos tan "
                                       "tanh sigmoid erf add sub mul pow maximum minimum remainder fmod atan2 eq ne "
                                       "lt le gt ge logical_and logical_or bitwise_and bitwise_or bitwise_xor where "
-                                      "clamp lerp").split()},
+                                      "clamp lerp bitwise_left_shift bitwise_right_shift nextafter").split()},
     **{n: (lambda f: lambda a, b: f(*(v if isinstance(v, torch.Tensor) else torch.tensor(v) for v in (a, b))))(
         getattr(torch, n)) for n in ("maximum", "minimum", "atan2", "logical_and", "logical_or")},
     "silu": torch.nn.functional.silu, "set": lambda x: x.clone(), "truediv": torch.true_divide, "div": _trunc_div,
@@ -398,7 +405,7 @@ def _nv_combine(higher: str | None, lower: str | None) -> str | None:
 _NV_SAME = set("permute set segment_set abs relu floor ceil round trunc frac sign bitwise_not".split())
 _NV_BOOL = set("isnan isinf isfinite signbit logical_not eq ne lt le gt ge logical_and logical_or".split())
 _NV_FLOAT = set("exp exp2 expm1 log log2 log10 log1p sqrt rsqrt reciprocal sin cos tan tanh sigmoid erf silu "
-                "truediv atan2".split())
+                "truediv atan2 nextafter".split())
 
 
 class NvDtypeFusionDefinition:
@@ -533,11 +540,37 @@ def test_every_registry_op_declares_a_usable_lowering():
             assert spec in KNOWN_OPS, f"{name} lowers to fd.ops.{spec}, which nvfuser_direct lacks"
 
 
+# (op, result dtype) pairs eager takes and nvFuser cannot express: the emitter says Unsupported.
+NOT_LOWERED = {("nextafter", "float16"), ("nextafter", "bfloat16")}
+
+
+def expressible(graph: Graph) -> bool:
+    types = graph.infer_types()
+    return not any((n.op, types[n.name].dtype) in NOT_LOWERED for n in graph.nodes)
+
+
+def nvfuser_op_cases(name: str, dtype: str, **kwargs) -> list[Graph]:
+    """op_cases that nvFuser can express."""
+    return [g for g in op_cases(name, dtype, **kwargs) if expressible(g)]
+
+
+def test_what_nvfuser_cannot_express_is_unsupported_not_emitted_wrongly():
+    inexpressible = [g for name, dtype in NOT_LOWERED for g in op_cases(name, dtype) if not expressible(g)]
+    assert inexpressible
+    for graph in inexpressible:
+        with pytest.raises(Unsupported):
+            emit(graph)
+    b = GraphBuilder()
+    graph = b.build([b.add("neg", b.tensor((3,), "int8"))])
+    with pytest.raises(Unsupported, match="no DataType for int8"):
+        emit(graph)
+
+
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_every_op_lowers_for_every_dtype_it_accepts(name):
     covered = 0
     for dtype in ALL_DTYPES:
-        for graph in filter(lowers, op_cases(name, dtype)):
+        for graph in filter(lowers, nvfuser_op_cases(name, dtype)):
             types = graph.infer_types()
             for style in STYLES:
                 em = emit(graph, style)
@@ -699,7 +732,7 @@ def test_nvfuser_promotion_model_matches_torch_result_type():
     constants of scalar_dtype(compute)), gives PyTorch's dtype for every pair of non-half dtypes
     and ranks. A full reduction's output is not modelled (None) where its rank decides."""
     from fuzzfuse.backends.nvfuser_dtypes import Val, nv_common_dtype, scalar_dtype
-    plain = [d for d in ALL_DTYPES if d not in ("float16", "bfloat16")]
+    plain = [d for d in ALL_DTYPES if d not in ("float16", "bfloat16") + FP8_DTYPES]
     name = lambda dt: str(dt).removeprefix("torch.")  # noqa: E731
     for a, b in itertools.product(plain, repeat=2):
         for ra, rb in itertools.product([(3,), ()], repeat=2):
@@ -845,8 +878,8 @@ def test_emitted_script_is_standalone_python():
 
 def test_random_graphs_emit_and_execute_on_the_fake():
     for seed in range(150):
-        graph = generate(seed)
-        if not lowers(graph):
+        graph = generate(seed, GenConfig(features=NvFuserBackend.features))
+        if not expressible(graph) or not lowers(graph):
             continue
         for style in STYLES:
             fd = fake_run(emit(graph, style).source)
@@ -860,9 +893,11 @@ def test_coverage_focus_graphs_emit_and_execute_on_the_fake(scheduler):
     import dataclasses
     recipe = dict(NvFuserBackend.coverage_focus[scheduler])
     shapes = dataclasses.replace(NvFuserBackend.shapes, **recipe.pop("shapes", {}))
-    config = GenConfig(features=dataclasses.replace(Features(), **recipe), shapes=shapes)
+    config = GenConfig(features=dataclasses.replace(NvFuserBackend.features, **recipe), shapes=shapes)
     for seed in range(40):
         graph = generate(seed, config)
+        if not expressible(graph):
+            continue
         for style in STYLES:
             fd = fake_run(emit(graph, style).source)
             assert len(fd.outputs) == len(graph.outputs)
@@ -882,7 +917,7 @@ def test_emitted_math_matches_eager_when_evaluated_with_torch(name):
         # variance of 1e38s overflows in CUDA's float accumulation, not in the CPU's double one;
         # CPU's vectorized fmod (a - trunc(a / b) * b) is NaN for fmod(DBL_MAX, 0.5).
         specials = 0.0 if name in ("var", "std", "div_floor", "var_mean") else 0.1
-        for graph in filter(lowers, op_cases(name, dtype, specials=specials)):
+        for graph in filter(lowers, nvfuser_op_cases(name, dtype, specials=specials)):
             inputs = make_inputs(graph)
             eager, tainted = run_eager(graph, inputs)
             ref64, _ = run_eager(graph, inputs, upcast=True)
@@ -953,6 +988,49 @@ def test_half_ops_nvfuser_cannot_compile_are_upcast_even_in_direct_style():
     b = GraphBuilder()
     graph = b.build([b.add("abs", b.tensor((3, 5), "float16"))])
     assert "fd.ops.abs(T0)" in emit(graph, "direct").source and "Float" not in emit(graph, "direct").source
+
+
+def test_the_faithful_style_lowers_every_op_on_its_native_dtype_without_workarounds():
+    """What direct works around (NO_HALF upcasts, INT_IDENTITY sets), faithful emits as is; where
+    direct has nothing to work around, the two are the same program."""
+    for op, dtype, at in [("relu", "float16", {}), ("floor", "bfloat16", {}), ("sum", "float16", {"dims": [0], "keepdim": False}),
+                          ("hardtanh", "float16", {"min_val": -1.0, "max_val": 1.0})]:
+        b = GraphBuilder()
+        graph = b.build([b.add(op, b.tensor((3, 5), dtype), **at)])
+        direct, faithful = emit(graph, "direct").source, emit(graph, "faithful").source
+        assert "T1 = fd.ops.cast(T0, dtype=DataType.Float)" in direct, op
+        assert "fd.ops.cast(T0, dtype=DataType.Float)" not in faithful and f"(T0" in faithful, (op, faithful)
+    b = GraphBuilder()
+    graph = b.build([b.add("floor", b.tensor((3,), "int64"))])
+    assert "fd.ops.set(T0)" in emit(graph, "direct").source
+    assert "fd.ops.floor(T0)" in emit(graph, "faithful").source
+    b = GraphBuilder()
+    graph = b.build([b.add("exp", b.tensor((3,), "float16"))])
+    assert emit(graph, "direct").source.replace("direct", "faithful") == emit(graph, "faithful").source
+
+
+def test_new_elementwise_ops_lower_to_nvfusers_own_ops_or_their_aten_formulas():
+    b = GraphBuilder()
+    x, f = b.tensor((3, 4), "int32"), b.tensor((3, 4), "float32")
+    graph = b.build([b.add("bitwise_left_shift", x, shift=31), b.add("bitwise_right_shift", x, shift=3),
+                     b.add("elu", f, alpha=0.5), b.add("leaky_relu", f, negative_slope=0.2),
+                     b.add("hardtanh", f, min_val=-1.0, max_val=1.0), b.add("nextafter", f, b.tensor((4,), "float64"))])
+    src = emit(graph).source
+    assert "fd.define_scalar(31, dtype=DataType.Int)" in src and "fd.ops.bitwise_left_shift(T0, S" in src
+    assert "fd.ops.bitwise_right_shift(T0, S" in src
+    assert "fd.ops.expm1(T1)" in src and "fd.define_scalar(0.5, dtype=DataType.Float)" in src
+    assert "fd.ops.clamp(T1, " in src and "fd.ops.nextafter(T" in src
+    assert src.count("fd.ops.where(") == 2
+    fake_run(src)
+
+
+def test_fp8_inputs_and_casts_emit_with_nvfusers_fp8_datatypes():
+    b = GraphBuilder()
+    x = b.tensor((3, 4), "float8_e4m3fn")
+    graph = b.build([b.add("cast", b.add("cast", x, dtype="float32"), dtype="float8_e5m2")])
+    src = emit(graph, "faithful").source
+    assert "dtype=DataType.Float8_e4m3fn" in src and "fd.ops.cast(T1, dtype=DataType.Float8_e5m2)" in src
+    fake_run(src)
 
 
 def test_rounding_ops_on_integers_are_the_identity():
@@ -1043,7 +1121,7 @@ def gpu_job(job: dict) -> dict:
     if "graph" in job:
         graph = Graph.from_json(job["graph"])
     else:
-        graph = generate(job["seed"], GenConfig(shapes=NvFuserBackend.shapes))
+        graph = generate(job["seed"], GenConfig(features=NvFuserBackend.features, shapes=NvFuserBackend.shapes))
     _GPU_BACKEND.style = job["style"]
     try:
         res = run_case(graph, _GPU_BACKEND)
@@ -1063,9 +1141,9 @@ def gpu_jobs(seeds: int = 300) -> list[dict]:
     jobs: list[dict] = []
     for name in OPS:
         for dtype in ALL_DTYPES:
-            for k, graph in enumerate(filter(lowers, op_cases(name, dtype))):
+            for k, graph in enumerate(filter(lowers, nvfuser_op_cases(name, dtype))):
                 bodies = {st: emit(graph, st).source.split("\n", 2)[2] for st in STYLES}
-                for style in (STYLES if bodies["direct"] != bodies["upcast"] else ("direct",)):
+                for style in dict((body, st) for st, body in reversed(bodies.items())).values():
                     jobs.append({"id": len(jobs), "tag": f"{name}/{dtype}/{k}", "op": name, "dtype": dtype,
                                  "style": style, "graph": graph.to_json()})
     for tag, graph in reduced_operand_cases(ops=("add", "maximum", "lt", "div"),

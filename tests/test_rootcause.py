@@ -259,3 +259,20 @@ def test_a_message_that_names_no_cause_keeps_the_reduced_graph_key():
     specific = Signature("crash", "aot:onednn", "compile", "RuntimeError", "torch/nn/modules/module.py:_call_impl",
                          "IValue is not a Scalar")
     assert root_cause_key(specific) == "message|onednn|IValue is not a Scalar"
+
+
+def test_the_faithful_styles_missing_overloads_are_one_root_cause_whatever_the_op_and_half_dtype():
+    """nvFuser's runtime has no __half/__bfloat overload of several pointwise functions (what
+    nvfuser_dtypes.NO_HALF works around, and the faithful style exposes). Their NVRTC first
+    errors differ only by the function, which is the op's own name: fold() folds registry op
+    names, so relu, ceil and round on either half dtype are one key, found and reduced once. A
+    function named otherwise (fmax, what amax/maximum lower to) keys apart: a separate overload."""
+    template = ERRORS["nvrtc_shfl_xor_half"]["text"]
+    def nvrtc(function: str, dtype: str) -> Signature:
+        text = template.replace('"__shfl_xor_sync"', f'"{function}"', 1).replace("nvf::__half", dtype, 1)
+        return exception_signature("nvfuser", "compile", "RuntimeError", text)
+    keys = {root_cause_key(nvrtc(f, d)) for f in ("relu", "ceil", "round") for d in ("nvf::__half", "nvf::__bfloat")}
+    assert len(keys) == 1
+    assert keys.pop().endswith("CUDA NVRTC compile error: no instance of overloaded function OP matches the argument list")
+    assert len({nvrtc(f, "nvf::__half").key() for f in ("relu", "ceil")}) == 2  # the reducer keeps the op
+    assert root_cause_key(nvrtc("fmax", "nvf::__half")) != root_cause_key(nvrtc("relu", "nvf::__half"))

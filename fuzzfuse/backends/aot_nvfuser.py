@@ -104,6 +104,7 @@ class AotNvFuserBackend(NvFuserBackend):
     # One FusionDefinition per FX graph inside aot_autograd: run() compiles again each time.
     reuses_compiled = False
     reruns_new_sizes = False
+    reruns_new_strides = False
 
     def compile(self, graph: Graph, **options) -> Compiled:
         return Compiled(self, graph, options)

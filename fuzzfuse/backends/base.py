@@ -109,6 +109,9 @@ class Backend:
     # Whether that code also runs on new sizes of the same rank (symbolic sizes, as nvFuser's
     # definitions have); `Compiled.accepts` decides per graph.
     reruns_new_sizes: bool = False
+    # Whether it also runs on inputs of other strides of the same memory order and dense dims (a
+    # slice of another step: values.restrided_layout); `Compiled.accepts` decides per input set.
+    reruns_new_strides: bool = False
     # Whether the fuser promises eager's output strides (torch.compile does): campaigns then check
     # strides by default, where eager's own layout is not arbitrary (oracle.strides_defined).
     promises_strides: bool = False

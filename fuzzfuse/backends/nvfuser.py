@@ -29,9 +29,9 @@ import torch
 
 from ..ir import OPS, Graph, TensorInput
 from ..ir.types import DTYPES, INT_DTYPES
-from ..strategies import ShapeConfig
+from ..strategies import Features, ShapeConfig
 from .base import Backend, BackendError, Compiled, RunResult, Unavailable, machine_versions
-from .nvfuser_dtypes import INT_IDENTITY
+from .nvfuser_dtypes import INT_IDENTITY, NV_DTYPE
 from .nvfuser_emit import STYLES, Emission, Unsupported, emit
 
 _KERNEL = re.compile(r"__global__ void nvfuser_([a-z_]+?)_f\d+_c\d+_r\d+_g(\d+)\(")
@@ -112,10 +112,13 @@ class NvFuserBackend(Backend):
            "NVFUSER_ENABLE": os.environ.get("NVFUSER_ENABLE", "fuse_matmul")}
     # Campaigns draw one per case (recorded in the case's options).
     styles = STYLES
+    # The dtypes nvfuser_direct defines tensors of: fp8 too, no 8/16-bit integers (nvfuser_dtypes).
+    features = Features(dtypes=tuple(d for d in DTYPES if d in NV_DTYPE))
     reference_route: str | None = None  # fuzzfuse.attribution: nothing beneath it to blame
     # A FusionDefinition executes again for microseconds, on new sizes too (NvFuserCompiled).
     reuses_compiled = True
     reruns_new_sizes = True
+    reruns_new_strides = True
     # Sizes that cross nvFuser's vectorization (inner dims not multiples of 2/4/8: 7, 127, 129,
     # 1025), block (>1024) and persistence limits (an inner reduction of 65539 fp32 values does
     # not fit registers or shared memory), mixed with the generator's small dims (1 = broadcast).

@@ -16,8 +16,11 @@ import torch
 from ..ir.types import DTYPES, INT_DTYPES, is_float
 
 # fuzzfuse dtype name -> nvfuser_direct DataType member.
+# nvfuser_direct has no 8- or 16-bit integer DataType (python_direct/enum.cpp): int8, int16 and
+# uint8 tensors cannot enter a fusion, so the nvFuser backends do not draw them.
 NV_DTYPE = {"float32": "Float", "float16": "Half", "bfloat16": "BFloat16", "float64": "Double",
-            "int32": "Int32", "int64": "Int", "bool": "Bool"}
+            "int32": "Int32", "int64": "Int", "bool": "Bool",
+            "float8_e4m3fn": "Float8_e4m3fn", "float8_e5m2": "Float8_e5m2"}
 HALF = ("float16", "bfloat16")
 
 
@@ -103,6 +106,8 @@ def nv_common_dtype(vals: list[Val], float_op: bool = False, half_to_float: bool
     return ways.pop() if len(ways) == 1 else None
 
 
+# The workarounds below hold for the "direct" and "upcast" styles; the "faithful" style uses none
+# (nvfuser_emit.STYLES), so that this defect class is reported, once per root cause.
 # Measured on nvfuser_direct 0.2.36 (H200): ops that nvFuser accepts on Half/BFloat16 tensors but
 # cannot compile (NVRTC: "no instance of overloaded function relu matches (__half)", "no operator +
 # matches __half + __half" in the reduction). PyTorch computes these in float32 and rounds once, so even the
@@ -122,8 +127,8 @@ FLOAT_UNARY = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", 
 _BOOL = {"isnan", "isinf", "isfinite", "signbit", "logical_not", "eq", "ne", "lt", "le", "gt", "ge",
          "logical_and", "logical_or"}
 _PROMOTE = {"neg", "add", "sub", "mul", "pow", "maximum", "minimum", "remainder", "fmod", "bitwise_and",
-            "bitwise_or", "bitwise_xor", "div"}  # neg: Half in, Float out
-FLOAT_BINARY = {"truediv", "atan2"}
+            "bitwise_or", "bitwise_xor", "div", "bitwise_left_shift", "bitwise_right_shift"}  # neg: Half in, Float out
+FLOAT_BINARY = {"truediv", "atan2", "nextafter"}
 _ACCUMULATE = {"sum", "prod"}  # integers accumulate in int64, half in float32
 # Reductions whose output keeps the reduced axes (see Val.reduced).
 REDUCE = {"sum", "prod", "max", "min", "var"}

@@ -31,8 +31,12 @@ give for free:
   `div_floor_floating` / `div_floor_integer` step by step, mean is sum then division by the
   reduced numel, keepdim reductions reduce then broadcast back, softmax subtracts the max.
 
-Two styles (a per-case choice): "direct" applies each op to its operands' own dtypes; "upcast"
-(Thunder's) casts half/bfloat16 operands to float32 first. Both cast results back.
+Three styles (a per-case choice): "direct" applies each op to its operands' own dtypes; "upcast"
+(Thunder's) casts half/bfloat16 operands to float32 first. Both work around what nvFuser cannot
+compile (`nvfuser_dtypes.NO_HALF`, `INT_IDENTITY`), so that campaigns reach deeper graphs.
+"faithful" is "direct" without the workarounds: every op on its native dtype, so that the class
+of defects they hide is reported (once: `rootcause` keys an NVRTC error by its first compiler
+error with op names folded out). All cast results back.
 """
 from __future__ import annotations
 
@@ -51,7 +55,7 @@ from .nvfuser_dtypes import (DT, FLOAT_BINARY, FLOAT_UNARY, HALF, INT_IDENTITY, 
                              scalar_dtype)
 from .nvfuser_recipes import RECIPES
 
-STYLES = ("direct", "upcast")
+STYLES = ("direct", "upcast", "faithful")
 # Runtime scalar inputs are defined with the dtype of their Python kind (what fd.execute gets).
 SCALAR_INPUT_DTYPE = {"float": "float64", "int": "int64", "bool": "bool"}
 
@@ -108,6 +112,8 @@ def _src(x: Arg) -> str:
     if isinstance(x, Val):
         return x.name
     if isinstance(x, DT):
+        if x.dtype not in NV_DTYPE:
+            raise Unsupported(f"nvfuser_direct has no DataType for {x.dtype}")
         return f"DataType.{NV_DTYPE[x.dtype]}"
     if isinstance(x, (list, tuple)):
         return "[" + ", ".join(_src(v) for v in x) + "]"
@@ -165,6 +171,8 @@ class NvFuserEmitter:
             raise ValueError(f"unknown emission style {style!r}; one of {STYLES}")
         self.graph = graph
         self.style = style
+        # The direct and upcast styles work around what nvFuser cannot compile; faithful does not.
+        self.workarounds = style != "faithful"
         self.static_sizes = static_sizes
         self.strides = strides
         self.types = graph.infer_types()
@@ -234,7 +242,7 @@ class NvFuserEmitter:
         return self.scalar(x, compute)
 
     def upcast(self, v: Val, op: str = "") -> Val:
-        if v.dtype in HALF and (self.style == "upcast" or op in NO_HALF):
+        if v.dtype in HALF and (self.style == "upcast" or (op in NO_HALF and self.workarounds)):
             return self.cast(v, "float32")
         return v
 
@@ -284,6 +292,8 @@ class NvFuserEmitter:
         return Emission(source, self.style, [i.name for i in self.graph.inputs], self.notes)
 
     def define_tensor(self, spec: TensorInput, strides: tuple[int, ...]) -> Val:
+        if spec.dtype not in NV_DTYPE:
+            raise Unsupported(f"{spec.name}: nvfuser_direct has no DataType for {spec.dtype}")
         contiguity, stride_order = tensor_descriptor(spec.shape, strides)
         shape = [1 if s == 1 else (s if self.static_sizes else -1) for s in spec.shape]
         # As nvFuser's own repro scripts: stride_order only when it is not the row-major default.
@@ -312,7 +322,7 @@ class NvFuserEmitter:
 
     def elementwise(self, name: str, args: list, out: ValueType) -> Val:
         compute = _compute_dtype(args)
-        if name in INT_IDENTITY and args[0].dtype in INT_DTYPES:
+        if name in INT_IDENTITY and args[0].dtype in INT_DTYPES and self.workarounds:
             return self.op("set", args[0], shape=out.shape)
         operands = [self.operand(a, compute, name) for a in args]
         return self.result(self.op(name, *operands, shape=out.shape), out.dtype)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..ir.graph import Node
 from ..ir.types import ValueType, is_float, normalize_dims
+from ..verdict import Unsupported
 from .nvfuser_dtypes import DT, HALF, Val, scalar_dtype
 
 if TYPE_CHECKING:
@@ -89,6 +90,63 @@ def _div_floor(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val
     res = e.op("where", e.op("ne", div, zero, shape=shape), floor, signed_zero, shape=shape)
     res = e.op("where", e.op("eq", b, zero, shape=b.shape), quotient, res, shape=shape)
     return e.result(res, c)
+
+
+def _shift(fd_op: str) -> Recipe:
+    """fd.ops.bitwise_left_shift / bitwise_right_shift by the constant amount (int64, as a Python
+    int is in PyTorch), on the operand's own integer dtype."""
+    def lower(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
+        x = args[0]
+        return e.result(e.op(fd_op, x, e.const(node.attrs["shift"], "int64"), shape=out.shape), out.dtype)
+    return lower
+
+
+RECIPES["bitwise_left_shift"] = _shift("bitwise_left_shift")
+RECIPES["bitwise_right_shift"] = _shift("bitwise_right_shift")
+
+
+def _positive(e: NvFuserEmitter, x: Val, k: str) -> Val:
+    return e.op("gt", x, e.const(0.0, k), shape=x.shape)
+
+
+@recipe("elu")
+def _elu(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
+    """ATen's elu (scale and input_scale 1): x > 0 ? x : alpha * expm1(x); NaN takes the second
+    branch and stays NaN. nvFuser has no elu (Thunder writes the same where)."""
+    x, c = e.upcast(args[0]), out.dtype
+    k = scalar_dtype(c)
+    negative = e.op("mul", e.op("expm1", x, shape=x.shape), e.const(node.attrs["alpha"], k), shape=x.shape)
+    return e.result(e.op("where", _positive(e, x, k), x, negative, shape=out.shape), c)
+
+
+@recipe("leaky_relu")
+def _leaky_relu(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
+    """ATen's leaky_relu: x > 0 ? x : x * negative_slope."""
+    x, c = e.upcast(args[0]), out.dtype
+    k = scalar_dtype(c)
+    negative = e.op("mul", x, e.const(node.attrs["negative_slope"], k), shape=x.shape)
+    return e.result(e.op("where", _positive(e, x, k), x, negative, shape=out.shape), c)
+
+
+@recipe("hardtanh")
+def _hardtanh(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
+    """ATen's hardtanh is clamp(x, min_val, max_val) (NaN passes through)."""
+    c = out.dtype
+    x = e.upcast(args[0], "clamp")
+    lo, hi = (e.scalar(node.attrs[k], c) for k in ("min_val", "max_val"))
+    return e.result(e.op("clamp", x, lo, hi, shape=out.shape), c)
+
+
+@recipe("nextafter")
+def _nextafter(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
+    """fd.ops.nextafter on both operands in the result dtype (as TensorIterator converts them).
+    nvFuser's nextafter is single/double precision only (csrc/ops/arith.h): on half it would step
+    in float32 and round back, which is not PyTorch's half nextafter, so half is unsupported."""
+    c = out.dtype
+    if c in HALF:
+        raise Unsupported(f"nextafter on {c}: nvFuser's nextafter is float32/float64 only")
+    a, b = (e.cast(x, c) for x in args)
+    return e.result(e.op("nextafter", a, b, shape=out.shape), c)
 
 
 @recipe("where")

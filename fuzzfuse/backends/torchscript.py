@@ -257,10 +257,11 @@ class NNCBackend(_ScriptedBackend):
     def __init__(self, device: str | None = None):
         self.device = device or _default_device()
         # Cases NNC declines wholesale test nothing: draw the ops it fuses, two at least, and on CPU
-        # no fp16/bf16 (NNC declines both there; on CUDA it fuses them).
+        # no fp16/bf16 (NNC declines both there; on CUDA it fuses them) and no uint8 (measured on
+        # torch 2.13 CPU: no chain of add, mul, abs, sum or casts over uint8 fused; int8/int16 do).
         dtypes = Features().dtypes
         if self.device == "cpu":
-            dtypes = tuple(d for d in dtypes if d not in ("float16", "bfloat16"))
+            dtypes = tuple(d for d in dtypes if d not in ("float16", "bfloat16", "uint8"))
         self.features = Features(ops=fused_by("nnc"), dtypes=dtypes, min_ops=2)
 
     def check_available(self) -> None:

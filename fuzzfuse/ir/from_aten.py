@@ -167,6 +167,32 @@ def _addcmul(t, a, b, c, value=1):
     return t.add("addcmul", a, b, c, value=float(value))
 
 
+def _shift(op: str) -> Handler:
+    """x << k and x >> k (aten's __lshift__/__rshift__, which `x << k` traces to, and
+    bitwise_*_shift) by a constant k: the IR's shift amount is an attribute."""
+    def handler(t, x, amount):
+        if not isinstance(amount, int) or isinstance(amount, bool) or not isinstance(x, str):
+            raise Unsupported(f"aten.{op} by {type(amount).__name__} has no IR form (a constant int amount has)")
+        return t.add(op, x, shift=amount)
+    return handler
+
+
+ATEN["__lshift__"] = ATEN["bitwise_left_shift"] = _shift("bitwise_left_shift")
+ATEN["__rshift__"] = ATEN["bitwise_right_shift"] = _shift("bitwise_right_shift")
+
+
+@aten("elu")
+def _elu(t, x, alpha=1.0, scale=1.0, input_scale=1.0):
+    if scale != 1 or input_scale != 1:
+        raise Unsupported(f"elu(scale={scale}, input_scale={input_scale}) has no IR form")
+    return t.add("elu", x, alpha=float(alpha))
+
+
+aten("leaky_relu")(lambda t, x, negative_slope=0.01: t.add("leaky_relu", x, negative_slope=float(negative_slope)))
+aten("hardtanh")(lambda t, x, min_val=-1.0, max_val=1.0: t.add("hardtanh", x, min_val=float(min_val),
+                                                                max_val=float(max_val)))
+
+
 # ---- views and copies ---------------------------------------------------------------------------
 @aten("alias", "clone", "detach", "lift_fresh_copy", "contiguous")
 def _identity(t, x, **kwargs):

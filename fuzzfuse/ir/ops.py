@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-from .types import (DTYPES, FLOAT_DTYPES, INT_DTYPES, ValueType, broadcast_shapes, category, is_float,
-                    normalize_dims, result_type, to_float)
+from .types import (DTYPES, FLOAT_DTYPES, FP8_DTYPES, INT_DTYPES, ValueType, broadcast_shapes, category,
+                    is_float, normalize_dims, result_type, to_float)
 
 Types = list[ValueType]
 Attrs = dict[str, Any]
@@ -76,22 +76,35 @@ OPS: dict[str, Op] = {}
 # an elementwise set plus sum/softmax/log_softmax; it declines fp16/bf16 on CPU, views other than
 # unsqueeze, and the other reductions. oneDNN Graph (LLGA) maps few aten ops and forms partitions
 # only around an anchor (add, mul, div, softmax) whose result has no other use: a unary op joins
-# one (before or after it), never another unary.
+# one (before or after it), never another unary. Measured the same way for the ops of issue 18
+# (NNC: float32/float64 and int8/int16/int32/int64/uint8; oneDNN: float32/bfloat16): both fuse elu,
+# leaky_relu and hardtanh; NNC fuses the shifts written `x << k` (not torch.bitwise_left_shift),
+# except on uint8; neither fuses nextafter.
 TORCHSCRIPT_FUSIBLE = {
     "nnc": frozenset(
         "abs neg relu floor ceil round trunc frac isnan gelu silu exp expm1 log log2 log10 log1p sqrt rsqrt "
         "reciprocal sin cos tan tanh sigmoid add mul sub div pow remainder fmod atan2 eq ne lt le gt ge where "
-        "clamp clamp_min lerp addcmul cast unsqueeze sum softmax log_softmax".split()),
+        "clamp clamp_min lerp addcmul cast unsqueeze sum softmax log_softmax "
+        "bitwise_left_shift bitwise_right_shift elu leaky_relu hardtanh".split()),
     "onednn": frozenset(
         "abs relu round gelu exp log sqrt tanh sigmoid add mul div div_trunc div_floor clamp clamp_min "
-        "softmax".split()),
+        "softmax elu leaky_relu hardtanh".split()),
 }
+
+
+# The kinds of op that take fp8 operands: eager moves fp8 tensors (casts, views) and computes nothing
+# on them (types.FP8_DTYPES).
+FP8_KINDS = ("cast", "view", "broadcast")
 
 
 def register(op: Op) -> Op:
     assert op.name not in OPS, op.name
     fusers = op.fusers | frozenset(f for f, ops in TORCHSCRIPT_FUSIBLE.items() if op.name in ops)
-    OPS[op.name] = op = dataclasses.replace(op, fusers=fusers)
+    accepts = op.accepts
+    if op.kind not in FP8_KINDS:
+        accepts = lambda types, args, inner=op.accepts: (  # noqa: E731
+            not any(t.dtype in FP8_DTYPES for t in types) and inner(types, args))
+    OPS[op.name] = op = dataclasses.replace(op, fusers=fusers, accepts=accepts)
     return op
 
 
@@ -217,12 +230,12 @@ _BINARY = {
     "le": (_boolean, None), "gt": (_boolean, None), "ge": (_boolean, None),
     "logical_and": (_boolean, None), "logical_or": (_boolean, None), "logical_xor": (_boolean, None),
     "bitwise_and": (_promote, _integral_only), "bitwise_or": (_promote, _integral_only),
-    "bitwise_xor": (_promote, _integral_only),
+    "bitwise_xor": (_promote, _integral_only), "nextafter": (_promote, _float_only),
 }
 # Which binary ops accept a Python scalar as the second operand (their aten overloads exist).
-_TENSOR_ONLY = {"maximum", "minimum", "atan2", "logical_and", "logical_or", "logical_xor"}
+_TENSOR_ONLY = {"maximum", "minimum", "atan2", "logical_and", "logical_or", "logical_xor", "nextafter"}
 # nvFuser lowerings that are not the fd.ops function of the op's own name (fd.ops.div truncates).
-_NVFUSER_BINARY = {"div": "truediv", "logical_xor": "@logical_xor"}
+_NVFUSER_BINARY = {"div": "truediv", "logical_xor": "@logical_xor", "nextafter": "@nextafter"}
 # atan2's backward negates the other operand: with a bool operand it raises (torch 2.13).
 _BINARY_GRAD = {"atan2": _float_only}
 for _n, (_rule, _acc) in _BINARY.items():
@@ -235,6 +248,44 @@ for _mode in ("trunc", "floor"):
                 (lambda m: lambda a, b: torch.div(a, b, rounding_mode=m))(_mode),
                 (lambda m: lambda args, at: f"torch.div({args[0]}, {args[1]}, rounding_mode={m!r})")(_mode),
                 _int_division_safe, scalar_positions=(1,), nvfuser=f"@div_{_mode}"))
+
+# ---- elementwise ops with scalar attributes -------------------------------------------------------
+def _shift_amount(draw: Callable, ts: Types) -> Attrs:
+    """A shift amount eager defines: PyTorch documents shifts by a negative amount or by the bit
+    width of the promoted operand or more as undefined, so 0 .. bits-1, its edges drawn often."""
+    bits = DTYPES[ts[0].dtype].itemsize * 8
+    return {"shift": choice(draw, [0, 1, 3, bits // 2, bits - 2, bits - 1])}
+
+
+def _shift_infer(ts: Types, at: Attrs) -> ValueType:
+    if not 0 <= at["shift"] < DTYPES[ts[0].dtype].itemsize * 8:
+        raise ValueError(f"shift by {at['shift']} is undefined for {ts[0].dtype}")
+    return _same(ts, at)
+
+
+def _integral_not_bool(types: Types, args: tuple) -> bool:
+    return all(category(t.dtype) == 1 for t in types)
+
+
+for _n in ("bitwise_left_shift", "bitwise_right_shift"):
+    register(Op(_n, "unary", 1, _shift_infer, (lambda n: lambda x, shift: getattr(torch, n)(x, shift))(_n),
+                # The operator form users write (aten::__lshift__): NNC fuses it, not torch.bitwise_left_shift.
+                (lambda sym: lambda args, at: f"({args[0]} {sym} {at['shift']})")("<<" if "left" in _n else ">>"),
+                _integral_not_bool, draw_attrs=_shift_amount, nvfuser=f"@{_n}"))
+
+# Activations whose scalar attributes are drawn; floating only (eager has no integer elu or leaky_relu).
+register(Op("elu", "unary", 1, _same, lambda x, alpha: F.elu(x, alpha), _call("torch.nn.functional.elu", "alpha"),
+            _float_only, draw_attrs=lambda draw, ts: {"alpha": choice(draw, [1.0, 0.5, 1.6732632423543772, 2.0])},
+            nvfuser="@elu"))
+register(Op("leaky_relu", "unary", 1, _same, lambda x, negative_slope: F.leaky_relu(x, negative_slope),
+            _call("torch.nn.functional.leaky_relu", "negative_slope"), _float_only,
+            draw_attrs=lambda draw, ts: {"negative_slope": choice(draw, [0.01, 0.2, 1.5, 0.0])},
+            nvfuser="@leaky_relu"))
+register(Op("hardtanh", "unary", 1, _same, lambda x, min_val, max_val: F.hardtanh(x, min_val, max_val),
+            _call("torch.nn.functional.hardtanh", "min_val", "max_val"), _float_only,
+            draw_attrs=lambda draw, ts: dict(zip(("min_val", "max_val"),
+                                                 choice(draw, [(-1.0, 1.0), (0.0, 6.0), (-0.5, 2.5), (-3.0, -1.0)]))),
+            nvfuser="@hardtanh"))
 
 # ---- ternary -------------------------------------------------------------------------------------
 register(Op("where", "ternary", 3, _elementwise(lambda ts: result_type(ts[1], ts[2])), torch.where,

@@ -15,10 +15,21 @@ DTYPES: dict[str, torch.dtype] = {
     "float64": torch.float64,
     "int32": torch.int32,
     "int64": torch.int64,
+    "int8": torch.int8,
+    "int16": torch.int16,
+    "uint8": torch.uint8,
     "bool": torch.bool,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+    "float8_e5m2": torch.float8_e5m2,
 }
 FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
-INT_DTYPES = ("int32", "int64")
+INT_DTYPES = ("int32", "int64", "int8", "int16", "uint8")
+# fp8 is a storage format: eager has no arithmetic on it (no add, neg or amax kernel; torch 2.13) and
+# no promotion rule for it (promote_types raises), so only casts and views take it. Only a backend
+# that declares it (nvFuser) draws it.
+FP8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
+# The dtypes every backend takes (Features' default): all but fp8.
+COMPUTE_DTYPES = tuple(d for d in DTYPES if d not in FP8_DTYPES)
 # Python scalars (constants and runtime scalar inputs) are typed by their Python kind.
 PY_KINDS = ("float", "int", "bool")
 DEFAULT_FLOAT = "float32"

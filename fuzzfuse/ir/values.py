@@ -24,7 +24,7 @@ def special_values(dtype: str) -> list[float]:
         return [0.0, 1.0]
     if not is_float(dtype):
         info = torch.iinfo(DTYPES[dtype])
-        return [info.min, info.max, info.min + 1, 0, -1, 1]
+        return [info.min, info.max, info.min + 1, 0, -1 if info.min < 0 else info.max - 1, 1]
     fi = torch.finfo(DTYPES[dtype])
     return [0.0, -0.0, float("inf"), float("-inf"), float("nan"), fi.smallest_normal / 4,
             -fi.smallest_normal / 2, fi.smallest_normal, fi.max, -fi.max, fi.max / 2, fi.eps,
@@ -57,7 +57,9 @@ def _base_values(shape: tuple[int, ...], dtype: str, v: Values) -> torch.Tensor:
     elif is_float(dtype):
         out = x.to(DTYPES[dtype])
     else:
-        out = (x * (4 if v.dist == "normal" else 1)).round().to(DTYPES[dtype])
+        # Through int64: a float out of the dtype's range converts to an integer type as C++ says
+        # nothing about, and uint8 takes negative values modulo 256 (255, 254...: edge values too).
+        out = (x * (4 if v.dist == "normal" else 1)).round().to(torch.int64).to(DTYPES[dtype])
     if v.dist == "specials" and n:  # every element one of the special values
         out = torch.tensor(special_values(dtype), dtype=out.dtype)[torch.randint(len(special_values(dtype)), (n,),
                                                                                    generator=gen)]
@@ -179,11 +181,12 @@ def make_inputs(graph: Graph, device: str = "cpu") -> list:
 INPUT_SET_PROFILES = (None, "lone_special", None, "specials", "halves", "denormals")
 
 
-def input_set(graph: Graph, k: int, resized: bool = False) -> Graph:
+def input_set(graph: Graph, k: int, resized: bool = False, restrided: bool = False) -> Graph:
     """The graph with input set k (k >= 1) instead of its own: every seeded input gets a fresh
     seed and the k-th value profile; resized: every dim above 1 is one larger (the same for equal
-    dims, so broadcasts still line up). Pinned (exact) values stay. A Graph, so that the set is
-    recorded in the case and replays."""
+    dims, so broadcasts still line up); restrided: every tensor input (pinned ones too) takes
+    `restrided_layout`, other strides of the same memory order and dense dims. Pinned (exact) values
+    stay. A Graph, so that the set is recorded in the case and replays."""
     profile = INPUT_SET_PROFILES[(k - 1) % len(INPUT_SET_PROFILES)]
     inputs = []
     for spec in graph.inputs:
@@ -193,14 +196,27 @@ def input_set(graph: Graph, k: int, resized: bool = False) -> Graph:
             values = Values(profile or v.dist, v.specials if profile is None else 0.0, seed, v.scale)
             shape = tuple(s + 1 if s > 1 else s for s in spec.shape) if resized else spec.shape
             spec = dataclasses.replace(spec, values=values, shape=shape)
+        if isinstance(spec, TensorInput) and restrided:
+            spec = dataclasses.replace(spec, layout=restrided_layout(spec.layout))
         inputs.append(spec)
     variant = dataclasses.replace(graph, inputs=tuple(inputs))
     if resized:
         try:
             variant.infer_types()
         except (GraphError, ValueError, KeyError, IndexError):  # a size in the attributes: values only
-            return input_set(graph, k)
+            return input_set(graph, k, restrided=restrided)
     return variant
+
+
+def restrided_layout(layout: Layout) -> Layout:
+    """A layout of the same logical tensor with other strides where the memory order and which
+    dims are dense stay the same (what a compiled kernel that declared them may accept): a slice
+    takes the other step (2 <-> 3). Any other layout stays: a dense tensor's strides follow from
+    its sizes. (A size-1 dim's stride is free too, but apply_layout's permuted form keeps it, as
+    torch's contiguous() does, and changing that would move the strides of committed cases.)"""
+    if layout.kind == "sliced":
+        return dataclasses.replace(layout, step=5 - layout.step if layout.step in (2, 3) else 2)
+    return layout
 
 
 def with_exact_values(spec: TensorInput | ScalarInput, value: torch.Tensor) -> TensorInput:

@@ -29,7 +29,8 @@ Pass = Callable[[Graph], Iterator[Graph]]
 
 # Lower is simpler. Only the moves the passes make need to go downhill: bf16/fp16/fp64 -> fp32,
 # int64 -> int32.
-DTYPE_RANK = {"float32": 0, "int32": 1, "bool": 1, "int64": 2, "float64": 2, "float16": 3, "bfloat16": 3}
+DTYPE_RANK = {"float32": 0, "int32": 1, "bool": 1, "int64": 2, "float64": 2, "float16": 3, "bfloat16": 3,
+              "int8": 2, "int16": 2, "uint8": 2, "float8_e4m3fn": 3, "float8_e5m2": 3}
 # zeros < ones < arange < a seeded distribution < exact bytes < anything with special values mixed in.
 VALUES_RANK = {"zeros": 0, "ones": 1, "arange": 2, "uniform": 3, "normal": 3, "halves": 3, "denormals": 4,
                "lone_special": 6, "specials": 6}

@@ -39,7 +39,8 @@ _RANKS = {name: i for i, name in enumerate(SIMPLICITY + tuple(n for n in OPS if 
 # needs its dtype (an integer division, a bool mask) rejects the move: the coarse key keeps the
 # output's dtype class.
 SIMPLER_DTYPE = {"bfloat16": "float32", "float16": "float32", "float64": "float32", "int64": "int32",
-                 "int32": "float32", "bool": "float32"}
+                 "int32": "float32", "bool": "float32", "int8": "int32", "int16": "int32", "uint8": "int32",
+                 "float8_e4m3fn": "float32", "float8_e5m2": "float32"}
 
 
 def op_rank(op: str) -> int:
