@@ -221,7 +221,7 @@ def test_fp8_is_drawn_only_where_a_backend_declares_it_and_only_cast_or_viewed()
         inputs = make_inputs(g)
         run_eager(g, inputs)
         run_eager(g, inputs, upcast=True)
-    assert seen > 20
+    assert seen >= 10  # drawn regularly (one fp8 operand in ten graphs at least)
 
 
 def test_8_and_16_bit_integers_promote_reduce_and_shift_as_eager_does():

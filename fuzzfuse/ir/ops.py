@@ -393,10 +393,14 @@ def _reduce_shape(shape: tuple[int, ...], dims: list[int], keepdim: bool) -> tup
     return tuple(1 if i in nd else s for i, s in enumerate(shape) if keepdim or i not in nd)
 
 
-def _reduction_infer(dtype_rule: Callable[[str], str]) -> Callable[[Types, Attrs], ValueType]:
+def _reduction_infer(dtype_rule: Callable[[str], str], needs_terms: bool = False) -> Callable[[Types, Attrs], ValueType]:
+    """needs_terms: the reduction has no identity (amax, amin), so eager rejects an empty reduced dim."""
     def infer(ts: Types, at: Attrs) -> ValueType:
         dims = list(at["dims"]) if "dims" in at else [at["dim"]]
-        return ValueType(_reduce_shape(ts[0].shape, dims, at["keepdim"]), dtype_rule(ts[0].dtype))
+        out = ValueType(_reduce_shape(ts[0].shape, dims, at["keepdim"]), dtype_rule(ts[0].dtype))
+        if needs_terms and any(ts[0].shape[d] == 0 for d in normalize_dims(dims, ts[0].rank)):
+            raise ValueError("a reduction without identity over an empty dim")
+        return out
     return infer
 
 
@@ -426,7 +430,7 @@ _REDUCTIONS = {
 }
 _NVFUSER_REDUCTION = {"sum": "sum", "mean": "@mean", "amax": "max", "amin": "min", "var": "var", "std": "@std"}
 for _n, (_fn, _rule, _acc, _extra) in _REDUCTIONS.items():
-    register(Op(_n, "reduction", 1, _reduction_infer(_rule), _fn,
+    register(Op(_n, "reduction", 1, _reduction_infer(_rule, needs_terms=_n in ("amax", "amin")), _fn,
                 (lambda n, ex: lambda args, at: f"torch.{n}({args[0]}, {lit(list(at['dims']))}"
                  + "".join(f", {k}={lit(at[k])}" for k in ex) + f", keepdim={at['keepdim']})")(_n, _extra),
                 lambda t, a, acc=_acc: t[0].rank >= 1 and (acc is None or acc(t, a)),

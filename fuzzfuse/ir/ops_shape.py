@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from .ops import Attrs, Op, Types, _float_only, choice, ints, lit, register
-from .types import INT_DTYPES, ValueType, is_float, normalize_dims, result_type
+from .types import DTYPES, INT_DTYPES, ValueType, is_float, normalize_dims, result_type
 
 INDEX_DTYPES = ("int64", "int32")
 # Small sizes the generator gives new operands (a matmul's M, an index's length).
@@ -98,6 +98,10 @@ def _pad_infer(ts: Types, at: Attrs) -> ValueType:
         shape[d] += lo + hi
         if shape[d] < 0 or (lo < 0 and -lo > ts[0].shape[d]) or (hi < 0 and -hi > ts[0].shape[d]):
             raise ValueError(f"pad widths {at['pads']} crop more than {ts[0].shape}")
+    if not is_float(ts[0].dtype) and ts[0].dtype != "bool":
+        info = torch.iinfo(DTYPES[ts[0].dtype])
+        if not (float(at["value"]).is_integer() and info.min <= at["value"] <= info.max):
+            raise ValueError(f"pad value {at['value']} does not fit {ts[0].dtype}")
     return ValueType(tuple(shape), ts[0].dtype)
 
 
@@ -108,7 +112,7 @@ def _pad_attrs(draw: Callable, ts: Types) -> Attrs:
     pads = [choice(draw, [0, 1, 1, 2, 3, -1]) for _ in range(2 * n)]
     dtype = ts[0].dtype
     value = choice(draw, [0.0, 1.0, -1.5, 0.5]) if is_float(dtype) else \
-        choice(draw, [0, 1] if dtype == "bool" else [0, 1, -3, 7])
+        choice(draw, [0, 1] if dtype == "bool" else [0, 1, 7] if dtype == "uint8" else [0, 1, -3, 7])
     return {"pads": pads, "value": value}
 
 
