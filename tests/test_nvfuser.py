@@ -1334,7 +1334,8 @@ def test_random_graphs_on_nvfuser(gpu_results):
     ran = [r for r in rows if r["outcome"] != "skipped-large"]
     harness = [r for r in ran if r["outcome"] in HARNESS]
     assert not harness, _summary(harness)
-    failures = [r for r in ran if r["outcome"] != "pass"]
+    # Unsupported is no failure: the emitter declines integer matmuls (CUDA has none to compare with).
+    failures = [r for r in ran if r["outcome"] not in ("pass", "unsupported")]
     print(f"\n{len(ran)} random graphs ran, {len(failures)} nvFuser failures:\n{_summary(failures)}")
     assert len(ran) >= 0.9 * len(rows)
     assert len(failures) <= 0.1 * len(ran), _summary(failures)
