@@ -267,7 +267,8 @@ def signed_zero_difference(fused: torch.Tensor, eager: torch.Tensor, ref64: torc
     difference would pass unseen (README, Outcomes: counted, not reported)."""
     if not (isinstance(fused, torch.Tensor) and fused.is_floating_point() and fused.shape == eager.shape):
         return None
-    fused, ref64 = fused.detach().to(eager.device), ref64.detach().to(eager.device)
+    # float32 holds every fp8 and 16-bit value with its sign (CUDA has no fp8 signbit).
+    fused, eager, ref64 = (t.detach().to(eager.device).float() for t in (fused, eager, ref64))
     zeros = (fused == 0) & (eager == 0)
     flipped = zeros & (torch.signbit(fused) != torch.signbit(eager)) & (torch.signbit(eager) == torch.signbit(ref64))
     if not flipped.any():

@@ -10,7 +10,7 @@ import torch
 
 from .graph import Graph, GraphError, Layout, ScalarInput, TensorInput, Values
 from .ops import OPS
-from .types import DTYPES, ValueType, is_float, scalar_kind
+from .types import DTYPES, FP8_DTYPES, ValueType, is_float, scalar_kind
 
 # Elements. Inputs up to this size are small: a repro spells their values out (larger ones go to
 # inputs.pt), and the reducer's first passes leave them be (a query costs the same at any size).
@@ -60,6 +60,9 @@ def _base_values(shape: tuple[int, ...], dtype: str, v: Values) -> torch.Tensor:
         # Through int64: a float out of the dtype's range converts to an integer type as C++ says
         # nothing about, and uint8 takes negative values modulo 256 (255, 254...: edge values too).
         out = (x * (4 if v.dist == "normal" else 1)).round().to(torch.int64).to(DTYPES[dtype])
+    final = out.dtype
+    if dtype in FP8_DTYPES:  # eager has no indexed writes on fp8: place specials in float32
+        out = out.float()
     if v.dist == "specials" and n:  # every element one of the special values
         out = torch.tensor(special_values(dtype), dtype=out.dtype)[torch.randint(len(special_values(dtype)), (n,),
                                                                                    generator=gen)]
@@ -73,7 +76,7 @@ def _base_values(shape: tuple[int, ...], dtype: str, v: Values) -> torch.Tensor:
         pick = torch.randint(len(specials), (n,), generator=gen)
         # One indexed write, not one masked pass per special value (7x faster on 4M elements).
         out[mask] = torch.tensor(specials, dtype=out.dtype)[pick[mask]]
-    return out.reshape(shape)
+    return out.to(final).reshape(shape)
 
 
 def _denormals(n: int, dtype: str, gen: torch.Generator) -> torch.Tensor:
