@@ -361,7 +361,7 @@ def _scatter(t, x, dim, index, value, reduce=None):
     return t.add("scatter", x, index, dim=dim, value=value)
 
 
-ATEN["mm"] = ATEN["mv"] = ATEN["matmul"] = lambda t, a, b: t.add("matmul", a, b)
+ATEN["mm"] = ATEN["mv"] = ATEN["dot"] = ATEN["matmul"] = lambda t, a, b: t.add("matmul", a, b)
 ATEN["bmm"] = lambda t, a, b: t.add("bmm", a, b)
 
 
