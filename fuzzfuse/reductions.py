@@ -90,6 +90,7 @@ class CampaignReductions:
         self.book = RootCauseBook(known)
         self.draining = False  # workers finish what they hold before a reduction takes them
         self.current: dict | None = None  # the reduction under way: what it reduces and its counters
+        self.verifying: str | None = None  # what a repro being verified was reduced from
 
     # ---- hits ------------------------------------------------------------------------------
     def offer(self, entry: SignatureRecord, graph, case: str | None) -> None:
@@ -193,7 +194,7 @@ class CampaignReductions:
             return
         root = entry.signature.root_cause_key()
         self.campaign.steering.learn(result.graph)
-        entry.minimized = self._save(case, result, progress, repro_slug(entry.signature, root), key)
+        entry.minimized = self._save(pool, case, result, progress, repro_slug(entry.signature, root), key)
         self.book.causes[root].minimized = entry.minimized.path
 
     def _reduce_pending(self, pool: "WorkerPool", hit: PendingHit) -> None:
@@ -210,7 +211,7 @@ class CampaignReductions:
                                  str(reduced_path.relative_to(self.campaign.out)))
         self.campaign.steering.learn(result.graph)
         if cause.new and cause.minimized is None:
-            repro = self._save(case, result, progress, repro_slug(signature, cause.key), cause.key)
+            repro = self._save(pool, case, result, progress, repro_slug(signature, cause.key), cause.key)
             cause.minimized = repro.path
             if entry.minimized is None:  # the coarse record points at the first repro made from it
                 entry.minimized = repro
@@ -219,12 +220,18 @@ class CampaignReductions:
             print(f"reduced {hit.case}: {case.graph.size} -> {result.graph.size} ops, "
                   f"{'known: ' + cause.known if cause.known else 'as ' + str(cause.minimized)}", file=sys.stderr)
 
-    def _save(self, case, result, progress: Path, slug: str, what: str) -> MinimizedRepro:
+    def _save(self, pool: "WorkerPool", case, result, progress: Path, slug: str, what: str) -> MinimizedRepro:
         from .minimize import save_minimized
 
         c = self.campaign
-        directory = save_minimized(c.out / "minimized", case, result.graph, result.stats, c.backend_name,
-                                   timeout=c.timeout, slug=slug)
+        self.verifying = what
+        if c.display:
+            c.display(c, pool)
+        try:
+            directory = save_minimized(c.out / "minimized", case, result.graph, result.stats, c.backend_name,
+                                       timeout=c.timeout, slug=slug)
+        finally:
+            self.verifying = None
         progress.unlink(missing_ok=True)
         stats = result.stats
         print(f"minimized {what}: {case.graph.size} -> {result.graph.size} ops, {stats.get('queries')} queries, "
