@@ -152,10 +152,9 @@ class Campaign:
         return self._focus[batch]
 
     def options_for(self, index: int) -> dict:
-        """Per-case backend choices, drawn from the seed: nvFuser's lowering style (ops on the
-        tensor's own dtype, or Thunder-style upcast to fp32 and back), since a bug can hide in one."""
-        styles = self.backend.styles
-        return {"style": styles[case_seed(self.stream, index) % len(styles)]} if styles else {}
+        """Per-case backend choices, drawn from the seed (`Backend.draw_options`): nvFuser's
+        lowering style, Inductor's configuration; a bug can hide behind one of them."""
+        return self.backend.draw_options(case_seed(self.stream, index))
 
     def _done_submitting(self) -> bool:
         if self.reductions.draining:
@@ -216,8 +215,11 @@ class Campaign:
             self.stats.focus_seconds[focus] += seconds
         if focus in schedulers:
             self.stats.focus_hits[focus] += 1
+        self.stats.choices.update(self.backend.describe_options(job.get("options") or {}))
         if not outcome.is_failure or sig is None:
             self.stats.outcomes[outcome] += 1
+            if outcome == Outcome.DOCUMENTED and sig is not None:
+                self.stats.differences[sig.kind] += 1
             return
         key = sig.key()
         graph = self._graph_of(job, result)

@@ -69,6 +69,17 @@ class Stats:
     # (fuzzfuse.steering).
     steered_draws: int = 0
     steered_cases: int = 0
+    # Documented differences by kind (verdict.Difference): counted, not reported as bugs.
+    differences: collections.Counter = field(default_factory=collections.Counter)
+    # The per-case backend choices drawn (Inductor's flags, mode, dynamic: `Backend.draw_options`).
+    choices: collections.Counter = field(default_factory=collections.Counter)
+
+    def compile_bound_rate(self, workers: int) -> float | None:
+        """Cases/s if the workers did nothing but compile (workers / mean compile seconds): the
+        limit a campaign of a slow-compiling fuser is measured against."""
+        if not self.compile_seconds:
+            return None
+        return workers / max(statistics.fmean(self.compile_seconds), 1e-9)
 
     def count_inputs(self, input_sets: int, triples: list[str]) -> None:
         self.input_sets += input_sets
@@ -118,6 +129,9 @@ class Stats:
                 "median_compile_seconds": median(self.compile_seconds) if self.compile_seconds else None,
                 "mean_compile_seconds": round(statistics.fmean(self.compile_seconds), 4) if self.compile_seconds else None,
                 "compile_by_kernels": self._compile_by_kernels(),
+                "compile_bound_cases_per_second": (round(self.compile_bound_rate(extra.get("workers", 1)), 3)
+                                                   if self.compile_seconds else None),
+                "differences": dict(self.differences), "choices": dict(self.choices),
                 "median_phase_seconds": {k: median(v) for k, v in self.phase_seconds.items()},
                 "mean_phase_seconds": {k: round(statistics.fmean(v), 4) for k, v in self.phase_seconds.items()},
                 "coverage": dict(self.coverage), "focus_batches": dict(self.focus_batches),
@@ -142,7 +156,8 @@ class Stats:
                 "focus_batches": dict(self.focus_batches), "focus_hits": dict(self.focus_hits),
                 "worker_seconds": self.worker_seconds, "focus_seconds": dict(self.focus_seconds),
                 "input_sets": self.input_sets, "triples": dict(self.triples),
-                "steered_draws": self.steered_draws, "steered_cases": self.steered_cases}
+                "steered_draws": self.steered_draws, "steered_cases": self.steered_cases,
+                "differences": dict(self.differences), "choices": dict(self.choices)}
 
     @staticmethod
     def from_json(d: dict) -> "Stats":
@@ -162,7 +177,9 @@ class Stats:
                      input_sets=int(d.get("input_sets", d["cases"])),  # absent before issue 17
                      triples=collections.Counter(d.get("triples", {})),
                      steered_draws=int(d.get("steered_draws", 0)),  # absent before steering (2026-12)
-                     steered_cases=int(d.get("steered_cases", 0)))
+                     steered_cases=int(d.get("steered_cases", 0)),
+                     differences=collections.Counter(d.get("differences", {})),  # absent before issue 19
+                     choices=collections.Counter(d.get("choices", {})))
 
 
 def _by_name(outcomes: collections.Counter) -> dict[str, int]:

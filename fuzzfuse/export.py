@@ -6,8 +6,9 @@ The exported file needs pytest and torch (plus the fuser's own package), never f
 source sits in it as a readable string above its test; the test writes it to a temporary directory
 as repro.py (with inputs.pt, embedded as base64, for repros whose inputs were too large to inline)
 and runs it in a fresh interpreter: fusers keep global state, and a hard crash must kill only that
-process. The functions `run_repro`, `judged_run`, `read_verdict`, `judge` and `settle` below are copied into the exported file
-verbatim, so the plugin and the export can never disagree about what a run means.
+process. The functions `run_repro`, `judged_run`, `read_verdict`, `judge` and `settle` below, and
+fuzzfuse.tracebacks' rules, are copied into the exported file verbatim, so the plugin and the
+export can never disagree about what a run means.
 
 Verdicts, the same in both places:
 - an open bug is xfail(strict=True): XFAIL while its repro fails as recorded (the signal it died by,
@@ -28,6 +29,8 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from .tracebacks import cpp_location, error_location, innermost_error, printed_error, python_location
 
 # A repro directory holding a file of this name records a fixed bug (its text, if any, says where
 # it was fixed); without it the bug is open.
@@ -90,14 +93,21 @@ def judged_run(workdir, timeout, outcome, kind, location, fixed, env=None, runs=
     return verdict, out, err
 
 
-def read_verdict(out):
-    """The verdict a repro printed last (`fuzzfuse-verdict: {...}`, one JSON object), or None."""
+def read_verdict(out, err=""):
+    """The verdict a repro printed last (`fuzzfuse-verdict: {...}`, one JSON object), or None. A
+    crash's verdict names the exception type only: its message and where it was raised are read
+    from the traceback the repro printed on stderr (the oracle's rule, error_location)."""
     for line in reversed(out.splitlines()):
         if line.startswith("fuzzfuse-verdict: "):
             try:
                 verdict = json.loads(line.removeprefix("fuzzfuse-verdict: "))
             except ValueError:
                 return None
+            if isinstance(verdict, dict) and verdict.get("outcome") == "crash" and "location" not in verdict:
+                message, tb = printed_error(err)
+                kind = re.escape(str(verdict.get("kind", "")))
+                message = re.sub(rf"^(?:[\w.]+\.)?{kind}: ?", "", message, count=1) if kind else message
+                verdict.update(location=error_location(message, tb), message=message)
             return verdict if isinstance(verdict, dict) else None
     return None
 
@@ -113,7 +123,7 @@ def judge(outcome, kind, location, code, out, err):
     if code < 0:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
         return "as recorded" if outcome == "hard-crash" and name == kind else f"hard-crash (died by {name})"
-    verdict = read_verdict(out)
+    verdict = read_verdict(out, err)
     if verdict is None:
         return f"exit status {code} without a verdict line (the repro itself broke?)"
     if verdict.get("outcome") == "skip":
@@ -163,6 +173,7 @@ the bug is present and 0 once it is fixed.
 """
 import base64
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -217,7 +228,8 @@ def export_pytest(root: Path, out: Path, backend: str | None = None, timeout: fl
                          + (f" for backend {backend}" if backend else ""))
     parts = [_HEADER.format(count=len(dirs), source=root.name or root, timeout=timeout)]
     parts += [inspect.getsource(f) + "\n\n" for f in (StillFails, run_repro, judged_run, read_verdict, judge, settle,
-                                                       tail)]
+                                                       tail, printed_error, error_location, cpp_location,
+                                                       innermost_error, python_location)]
     parts.append(f"OPEN = {OPEN_REASON.format(how='drop its xfail marker')!r}\n")
     cuda = any(re.search(r"^DEVICE = 'cuda'", (d / "repro.py").read_text(), re.M) for d in dirs)
     if cuda:

@@ -19,9 +19,10 @@ from .attribution import attribute
 from .backends import Backend, BackendError, Compiled, get_backend
 from .ir import Graph, make_inputs, run_autograd, run_eager
 from .ir.values import input_set
-from .oracle import compare_output, gradient_reduction_sizes, reduction_sizes
+from .oracle import (compare_output, flush_denormals, gradient_reduction_sizes, reduction_sizes,
+                     signed_zero_difference)
 from .strategies import GenConfig, config_from_json, generate_steered, graph_triples
-from .verdict import CaseResult, Outcome, Stage, Unsupported
+from .verdict import CaseResult, Difference, Outcome, Stage, Unsupported
 
 _backends: dict[str, Backend] = {}
 
@@ -80,6 +81,9 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: dict | 
            generate_seconds: float) -> CaseResult:
     timings: dict[str, float] = {}
     t = time.perf_counter()
+    # A kernel built with -funsafe-math-optimizations sets FTZ/DAZ for the whole thread when it is
+    # loaded (gcc < 13 links crtfastmath): eager must never inherit it from an earlier case.
+    torch.set_flush_denormal(False)
     try:
         inputs = make_inputs(graph, backend.device)
         grad_outputs = None
@@ -105,9 +109,11 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: dict | 
     except Unsupported as e:
         return _timed(verdict.unsupported(backend.name, e), timings)
     except BackendError as e:
+        torch.set_flush_denormal(False)
         timings["backend"] = time.perf_counter() - t
         return _timed(verdict.crashed(backend.name, e.stage, e.cause, "".join(traceback.format_exception(e.cause)),
                                       context=e.context, sticky=e.sticky), timings)
+    torch.set_flush_denormal(False)
     timings["backend"] = time.perf_counter() - t
     ran = CaseResult(timings=timings, fused=result.fused, evidence=result.evidence,
                      compile_seconds=result.compile_seconds)
@@ -120,7 +126,9 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: dict | 
 
     t = time.perf_counter()
     types = graph.infer_types()
-    failure = _judge_outputs(graph, types, backend, result, eager, ref64, tainted, check_strides)
+    flushes = Difference.DENORMAL_FLUSH in backend.documented_differences(options or {})
+    failure = _judge_outputs(graph, types, backend, result, eager, ref64, tainted, check_strides,
+                             (lambda: flushed_references(graph, inputs)) if flushes else None)
     if failure:
         return judged(failure)
     # Gradients are not judged downstream of undefined behaviour (a where on a NaN cast's result).
@@ -142,18 +150,50 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: dict | 
 
 
 def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: list, ref64: list, tainted: set,
-                   check_strides: bool) -> CaseResult | None:
-    """The mismatch verdict of the first wrong output, None when every output is right."""
+                   check_strides: bool, flushed=None) -> CaseResult | None:
+    """The mismatch verdict of the first wrong output; else a documented difference (a zero of
+    the other sign, or, where the backend declares that it flushes denormals (`flushed`: the
+    references on flushed inputs, computed at the first need), an output that is right once
+    denormals are flushed); None when every output is right."""
     reduced = reduction_sizes(graph, types)
+    documented, references = None, None
     for i, name in enumerate(graph.outputs):
         fused = result.outputs[i] if i < len(result.outputs) else None
+        what = f"output {i} ({name})"
         if (name in tainted and isinstance(fused, torch.Tensor) and fused.dtype == eager[i].dtype
                 and fused.shape == eager[i].shape):
             continue  # undefined behaviour upstream (float->int of NaN/inf): only type is defined
         mismatch = compare_output(i, fused, eager[i], ref64[i], reduced[name], check_strides)
+        if mismatch and flushed is not None:
+            references = references if references is not None else flushed()
+            if references and not compare_output(i, fused, references[0][i], references[1][i], reduced[name]):
+                documented = documented or verdict.documented(backend.name, Difference.DENORMAL_FLUSH, what,
+                                                              f"{mismatch.detail}; right once fp32 denormals flush")
+                continue
         if mismatch:
-            return verdict.mismatched(backend.name, mismatch, f"output {i} ({name})", result.context)
-    return None
+            return verdict.mismatched(backend.name, mismatch, what, result.context)
+        sign = documented is None and signed_zero_difference(fused, eager[i], ref64[i])
+        if sign:
+            documented = verdict.documented(backend.name, Difference.SIGNED_ZERO, what, sign)
+    return documented
+
+
+def flushed_references(graph: Graph, inputs: list) -> tuple[list, list] | None:
+    """Eager and float64 on the inputs with their fp32 denormals flushed (eager on CPU also under
+    FTZ/DAZ, so that its intermediates flush as a fuser's do): what a fuser that flushes by design
+    must match. None when eager fails there."""
+    flushed = [flush_denormals(x) for x in inputs]
+    try:
+        on_cpu = all(not isinstance(x, torch.Tensor) or x.device.type == "cpu" for x in inputs)
+        torch.set_flush_denormal(on_cpu)
+        eager, _ = run_eager(graph, flushed)
+        torch.set_flush_denormal(False)
+        ref64, _ = run_eager(graph, flushed, upcast=True)
+    except Exception:
+        return None
+    finally:
+        torch.set_flush_denormal(False)
+    return eager, ref64
 
 
 @dataclass
@@ -222,7 +262,9 @@ def extra_input_sets(graph: Graph, backend: Backend, compiled: Compiled, first: 
                 ref64, _ = run_eager(variant, inputs, upcast=True)
             except Exception:
                 continue
-            failure = _judge_outputs(variant, types, backend, result, eager, ref64, tainted, check_strides)
+            flushes = Difference.DENORMAL_FLUSH in backend.documented_differences(compiled.options)
+            failure = _judge_outputs(variant, types, backend, result, eager, ref64, tainted, check_strides,
+                                     (lambda: flushed_references(variant, inputs)) if flushes else None)
             if failure:
                 return _extra_failure(failure, first, variant, k)
         first.input_sets += 1

@@ -20,7 +20,7 @@ from .backends import Unavailable, backend_for_file, get_backend
 from .corpus import Case, CorpusError, iter_cases, load_case, umask_mode, write_json
 from .ir import Graph
 from .oracle import Signature
-from .reduce import NotInteresting, cost, reduce
+from .reduce import NotInteresting, cost, reduce, reduce_options
 from .export import judge as judge_run, read_verdict, run_repro
 from .pool import case_pool, graph_job
 from .repro import repro_files, title
@@ -46,19 +46,23 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
 
     def is_interesting(candidates: list[Graph]) -> list[bool]:
         jobs = [graph_job(next(ids), backend, g, timeout, case.options) for g in candidates]
-        verdicts = []
-        for reply in active.run_all(jobs):
-            try:
-                key = judge(backend, reply).key
-            except HarnessError:  # a harness error on a candidate: not the bug we are after
-                key = None
-            verdicts.append(key == target)
+        verdicts = [_key(reply) == target for reply in active.run_all(jobs)]
         if checkpoint is not None:
             smaller = [g for g, ok in zip(candidates, verdicts) if ok and g.size < best[0]]
             if smaller:
                 best[0] = min(g.size for g in smaller)
                 write_json(checkpoint, replace(case, graph=min(smaller, key=lambda g: g.size)).to_json())
         return verdicts
+
+    def options_interesting(graph: Graph, candidates: list[dict]) -> list[bool]:
+        jobs = [graph_job(next(ids), backend, graph, timeout, options) for options in candidates]
+        return [_key(reply) == target for reply in active.run_all(jobs)]
+
+    def _key(reply: dict) -> str | None:
+        try:
+            return judge(backend, reply).key
+        except HarnessError:  # a harness error on a candidate: not the bug we are after
+            return None
 
     start = case.graph
     if checkpoint is not None and checkpoint.exists():
@@ -78,6 +82,11 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
         reduction = reduce(start, is_interesting, batch=max(1, workers), progress=progress,
                            max_queries=max_queries)
         reduction.stats["signature"] = kept.to_json()
+        options, queries = reduce_options(case.options, get_backend(backend).simpler_options,
+                                          lambda candidates: options_interesting(reduction.graph, candidates))
+        if options != case.options:
+            reduction.stats["options"] = options
+        reduction.stats["option_queries"] = queries
         return reduction
     finally:
         if own:
@@ -85,16 +94,17 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
 
 
 def verify_repro(directory: Path, signature: dict, runs: int = VERIFY_RUNS,
-                 timeout: float = 600.0) -> tuple[dict, str]:
+                 timeout: float = 600.0) -> tuple[dict, str, str]:
     """Run repro.py `runs` times, each in a fresh process in a clean directory holding only the
     repro's own files, and judge each run as the regression corpus does: it reproduces when its
     verdict line names the case's signature (outcome, kind, location), not merely when it exits 1.
-    (the verification record, the stdout of the first run that reproduced, else of the first run).
+    (the verification record, and the stdout and stderr of the first run that reproduced, else of
+    the first run).
     The runs go concurrently: on a GPU box each one is mostly a torch import, and a campaign
     verifies every signature it reduces."""
     sig = Signature.from_json(signature)
 
-    def run_once(_) -> tuple[int | None, str, str]:
+    def run_once(_) -> tuple[int | None, str, str, str]:
         with tempfile.TemporaryDirectory() as clean:
             for name in ("repro.py", "inputs.pt"):
                 if (directory / name).exists():
@@ -102,26 +112,26 @@ def verify_repro(directory: Path, signature: dict, runs: int = VERIFY_RUNS,
             # PYTHONPATH only matters to custom backends' repros, which import their backend.
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
             code, out, err = run_repro(clean, timeout, env)
-            return code, out, judge_run(sig.outcome, sig.kind, sig.location, code, out, err)
+            return code, out, err, judge_run(sig.outcome, sig.kind, sig.location, code, out, err)
 
     with ThreadPoolExecutor(runs) as threads:
         results = list(threads.map(run_once, range(runs)))
-    verdicts = [v for _, _, v in results]
+    verdicts = [v for *_, v in results]
     same = [v == "as recorded" for v in verdicts]
     if all(v.startswith("skipped: ") for v in verdicts):
         status = "skipped here"
     else:
         status = "reproduces" if all(same) else "flaky" if any(same) else "does not reproduce"
-    output = next((out for _, out, v in results if v == "as recorded"), results[0][1])
-    return {"status": status, "exit_codes": [c if c is not None else "timeout" for c, _, _ in results],
-            "verdicts": verdicts, "runs": runs}, output
+    _, out, err, _ = next((r for r in results if r[-1] == "as recorded"), results[0])
+    return {"status": status, "exit_codes": [r[0] if r[0] is not None else "timeout" for r in results],
+            "verdicts": verdicts, "runs": runs}, out, err
 
 
 def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend: str,
                    verify_runs: int = VERIFY_RUNS, timeout: float = 60.0, slug: str | None = None) -> Path:
     """Write minimized/<slug>/{case.json, repro.py, README.md} (slug: the signature's, unless the
     campaign names the root cause's). A repro seen before keeps the smaller one and counts the hit."""
-    case = replace(case, signature=stats.get("signature") or case.signature)
+    case = replace(case, signature=stats.get("signature") or case.signature, options=stats.get("options", case.options))
     sig = Signature.from_json(case.signature)
     directory = Path(root) / (slug or sig.slug())
     reduced = reduced.renamed()
@@ -142,7 +152,7 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
 def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS, timeout: float = 60.0) -> Case:
     """Write `case` (already minimized) as directory/{case.json, repro.py, README.md}, the repro
     verified in fresh processes; the case with its verification."""
-    fuser = get_backend(case.backend)
+    fuser = get_backend(case.backend).for_case(case.options)
     if "style" in case.options:
         fuser.style = case.options["style"]  # the repro lowers the graph the way the case ran
     # A hang repro gives up (exit 1) after the case timeout; verification allows for start-up too.
@@ -155,10 +165,11 @@ def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS,
         (staging / "repro.py").write_text(files["repro.py"])
         if "inputs.pt" in files:
             torch.save(files["inputs.pt"], staging / "inputs.pt")
-        verification, output = verify_repro(staging, case.signature, verify_runs, timeout=timeout + 120)
+        verification, out, err = verify_repro(staging, case.signature, verify_runs, timeout=timeout + 120)
         case = replace(case, verification=verification)
         write_json(staging / "case.json", case.to_json())
-        (staging / "README.md").write_text(bug_report(case, files["repro.py"], output))
+        ran_with = {**fuser.versions(), **{k: v for k, v in case.versions.items() if k == "cpu_capability"}}
+        (staging / "README.md").write_text(bug_report(case, files["repro.py"], out, err, ran_with))
         for kept in ("FIXED",):  # what a person added beside the repro stays
             if (directory / kept).exists():
                 shutil.copy(directory / kept, staging / kept)
@@ -202,11 +213,22 @@ def rereduce(directory: Path, pool: WorkerPool, workers: int = 2, verify_runs: i
     return before, after
 
 
-def _fenced(detail: str) -> str:
-    """The fenced code block of a failure's detail (a backend's standalone form of what failed,
-    aot:nvfuser's FusionDefinition), or ""."""
-    _, fence, code = detail.strip().partition("```")
-    return fence + code if fence else ""
+def _fenced(text: str) -> str:
+    """The fenced code blocks of a text (the fusions a repro printed), or ""."""
+    _, fence, code = text.strip().partition("```")
+    return fence + code.rsplit("```", 1)[0] + "```" if fence else ""
+
+
+def sections(output: str) -> tuple[list[str], list[str], list[str]]:
+    """A repro's stdout, its verdict line left out, as (what it printed before its Expected lines:
+    aot:nvfuser's fusions as scripts, a note; the Expected lines; the Actual lines). Each is a
+    contiguous run of the output, so a report quotes them verbatim."""
+    lines = [ln for ln in output.splitlines() if not ln.startswith("fuzzfuse-verdict: ")]
+    first = next((k for k, ln in enumerate(lines) if ln.startswith("expected")), None)
+    if first is None:
+        return [], [], lines
+    end = next((k for k in range(first, len(lines)) if not lines[k].startswith("expected")), len(lines))
+    return lines[:first], lines[first:end], lines[end:]
 
 
 # Lines of the repro's output a report shows (the whole of it is one `python repro.py` away).
@@ -223,26 +245,28 @@ def _variants(case: Case) -> str:
         "\n".join(rows) + "\n"
 
 
-def bug_report(case: Case, repro: str, output: str) -> str:
+def bug_report(case: Case, repro: str, output: str, errors: str = "", versions: dict[str, str] | None = None) -> str:
     """A report ready to paste upstream: the title names the op(s) and the symptom, and Expected and
-    Actual are the repro's own printed lines, verbatim (`output`: its stdout at verification)."""
+    Actual are the repro's own printed lines, verbatim (`output`, `errors`: its stdout and stderr
+    at verification; a crash is located from the traceback on stderr), as
+    is any fusion it printed (aot:nvfuser's, of the minimized graph). `versions`: those of the run
+    shown (the machine's: its GPU, or the CPU capability the repro ran at), beside those it was
+    found with."""
     sig = case.signature or {}
     red = case.reduction or {}
     ver = case.verification or {}
-    verdict = read_verdict(output) or {}
-    lines = [ln for ln in output.splitlines() if not ln.startswith("fuzzfuse-verdict: ")]
-    expected = [ln for ln in lines if ln.startswith("expected")]
-    actual = lines[len(expected):] if lines[:len(expected)] == expected else lines
+    before, expected, actual = sections(output)
     actual, cut = actual[:REPORT_LINES], len(actual) - REPORT_LINES
-    versions = ", ".join(f"{k} {v}" for k, v in sorted(case.versions.items()))
-    fusion = _fenced(case.detail)
-    return f"""# {title(case.graph, case.backend, verdict or sig)}
+    fusion = _fenced("\n".join(before))
+    shown = ", ".join(f"{k} {v}" for k, v in sorted((versions or case.versions).items()))
+    found = ", ".join(f"{k} {v}" for k, v in sorted(case.versions.items()))
+    return f"""# {title(case.graph, case.backend, read_verdict(output, errors) or sig, sig)}
 
-**Versions:** {versions}
+**Versions:** {shown}{f" (found with {found})" if found and found != shown else ""}
 
 **Repro:** save the script below as `repro.py` and run `python repro.py` (exit code 1 while the bug
 is present, 0 once fixed).
-
+{f"{chr(10)}The fusion{'s' if fusion.count('```python') > 1 else ''} it runs (minimized), printed by the repro:{chr(10)}{chr(10)}{fusion}{chr(10)}" if fusion else ""}
 **Expected** (printed by the repro):
 
 ```
@@ -259,7 +283,7 @@ Found by fuzzfuse (seed {case.seed}), signature `{Signature.from_json(sig).key()
 {red.get('ops_before', '?')} to {red.get('ops_after', '?')} ops in {red.get('queries', '?')} queries. The repro
 {ver.get('status', 'was not re-run')} in {ver.get('runs', 0)} fresh processes (verdicts {ver.get('verdicts', [])});
 seen {case.hits} time(s).
-{f"{chr(10)}The failing fusion as the unreduced case ran it:{chr(10)}{chr(10)}{fusion}{chr(10)}" if fusion else ""}{_variants(case)}
+{_variants(case)}
 ## Repro
 
 ```python

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from .ir.types import dtype_name
+from .tracebacks import cpp_location, error_location, innermost_error, python_location  # noqa: F401 (re-exported)
 
 
 # Relative tolerance per dtype for the quick elementwise check, before fp64 arbitration.
@@ -61,7 +62,6 @@ class Signature:
 
 
 # ---- exception signatures --------------------------------------------------------------------
-_CPP_LOCATION = re.compile(r"(?:at|from \w+ at) [\"']?([^\s\"']+?\.(?:cpp|cc|h|hpp|cu|cuh))[\"']?:(\d+)")
 _NORMALIZERS = [
     (re.compile(r"0x[0-9a-fA-F]+"), "ADDR"),
     (re.compile(r"\bT\d+_[a-z]_\w+(\[[^\]]*\])?"), "T"),  # nvFuser tensor views: T12_l_float[iS4{i3}]
@@ -77,57 +77,6 @@ _NORMALIZERS = [
     (re.compile(r"\(N(?:, ?N)+,?\)"), "(N...)"),
     (re.compile(r"\s+"), " "),
 ]
-
-
-# When nvFuser compiles segments in parallel, it collects every segment's error ("Error from
-# segmentation group N: <inner>") into one assert of its own (fusion_kernel_runtime.cpp).
-_PARALLEL_WRAPPER = "compiling fusion segments in parallel"
-_SEGMENT_ERROR = re.compile(r"Error from segmentation group (\d+):")
-_PARALLEL_TAIL = re.compile(r"\n\s*Use NVFUSER_DISABLE=parallel_compile")
-
-
-def innermost_error(text: str) -> str:
-    """The error nvFuser's parallel-compile wrapper reports, unwrapped: the wrapper's assert names
-    where errors are collected, not the bug (one wrapper location held five different inner
-    asserts), and a case reduced to one segment compiles serially, without the wrapper. With
-    several failing segments, the lowest-numbered one, whatever order the threads finished in.
-    A run's own "Error from segmentation group N:" prefix stays: nvFuser puts it on every run
-    error, one segment or many."""
-    while _PARALLEL_WRAPPER in text:
-        marks = list(_SEGMENT_ERROR.finditer(text))
-        if not marks:
-            return text
-        first = min(marks, key=lambda m: int(m.group(1)))
-        after = [m.start() for m in marks if m.start() > first.start()]
-        tail = _PARALLEL_TAIL.search(text, first.end())
-        ends = after + ([tail.start()] if tail else [])
-        text = text[first.end():min(ends) if ends else len(text)]
-    return text
-
-
-def cpp_location(text: str) -> str:
-    """The first C++ source location of the innermost error in a text, from `csrc/` on (paths
-    differ by build)."""
-    m = _CPP_LOCATION.search(innermost_error(text))
-    if not m:
-        return ""
-    path = m.group(1)
-    for anchor in ("csrc/", "aten/", "torch/", "c10/"):
-        if anchor in path:
-            path = path[path.index(anchor):]
-            break
-    else:
-        path = "/".join(path.split("/")[-2:])
-    return f"{path}:{m.group(2)}"
-
-
-def python_location(tb: str) -> str:
-    """The innermost torch frame of a Python traceback, as file:function (line numbers churn)."""
-    frames = re.findall(r'File "([^"]+)", line \d+, in (\S+)', tb)
-    for path, func in reversed(frames):
-        if "/torch/" in path:
-            return f"{path[path.rindex('/torch/') + 1:]}:{func}"
-    return ""
 
 
 _EMPTY_ERROR = re.compile(r"^[\w.]*(?:Error|Exception):?$")
@@ -182,8 +131,7 @@ def normalize(message: str) -> str:
 
 def exception_signature(backend: str, stage: str, exc_type: str, message: str, tb: str = "",
                         outcome: str = "crash") -> Signature:
-    location = cpp_location(message) or cpp_location(tb) or python_location(tb)
-    return Signature(outcome, backend, stage, exc_type, location, normalize(message))
+    return Signature(outcome, backend, stage, exc_type, error_location(message, tb), normalize(message))
 
 
 # ---- comparing outputs -----------------------------------------------------------------------
@@ -308,6 +256,30 @@ def _compare_discrete(i: int, fused: torch.Tensor, eager: torch.Tensor, ref64: t
     idx = tuple(bad.nonzero()[0].tolist())
     return Mismatch(i, "values", f"{int(bad.sum())} of {bad.numel()} elements differ, e.g. {idx}: fused "
                     f"{fused[idx].item()} eager {eager[idx].item()}", cls)
+
+
+def signed_zero_difference(fused: torch.Tensor, eager: torch.Tensor, ref64: torch.Tensor) -> str | None:
+    """Where an output that passed differs from eager only in the sign of zeros (where eager's
+    sign is float64's): what, for the record, else None. Values compare equal, so without this the
+    difference would pass unseen (README, Outcomes: counted, not reported)."""
+    if not (isinstance(fused, torch.Tensor) and fused.is_floating_point() and fused.shape == eager.shape):
+        return None
+    fused, ref64 = fused.detach().to(eager.device), ref64.detach().to(eager.device)
+    zeros = (fused == 0) & (eager == 0)
+    flipped = zeros & (torch.signbit(fused) != torch.signbit(eager)) & (torch.signbit(eager) == torch.signbit(ref64))
+    if not flipped.any():
+        return None
+    idx = tuple(flipped.nonzero()[0].tolist())
+    return f"{int(flipped.sum())} zeros of the other sign, e.g. {idx}: fused {fused[idx].item()} eager {eager[idx].item()}"
+
+
+def flush_denormals(t: torch.Tensor) -> torch.Tensor:
+    """An fp32 tensor with its denormals read as zeros of their sign (what FTZ/DAZ hardware does
+    to an operand); any other tensor as it is."""
+    if not isinstance(t, torch.Tensor) or t.dtype != torch.float32:
+        return t
+    tiny = torch.finfo(torch.float32).tiny
+    return torch.where(t.abs() < tiny, torch.copysign(torch.zeros_like(t), t), t)
 
 
 def gradient_reduction_sizes(graph, types) -> dict[str, int]:

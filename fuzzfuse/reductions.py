@@ -206,7 +206,8 @@ class CampaignReductions:
             entry.unreduced = str(result)
             return
         signature = Signature.from_json(result.stats["signature"])
-        reduced_path = save_case(self.campaign.out / "reduced", dataclasses.replace(case, graph=result.graph))
+        reduced_path = save_case(self.campaign.out / "reduced", dataclasses.replace(
+            case, graph=result.graph, options=result.stats.get("options", case.options)))
         cause = self.book.settle(hit, signature, result.graph,
                                  str(reduced_path.relative_to(self.campaign.out)))
         self.campaign.steering.learn(result.graph)

@@ -11,158 +11,116 @@ a CI job as is.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 import torch
 
 from .ir import Graph, TensorInput, make_inputs, to_source
 from .ir.graph import Layout
-from .ir.types import is_float
+from .ir.types import DTYPES, is_float
 from .ir.values import INLINE_LIMIT
-from .oracle import ATOL, RMSE_MULTIPLIER, RTOL, Signature, gradient_reduction_sizes, reduction_sizes
+from .oracle import headline, innermost_error, nvrtc_error
+from .oracle import ATOL, RMSE_MULTIPLIER, RTOL, Signature, gradient_reduction_sizes, reduction_factor, reduction_sizes
 
 
-# The compact oracle and the verdict every repro ends with. `compare` is fuzzfuse's oracle
-# (oracle.compare_output) in a dozen lines, `location` oracle.cpp_location / python_location: a repro
-# judged by another rule than the campaign's would stop reproducing (tests pin the agreement).
+# The judging every repro ends with: `wrong` is fuzzfuse's oracle (oracle.compare_output) in a
+# dozen lines (a repro judged by another rule than the campaign's would stop reproducing; tests pin
+# the agreement). A crash's verdict names the exception type only: fuzzfuse reads where it was
+# raised from the traceback the repro prints (tracebacks.error_location), as the oracle does.
 _JUDGE = """
 
-TOLERANCE = {tolerance}  # (rtol, atol) by dtype, scaled by sqrt(reduction size)
+TOLERANCE = {tolerance}  # (rtol, atol) of each output: fuzzfuse's, times sqrt(terms a reduction sums)
 
 
-def compare(actual, expected, fp64_ref, reduced=1):
-    \"\"\"As torch._dynamo.utils.same(expected, actual, fp64_ref) takes it: wrong only where further
-    from float64 than eager is. None, or (mismatch kind, the wrong positions or None).\"\"\"
-    if not isinstance(actual, torch.Tensor) or actual.shape != expected.shape or actual.dtype != expected.dtype:
-        return ("shape" if isinstance(actual, torch.Tensor) and actual.shape != expected.shape else "dtype"), None
-    actual, expected, fp64_ref = (t.detach().cpu() for t in (actual, expected, fp64_ref))
-    if not expected.is_floating_point():  # exact, except where eager itself disagrees with float64
-        ref = fp64_ref.to(expected.dtype)
-        bad = (actual != expected) & (expected == ref) & (actual != ref)
-        return ("values", bad) if bad.any() else None
-    a, e, r = actual.double(), expected.double(), fp64_ref.double()
-    special = lambda t: torch.isnan(t) + 2 * (t == inf) + 3 * (t == -inf)
-    bad = (special(a) != special(e)) & (special(e) == special(r)) & (special(a) != special(r))
-    if bad.any():
-        return "nan-inf", bad
-    finite = (special(a) == 0) & (special(e) == 0) & (special(r) == 0)
-    rtol, atol = (tol * max(1.0, math.sqrt(reduced)) for tol in TOLERANCE[expected.dtype])
-    close = torch.isclose(a, e, rtol=rtol, atol=atol) | ~finite
-    rmse = lambda x: (x[finite] - r[finite]).pow(2).mean().sqrt().item()
-    return None if close.all() or rmse(a) <= {multiplier} * rmse(e) + atol else ("values", ~close)
+def check(what, actual, expected, fp64_ref, rtol, atol, stage="run"):
+    \"\"\"Assert that `actual` is as good as eager: no further from float64 than eager is (as
+    torch._dynamo.utils.same takes fp64_ref). Before failing, print its first wrong element beside
+    eager's and float64's, and the verdict.\"\"\"
+    a, e, r = (t.detach().cpu() if isinstance(t, torch.Tensor) else t for t in (actual, expected, fp64_ref))
+    if not isinstance(a, torch.Tensor) or a.shape != e.shape or a.dtype != e.dtype:
+        kind, bad = ("shape" if isinstance(a, torch.Tensor) and a.shape != e.shape else "dtype"), None
+    elif not e.is_floating_point():  # exact, except where eager itself is off from float64
+        kind, bad = "values", (a != e) & (e == r.to(e.dtype)) & (a != r.to(e.dtype))
+    else:
+        special = lambda t: t.isnan() + 2 * t.isposinf() + 3 * t.isneginf()  # noqa: E731
+        kind, bad = "nan-inf", (special(a) != special(e)) & (special(e) == special(r)) & (special(a) != special(r))
+        finite = (special(a) == 0) & (special(e) == 0) & (special(r) == 0)
+        rmse = lambda t: (t.double()[finite] - r.double()[finite]).pow(2).mean().sqrt().item()  # noqa: E731
+        if not bad.any() and rmse(a) > {multiplier} * rmse(e) + atol:
+            kind, bad = "values", ~torch.isclose(a.double(), e.double(), rtol=rtol, atol=atol) & finite
+    if bad is not None and not bad.any():
+        return
+    at = None if bad is None else tuple(bad.nonzero()[0].tolist())
 
-
-def innermost(text):
-    \"\"\"nvFuser's parallel-compile wrapper unwrapped: the lowest-numbered failing segment's own error.\"\"\"
-    while "compiling fusion segments in parallel" in text:
-        marks = sorted(re.finditer(r"Error from segmentation group (\\d+):", text), key=lambda m: int(m[1]))
-        if not marks:
-            break
-        ends = [m.start() for m in re.finditer(r"Error from segmentation group \\d+:|\\n\\s*Use NVFUSER_DISABLE=parallel_compile",
-                                               text) if m.start() > marks[0].start()]
-        text = text[marks[0].end():min(ends, default=len(text))]
-    return text
-
-
-def location(message, tb):
-    \"\"\"Where it failed: the first C++ file:line of the (innermost) message, else of the traceback,
-    from csrc/ (aten/, torch/, c10/) on; else the innermost torch frame as file:function.\"\"\"
-    for text in (innermost(message), tb):
-        m = re.search(r\"\"\"{cpp_location}\"\"\", text)
-        if m:
-            path = m[1]
-            anchor = next((a for a in ("csrc/", "aten/", "torch/", "c10/") if a in path), None)
-            return (path[path.index(anchor):] if anchor else "/".join(path.split("/")[-2:])) + ":" + m[2]
-    frames = re.findall(r'File "([^"]+)", line \\d+, in (\\S+)', tb)
-    torch_frames = [f"{{p[p.rindex('/torch/') + 1:]}}:{{f}}" for p, f in frames if "/torch/" in p]
-    return torch_frames[-1] if torch_frames else ""
-
-
-def verdict(outcome, kind="", location="", stage="", **detail):
-    \"\"\"The last line printed, for machines (fuzzfuse's pytest plugin and export read it, nothing
-    else); the exit status: 1 while the bug is present, 0 once fixed, 125 when it cannot run here.\"\"\"
-    print("fuzzfuse-verdict: " + json.dumps(dict(outcome=outcome, kind=kind, location=location, stage=stage,
-                                                 **detail)), flush=True)
-    return {{"pass": 0, "skip": 125}}.get(outcome, 1)
+    def show(t):  # its dtype and shape, or its element at `at`
+        if at is None:
+            return f"{{t.dtype}} {{tuple(t.shape)}}" if isinstance(t, torch.Tensor) else type(t).__name__
+        return (lambda v: f"{{v:.8g}}" if isinstance(v, float) else repr(v))(t[at].item())
+    where = what + (f"[{{', '.join(map(str, at))}}]" if at else "")
+    count = f", wrong at {{int(bad.sum())}} of {{bad.numel()}} positions" if bad is not None and bad.numel() > 1 else ""
+    print(f"expected {{where}}: {{show(e)}} (eager" + ("" if at is None else f"; float64 gives {{show(r)}}") + ")")
+    print(f"actual {{where}}: {{show(a)}} ({{BACKEND}}{{count}})")
+    cls = "bool" if e.dtype == torch.bool else "float" if e.is_floating_point() else "int"
+    verdict("mismatch", kind=kind, location=cls, stage=stage, expected=show(e), actual=show(a), at=list(at or ()))
+    raise AssertionError(f"{{where}}: {{BACKEND}} gives {{show(a)}}, eager {{show(e)}}")
 
 
 def crashed(error):
-    \"\"\"The fuser raised: its exception (dynamo's BackendCompilerFailed unwrapped) and where.\"\"\"
-    if type(error).__name__ == "BackendCompilerFailed":
+    \"\"\"The fuser raised: print it and the verdict, then exit at once, before a fuser object that a
+    kernel fault left behind can abort in its destructor.\"\"\"
+    if type(error).__name__ == "BackendCompilerFailed":  # torch.compile's wrapper around the fuser's error
         error = error.inner_exception
-    tb = "".join(traceback.format_exception(error))
-    print(tb, file=sys.stderr)
-    here = os.path.dirname(os.path.abspath(__file__)) + os.sep  # TorchScript names this file: same text anywhere
-    lines = f"{{type(error).__name__}}: {{error}}".replace(here, "").strip().splitlines()
-    print(f"expected: {{BACKEND}} compiles and runs fn, and its outputs match eager's")
-    print("actual: " + "\\n".join(lines[:30]) + (f"\\n[... {{len(lines) - 30}} more lines]" if len(lines) > 30 else ""))
-    headline = next((ln.strip() for keys in (("INTERNAL ASSERT FAILED", "Expected"), ("error:", "Error:"))
-                     for ln in str(error).splitlines() if any(k in ln for k in keys)), lines[0])
-    return verdict("crash", type(error).__name__, location(str(error), tb), message=headline)
+    traceback.print_exception(error)
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep  # TorchScript quotes this file: same text anywhere
+    print(f"expected: {{BACKEND}} compiles and runs fn")
+    print(f"actual: {{type(error).__name__}}: {{error}}".replace(here, "").rstrip())
+    sys.stderr.flush()
+    os._exit(verdict("crash", kind=type(error).__name__))
 
 
-def judged(problems, fused, stage="run"):
-    \"\"\"Print what was expected and what came out, then the verdict (of the first problem).\"\"\"
-    shown = [show(*p) for p in problems]
-    for expected, _, _ in shown:
-        print(expected)
-    for _, actual, _ in shown:
-        print(actual)
-    if problems:
-        what, (kind, _), _, expected, _ = problems[0]
-        dtype_class = "bool" if expected.dtype == torch.bool else "float" if expected.is_floating_point() else "int"
-        return verdict("mismatch", kind, dtype_class, "backward-run" if what.startswith("grad") else stage,
-                       **shown[0][2])
-    if not fused:
-        print(f"expected: {{BACKEND}} runs fused code")
-        print("actual: nothing was fused (the fallback path ran)")
-        return verdict("unfused", stage=stage)
-    print(f"{{BACKEND}} ran fused code and matches eager")
-    return verdict("pass")
-
-
-def show(what, problem, actual, expected, fp64_ref):
-    \"\"\"(expected line, actual line, the first wrong element for the verdict) of one problem.\"\"\"
-    kind, bad = problem
-    if bad is None:
-        got = f"{{actual.dtype}} {{tuple(actual.shape)}}" if isinstance(actual, torch.Tensor) else type(actual).__name__
-        return f"expected {{what}}: {{expected.dtype}} {{tuple(expected.shape)}}", f"actual {{what}}: {{got}}", {{}}
-    at = tuple(bad.nonzero()[0].tolist())
-    value = lambda t: (lambda v: f"{{v:.8g}}" if isinstance(v, float) else repr(v))(t.detach().cpu()[at].item())
-    where = what + (f"[{{', '.join(map(str, at))}}]" if at else "")
-    count = f", wrong at {{int(bad.sum())}} of {{bad.numel()}} positions" if bad.numel() > 1 else ""
-    return (f"expected {{where}}: {{value(expected)}} (eager; float64 gives {{value(fp64_ref)}})",
-            f"actual {{where}}: {{value(actual)}} ({{BACKEND}}{{count}})",
-            {{"expected": value(expected), "actual": value(actual)}})
+def verdict(outcome, **detail):
+    \"\"\"Print the line fuzzfuse's regression corpus reads, last; the exit status: 1 while the bug
+    is present, 0 once it is fixed, 125 where it cannot run as the bug needs (git bisect's skip).\"\"\"
+    print("fuzzfuse-verdict: " + json.dumps(dict(outcome=outcome, **detail)), flush=True)
+    return {{"pass": 0, "skip": 125}}.get(outcome, 1)
 """
 
-_UPCAST = "[t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs]"
+_UPCAST = "[x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]"
 
 _MAIN = """
 
 def main():
 {setup}    inputs = make_inputs()
     expected = fn(*inputs)
-    fp64_ref = fn_float64(*{upcast})
+    fp64_ref = {fn64}(*{upcast})
     try:
         actual, fused = run_fused(inputs)
     except Exception as e:
-        return crashed(e)
-    return judged([(f"output {{i}}", p, a, e, r) for i, (a, e, r) in enumerate(zip(actual, expected, fp64_ref))
-                   if (p := compare(a, e, r, REDUCED[i]))], fused)
+        crashed(e)
+    for i, (a, e, r) in enumerate(zip(actual, expected, fp64_ref)):
+        check(f"output {{i}}", a, e, r, *TOLERANCE[i])
+    return fused
+"""
 
+# After main: a mismatch has raised AssertionError and a crash has exited; what is left is whether
+# the fuser fused.
+_ENTRY = """
 
 if __name__ == "__main__":
-    status = main()
-    sys.stdout.flush(), sys.stderr.flush()
-    os._exit(status)  # no destructors: a fuser object left by a kernel fault may abort in its own
+    if not main():
+        print(f"expected: {BACKEND} runs fused code")
+        print("actual: nothing was fused (the fallback path ran)")
+        sys.exit(verdict("unfused"))
+    print(f"{BACKEND} ran fused code and matches eager")
+    sys.exit(verdict("pass"))
 """
 
 _AUTOGRAD = """
 
 REQUIRES_GRAD = {requires_grad}
 GRAD_SEED = {grad_seed}
-GRAD_REDUCED = {grad_reduced}
+GRAD_TOLERANCE = {grad_tolerance}  # (rtol, atol) of each gradient, as TOLERANCE
 
 
 def leaves(inputs):
@@ -182,7 +140,7 @@ def gradients(outputs, xs, grad_outputs):
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if g is not None and o.requires_grad]
     wrt = [x for x, rg in zip(xs, REQUIRES_GRAD) if rg]
     if not pairs or any(o.shape != g.shape for o, g in pairs):
-        return []  # a fused output of the wrong shape: the forward comparison reports it
+        return []  # a fused output of the wrong shape: the forward check reports it
     return [g.detach() for g in torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs],
                                                     allow_unused=True, materialize_grads=True)]
 """
@@ -196,41 +154,36 @@ def main():
     grad_outputs = upstream(outs)
     expected, expected_grads = [o.detach() for o in outs], gradients(outs, xs, grad_outputs)
     xs = leaves({upcast})
-    outs = fn_float64(*xs)
+    outs = {fn64}(*xs)
     fp64_ref = [o.detach() for o in outs]
     fp64_grads = gradients(outs, xs, [None if g is None else g.double() for g in grad_outputs])
     try:
         actual, grads, fused = run_fused(inputs, grad_outputs)
     except Exception as e:
-        return crashed(e)
-    problems = [(f"output {{i}}", p, a, e, r) for i, (a, e, r) in enumerate(zip(actual, expected, fp64_ref))
-                if (p := compare(a, e, r, REDUCED[i]))]
-    problems += [(f"gradient {{j}}", p, grads[j] if j < len(grads) else None, e, r)
-                 for j, (e, r) in enumerate(zip(expected_grads, fp64_grads))
-                 if (p := compare(grads[j] if j < len(grads) else None, e, r, GRAD_REDUCED[j]))]
-    return judged(problems, fused)
-
-
-if __name__ == "__main__":
-    status = main()
-    sys.stdout.flush(), sys.stderr.flush()
-    os._exit(status)  # no destructors: a fuser object left by a kernel fault may abort in its own
+        crashed(e)
+    for i, (a, e, r) in enumerate(zip(actual, expected, fp64_ref)):
+        check(f"output {{i}}", a, e, r, *TOLERANCE[i])
+    for j, (e, r) in enumerate(zip(expected_grads, fp64_grads)):
+        check(f"gradient {{j}}", grads[j] if j < len(grads) else None, e, r, *GRAD_TOLERANCE[j], "backward-run")
+    return fused
 """
 
-# Ran past the case's timeout: the traceback of every thread, then the verdict, then out.
+# Ran past the case's timeout: the traceback of every thread, then the verdict, then out. A daemon
+# timer: a repro whose bug is gone exits without waiting for it.
 _HANG = """    def hung():
         faulthandler.dump_traceback()
         print(f"expected: {{BACKEND}} finishes within {timeout:g} s")
         print(f"actual: still running after {timeout:g} s")
-        verdict("hang", "timeout")
-        os._exit(1)
+        os._exit(verdict("hang", kind="timeout"))
 
-    threading.Timer({timeout}, hung).start()
+    timer = threading.Timer({timeout}, hung)
+    timer.daemon = True
+    timer.start()
 """
 
 _PINNED = """    if torch.backends.cpu.get_cpu_capability().lower() != CPU_CAPABILITY:
-        return verdict("skip", reason=f"the bug needs CPU capability {CPU_CAPABILITY}; this machine has "
-                                      f"{torch.backends.cpu.get_cpu_capability().lower()}")
+        sys.exit(verdict("skip", reason=f"the bug needs CPU capability {CPU_CAPABILITY}; this machine has "
+                                        f"{torch.backends.cpu.get_cpu_capability().lower()}"))
 """
 
 
@@ -313,11 +266,11 @@ def float64_graph(graph: Graph) -> Graph:
 
 # The exit status of a repro that cannot run as its bug needs here (git bisect run's "skip").
 SKIP_STATUS = 125
-# The rule of oracle.cpp_location, as the repro's own `location` applies it (a test pins the two).
-CPP_LOCATION = r"""(?:at|from \w+ at) [\"']?([^\s\"']+?\.(?:cpp|cc|h|hpp|cu|cuh))[\"']?:(\d+)"""
 BACKEND_NAMES = {"torchscript:nnc": "NNC", "torchscript:onednn": "oneDNN Graph", "torchscript:nvfuser": "nvFuser (TorchScript)",
-                 "aot:nnc": "NNC (aot_autograd)", "aot:onednn": "oneDNN Graph (aot_autograd)",
-                 "aot:nvfuser": "nvFuser (aot_autograd)", "nvfuser": "nvFuser", "inductor": "Inductor"}
+                 "torchscript:frontend": "TorchScript (no fuser)", "aot:nnc": "NNC (aot_autograd)",
+                 "aot:onednn": "oneDNN Graph (aot_autograd)", "aot:nvfuser": "nvFuser (aot_autograd)",
+                 "aot:frontend": "aot_autograd (no fuser)", "aot:eager": "aot_autograd's decompositions (aot_eager)",
+                 "nvfuser": "nvFuser", "inductor": "Inductor"}
 
 
 def pin_prelude(versions: dict) -> str:
@@ -334,34 +287,84 @@ def pin_prelude(versions: dict) -> str:
 
 
 def describe_graph(graph: Graph) -> str:
-    """The ops of a (reduced) graph and its input dtypes, for titles: "var(dims=[2]) → logical_not on float32"."""
+    """The ops of a (reduced) graph and its input dtypes, for titles: "var(dims=[2]) → logical_not
+    on float32"; an op with scalar operands shows all of them, "pow(x0, 0.5)"."""
     def op(n) -> str:
-        attrs = ", ".join(f"{k}={v}" for k, v in sorted(n.attrs.items()))
-        scalars = [repr(a) for a in n.args if not isinstance(a, str)]
-        inside = ", ".join(scalars + ([attrs] if attrs else []))
-        return f"{n.op}({inside})" if inside else n.op
+        attrs = [f"{k}={v}" for k, v in sorted(n.attrs.items())]
+        args = [a if isinstance(a, str) else repr(a) for a in n.args] if any(not isinstance(a, str) for a in n.args) else []
+        return f"{n.op}({', '.join(args + attrs)})" if args or attrs else n.op
     ops = [op(n) for n in graph.nodes]
     chain = " → ".join(ops if len(ops) <= 4 else ops[:3] + [f"… ({len(ops)} ops)"])
     dtypes = sorted({i.dtype for i in graph.inputs if isinstance(i, TensorInput)})
     return f"{chain or 'no op'} on {', '.join(dtypes) or 'scalars'}"
 
 
-def title(graph: Graph, backend: str, verdict: dict) -> str:
+def _special_inputs(graph: Graph, verdict: dict) -> str:
+    """" of -inf" (" of x0=-inf, x1=nan" with several inputs): the special values (NaN, ±inf, -0)
+    the inputs hold at a wrong output element, where an input has the output's shape or one element."""
+    at = verdict.get("at")
+    if at is None or str(verdict.get("stage", "")).startswith("backward"):
+        return ""
+    found = []
+    for spec, value in zip(graph.inputs, make_inputs(graph)):
+        if not isinstance(spec, TensorInput) or not value.is_floating_point():
+            continue
+        x = value.reshape(()) if value.numel() == 1 else value[tuple(at)] if value.dim() == len(at) else None
+        if x is not None and (not math.isfinite(x.item()) or (x.item() == 0 and math.copysign(1, x.item()) < 0)):
+            found.append((spec.name, f"{x.item():g}"))
+    if not found:
+        return ""
+    return " of " + (found[0][1] if len(graph.inputs) == 1 else ", ".join(f"{n}={v}" for n, v in found))
+
+
+def _raised(verdict: dict) -> str:
+    """A crash as a title says it: the exception and the failing condition or message, without
+    the assert's boilerplate, and where (`raises RuntimeError: dims.size() == 4 (got size:2) at
+    csrc/jit/tensorexpr/expr.cpp:381`)."""
+    kind, message = verdict.get("kind", ""), verdict.get("message", "")
+    text = re.sub(r"Error from segmentation group \d+:\s*", "", innermost_error(message)).strip()
+    if nvrtc_error(text):  # named by its first compiler error
+        line = nvrtc_error(text)
+    elif assertion := re.search(r"INTERNAL ASSERT FAILED at \S+?:\d+\S*", text):
+        condition = " ".join(text[:assertion.start()].strip().splitlines()[-1:])
+        rest = re.sub(r"^[,\s]*please report a bug.*?(?:issues|PyTorch)\.", "", text[assertion.end():], flags=re.S)
+        said = next((ln.strip() for ln in rest.splitlines() if ln.strip()
+                     and not ln.strip().startswith(("Exception raised from", "frame #"))), "")
+        line = " ".join(["internal assert", condition, "failed"]).replace("  ", " ") + (f": {said}" if said else "")
+    else:
+        line = re.sub(r"\s*Exception raised from .*", "", headline(text)).removeprefix(f"{kind}:").strip()
+    if len(line) > 100:
+        line = line[:100].rsplit(" ", 1)[0] + " …"
+    where = verdict.get("location", "")
+    return f"raises {kind}" + (f": {line}" if line else "") + (f" at {where}" if where else "")
+
+
+def title(graph: Graph, backend: str, verdict: dict, recorded: dict | None = None) -> str:
     """A report's title from the reduced graph and what its repro printed: the op(s) and the symptom,
-    "Inductor: var(dims=[2]) → logical_not on float32 returns 0 (eager: nan)"."""
+    "nvFuser: pow(x0, 0.5) on float32 of -inf returns nan (eager: inf)". A repro that did not fail
+    (it passed, or cannot run here) is titled by the failure `recorded`."""
+    if verdict.get("outcome") in ("pass", "skip", None) and recorded:
+        verdict = recorded
     outcome, kind = verdict.get("outcome"), verdict.get("kind", "")
     if outcome == "mismatch" and "actual" in verdict:
-        symptom = f"returns {verdict['actual']} (eager: {verdict['expected']})"
+        shown = {k: str(verdict[k]).replace("torch.", "") for k in ("actual", "expected")}
+        symptom = f"returns {shown['actual']} (eager: {shown['expected']})"
     elif outcome == "mismatch":
         symptom = f"returns the wrong {kind}"
     elif outcome == "crash":
-        message = verdict.get("message", kind)
-        symptom = f"raises {message[:100]}" + (f" at {verdict['location']}" if verdict.get("location") else "")
+        symptom = _raised(verdict)
     else:
         symptom = {"hard-crash": f"kills the process ({kind})", "hang": "hangs",
                    "unfused": "runs the unfused fallback"}.get(outcome, str(outcome))
     backward = "the backward of " if str(verdict.get("stage", "")).startswith("backward") else ""
-    return f"{BACKEND_NAMES.get(backend, backend)}: {backward}{describe_graph(graph)} {symptom}"
+    return f"{BACKEND_NAMES.get(backend, backend)}: {backward}{describe_graph(graph)}{_special_inputs(graph, verdict)} {symptom}"
+
+
+def tolerances(dtypes: list[str], reduced: list[int]) -> list[tuple[float, float]]:
+    """The oracle's (rtol, atol) for values of these dtypes, each scaled by the terms a reduction
+    sums into one of its elements; (0, 0) for integers and bools, which compare exactly."""
+    return [(RTOL[DTYPES[d]] * reduction_factor(k), ATOL[DTYPES[d]] * reduction_factor(k)) if is_float(d)
+            else (0.0, 0.0) for d, k in zip(dtypes, reduced)]
 
 
 def repro_files(graph: Graph, backend, signature: dict, versions: dict, timeout: float = 300.0) -> dict[str, object]:
@@ -376,15 +379,12 @@ def repro_files(graph: Graph, backend, signature: dict, versions: dict, timeout:
     hang = signature.get("outcome") == "hang"
     shown = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
     header = (f'#!/usr/bin/env python3\n"""{BACKEND_NAMES.get(backend.name, backend.name)}: '
-              f'{describe_graph(graph)}: {signature.get("outcome")}\n\n'
-              f"fuzzfuse signature: {key}\nfound with: {shown}\n\n"
-              "Exits 1 while the bug is present, 0 once it is fixed; the last line it prints is its verdict.\n\"\"\"\n")
+              f'{describe_graph(graph)}: {signature.get("outcome")} {signature.get("kind", "")}'.rstrip() + "\n\n"
+              f"Found by fuzzfuse (signature {key}) with {shown}.\n"
+              "Prints what eager gives (float64 arbitrating) and what the fuser gives, then its verdict line;\n"
+              "exits 1 while the bug is present, 0 once it is fixed.\n\"\"\"\n")
     float64 = float64_graph(graph)
-    floats = sorted({types[o].dtype for o in graph.outputs} | {types[i.name].dtype for i in graph.inputs
-                                                               if getattr(i, "requires_grad", False)})
-    tolerance = "{" + ", ".join(f"torch.{d}: ({RTOL[getattr(torch, d)]}, {ATOL[getattr(torch, d)]})"
-                                for d in floats if is_float(d)) + "}"
-    imports = ["json", "math", "re", "sys", "traceback"] + (["faulthandler", "threading"] if hang else [])
+    imports = ["json", "math", "sys", "traceback"] + (["faulthandler", "threading"] if hang else [])
     prelude = backend.repro_prelude()
     imports = sorted(imports + ([] if pinned or "import os\n" in prelude else ["os"]))
     parts = [
@@ -396,21 +396,22 @@ def repro_files(graph: Graph, backend, signature: dict, versions: dict, timeout:
         f"nan, inf = math.nan, math.inf\nDEVICE = {backend.device!r}\nBACKEND = {backend.name!r}\n",
         _SLICED_HELPER if any(isinstance(i, TensorInput) and i.layout.kind == "sliced" for i in graph.inputs) else "",
         "\n\n" + to_source(graph, "fn"),
-        ("\n\n" + to_source(float64, "fn_float64")) if float64 != graph else "\n\nfn_float64 = fn  # no cast to undo\n",
+        ("\n\n" + to_source(float64, "fn_float64")) if float64 != graph else "",
         "\n\n" + inputs_source(graph, values, external) + "\n",
         "\n\n" + backend.repro_code(graph).strip() + "\n",
-        f"\n\nREDUCED = {[max(reduced[o], 1) for o in graph.outputs]}  # terms a reduction folds into an element\n",
-        _JUDGE.format(tolerance=tolerance, multiplier=RMSE_MULTIPLIER, cpp_location=CPP_LOCATION),
+        _JUDGE.format(tolerance=tolerances([types[o].dtype for o in graph.outputs], [reduced[o] for o in graph.outputs]),
+                      multiplier=RMSE_MULTIPLIER),
     ]
     if graph.requires_grad:
         grad_reduced = gradient_reduction_sizes(graph, types)
+        wanted = [i for i in graph.inputs if i.name in grad_reduced]
         parts.append(_AUTOGRAD.format(
             requires_grad=[isinstance(i, TensorInput) and i.requires_grad for i in graph.inputs],
             grad_seed=graph.grad_seed,
-            grad_reduced=[max(grad_reduced[i.name], 1) for i in graph.inputs if i.name in grad_reduced]))
+            grad_tolerance=tolerances([i.dtype for i in wanted], [grad_reduced[i.name] for i in wanted])))
     setup = (_PINNED if pinned else "") + (_HANG.format(timeout=timeout) if hang else "")
     main = _MAIN_BACKWARD if graph.requires_grad else _MAIN
-    parts.append(main.format(setup=setup, upcast=_UPCAST))
+    parts.append(main.format(setup=setup, upcast=_UPCAST, fn64="fn_float64" if float64 != graph else "fn") + _ENTRY)
     files: dict[str, object] = {"repro.py": "".join(parts)}
     if external:
         files["inputs.pt"] = [None if _fill(spec) else v.contiguous() if isinstance(v, torch.Tensor) else v

@@ -36,6 +36,9 @@ class Outcome(str, enum.Enum):
     INVALID = "invalid"
     UNSUPPORTED = "unsupported"
     HARNESS_ERROR = "harness-error"
+    # The fuser differs from eager in a way it documents as a design choice (a `Difference`):
+    # counted, never reported as a bug (README, Outcomes: the policy table).
+    DOCUMENTED = "documented-difference"
 
     def __str__(self) -> str:
         return self.value
@@ -51,6 +54,19 @@ class Outcome(str, enum.Enum):
 
 FAILURES = frozenset({Outcome.CRASH, Outcome.HARD_CRASH, Outcome.HANG, Outcome.MISMATCH, Outcome.UNFUSED,
                       Outcome.FLAKY})
+
+
+class Difference(str, enum.Enum):
+    """A semantic a fuser changes by design, for speed, and documents (the signature's kind of a
+    DOCUMENTED outcome). The sign of a zero is never a bug (no fuser promises it); a flush of
+    denormals is documented only where a backend declares it for the case's configuration
+    (`Backend.documented_differences`), and a bug anywhere else."""
+
+    DENORMAL_FLUSH = "denormal-flush"  # fp32 denormal inputs or results read as (signed) zero
+    SIGNED_ZERO = "signed-zero"  # a zero of the other sign (fast-math's -fno-signed-zeros)
+
+    def __str__(self) -> str:
+        return self.value
 
 
 class Stage(str, enum.Enum):
@@ -173,6 +189,12 @@ def mismatched(backend: str, mismatch: Mismatch, what: str, context: str = "",
     names it for people ("output 0 (v3)")."""
     return CaseResult(Outcome.MISMATCH, mismatch.signature(backend, stage),
                       f"{what}: {mismatch.kind}: {mismatch.detail}" + context)
+
+
+def documented(backend: str, difference: Difference, what: str, detail: str) -> CaseResult:
+    """An output that differs from eager only as a documented difference of the fuser explains."""
+    return CaseResult(Outcome.DOCUMENTED, Signature(Outcome.DOCUMENTED, backend, Stage.RUN, difference.value),
+                      f"{what}: {difference.value}: {detail}")
 
 
 def not_fused(backend: str, stage: Stage, evidence: dict) -> CaseResult:

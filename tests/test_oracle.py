@@ -1,5 +1,8 @@
 """The oracle: rounding noise that eager itself shows is never reported; real divergence is; one
 bug gives one signature."""
+import math
+
+import pytest
 import torch
 
 from fuzzfuse.oracle import compare_output, cpp_location, exception_signature, normalize, python_location
@@ -154,3 +157,64 @@ def test_an_nvrtc_message_is_a_fixed_point_of_the_normalizer():
     assert message == "CUDA NVRTC compile error: no instance of overloaded function fmax matches the argument list"
     assert normalize(message) == message
     assert cpp_location(log) == "csrc/runtime/compiled_kernel.cpp:187"
+
+
+# ---- order-dependent reductions: kept out of the bug set (README "Outcomes", policy table) ---------
+from fuzzfuse.ir.builder import GraphBuilder  # noqa: E402
+from fuzzfuse.ir.graph import Values  # noqa: E402
+from fuzzfuse.ir.interp import run_eager  # noqa: E402
+from fuzzfuse.ir.values import encode_exact, make_inputs  # noqa: E402
+
+
+def _reduction_graph(op: str, values: list, **attrs):
+    b = GraphBuilder()
+    x = b.tensor((len(values),), "float32", values=Values(exact=encode_exact(torch.tensor(values))))
+    return b.build([b.add(op, x, **attrs)])
+
+
+def _sequential(op: str, values: list) -> float:
+    """The same reduction in float32, term by term in the given order: one order a fuser may pick."""
+    acc = torch.tensor(values[0], dtype=torch.float32)
+    for v in values[1:]:
+        acc = acc + v if op == "sum" else acc * v
+    return acc.item()
+
+
+@pytest.mark.parametrize("op, values, attrs", [
+    ("sum", [3.3895e38, 1.0, 1.0, -3.3895e38, 1.0, 1.0], {"dims": (0,), "keepdim": False}),  # cancellation
+    ("sum", [3.4e38, 3.4e38, -3.4e38, -3.4e38], {"dims": (0,), "keepdim": False}),  # overflow in one order
+    ("mean", [math.inf, -3e38, -3e38], {"dims": (0,), "keepdim": False}),  # -inf + inf = nan in one order
+    ("prod", [3e37, 3e37, 1e-37], {"dim": 0, "keepdim": False}),  # partial product overflows
+])
+def test_order_dependent_reductions_compare_only_their_type(op, values, attrs):
+    """Two orders of the same float32 reduction disagree beyond any tolerance (shown by computing
+    both), so neither is a bug: the output is tainted, and a fuser's value there is not judged."""
+    graph = _reduction_graph(op, values, **attrs)
+    inputs = make_inputs(graph)
+    (eager,), tainted = run_eager(graph, inputs)
+    seq = "sum" if op in ("sum", "mean") else "prod"
+    forward, backward = _sequential(seq, values), _sequential(seq, values[::-1])
+    assert not (forward == backward or (math.isnan(forward) and math.isnan(backward)))
+    assert tainted == {graph.outputs[0]}
+    # and a fused value from the other order is then not a mismatch where the job judges outputs
+    from fuzzfuse.job import _judge_outputs
+    from fuzzfuse.backends.eager import EagerBackend
+    from fuzzfuse.backends.base import RunResult
+    other = torch.tensor(backward if op != "mean" else backward / len(values), dtype=torch.float32)
+    result = RunResult(outputs=[other])
+    ref64, _ = run_eager(graph, inputs, upcast=True)
+    assert _judge_outputs(graph, graph.infer_types(), EagerBackend(), result, [eager], ref64, tainted, False) is None
+
+
+@pytest.mark.parametrize("op, values, attrs", [
+    ("sum", [1.0, -1.0], {"dims": (0,), "keepdim": False}),  # exact in any order
+    ("sum", [float(v) for v in torch.randn(4096, generator=torch.Generator().manual_seed(0))],
+     {"dims": (0,), "keepdim": False}),
+    ("var", [1e3, 1e3 + 1, 1e3 - 1, 1e3], {"dims": (0,), "keepdim": False, "correction": 1}),
+    ("prod", [2.0, -0.5, 3.0, 1e-3], {"dim": 0, "keepdim": False}),
+    ("amax", [3.4e38, 3.4e38, -3.4e38], {"dims": (0,), "keepdim": False}),  # exact: no order
+])
+def test_ordinary_reductions_are_judged(op, values, attrs):
+    graph = _reduction_graph(op, values, **attrs)
+    _, tainted = run_eager(graph, make_inputs(graph))
+    assert tainted == set()

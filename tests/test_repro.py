@@ -7,7 +7,7 @@ import math
 import shutil
 import subprocess
 import sys
-
+import traceback
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,8 @@ from fuzzfuse.export import judge, read_verdict
 from fuzzfuse.ir import Values
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.minimize import refresh, verify_repro
-from fuzzfuse.oracle import compare_output, cpp_location, python_location
+from fuzzfuse.oracle import compare_output, exception_signature
+from fuzzfuse.tracebacks import error_location, printed_error
 from fuzzfuse.repro import repro_files, title
 
 from .test_plugin import CRASH, MISMATCH
@@ -40,24 +41,37 @@ def _script_namespace(graph, versions=None) -> dict:
     return namespace
 
 
-def test_a_repros_crash_location_follows_the_oracles_rule():
-    location = _script_namespace(_exp_graph())["location"]
-    samples = [
-        ("INTERNAL ASSERT FAILED at \"/opt/pytorch/torch/csrc/jit/tensorexpr/kernel.cpp\":443, please report", ""),
-        ("Expected x == y to be true, but got false. (Could this error message be improved?)\n"
-         "Exception raised from apply at /build/nvfuser/csrc/ops/arith.cpp:91 (most recent call first)", ""),
-        ("no location here", 'File "/usr/lib/python3/site-packages/torch/_inductor/cpp_builder.py", line 9, in '
-                             '_run_compile_cmd\n  File "/tmp/repro.py", line 3, in main'),
-        ("plain", 'File "/tmp/x.py", line 1, in f'),
-        ("RuntimeError: from fn at /some/where/deep/file.cu:12", ""),
-    ]
-    # nvFuser's own texts, the parallel-compile wrapper among them (tests/data, from committed cases).
+def test_a_crash_is_located_from_the_printed_traceback_by_the_oracles_rule():
+    """A repro's crash verdict names the exception type only; where it was raised is read from the
+    traceback it prints, and that gives what the oracle gives in-process, warnings printed before
+    and chained causes included."""
     errors = json.loads((Path(__file__).parent / "data" / "nvfuser_errors.json").read_text())
-    samples += [(e["text"], "") for e in errors.values()]
-    for message, tb in samples:
-        assert location(message, tb) == (cpp_location(message) or cpp_location(tb) or python_location(tb))
-    assert location(*samples[0]) == "csrc/jit/tensorexpr/kernel.cpp:443"
-    assert location(errors["parallel_rfactor"]["text"], "") == "csrc/transform_rfactor.cpp:399"
+    messages = ["INTERNAL ASSERT FAILED at \"/opt/pytorch/torch/csrc/jit/tensorexpr/kernel.cpp\":443, please report",
+                "RuntimeError: from fn at /some/where/deep/file.cu:12", "no location here"]
+    for message in messages + [e["text"] for e in errors.values()]:
+        def fuser():
+            try:
+                raise ValueError("a cause at /x/aten/src/ATen/cause.cpp:3")
+            except ValueError as cause:
+                raise RuntimeError(message) from cause
+        try:
+            fuser()
+        except RuntimeError as e:
+            tb = "".join(traceback.format_exception(e))
+            printed = "[W warn.cpp:1] Warning: (Triggered internally at /x/aten/src/ATen/w.cpp:7.)\n" + tb
+            assert error_location(*printed_error(printed)) == exception_signature("b", "run", "RuntimeError",
+                                                                                     str(e), tb).location
+    assert error_location(*printed_error(messages[0])) == ""  # no traceback printed: nothing to locate
+
+
+def _verdict(graph, actual, expected, fp64_ref, capsys) -> str | None:
+    """The kind a generated repro's check() gives (None when it passes the output)."""
+    check = _script_namespace(graph)["check"]
+    try:
+        check("output 0", actual, expected, fp64_ref, 1.3e-6, 1e-5)
+    except AssertionError:
+        return read_verdict(capsys.readouterr().out)["kind"]
+    return None
 
 
 @pytest.mark.parametrize("fused, eager, ref", [
@@ -68,12 +82,10 @@ def test_a_repros_crash_location_follows_the_oracles_rule():
     ([1.0, 2.000001], [1.0, 2.0], [1.0, 2.0000005]),  # rounding: passes
     ([1.0, 2.1], [1.0, 2.2], [1.0, 2.1]),  # nearer float64 than eager: passes
 ])
-def test_a_repros_compact_oracle_gives_the_campaigns_verdict_on_floats(fused, eager, ref):
-    compare = _script_namespace(_exp_graph())["compare"]
+def test_a_repros_check_gives_the_campaigns_verdict_on_floats(fused, eager, ref, capsys):
     tensors = [torch.tensor(v, dtype=torch.float32) for v in (fused, eager)] + [torch.tensor(ref, dtype=torch.float64)]
-    mine = compare(*tensors, 1)
     theirs = compare_output(0, *tensors)
-    assert (mine[0] if mine else None) == (theirs.kind if theirs else None)
+    assert _verdict(_exp_graph(), *tensors, capsys) == (theirs.kind if theirs else None)
 
 
 @pytest.mark.parametrize("fused, eager, ref", [
@@ -81,13 +93,11 @@ def test_a_repros_compact_oracle_gives_the_campaigns_verdict_on_floats(fused, ea
     ([1, 2, 3], [1, 2, 4], [1, 2, 3]),  # eager disagrees with float64 there: not judged
     ([[1, 2]], [1, 2], [1, 2]),  # shape
 ])
-def test_a_repros_compact_oracle_gives_the_campaigns_verdict_on_integers_and_shapes(fused, eager, ref):
-    compare = _script_namespace(_exp_graph())["compare"]
+def test_a_repros_check_gives_the_campaigns_verdict_on_integers_and_shapes(fused, eager, ref, capsys):
     tensors = [torch.tensor(v, dtype=torch.int32) for v in (fused, eager)] + [torch.tensor(ref, dtype=torch.float64)]
-    mine = compare(*tensors, 1)
     theirs = compare_output(0, *tensors)
-    assert (mine[0] if mine else None) == (theirs.kind if theirs else None)
-    assert compare(tensors[1].to(torch.int64), tensors[1], tensors[2])[0] == "dtype"
+    assert _verdict(_exp_graph(), *tensors, capsys) == (theirs.kind if theirs else None)
+    assert _verdict(_exp_graph(), tensors[1].to(torch.int64), tensors[1], tensors[2], capsys) == "dtype"
 
 
 def test_verification_needs_the_recorded_signature_not_just_a_failing_exit(tmp_path):
@@ -95,10 +105,10 @@ def test_verification_needs_the_recorded_signature_not_just_a_failing_exit(tmp_p
     directory = tmp_path / "mismatch"
     shutil.copytree(MISMATCH, directory)
     signature = load_case(directory / "case.json").signature
-    verification, output = verify_repro(directory, signature, runs=1)
+    verification, output, _ = verify_repro(directory, signature, runs=1)
     assert verification["status"] == "reproduces" and read_verdict(output)["kind"] == signature["kind"]
     other = "values" if signature["kind"] == "nan-inf" else "nan-inf"
-    verification, _ = verify_repro(directory, {**signature, "kind": other}, runs=1)
+    verification, *_ = verify_repro(directory, {**signature, "kind": other}, runs=1)
     assert verification["status"] == "does not reproduce"
     assert verification["verdicts"] == [f"mismatch {signature['kind']} {signature['location']}"]
 
@@ -114,7 +124,7 @@ def test_a_refreshed_report_shows_the_repros_own_output_verbatim_and_names_the_o
     expected = readme.split("**Expected**", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0]
     assert actual.startswith("actual: ") and actual in run.stdout and expected in run.stdout
     heading = readme.splitlines()[0]
-    assert heading == "# " + title(case.graph, case.backend, read_verdict(run.stdout))
+    assert heading == "# " + title(case.graph, case.backend, read_verdict(run.stdout, run.stderr))
     assert heading.startswith("# NNC: ") and all(n.op in heading for n in case.graph.nodes)
     assert run.stdout.splitlines()[-1].startswith("fuzzfuse-verdict: ")
 
@@ -140,3 +150,52 @@ def test_a_repro_whose_bug_is_gone_passes_with_a_pass_verdict(tmp_path):
                                                    {"outcome": "mismatch"}, {})["repro.py"])
     run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and read_verdict(run.stdout)["outcome"] == "pass"
+
+
+MINIMIZED = Path(__file__).parent.parent / "minimized"
+# The committed repros of CPU backends (nvFuser's run on a GPU only).
+CPU_REPROS = sorted(d for d in MINIMIZED.glob("[!.]*") if (d / "case.json").is_file() and (d / "README.md").is_file()
+                    and "nvfuser" not in json.loads((d / "case.json").read_text())["backend"])
+
+
+def _block(readme: str, heading: str) -> str:
+    return readme.split(f"**{heading}**", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("directory", CPU_REPROS, ids=lambda d: d.name)
+def test_a_committed_reports_expected_and_actual_are_verbatim_in_its_repros_output(directory, tmp_path):
+    """Each committed CPU repro run in a fresh process, in a directory of its own (one test per
+    repro, so pytest-xdist spreads them): its README quotes what it prints."""
+    status = json.loads((directory / "case.json").read_text()).get("verification", {}).get("status")
+    if status != "reproduces":
+        pytest.skip(f"recorded as {status}: its output is not one run's")
+    for name in ("repro.py", "inputs.pt"):
+        if (directory / name).exists():
+            shutil.copy(directory / name, tmp_path)
+    run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    if run.returncode == 125:
+        pytest.skip(read_verdict(run.stdout)["reason"])
+    readme = (directory / "README.md").read_text()
+    for heading in ("Expected", "Actual"):
+        block = _block(readme, heading)
+        assert block in ("(none printed)", "(nothing printed)") or block in run.stdout, \
+            f"{heading} of {directory.name}/README.md is not in its output:\n{block}\n---\n{run.stdout}"
+
+
+@pytest.mark.parametrize("name", ["nvfuser", "aot:nvfuser"])
+def test_an_nvfuser_repro_is_a_standalone_script_that_compiles_here(name):
+    """No GPU needed to write one: the nvFuser repro defines its fusion with nvfuser_direct's
+    FusionDefinition and executes it on the exact inputs; aot:nvfuser's prints the fusions it ran.
+    Either exits at once on a crash, before a fusion's destructor can abort the process."""
+    from fuzzfuse.backends.aot_nvfuser import AotNvFuserBackend
+    from fuzzfuse.backends.nvfuser import NvFuserBackend
+
+    backend = {"nvfuser": NvFuserBackend, "aot:nvfuser": AotNvFuserBackend}[name]()
+    source = repro_files(_exp_graph(), backend, {"outcome": "crash", "kind": "RuntimeError"}, {"gpu": "H200"})["repro.py"]
+    compile(source, "repro.py", "exec")
+    assert "os._exit(verdict(\"crash\"" in source and "DEVICE = 'cuda'" in source
+    if name == "nvfuser":
+        assert "with FusionDefinition() as fd:" in source and "fd.execute(" in source and "fd.add_output(" in source
+    else:
+        assert "print(result.context.strip())" in source

@@ -64,7 +64,7 @@ def test_an_outcome_and_its_string_are_one_counter_key_and_one_json_value():
     counts[Outcome.CRASH] += 1
     assert counts == {"crash": 3} and json.dumps({Outcome.CRASH: [Stage.BACKWARD_RUN]}) == '{"crash": ["backward-run"]}'
     assert {o.value for o in Outcome} == {"pass", "crash", "hard-crash", "hang", "mismatch", "unfused", "flaky",
-                                          "invalid", "unsupported", "harness-error"}
+                                          "invalid", "unsupported", "harness-error", "documented-difference"}
 
 
 def test_a_state_json_written_before_the_verdict_layer_still_resumes(tmp_path):

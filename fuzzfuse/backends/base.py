@@ -13,13 +13,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 
 from ..ir import Graph
 from ..strategies import Features, ShapeConfig
-from ..verdict import Stage, Unsupported
+from ..verdict import Difference, Stage, Unsupported
 
 
 class BackendError(Exception):
@@ -142,6 +142,30 @@ class Backend:
         By default, through fuzzfuse itself (`generic_repro_code`)."""
         return generic_repro_code(self.name, graph)
 
+    def draw_options(self, seed: int) -> dict:
+        """The per-case choices a campaign records in a case and `compile` takes as keywords, drawn
+        from the case's seed: one of `styles` (nvFuser's lowering), if any."""
+        return {"style": self.styles[seed % len(self.styles)]} if self.styles else {}
+
+    def describe_options(self, options: dict) -> list[str]:
+        """The per-case choices of `options` by name, for the campaign's counts of what it drew."""
+        return [f"style={options['style']}"] if "style" in options else []
+
+    def simpler_options(self, options: dict) -> Iterator[dict]:
+        """Per-case choices one step closer to the backend's defaults, for the reducer to try
+        (fuzzfuse.reduce.options); none by default."""
+        return iter(())
+
+    def documented_differences(self, options: dict) -> frozenset[Difference]:
+        """The semantics this fuser changes by design under the case's choices (README, Outcomes):
+        a difference explained by one is counted as documented, not reported. None by default."""
+        return frozenset()
+
+    def for_case(self, options: dict) -> "Backend":
+        """This backend set to a case's per-case choices, for what takes no options (its
+        `repro_code`); itself by default."""
+        return self
+
     def repro_prelude(self) -> str:
         """Source the repro runs before anything else (the fuser's switches); none by default."""
         return ""
@@ -178,20 +202,25 @@ def generic_repro_code(name: str, graph: Graph, options: dict | None = None) -> 
     options = "".join(f", {k}={v!r}" for k, v in (options or {}).items())
     return f'''
 def run_fused(inputs, grad_outputs=None):
-    """{name}, run through fuzzfuse (a custom backend: no standalone form). The fuser's own
+    """{name}, run through fuzzfuse (no standalone form). What the backend says beside its result
+    (aot:nvfuser: the fusions it ran, as nvfuser_direct scripts) is printed; the fuser's own
     exception is raised, not fuzzfuse's BackendError around it, as the campaign names it."""
     import json
     from fuzzfuse.backends import get_backend
     from fuzzfuse.backends.base import BackendError
     from fuzzfuse.ir import Graph
     graph = Graph.from_json(json.loads({json.dumps(graph.to_json())!r}))
+    backward = {{"grad_outputs": grad_outputs}} if graph.requires_grad else {{}}
     try:
-        if graph.requires_grad:
-            result = get_backend({name!r}).run(graph, inputs, grad_outputs=grad_outputs{options})
-            return result.outputs, result.grads, result.fused is not False and result.backward_fused is not False
-        result = get_backend({name!r}).run(graph, inputs{options})
+        result = get_backend({name!r}).run(graph, inputs{options}, **backward)
     except BackendError as e:
+        if e.context.strip():
+            print(e.context.strip())
         raise e.cause from None
+    if result.context.strip():
+        print(result.context.strip())
+    if graph.requires_grad:
+        return result.outputs, result.grads, result.fused is not False and result.backward_fused is not False
     return result.outputs, result.fused is not False
 '''
 

@@ -117,10 +117,11 @@ class DynamoBackend(Backend):
     def run(self, graph: Graph, inputs: list, grad_outputs: list | None = None) -> RunResult:
         return self.compile(graph).run(inputs, grad_outputs)
 
-    def compile_and_run(self, graph: Graph, inputs: list, grad_outputs: list | None = None):
+    def compile_and_run(self, graph: Graph, inputs: list, grad_outputs: list | None = None, dynamic: bool = False):
         """The first run of a graph: (its RunResult, the compiled callable, the probe's counters).
         With grad_outputs, the first backward call (where AOT autograd compiles the backward
-        graph) is staged "backward-compile", the measured one "backward-run"."""
+        graph) is staged "backward-compile", the measured one "backward-run". dynamic:
+        torch.compile's (symbolic sizes from the first compile on)."""
         import torch._dynamo
         import torch._inductor.config  # dynamo imports it anyway
 
@@ -132,7 +133,7 @@ class DynamoBackend(Backend):
         torch._dynamo.reset()
         seen = {"graphs": 0, "calls": 0, "running": False}
         compiled = torch.compile(compile_source(graph), backend=probe(self.compiler(), seen),
-                                 fullgraph=True, dynamic=False)
+                                 fullgraph=True, dynamic=dynamic)
         backward = grad_outputs is not None
         start = time.perf_counter()
         xs = with_leaves(graph, inputs) if backward else inputs
@@ -200,6 +201,9 @@ def run_fused(inputs):
 class DynamoCompiled(Compiled):
     """torch.compile'd once (dynamic=False): later input sets of the same sizes and strides pass
     dynamo's guards and run the backend's compiled callable again, without compiling."""
+    # torch.compile's dynamic (a subclass's per-case choice).
+    dynamic = False
+
     def __init__(self, backend: DynamoBackend, graph: Graph, options: dict):
         super().__init__(backend, graph, options)
         self._compiled = None
@@ -207,7 +211,8 @@ class DynamoCompiled(Compiled):
 
     def run(self, inputs: list, grad_outputs: list | None = None) -> RunResult:
         if self._compiled is None or grad_outputs is not None:
-            result, self._compiled, self._seen = self.backend.compile_and_run(self.graph, inputs, grad_outputs)
+            result, self._compiled, self._seen = self.backend.compile_and_run(self.graph, inputs, grad_outputs,
+                                                                              self.dynamic)
             return result
         calls, graphs = self._seen["calls"], self._seen["graphs"]
         try:

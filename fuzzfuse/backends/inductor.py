@@ -1,14 +1,39 @@
 """TorchInductor: the dynamo backend (`dynamo.DynamoBackend`: fullgraph, dynamo's fallback to
 eager disabled, failures staged "compile" or "run" by where they were raised) with stronger fusion
-evidence: Inductor must report generated kernels.
+evidence: Inductor must report generated kernels (C++ on CPU, Triton on CUDA).
+
+Each case runs under its own drawn configuration (`inductor_config.InductorConfig`: dynamic,
+mode, marked dims, config flags), recorded in the case's options as "inductor_config".
+
+What Inductor keeps between the cases of one worker, and what that means for what is tested:
+- dynamo's code cache and guards: reset before every graph (DynamoBackend), so every case compiles;
+- the FX graph and AOT autograd caches: off (DynamoBackend.env), so a recheck compiles again;
+- `torch._inductor.config`: patched for the case and restored after it, whatever it raised;
+- compiled kernels, in memory and on disk, keyed by their source and compile command: a kernel
+  whose source another case already produced is loaded, not compiled again. What is skipped is the
+  C++/Triton compiler run on identical source, never Inductor's own lowering and scheduling;
+- Triton's autotuning results, keyed by kernel source (CUDA): a kernel tuned once keeps the block
+  sizes it chose then, so coordinate descent tuning explores each kernel source only once;
+- the thread's FTZ/DAZ bits, which a C++ kernel built with -funsafe-math-optimizations sets when
+  its library is first loaded (gcc < 13), and only then: a case under that flag runs with them set
+  (InductorCompiled), every eager run with them clear (fuzzfuse.job).
 """
 from __future__ import annotations
 
+import copy
+from typing import Iterator
+
 import torch
 
-from ..ir import Graph
-from .base import Unavailable, machine_versions
-from .dynamo import DynamoBackend
+from ..ir import Graph, TensorInput
+from ..verdict import Difference
+from .base import RunResult, Unavailable, machine_versions
+from .dynamo import DynamoBackend, DynamoCompiled
+from .inductor_config import InductorConfig
+from ..strategies import ShapeConfig
+
+# The options key of a case's configuration.
+CONFIG = "inductor_config"
 
 
 class InductorBackend(DynamoBackend):
@@ -20,6 +45,14 @@ class InductorBackend(DynamoBackend):
     def __init__(self, device: str | None = None):
         super().__init__("inductor", device)
         self.name = "inductor"
+        # The configuration `repro_code` writes (`for_case`).
+        self.config = InductorConfig()
+        if self.device == "cpu":
+            # Inductor's C++ codegen: sizes around the vector widths (8, 16, 32, 64 lanes) and
+            # one off them, for its masked tail loops; reductions long enough to be split
+            # across threads (cpp.threads) or into two stages.
+            self.shapes = ShapeConfig(max_dim=8, max_numel=4096, large_dims=(7, 9, 15, 17, 31, 33, 63, 65, 1025),
+                                      large_prob=0.2)
 
     def check_available(self) -> None:
         try:
@@ -30,11 +63,33 @@ class InductorBackend(DynamoBackend):
         if self.device == "cuda" and not torch.cuda.is_available():
             raise Unavailable("Inductor on CUDA needs a GPU")
 
-    def compile_and_run(self, graph: Graph, inputs: list, grad_outputs: list | None = None):
+    # ---- per-case configuration ---------------------------------------------------------------
+    def draw_options(self, seed: int) -> dict:
+        return {CONFIG: InductorConfig.draw(seed, self.device).to_json()}
+
+    def describe_options(self, options: dict) -> list[str]:
+        return config_of(options).choices()
+
+    def simpler_options(self, options: dict) -> Iterator[dict]:
+        for config in config_of(options).simpler():
+            yield {**options, CONFIG: config.to_json()}
+
+    def documented_differences(self, options: dict) -> frozenset[Difference]:
+        return config_of(options).documented_differences(self.device)
+
+    def for_case(self, options: dict) -> "InductorBackend":
+        case = copy.copy(self)
+        case.config = config_of(options)
+        return case
+
+    def compile(self, graph: Graph, **options) -> "InductorCompiled":
+        return InductorCompiled(self, graph, options)
+
+    def compile_and_run(self, graph: Graph, inputs: list, grad_outputs: list | None = None, dynamic: bool = False):
         import torch._inductor.metrics as metrics
 
         kernels_before = metrics.generated_kernel_count
-        result, compiled, seen = super().compile_and_run(graph, inputs, grad_outputs)
+        result, compiled, seen = super().compile_and_run(graph, inputs, grad_outputs, dynamic)
         kernels = metrics.generated_kernel_count - kernels_before
         kernels -= result.evidence.get("backward", {}).get("kernels", 0)  # the forward's own
         result.evidence["kernels"] = kernels
@@ -50,40 +105,61 @@ class InductorBackend(DynamoBackend):
         kernels = metrics.generated_kernel_count - before
         return grads, {"kernels": kernels, "fused": kernels > 0}
 
+    # ---- the standalone repro: PyTorch's pt2 bug template ----------------------------------------
     def repro_code(self, graph: Graph) -> str:
-        if graph.requires_grad:
-            return '''
-def run_fused(inputs, grad_outputs):
-    """inductor: torch.compile(fullgraph=True) with errors not suppressed; the forward and, at the
-    first backward call, the backward graph must generate kernels."""
+        config = self.config
+        shapes = [tuple(i.shape) if isinstance(i, TensorInput) else None for i in graph.inputs]
+        setup = f'''
+# The configuration the case ran under (fuzzfuse drew it: {config.describe()}).
+INDUCTOR_CONFIG = {dict(config.flags)!r}  # torch._inductor.config flags
+COMPILE = dict(backend="inductor", fullgraph=True, dynamic={config.dynamic!r}, mode={config.mode!r})
+MARK_DYNAMIC = {config.marked_dims(shapes)!r}  # (input, dim): torch._dynamo.maybe_mark_dynamic
+
+
+def compiled_fn(inputs):
+    """torch.compile(fn) with errors not suppressed, the inputs' dims marked dynamic."""
     import torch._dynamo
-    import torch._inductor.metrics as metrics
     torch._dynamo.config.suppress_errors = False
-    compiled = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=False)
-    before = metrics.generated_kernel_count
-    xs = leaves(inputs)
-    out = compiled(*xs)
-    forward = metrics.generated_kernel_count - before
-    gradients(out, xs, grad_outputs)
-    backward = metrics.generated_kernel_count - before - forward
-    xs = leaves(inputs)
-    out = compiled(*xs)
-    grads = gradients(out, xs, grad_outputs)
+    for i, dim in MARK_DYNAMIC:
+        torch._dynamo.maybe_mark_dynamic(inputs[i], dim)
+    return torch.compile(fn, **COMPILE)
+'''
+        copy = ".clone()" if config.cudagraphs else ""
+        if graph.requires_grad:
+            return setup + f'''
+
+def run_fused(inputs, grad_outputs):
+    """Inductor: the forward and, at the first backward call, the backward graph must generate
+    kernels."""
+    import torch._inductor.config
+    import torch._inductor.metrics as metrics
+    with torch._inductor.config.patch(INDUCTOR_CONFIG):
+        compiled = compiled_fn(inputs)
+        before = metrics.generated_kernel_count
+        xs = leaves(inputs)
+        out = compiled(*xs)
+        forward = metrics.generated_kernel_count - before
+        gradients(out, xs, grad_outputs)
+        backward = metrics.generated_kernel_count - before - forward
+        xs = leaves(inputs)
+        out = compiled(*xs)
+        grads = gradients(out, xs, grad_outputs)
     if not backward:
         print("the backward generated no kernel")
-    return [o.detach() for o in out], grads, forward > 0 and backward > 0
+    return [o.detach(){copy} for o in out], [g{copy} for g in grads], forward > 0 and backward > 0
 '''
-        return '''
+        return setup + f'''
+
 def run_fused(inputs):
-    """inductor: torch.compile(fullgraph=True) with errors not suppressed; kernels must be generated."""
-    import torch._dynamo
+    """Inductor: kernels must be generated; the second call's outputs are judged."""
+    import torch._inductor.config
     import torch._inductor.metrics as metrics
-    torch._dynamo.config.suppress_errors = False
-    compiled = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=False)
-    before = metrics.generated_kernel_count
-    compiled(*inputs)
-    kernels = metrics.generated_kernel_count - before
-    return list(compiled(*inputs)), kernels > 0
+    with torch._inductor.config.patch(INDUCTOR_CONFIG):
+        compiled = compiled_fn(inputs)
+        before = metrics.generated_kernel_count
+        compiled(*inputs)
+        kernels = metrics.generated_kernel_count - before
+        return [o{copy} for o in compiled(*inputs)], kernels > 0
 '''
 
     def versions(self) -> dict[str, str]:
@@ -95,3 +171,44 @@ def run_fused(inputs):
             except ImportError:
                 pass
         return versions
+
+
+class InductorCompiled(DynamoCompiled):
+    """A graph compiled under its case's configuration: Inductor's config patched around every
+    call (a rerun may recompile), the inputs' chosen dims marked dynamic, and outputs copied where
+    CUDA graphs replay (the next replay overwrites them)."""
+
+    def __init__(self, backend: InductorBackend, graph: Graph, options: dict):
+        super().__init__(backend, graph, options)
+        self.config = config_of(options)
+        self.dynamic = self.config.dynamic
+
+    def run(self, inputs: list, grad_outputs: list | None = None) -> RunResult:
+        import torch._dynamo
+
+        shapes = [tuple(x.shape) if isinstance(x, torch.Tensor) else None for x in inputs]
+        for i, dim in self.config.marked_dims(shapes):
+            torch._dynamo.maybe_mark_dynamic(inputs[i], dim)
+        # A kernel built with -funsafe-math-optimizations sets FTZ/DAZ (gcc < 13: crtfastmath)
+        # only when its library is first loaded in a process, and Inductor loads a library once per
+        # process: every run under that flag gets the state the first load left, as a user's
+        # process would have it, whether or not this worker loaded that kernel before.
+        flushes = self.backend.device == "cpu" and Difference.DENORMAL_FLUSH in self.config.documented_differences("cpu")
+        with self.config.applied():
+            torch.set_flush_denormal(flushes)
+            try:
+                result = super().run(inputs, grad_outputs)
+            finally:
+                torch.set_flush_denormal(False)
+        if self.config.cudagraphs:
+            result.outputs = [o.clone() for o in result.outputs]
+            result.grads = [g.clone() if g is not None else g for g in result.grads] if result.grads else result.grads
+        return result
+
+
+def config_of(options: dict) -> InductorConfig:
+    """A case's configuration (Inductor's defaults when it records none: cases found before
+    configurations were drawn)."""
+    recorded = options.get(CONFIG)
+    return InductorConfig.from_json(recorded) if recorded is not None else InductorConfig()
+

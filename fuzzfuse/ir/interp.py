@@ -2,10 +2,12 @@
 source (what TorchScript scripts, what dynamo traces, and what a repro prints)."""
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .graph import Graph, Node, ScalarInput, TensorInput
-from .ops import OPS, lit
+from .ops import OPS, lit, reduced_dims
 from .types import DTYPES, is_float
 
 
@@ -26,8 +28,45 @@ def _casts_out_of_range(node: Node, x: torch.Tensor) -> bool:
     return bool((~torch.isfinite(xd) | (xd < info.min) | (xd > info.max)).any())
 
 
+def _accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
+    """What eager and the fusers accumulate a reduction in: float32 for the 16-bit floats."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _order_dependent(node: Node, x) -> bool:
+    """Whether a reduction's floating result depends on the order its terms are combined in, so far
+    that any order (eager's, a fuser's, float64's) is as right as another: a sum whose terms'
+    magnitudes add up past the accumulator's largest finite value (a partial sum overflows in some
+    orders: inf, or nan against an inf, where eager gets a finite value) or cancel so deeply that
+    rounding in some order exceeds the result itself (values near the dtype's limits); a product
+    whose partial products overflow or underflow in some order. Reductions over ordinary values
+    are never order-dependent by this rule: their differences are rounding, which the oracle's
+    float64 arbitration judges."""
+    how = OPS[node.op].accumulates
+    if how is None or not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.numel() == 0:
+        return False
+    acc = torch.finfo(_accumulation_dtype(x.dtype))
+    dims = reduced_dims(node.attrs, x.dim()) if x.dim() else []
+    xd = x.detach().double()
+    xd = xd.where(torch.isfinite(xd), torch.zeros_like(xd))  # an inf or nan term: its own class in any order
+    magnitude = xd.abs()
+    if how == "product":
+        big = magnitude.clamp(min=1).log2().sum(dims)
+        small = magnitude.where((magnitude > 0) & (magnitude < 1), torch.ones_like(magnitude)).log2().sum(dims)
+        return bool(((big > math.log2(acc.max)) | (small < math.log2(acc.tiny))).any())
+    terms = [xd]
+    if x.dim() and node.attrs.get("correction") is not None:  # var, std: the squared deviations too
+        terms.append((xd - xd.mean(dims, keepdim=True)) ** 2)
+    for t in terms:
+        total, spread = t.sum(dims).abs(), t.abs().sum(dims)
+        if ((spread > acc.max) | (spread * acc.eps > 16 * (total + acc.eps))).any():
+            return True
+    return False
+
+
 def interpret(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[dict, set[str]]:
-    """All values of the graph by name, and the names tainted by undefined behaviour.
+    """All values of the graph by name, and the names tainted by undefined behaviour or by an
+    order-dependent reduction (`_order_dependent`): values only their type is defined of.
 
     upcast=True runs every floating computation in float64: the arbiter that tells a fuser's error
     from the rounding eager itself shows.
@@ -41,7 +80,8 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[dict
     for node in graph.nodes:
         args = [env[a] if isinstance(a, str) else a for a in node.args]
         attrs = _upcast_attrs(node) if upcast else node.attrs
-        if _casts_out_of_range(node, args[0]) or any(a in tainted for a in node.refs()):
+        if (_casts_out_of_range(node, args[0]) or _order_dependent(node, args[0])
+                or any(a in tainted for a in node.refs())):
             tainted.add(node.name)
         out = OPS[node.op].eager(*args, **{k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()})
         if upcast and out.is_floating_point():

@@ -50,6 +50,11 @@ class Op:
     # least one operand form (filled in from TORCHSCRIPT_FUSIBLE): a campaign on such a fuser draws
     # these ops, since a graph the fuser declines wholesale tests nothing.
     fusers: frozenset[str] = frozenset()
+    # How a reduction combines its terms, where the order it combines them in changes a floating
+    # result: "sum" (sum, mean, var, std) or "product" (prod); None for exact ones (amax, amin) and
+    # non-reductions. Eager and a fuser may both be right yet disagree when terms near the dtype's
+    # limits overflow or cancel in one order and not in another (fuzzfuse.ir.interp).
+    accumulates: str | None = None
 
 
 OPS: dict[str, Op] = {}
@@ -313,6 +318,11 @@ register(Op("index_none", "broadcast", 1, _index_none_infer, _index_none,
 
 
 # ---- reductions ----------------------------------------------------------------------------------
+def reduced_dims(attrs: Attrs, rank: int) -> list[int]:
+    """The dims a reduction folds, normalized: from its `dims` list or its single `dim`."""
+    return normalize_dims(list(attrs["dims"]) if "dims" in attrs else [attrs["dim"]], rank)
+
+
 def _reduce_shape(shape: tuple[int, ...], dims: list[int], keepdim: bool) -> tuple[int, ...]:
     nd = normalize_dims(dims, len(shape))
     if any(d >= len(shape) for d in nd) or len(nd) != len(dims):
@@ -358,14 +368,14 @@ for _n, (_fn, _rule, _acc, _extra) in _REDUCTIONS.items():
                  + "".join(f", {k}={lit(at[k])}" for k in ex) + f", keepdim={at['keepdim']})")(_n, _extra),
                 lambda t, a, acc=_acc: t[0].rank >= 1 and (acc is None or acc(t, a)),
                 draw_attrs=(lambda ex: lambda draw, ts: draw(_reduce_dims(ts, correction=bool(ex))))(_extra),
-                nvfuser=_NVFUSER_REDUCTION[_n]))
+                nvfuser=_NVFUSER_REDUCTION[_n], accumulates=None if _n in ("amax", "amin") else "sum"))
 
 # prod takes a single dim (aten has no multi-dim prod).
 register(Op("prod", "reduction", 1, _reduction_infer(_int64_if_integral),
             lambda x, dim, keepdim: torch.prod(x, dim, keepdim=keepdim),
             lambda args, at: f"torch.prod({args[0]}, {at['dim']}, keepdim={at['keepdim']})",
             lambda t, a: t[0].rank >= 1, draw_attrs=lambda draw, ts: draw(_reduce_dims(ts, single=True)),
-            nvfuser="prod"))
+            nvfuser="prod", accumulates="product"))
 
 # ---- normalizations users call as single ops -----------------------------------------------------
 def _normalization_infer(ts: Types, at: Attrs) -> ValueType:
@@ -465,4 +475,4 @@ OPS_BY_KIND: dict[str, list[str]] = {}
 for _op in OPS.values():
     OPS_BY_KIND.setdefault(_op.kind, []).append(_op.name)
 
-__all__ = ["OPS", "OPS_BY_KIND", "Op", "register", "fused_by", "lit", "ALL_DTYPES", "FLOAT_DTYPES", "INT_DTYPES"]
+__all__ = ["OPS", "OPS_BY_KIND", "Op", "register", "fused_by", "reduced_dims", "lit", "ALL_DTYPES", "FLOAT_DTYPES", "INT_DTYPES"]

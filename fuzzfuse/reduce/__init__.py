@@ -5,9 +5,12 @@
     result.graph, result.stats
 
 `engine` runs passes to a fixpoint with a cache; `passes` holds one function per pass; `shapes` does
-the dim bookkeeping the shape pass needs.
+the dim bookkeeping the shape pass needs; `options` drops the per-case backend choices (Inductor's
+configuration) that a reduced failure does not need.
 """
 from .engine import NotInteresting, Reduction, cost, reduce
+from .options import reduce_options
 from .passes import DEFAULT_PASSES, FIRST_PASSES, LAST_PASSES, admissible
 
-__all__ = ["reduce", "NotInteresting", "Reduction", "cost", "FIRST_PASSES", "DEFAULT_PASSES", "LAST_PASSES", "admissible"]
+__all__ = ["reduce", "NotInteresting", "Reduction", "cost", "FIRST_PASSES", "DEFAULT_PASSES", "LAST_PASSES", "admissible",
+           "reduce_options"]

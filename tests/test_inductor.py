@@ -1,0 +1,152 @@
+"""Inductor as a target: a configuration drawn per case takes effect in a worker that ran other
+configurations before (real CPU Inductor), a case file cannot name a flag that chooses code, the
+reducer drops the flags a failure does not need, the repro runs the case's configuration, and the
+semantics Inductor changes by design are classified as documented differences, not bugs."""
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from fuzzfuse.backends import get_backend
+from fuzzfuse.backends.inductor_config import FLAGS, ConfigError, InductorConfig
+from fuzzfuse.corpus import Case
+from fuzzfuse.ir.builder import GraphBuilder
+from fuzzfuse.ir.graph import Values
+from fuzzfuse.ir.values import encode_exact
+from fuzzfuse.job import _judge_outputs, run_case
+from fuzzfuse.minimize import reduce_case
+from fuzzfuse.repro import repro_files
+from fuzzfuse.verdict import Difference, Outcome
+
+DENORMALS = torch.tensor([1e-40, -1e-40, 3e-39, 1.5, -2.5, 1e-39, 7.0, -1e-44, 2.0], dtype=torch.float32)
+UNSAFE_MATH = {"inductor_config": {"flags": {"cpp.enable_unsafe_math_opt_flag": True}}}
+
+
+def _exact(t: torch.Tensor) -> Values:
+    return Values(exact=encode_exact(t))
+
+
+def _ceil_of_denormals():
+    b = GraphBuilder()
+    x = b.tensor(list(DENORMALS.shape), values=_exact(DENORMALS))
+    return b.build([b.add("ceil", x)])
+
+
+def _options(**flags) -> dict:
+    return {"inductor_config": InductorConfig(flags=tuple(sorted(flags.items()))).to_json()}
+
+
+@pytest.fixture(scope="module")
+def inductor():
+    return get_backend("inductor")
+
+
+def test_a_flag_takes_effect_for_the_next_case_and_is_gone_after_it(inductor):
+    """Vectorized C++ kernels are counted by Inductor itself: none under cpp.simdlen=1 (no ISA that wide: scalar code),
+    some again for the next case with the defaults (the patch was restored, dynamo reset)."""
+    import torch._inductor.metrics as metrics
+
+    b = GraphBuilder()
+    graph = b.build([b.add("sigmoid", b.add("exp", b.tensor([4, 64])))])
+    counts = []
+    for options in ({}, _options(**{"cpp.simdlen": 1}), {}):
+        before = metrics.generated_cpp_vec_kernel_count
+        result = run_case(graph, inductor, options=options)
+        assert result.outcome == Outcome.PASS and result.fused
+        counts.append(metrics.generated_cpp_vec_kernel_count - before)
+    assert counts[0] > 0 and counts[1] == 0 and counts[2] > 0
+
+
+def test_dynamic_and_marked_dims_compile_symbolic_sizes(inductor):
+    """A case drawn dynamic runs compiled code that takes other sizes without compiling again."""
+    b = GraphBuilder()
+    graph = b.build([b.add("sum", b.add("exp", b.tensor([5, 33])), dims=[1], keepdim=False)])
+    options = {"inductor_config": InductorConfig(dynamic=True, mark_dynamic="last").to_json()}
+    compiled = inductor.compile(graph, **options)
+    first = compiled.run([torch.randn(5, 33)])
+    again = compiled.run([torch.randn(5, 33)])
+    assert first.fused and again.evidence["graphs"] == 0 and again.evidence["calls"] == 1
+
+
+def test_draws_take_device_flags_only_on_their_device_and_round_trip():
+    for device in ("cpu", "cuda"):
+        configs = [InductorConfig.draw(seed, device) for seed in range(400)]
+        names = {n for c in configs for n, _ in c.flags}
+        assert names and all(device in FLAGS[n].devices for n in names)
+        assert all(InductorConfig.from_json(c.to_json()) == c for c in configs)
+        assert any(c == InductorConfig() for c in configs) and any(c.dynamic for c in configs)
+    assert {c.mode for c in (InductorConfig.draw(s, "cpu") for s in range(400))} == {None}
+
+
+def test_a_case_file_cannot_name_a_flag_that_chooses_code():
+    with pytest.raises(ConfigError, match="cpp.cxx"):
+        InductorConfig.from_json({"flags": {"cpp.cxx": "/tmp/evil"}})
+    with pytest.raises(ConfigError):
+        InductorConfig.from_json({"flags": {"split_reductions": "yes"}})
+
+
+def test_cpu_inductor_sign_of_zero_is_a_counted_documented_difference(inductor):
+    """Inductor sums a lone -0.0 to -0.0 where eager (and float64) give +0.0: built with
+    -fno-signed-zeros, its C++ does not promise the sign. Counted as documented, not a pass."""
+    b = GraphBuilder()
+    x = b.tensor([1], values=_exact(torch.tensor([-1.0])))
+    graph = b.build([b.add("sum", b.add("mul", x, 0.0), dims=[0], keepdim=True)])
+    result = run_case(graph, inductor)
+    assert result.outcome == Outcome.DOCUMENTED and not result.outcome.is_failure
+    assert result.signature.kind == Difference.SIGNED_ZERO.value
+
+
+def test_cpu_inductor_denormal_flush_is_documented_only_under_the_flag_that_flushes(inductor):
+    """With -funsafe-math-optimizations, gcc 12 links crtfastmath into the kernel: FTZ/DAZ, and
+    ceil(1e-40) is 0. Documented for that configuration (Inductor's own opt-in), a pass without
+    it, and a mismatch for a fuser that does not declare the flush (the same real tensors)."""
+    graph = _ceil_of_denormals()
+    flushed = run_case(graph, inductor, options=UNSAFE_MATH)
+    if flushed.outcome == Outcome.PASS:
+        pytest.skip("this compiler does not set FTZ/DAZ under -funsafe-math-optimizations (gcc >= 13)")
+    assert flushed.outcome == Outcome.DOCUMENTED and flushed.signature.kind == Difference.DENORMAL_FLUSH.value
+    assert run_case(graph, inductor).outcome == Outcome.PASS
+    assert torch.set_flush_denormal(False) is not None and torch.ceil(DENORMALS)[0] == 1.0  # eager unharmed
+
+    class Result:  # the flushing fuser's outputs, judged as a backend without the declaration
+        outputs = [torch.where(DENORMALS.abs() < torch.finfo(torch.float32).tiny, 0.0, DENORMALS).ceil()]
+        context = ""
+    eager = [torch.ceil(DENORMALS)]
+    verdict = _judge_outputs(graph, graph.infer_types(), inductor, Result, eager, [torch.ceil(DENORMALS.double())],
+                             set(), False)
+    assert verdict.outcome == Outcome.MISMATCH
+
+
+@pytest.mark.slow
+def test_the_reducer_drops_the_flags_a_failure_does_not_need(inductor):
+    """The denormal flush needs -funsafe-math-optimizations only: the other flags, dynamic and
+    the marks go; the graph's ceil stays."""
+    graph = _ceil_of_denormals()
+    config = InductorConfig(dynamic=True, mark_dynamic="first", flags=(
+        ("cpp.enable_unsafe_math_opt_flag", True), ("cpp.simdlen", 256), ("split_reductions", False)))
+    options = {"inductor_config": config.to_json(), "check_strides": True}
+    found = run_case(graph, inductor, options={"inductor_config": config.to_json()})
+    if found.outcome == Outcome.PASS:
+        pytest.skip("this compiler does not set FTZ/DAZ under -funsafe-math-optimizations (gcc >= 13)")
+    case = Case(graph, "inductor", outcome=found.outcome.value, signature=found.signature.to_json(), options=options)
+    reduction = reduce_case(case, "inductor", workers=2, timeout=120)
+    simplest = InductorConfig(flags=(("cpp.enable_unsafe_math_opt_flag", True),))
+    assert reduction.stats["options"] == {"check_strides": True, "inductor_config": simplest.to_json()}
+    assert [n.op for n in reduction.graph.nodes] == ["ceil"]
+
+
+@pytest.mark.slow
+def test_the_repro_compiles_with_the_case_configuration(inductor, tmp_path):
+    """The pt2-template repro of ceil on denormals: exit 1 with the flushing flag (its compare
+    is eager's), exit 0 with Inductor's defaults; it prints the versions and calls torch.compile."""
+    graph = _ceil_of_denormals()
+    signature = {"outcome": "mismatch", "backend": "inductor", "stage": "run", "kind": "values", "location": "float"}
+    codes = []
+    for options in (UNSAFE_MATH, {}):
+        source = repro_files(graph, inductor.for_case(options), signature, inductor.versions())["repro.py"]
+        assert "torch.compile(fn, **COMPILE)" in source and "torch " in source
+        (tmp_path / "repro.py").write_text(source)
+        run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        codes.append(run.returncode)
+    assert codes == [1, 0]
