@@ -9,6 +9,13 @@ most likely to fail the known way again, so `strategies.generate` draws again, u
 MAX_REDRAWS times. One case in KEEP_EVERY is drawn unsteered, so that a known bug's hits go on
 (at a tenth of their rate): a fix or a regression of it is still noticed.
 
+The triggers: each `--known` repro's reduced graph and those of the variants folded into it
+(`also_seen_as`), of the campaign's routes; then every graph the campaign reduces. A repro holds
+one form of its bug, and a campaign meets others (oneDNN's "IValue is not a Scalar" comes of clamp
+with tensor bounds, of clamp_min with one, of clamp with scalar inputs): a known anchored bug hit
+through a graph that holds no trigger is reduced, a few times per bug, to learn its other forms
+(fuzzfuse.reductions).
+
 What a trigger leaves out, on purpose:
 - sizes and ranks, except that a reduced graph mixing 0-d and n-d tensors keeps which is which
   (the reducer makes every tensor 0-d that it can: a 0-d tensor alone says nothing of the bug,
