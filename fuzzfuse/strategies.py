@@ -55,9 +55,6 @@ class Features:
     # Each computed value feeds one op at most, and no used value is also an output: oneDNN Graph
     # fuses an op into its producer only when it is the producer's one use.
     chains: bool = False
-    # Ops a fuser forms a fusion around (oneDNN Graph: a unary op joins one, never another unary):
-    # a swarm batch keeps one of them, or none of its graphs could fuse.
-    anchors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,12 +89,9 @@ def swarm(rng: random.Random, base: Features = Features()) -> Features:
     def subset(items: tuple[str, ...], keep: tuple[str, ...] = (), p: float = 0.6) -> tuple[str, ...]:
         chosen = tuple(x for x in items if x in keep or rng.random() < p)
         return chosen or (rng.choice(items),)
-    ops = subset(base.ops, p=0.5)
-    if base.anchors and not set(ops) & set(base.anchors):
-        ops += (rng.choice(base.anchors),)
     return dataclasses.replace(
         base,
-        ops=ops,
+        ops=subset(base.ops, p=0.5),
         dtypes=subset(base.dtypes, keep=tuple(d for d in ("float32",) if d in base.dtypes)),
         layouts=subset(base.layouts, keep=tuple(k for k in ("contiguous",) if k in base.layouts)),
         patterns=subset(base.patterns, p=0.4) if base.patterns else (),
@@ -411,8 +405,6 @@ def steer(base: Features, rng: random.Random) -> Features:
         return base
     op, dtype, layout = rng.choice(triples)
     partners = rng.sample([o for o in base.ops if o != op], min(STEER_PARTNERS, len(base.ops) - 1))
-    if base.anchors and not {op, *partners} & set(base.anchors):
-        partners[-1] = rng.choice(base.anchors)
 
     def keep(items: tuple[str, ...], aimed: str) -> tuple[str, ...]:
         return tuple(x for x in items if x == aimed or x in ("float32", "contiguous")) or (aimed,)

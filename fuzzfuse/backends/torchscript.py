@@ -25,7 +25,7 @@ import time
 import torch
 
 from ..ir import Graph, to_source
-from ..ir.ops import ONEDNN_ANCHORS, fused_by
+from ..ir.ops import fused_by
 from ..ir.interp import input_gradients, with_leaves
 from ..strategies import Features, ShapeConfig
 from .base import Backend, BackendError, Compiled, RunResult, Unavailable, machine_versions
@@ -285,8 +285,7 @@ class OneDNNBackend(_ScriptedBackend):
     # oneDNN Graph takes float32/bfloat16 tensors only, and partitions only around a few anchors
     # whose result has no other use (the registry's TORCHSCRIPT_FUSIBLE): with every dtype and op
     # allowed and values used freely, almost no graph fuses.
-    features = Features(ops=fused_by("onednn"), dtypes=("float32", "bfloat16"), min_ops=2, chains=True,
-                        anchors=ONEDNN_ANCHORS)
+    features = Features(ops=fused_by("onednn"), dtypes=("float32", "bfloat16"), min_ops=2, chains=True)
     kernel_prefix = "LlgaPartition_"
     group_kind = "prim::oneDNNFusionGroup"
 

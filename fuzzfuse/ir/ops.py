@@ -83,10 +83,6 @@ def register(op: Op) -> Op:
     return op
 
 
-# The ops oneDNN Graph builds a partition around (the unary ops it fuses join one of these).
-ONEDNN_ANCHORS = ("add", "mul", "div", "softmax")
-
-
 def fused_by(fuser: str) -> tuple[str, ...]:
     """The ops `fuser` ("nnc", "onednn") fuses, in registry order."""
     return tuple(name for name, op in OPS.items() if fuser in op.fusers)
