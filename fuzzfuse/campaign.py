@@ -349,6 +349,22 @@ class Campaign:
         pending = self.reductions.next_pending(novel_only=True)
         return self.reductions.anchored_queue() + ([pending.coarse_key] if pending else [])
 
+    def phase(self) -> str:
+        """What the run does now, for the live display: fuzzing (and until when, where --time
+        keeps the rest for reductions), reducing, or verifying a repro in fresh processes."""
+        r = self.reductions
+        if r.verifying:
+            return f"verifying the repro of {r.verifying[:70]} (3 fresh processes)"
+        if r.current:
+            return f"reducing {r.current['key'][:70]}"
+        if r.draining:
+            return "letting the workers finish their cases, to reduce"
+        if self.stats.stop is not None:
+            return "fuzzing done; reducing what it found"
+        if self.deadline is not None and self._may_reduce():
+            return f"fuzzing until {(1 - FUZZ_SHARE) * self.run_seconds:.0f}s are left, kept for reductions"
+        return "fuzzing"
+
     @property
     def reducing(self) -> dict | None:
         """The reduction under way: what it reduces and the reducer's counters."""

@@ -4,8 +4,8 @@ A repro directory is named by the signature that found it, and one bug is found 
 signatures (one per op name in the message, per dtype pair, per route). `fold` groups the repros by
 root-cause key (fuzzfuse.rootcause, with each recorded signature re-keyed as today's oracle keys it),
 keeps the smallest repro of each group that reproduced, and lists the others in its case.json
-(`also_seen_as`: their signature, root-cause key, ops and former directory), which `--known` counts
-as the kept repro's own. The folded directories are removed; their history is in version control.
+(`also_seen_as`: their signature, root-cause key, ops, former directory and reduced graph), which
+`--known` counts as the kept repro's own (and a campaign steers away from: fuzzfuse.steering). The folded directories are removed; their history is in version control.
 
 Groups a maintainer merges by reading (one gap of nvFuser's expression evaluator seen at three
 asserts, say) are given as `merges`: lists of directory names folded into one, whatever their keys.
@@ -28,7 +28,7 @@ def _entry(directory: Path, case: Case) -> dict:
     sig = signature_today(Signature.from_json(case.signature), case.detail)
     return {"key": sig.key(), "root_cause": root_cause_key(sig, case.graph) or sig.key(), "backend": case.backend,
             "ops": sorted({n.op for n in case.graph.nodes}), "directory": directory.name,
-            "verification": (case.verification or {}).get("status")}
+            "verification": (case.verification or {}).get("status"), "graph": case.graph.to_json()}
 
 
 def _rank(case: Case) -> tuple:

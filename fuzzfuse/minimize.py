@@ -206,7 +206,7 @@ def rereduce(directory: Path, pool: WorkerPool, workers: int = 2, verify_runs: i
     if after != before:
         seen.append({"key": sig.key(), "root_cause": before, "backend": case.backend,
                      "ops": sorted({n.op for n in case.graph.nodes}), "directory": directory.name,
-                     "verification": (case.verification or {}).get("status")})
+                     "verification": (case.verification or {}).get("status"), "graph": case.graph.to_json()})
     red = case.reduction or {}
     write_minimized(directory, replace(case, graph=reduced, signature=kept.to_json(), also_seen_as=seen,
                                        reduction={**red, "ops_after": reduced.size}), verify_runs, timeout)

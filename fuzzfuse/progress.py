@@ -16,9 +16,12 @@ def _table(campaign, pool) -> Table:
     s = campaign.stats
     secs = max(s.seconds, 1e-9)
     t = Table(title=f"fuzzfuse · {campaign.backend_name} · seed {campaign.seed}", show_header=False)
+    t.add_row("now", _time_left(campaign))
     t.add_row("cases", f"{s.cases}  ({s.cases / secs:.1f}/s, {secs:.0f}s){_limit(campaign)}")
     t.add_row("input sets", f"{s.input_sets}  ({s.input_sets / secs:.1f}/s)  op/dtype/layout triples {len(s.triples)}")
     t.add_row("outcomes", "  ".join(f"{k} {v}" for k, v in sorted(s.outcomes.items())))
+    t.add_row("fused", f"{s.fused_cases / max(s.cases, 1):.0%} of cases  (steered away from known bugs: "
+                       f"{s.steered_cases} cases, {s.steered_draws} draws)")
     if s.differences:
         t.add_row("documented", "  ".join(f"{k} {v}" for k, v in s.differences.most_common()))
     if s.choices:
@@ -32,6 +35,15 @@ def _table(campaign, pool) -> Table:
     t.add_row("reducer", _reducer(campaign))
     t.add_row("workers", "  ".join(pool.states()) + f"  (restarts {pool.restarts})")
     return t
+
+
+def _time_left(campaign) -> str:
+    """What the run is doing and how long --time leaves it: fuzzing, reducing or verifying."""
+    phase = campaign.phase()
+    if campaign.deadline is None:
+        return f"{phase} (no --time bound)"
+    left = max(0.0, campaign.deadline - time.time())
+    return f"{left:.0f}s of {campaign.run_seconds:.0f}s left: {phase}"
 
 
 def _limit(campaign) -> str:
@@ -59,8 +71,10 @@ def _reducer(campaign) -> str:
 def _line(campaign, pool) -> str:
     s = campaign.stats
     secs = max(s.seconds, 1e-9)
-    return (f"[{secs:6.0f}s] cases {s.cases} ({s.cases / secs:.1f}/s{_limit(campaign)}) input sets {s.input_sets} "
-            f"({s.input_sets / secs:.1f}/s) outcomes {dict(s.outcomes)} root causes {_root_causes(campaign)} "
+    outcomes = {str(k): v for k, v in s.outcomes.items()}
+    return (f"[{secs:6.0f}s] {_time_left(campaign)}; cases {s.cases} ({s.cases / secs:.1f}/s{_limit(campaign)}) "
+            f"input sets {s.input_sets} ({s.input_sets / secs:.1f}/s) outcomes {outcomes} "
+            f"root causes {_root_causes(campaign)} "
             f"signatures {len(s.signatures)} reducer {_reducer(campaign)} restarts {pool.restarts}"
             + (f" schedulers {dict(s.coverage)}" if s.coverage else ""))
 

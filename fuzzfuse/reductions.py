@@ -15,6 +15,7 @@ such, never as known), and `fuzzfuse fuzz --resume` goes on with them.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import sys
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 
 # The share of a campaign's wall time that reductions may take while it fuzzes.
 REDUCE_SHARE = 0.25
+# Hits of one known bug reduced to learn triggers it has beyond its repro's (fuzzfuse.steering).
+LEARN_PER_CAUSE = 3
 
 
 class OutOfTime(Exception):
@@ -90,6 +93,11 @@ class CampaignReductions:
         self.book = RootCauseBook(known)
         self.draining = False  # workers finish what they hold before a reduction takes them
         self.current: dict | None = None  # the reduction under way: what it reduces and its counters
+        self.verifying: str | None = None  # what a repro being verified was reduced from
+        # Hits of known anchored root causes whose graphs hold none of the campaign's triggers:
+        # (root-cause key, saved case), reduced to learn a trigger generation should steer around.
+        self.to_learn: list[tuple[str, str]] = []
+        self.learned: collections.Counter = collections.Counter()  # root-cause key -> triggers learned
 
     # ---- hits ------------------------------------------------------------------------------
     def offer(self, entry: SignatureRecord, graph, case: str | None) -> None:
@@ -100,6 +108,17 @@ class CampaignReductions:
         cause = self.book.offer(entry.signature, graph, case)
         if cause is not None and entry.known is None:
             entry.known = cause.known
+        if cause is not None and cause.known and case is not None and self._worth_learning(cause.key, graph):
+            self.to_learn.append((cause.key, case))
+
+    def _worth_learning(self, key: str, graph) -> bool:
+        """A known bug hit through a graph that holds none of the triggers the campaign steers by:
+        its triggers miss a form of it (oneDNN's "IValue is not a Scalar" comes of clamp with tensor
+        bounds and of clamp_min with one), so one such hit is reduced to learn another, up to
+        LEARN_PER_CAUSE of them."""
+        waiting = sum(k == key for k, _ in self.to_learn)
+        return (self.campaign.reduce and not waiting and self.learned[key] < LEARN_PER_CAUSE
+                and not self.campaign.steering.holds(graph))
 
     def _confirmed(self, coarse_key: str) -> bool:
         entry = self.campaign.stats.signatures.get(coarse_key)
@@ -124,7 +143,7 @@ class CampaignReductions:
         return self.book.next_to_reduce(lambda hit: self._confirmed(hit.coarse_key), novel_only)
 
     def has_work(self) -> bool:
-        return bool(self.anchored_queue()) or self.next_pending() is not None
+        return bool(self.anchored_queue()) or bool(self.to_learn) or self.next_pending() is not None
 
     def due(self) -> bool:
         """Whether fuzzing should pause for a reduction: reductions took less than their share of
@@ -136,11 +155,15 @@ class CampaignReductions:
         return c.stats.paused < self.share * elapsed and self.has_work()
 
     # ---- reductions ------------------------------------------------------------------------
-    def reduce_one(self, pool: "WorkerPool", novel_only: bool = False) -> bool:
-        """Run the next reduction (every worker idle); False when none is waiting."""
+    def reduce_one(self, pool: "WorkerPool", novel_only: bool = False, learn: bool = True) -> bool:
+        """Run the next reduction (every worker idle); False when none is waiting. learn: reduce a
+        known bug's hit to learn a trigger (worth it only while the campaign still fuzzes)."""
         queue = self.anchored_queue()
         if queue:
             self._reduce_anchored(pool, queue[0])
+            return True
+        if learn and self.to_learn:
+            self._reduce_to_learn(pool, *self.to_learn.pop(0))
             return True
         hit = self.next_pending(novel_only)
         if hit is None:
@@ -150,7 +173,7 @@ class CampaignReductions:
 
     def reduce_rest(self, pool: "WorkerPool") -> None:
         """After fuzzing: every anchored root cause without a repro, then the novel pending hits."""
-        while not self._out_of_time() and self.reduce_one(pool, novel_only=True):
+        while not self._out_of_time() and self.reduce_one(pool, novel_only=True, learn=False):
             pass
 
     def _out_of_time(self) -> bool:
@@ -193,8 +216,17 @@ class CampaignReductions:
             return
         root = entry.signature.root_cause_key()
         self.campaign.steering.learn(result.graph)
-        entry.minimized = self._save(case, result, progress, repro_slug(entry.signature, root), key)
+        entry.minimized = self._save(pool, case, result, progress, repro_slug(entry.signature, root), key)
         self.book.causes[root].minimized = entry.minimized.path
+
+    def _reduce_to_learn(self, pool: "WorkerPool", key: str, case_path: str) -> None:
+        case, progress, result = self._reduce(pool, case_path, f"learn-{Path(case_path).stem}",
+                                              f"{key} (a known bug's new form: {case_path})")
+        progress.unlink(missing_ok=True)
+        self.learned[key] += 1
+        if not isinstance(result, Exception):
+            self.campaign.steering.learn(result.graph)
+            print(f"learned a trigger of {key[:80]}: {case.graph.size} -> {result.graph.size} ops", file=sys.stderr)
 
     def _reduce_pending(self, pool: "WorkerPool", hit: PendingHit) -> None:
         entry = self.campaign.stats.signatures[hit.coarse_key]
@@ -211,7 +243,7 @@ class CampaignReductions:
                                  str(reduced_path.relative_to(self.campaign.out)))
         self.campaign.steering.learn(result.graph)
         if cause.new and cause.minimized is None:
-            repro = self._save(case, result, progress, repro_slug(signature, cause.key), cause.key)
+            repro = self._save(pool, case, result, progress, repro_slug(signature, cause.key), cause.key)
             cause.minimized = repro.path
             if entry.minimized is None:  # the coarse record points at the first repro made from it
                 entry.minimized = repro
@@ -220,12 +252,18 @@ class CampaignReductions:
             print(f"reduced {hit.case}: {case.graph.size} -> {result.graph.size} ops, "
                   f"{'known: ' + cause.known if cause.known else 'as ' + str(cause.minimized)}", file=sys.stderr)
 
-    def _save(self, case, result, progress: Path, slug: str, what: str) -> MinimizedRepro:
+    def _save(self, pool: "WorkerPool", case, result, progress: Path, slug: str, what: str) -> MinimizedRepro:
         from .minimize import save_minimized
 
         c = self.campaign
-        directory = save_minimized(c.out / "minimized", case, result.graph, result.stats, c.backend_name,
-                                   timeout=c.timeout, slug=slug)
+        self.verifying = what
+        if c.display:
+            c.display(c, pool)
+        try:
+            directory = save_minimized(c.out / "minimized", case, result.graph, result.stats, c.backend_name,
+                                       timeout=c.timeout, slug=slug)
+        finally:
+            self.verifying = None
         progress.unlink(missing_ok=True)
         stats = result.stats
         print(f"minimized {what}: {case.graph.size} -> {result.graph.size} ops, {stats.get('queries')} queries, "

@@ -9,6 +9,13 @@ most likely to fail the known way again, so `strategies.generate` draws again, u
 MAX_REDRAWS times. One case in KEEP_EVERY is drawn unsteered, so that a known bug's hits go on
 (at a tenth of their rate): a fix or a regression of it is still noticed.
 
+The triggers: each `--known` repro's reduced graph and those of the variants folded into it
+(`also_seen_as`), of the campaign's routes; then every graph the campaign reduces. A repro holds
+one form of its bug, and a campaign meets others (oneDNN's "IValue is not a Scalar" comes of clamp
+with tensor bounds, of clamp_min with one, of clamp with scalar inputs): a known anchored bug hit
+through a graph that holds no trigger is reduced, a few times per bug, to learn its other forms
+(fuzzfuse.reductions).
+
 What a trigger leaves out, on purpose:
 - sizes and ranks, except that a reduced graph mixing 0-d and n-d tensors keeps which is which
   (the reducer makes every tensor 0-d that it can: a 0-d tensor alone says nothing of the bug,
@@ -21,10 +28,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from .corpus import CorpusError, iter_cases
 from .ir import Graph, ScalarInput
+from .oracle import Signature
+from .rootcause import anchored, component
 from .ir.types import category
 
 # One case in KEEP_EVERY is drawn as if nothing were known (see the module's docstring).
@@ -123,19 +132,35 @@ class Steering:
     def current(self) -> tuple[Trigger, ...]:
         return tuple(self.triggers)
 
+    def holds(self, graph: Graph) -> bool:
+        return avoided_by(graph, self.triggers)
+
 
 def known_graphs(directories: list[str], routes: set[str], backward: bool) -> list[Graph]:
-    """The reduced graphs of the reproducing repros under `directories` that a campaign on
-    `routes` (its backend and the reference routes beneath it, which its cases also run through)
-    would hit: a bug of another route's never fails this one's cases, and a gradient's bug never a
-    forward-only campaign's."""
-    found = []
+    """The reduced graphs of the reproducing repros under `directories` (and of the variants a
+    folded repro lists) that a campaign on `routes` (its backend and the reference routes beneath
+    it, which its cases also run through) would hit: a mismatch found on another route may be that
+    route's own, an anchored crash is its fuser's on every route, and a gradient's bug never fails
+    a forward-only campaign's cases."""
+    found, components = [], {component(r) for r in routes}
     for _, case in iter_cases(directories):
-        if isinstance(case, CorpusError) or not case.signature or case.backend not in routes:
+        if isinstance(case, CorpusError) or not case.signature:
             continue
-        if (case.verification or {}).get("status") != "reproduces":
-            continue
-        if str(case.signature.get("stage", "")).startswith("backward") and not backward:
-            continue
-        found.append(case.graph)
+        # An anchored crash is one bug on every route of its fuser (its key folds the route).
+        anywhere = anchored(Signature.from_json(case.signature))
+        for backend, status, stage, graph in _forms(case):
+            if (backend in routes or anywhere and component(backend) in components) and status == "reproduces" \
+                    and (backward or not stage.startswith("backward")):
+                found.append(graph)
     return found
+
+
+def _forms(case) -> Iterator[tuple[str, str, str, Graph]]:
+    """(backend, verification status, stage, reduced graph) of a repro and of each variant folded
+    into it that kept its graph."""
+    yield case.backend, (case.verification or {}).get("status"), case.signature.get("stage", ""), case.graph
+    for variant in case.also_seen_as:
+        if variant.get("graph"):
+            fields = str(variant.get("key", "")).split("|")
+            yield (variant.get("backend"), variant.get("verification"), fields[2] if len(fields) > 2 else "",
+                   Graph.from_json(variant["graph"]))

@@ -121,6 +121,28 @@ def test_live_display_shows_rate_outcomes_signatures_reducer_and_workers(tmp_pat
         assert "reducing" in text  # the display kept drawing while the reducer ran
 
 
+@pytest.mark.slow
+def test_live_display_says_how_much_of_the_time_is_left_and_what_it_goes_to(tmp_path):
+    """--time bounds the whole run: the panel counts it down and says whether it fuzzes, reduces or
+    verifies a repro (issue 16 item 5)."""
+    import io
+
+    from rich.console import Console
+
+    from fuzzfuse.progress import campaign_display
+
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=250)
+    campaign = Campaign("torchscript:nnc", tmp_path, seed=4, workers=1, time_limit=20, reduce_budget=30)
+    with campaign_display(console, every=0.0) as display:
+        campaign.display = display
+        summary = campaign.run()
+    text = screen.getvalue()
+    assert "s of 20s left: fuzzing" in text
+    if summary["root_causes"]:  # something was reduced within the 20 s
+        assert "s left: reducing" in text and "s left: verifying the repro of" in text
+
+
 def _case(campaign, index: int, seconds: float, schedulers=()) -> None:
     """Record a passing case of `index` that took its worker `seconds`."""
     campaign._record({"id": index}, {"outcome": "pass", "worker_seconds": seconds,

@@ -5,7 +5,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from fuzzfuse.backends import get_backend
+from fuzzfuse.campaign import Campaign
 from fuzzfuse.corpus import load_case
 from fuzzfuse.ir import Graph
 from fuzzfuse.steering import KEEP_EVERY, Steering, Trigger, known_graphs, unsteered
@@ -81,3 +84,40 @@ def test_known_graphs_are_the_reproducing_repros_of_the_campaigns_routes_forward
     case = load_case(CORPUS / "torchscript-onednn-crash-runtimeerror-41c6fb10" / "case.json")
     assert Trigger.of(case.graph) in Steering(forward).current()
     assert Trigger.of(case.graph) not in Steering(known_graphs([str(CORPUS)], {"inductor"}, backward=False)).current()
+
+
+@pytest.mark.slow
+def test_a_onednn_campaign_that_knows_the_corpus_hits_its_known_clamp_crash_less(tmp_path):
+    """Real oneDNN Graph campaigns, the same seed, with and without --known: steering discards
+    draws that hold the known clamp-with-tensor-bounds trigger, and its crash's share falls."""
+    def ivalue_share(out, known):
+        summary = Campaign("torchscript:onednn", out, seed=1, workers=1, max_cases=100, reduce=False,
+                           known=known).run()
+        crashes = sum(s["count"] for s in summary["signatures"] if "IValue is not a Scalar" in s["signature"]["message"])
+        return crashes / summary["cases"], summary
+
+    blind, _ = ivalue_share(tmp_path / "blind", None)
+    steered, summary = ivalue_share(tmp_path / "steered", [str(CORPUS)])
+    assert summary["steered_draws"] > 0 and summary["steered_cases"] > 0
+    assert steered < blind / 2, (steered, blind)
+
+
+def test_a_known_anchored_bug_hit_outside_every_trigger_is_queued_once_to_learn_its_new_form(tmp_path):
+    """NNC's "Invalid integral op_type" is known (neg -> floor of an int tensor in the corpus); a hit
+    through round, which no trigger holds, is worth one reduction; one through a held form is not."""
+    from fuzzfuse.oracle import Signature
+    from fuzzfuse.verdict import CaseResult, Outcome, SignatureRecord
+
+    campaign = Campaign("torchscript:nnc", tmp_path, seed=1, workers=1, max_cases=1, known=[str(CORPUS)])
+    sig = Signature("crash", "torchscript:nnc", "compile", "RuntimeError", "", "RuntimeError: Invalid integral op_type: N")
+    entry = SignatureRecord.first(CaseResult(Outcome.CRASH, sig), 0.0, 2)
+    ints = [tensor("x0", [2], "int32")]
+    held = graph(("v0", "neg", ["x0"]), ("v1", "floor", ["v0"]), ("v2", "add", ["v1", "x0"]), inputs=ints)
+    new_form = graph(("v0", "round", ["x0"]), ("v1", "mul", ["v0", "x0"]), inputs=ints)
+    assert campaign.steering.holds(held) and not campaign.steering.holds(new_form)
+    campaign.reductions.offer(entry, held, "corpus/a.json")
+    assert campaign.reductions.to_learn == []
+    campaign.reductions.offer(entry, new_form, "corpus/b.json")
+    campaign.reductions.offer(entry, new_form, "corpus/c.json")  # one waits per bug at a time
+    assert campaign.reductions.to_learn == [("message|nnc|Invalid integral op_type: N", "corpus/b.json")]
+    assert entry.known
