@@ -309,7 +309,11 @@ def _special_inputs(graph: Graph, verdict: dict) -> str:
     for spec, value in zip(graph.inputs, make_inputs(graph)):
         if not isinstance(spec, TensorInput) or not value.is_floating_point():
             continue
-        x = value.reshape(()) if value.numel() == 1 else value[tuple(at)] if value.dim() == len(at) else None
+        # the element an input holds at the wrong output position: an input of the output's rank
+        # broadcasts there (a dim of size 1 is read at 0)
+        inside = value.dim() == len(at) and all(i < s or s == 1 for i, s in zip(at, value.shape))
+        x = value.reshape(()) if value.numel() == 1 else \
+            value[tuple(0 if s == 1 else i for i, s in zip(at, value.shape))] if inside else None
         if x is not None and (not math.isfinite(x.item()) or (x.item() == 0 and math.copysign(1, x.item()) < 0)):
             found.append((spec.name, f"{x.item():g}"))
     if not found:

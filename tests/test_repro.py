@@ -199,3 +199,19 @@ def test_an_nvfuser_repro_is_a_standalone_script_that_compiles_here(name):
         assert "with FusionDefinition() as fd:" in source and "fd.execute(" in source and "fd.add_output(" in source
     else:
         assert "print(result.context.strip())" in source
+
+
+def test_a_title_names_the_special_value_a_broadcast_input_holds_at_the_wrong_element():
+    """An input of size 1 in a dim the output spans is read at 0 there (a campaign crashed on the
+    out-of-range index before)."""
+    from fuzzfuse.ir.builder import GraphBuilder
+    from fuzzfuse.ir.graph import Values
+    from fuzzfuse.ir.values import encode_exact
+    from fuzzfuse.repro import _special_inputs
+
+    b = GraphBuilder()
+    x = b.tensor((2, 1), values=Values(exact=encode_exact(torch.tensor([[1.0], [-math.inf]]))))
+    y = b.tensor((2, 3), values=Values(exact=encode_exact(torch.zeros(2, 3))))
+    graph = b.build([b.add("add", x, y)])
+    assert _special_inputs(graph, {"at": [1, 2]}) == " of x0=-inf"
+    assert _special_inputs(graph, {"at": [0, 2]}) == ""
