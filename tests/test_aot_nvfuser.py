@@ -57,7 +57,7 @@ def test_translated_forward_and_backward_graphs_compute_exactly_what_the_fx_grap
     """Random training-mode graphs: every output and gradient bit for bit, and few untranslatable."""
     ran = unsupported = 0
     for seed in range(60):
-        graph = generate(seed, GenConfig(backward=True))
+        graph = generate(seed, GenConfig(backward=True, features=AotNvFuserBackend.features))  # as its campaigns draw
         if not graph.requires_grad:
             continue
         want = _aot_run(graph, _as_fx)
@@ -255,13 +255,17 @@ def test_random_training_graphs_never_crash_the_stand_in():
     would otherwise find first (the NameError and TypeError of the first aot:nvfuser campaign)."""
     outcomes = collections.Counter()
     for seed in range(150):
-        graph = generate(seed, GenConfig(backward=True))
+        graph = generate(seed, GenConfig(backward=True, features=AotNvFuserBackend.features))  # as its campaigns draw
         if graph.requires_grad:
             result = run_case(graph, _StandIn(), options={"style": ("direct", "upcast")[seed % 2]})
             assert result.outcome in ("pass", "unsupported", "mismatch"), (seed, result.detail[:2000])
+            # Unsupported only where aten has an op the IR lacks (the backward of gather and
+            # index_select is a scatter_add or index_add), never a translation defect.
+            assert result.outcome != "unsupported" or "has no fuzzfuse IR form" in result.detail, result.detail
             outcomes[result.outcome] += 1
     # aot_autograd's own backward formulas differ from eager's on rare NaN/inf cases (aot:nnc too).
-    assert outcomes["pass"] >= 0.9 * sum(outcomes.values()), outcomes
+    assert outcomes["pass"] >= 0.9 * (outcomes["pass"] + outcomes["mismatch"]), outcomes
+    assert outcomes["pass"] >= 0.75 * sum(outcomes.values()), outcomes
 
 
 # ---- GPU --------------------------------------------------------------------------------------

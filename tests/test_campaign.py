@@ -260,8 +260,11 @@ def test_known_root_causes_are_counted_not_reduced_again(tmp_path):
     repro = tmp_path / "first" / crash["minimized"]["path"]
     (cause,) = first["root_causes"]
     assert cause["minimized"] == crash["minimized"]["path"] and cause["known"] is None
+    # Generation steers away from a known trigger but for one case in ten (fuzzfuse.steering):
+    # the second campaign draws more cases to meet it.
     again = Campaign(BUGGY + "CrashOnSumSigmoid", tmp_path / "again", known=[str(tmp_path / "first" / "minimized")],
-                     **kwargs).run()
+                     **{**kwargs, "max_cases": 200}).run()
+    assert again["steered_draws"] > 0
     (seen,) = [s for s in again["signatures"] if s["key"] == crash["key"]]
     assert seen["count"] > 0 and seen["known"] == str(repro) and "minimized" not in seen
     (known,) = again["root_causes"]

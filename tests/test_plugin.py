@@ -23,14 +23,16 @@ pytest_plugins = ["pytester"]
 MINIMIZED = Path(__file__).parent.parent / "minimized"
 
 
-def committed(backend: str, outcome: str) -> Path:
-    """The smallest committed forward repro of `backend` that failed with `outcome` and reproduces
-    (directories are named by root cause, so the tests pick theirs by what it records)."""
+def committed(backend: str, outcome: str, exact_inputs: bool = False) -> Path:
+    """The smallest committed forward repro of `backend` that failed with `outcome` and reproduces,
+    with an input of exact values if asked (which a repro may save to inputs.pt; directories are
+    named by root cause, so the tests pick theirs by what it records)."""
     found = []
     for path in MINIMIZED.glob("[!.]*/case.json"):
         case = json.loads(path.read_text())
         forward = not any(i.get("requires_grad") for i in case["graph"]["inputs"])
-        if case["backend"] == backend and case["outcome"] == outcome and forward and \
+        exact = any("exact" in (i.get("values") or {}) for i in case["graph"]["inputs"])
+        if case["backend"] == backend and case["outcome"] == outcome and forward and (exact or not exact_inputs) and \
                 case["verification"]["status"] == "reproduces" and not (path.parent / "inputs.pt").exists():
             found.append((len(case["graph"]["nodes"]), path.parent.name, path.parent))
     if not found:
@@ -39,7 +41,7 @@ def committed(backend: str, outcome: str) -> Path:
 
 
 CRASH = committed("torchscript:nnc", "crash")
-MISMATCH = committed("torchscript:nnc", "mismatch")
+MISMATCH = committed("torchscript:nnc", "mismatch", exact_inputs=True)
 SEGV = committed("torchscript:onednn", "hard-crash")
 
 

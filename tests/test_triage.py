@@ -128,10 +128,14 @@ def test_minimized_repros_bucket_by_their_root_cause(tmp_path):
 def test_order_most_distinct_first(tmp_path):
     t = load(_committed_minimized(tmp_path))
     pos = {b.key: i for i, b in enumerate(t.buckets)}
-    located = [b for b in t.buckets if b.outcome == "crash" and ".cpp:" in b.signature.location]
-    generic = [b for b in t.buckets if b.outcome == "crash" and not b.signature.location]
-    mismatches = [b for b in t.buckets if b.outcome == "mismatch"]
-    deaths = [b for b in t.buckets if b.outcome == "hard-crash"]
+    # Reproducible buckets, ordered by tier (flaky ones come after all of them: rule 2).
+    steady = [b for b in t.buckets if not b.flaky]
+    located = [b for b in steady if b.outcome == "crash" and ".cpp:" in b.signature.location]
+    generic = [b for b in steady if b.outcome == "crash" and not b.signature.location]
+    mismatches = [b for b in steady if b.outcome == "mismatch"]
+    deaths = [b for b in steady if b.outcome == "hard-crash"]
+    flaky = [b for b in t.buckets if b.flaky and b.outcome != "unfused"]
+    assert flaky and min(pos[b.key] for b in flaky) > max(pos[b.key] for b in steady if b.outcome != "unfused")
     assert located and generic and mismatches and deaths
     assert max(pos[b.key] for b in located) < min(pos[b.key] for b in deaths + mismatches + generic)
     assert max(pos[b.key] for b in deaths) < min(pos[b.key] for b in mismatches)
