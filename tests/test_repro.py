@@ -191,6 +191,9 @@ def _machine_neutral(text: str) -> str:
     random names), and trailing blanks (Markdown drops them)."""
     text = re.sub(r"\S*/site-packages/", "<site-packages>/", text)
     text = re.sub(r"/tmp[a-z0-9_]{8}/", "/<tmp>/", text)
+    # Inductor names its kernel sources and precompiled headers by a hash of their text and flags,
+    # which hold the install path.
+    text = re.sub(r"(?:(?<=/)\w{2}/)?\w{40,}\.(main\.cpp|cpp|h)\b", r"<hash>.\1", text)
     return "\n".join(line.rstrip() for line in text.splitlines())
 
 
