@@ -193,7 +193,7 @@ def _machine_neutral(text: str) -> str:
     text = re.sub(r"/tmp[a-z0-9_]{8}/", "/<tmp>/", text)
     # Inductor names its kernel sources and precompiled headers by a hash of their text and flags,
     # which hold the install path.
-    text = re.sub(r"(?:(?<=/)\w{2}/)?\w{40,}\.(main\.cpp|cpp|h)\b", r"<hash>.\1", text)
+    text = re.sub(r"(?:(?<=/)\w{2}/)?\w{40,}\.(main\.cpp|main\.so|cpp|so|h)\b", r"<hash>.\1", text)
     return "\n".join(line.rstrip() for line in text.splitlines())
 
 
