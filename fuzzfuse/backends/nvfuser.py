@@ -28,6 +28,7 @@ import time
 import torch
 
 from ..ir import OPS, Graph, TensorInput
+from ..ir.ops import reduced_dims
 from ..ir.types import DTYPES, INT_DTYPES
 from ..strategies import Features, ShapeConfig
 from .base import Backend, BackendError, Compiled, RunResult, Unavailable, machine_versions
@@ -93,7 +94,7 @@ def nothing_to_fuse(graph: Graph) -> bool:
             continue  # emitted as a `set`: nvFuser aliases it, no kernel needed
         if op.kind == "reduction":
             shape = types[n.args[0]].shape
-            dims = list(n.attrs["dims"]) if "dims" in n.attrs else [n.attrs["dim"]]
+            dims = reduced_dims(n.attrs, len(shape))
             if all(shape[d] == 1 for d in dims):
                 continue
         return False

@@ -47,8 +47,8 @@ from typing import Union
 import torch
 
 from ..ir.graph import Graph, Node, ScalarInput, TensorInput
-from ..ir.ops import OPS
-from ..ir.types import DTYPES, INT_DTYPES, ValueType, is_float, normalize_dims
+from ..ir.ops import OPS, reduced_dims
+from ..ir.types import DTYPES, INT_DTYPES, ValueType, is_float
 from ..ir.values import apply_layout
 from ..verdict import Unsupported
 from .nvfuser_dtypes import (DT, FLOAT_BINARY, FLOAT_UNARY, HALF, INT_IDENTITY, NO_HALF, NV_DTYPE, REDUCE, Val, model,
@@ -330,7 +330,7 @@ class NvFuserEmitter:
     def reduction(self, name: str, node: Node, x: Val, out: ValueType) -> Val:
         at = node.attrs
         rank = len(x.shape)
-        dims = normalize_dims(list(at["dims"]) if "dims" in at else [at["dim"]], rank)
+        dims = reduced_dims(at, rank)
         x = self.upcast(x, name)
         kept = tuple(s for i, s in enumerate(x.shape) if i not in dims)
         extra = {"correction": int(at["correction"])} if "correction" in at else {}

@@ -398,7 +398,7 @@ def _reduction_infer(dtype_rule: Callable[[str], str], needs_terms: bool = False
     def infer(ts: Types, at: Attrs) -> ValueType:
         dims = list(at["dims"]) if "dims" in at else [at["dim"]]
         out = ValueType(_reduce_shape(ts[0].shape, dims, at["keepdim"]), dtype_rule(ts[0].dtype))
-        if needs_terms and any(ts[0].shape[d] == 0 for d in normalize_dims(dims, ts[0].rank)):
+        if needs_terms and any(ts[0].shape[d] == 0 for d in reduced_dims(at, ts[0].rank)):
             raise ValueError("a reduction without identity over an empty dim")
         return out
     return infer
