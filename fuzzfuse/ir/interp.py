@@ -73,7 +73,8 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[dict
     order-dependent reduction (`_order_dependent`), with why: values only their type is defined of.
 
     upcast=True runs every floating computation in float64: the arbiter that tells a fuser's error
-    from the rounding eager itself shows.
+    from the rounding eager itself shows. It reports no taint: what is undefined or order-dependent
+    is decided on eager's own values, at eager's precision.
     """
     env: dict = {}
     for spec, value in zip(graph.inputs, inputs):
@@ -87,9 +88,9 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[dict
         upstream = [tainted[a] for a in node.refs() if a in tainted]
         if upstream:
             tainted[node.name] = upstream[0]
-        elif _casts_out_of_range(node, args[0]):
+        elif not upcast and _casts_out_of_range(node, args[0]):
             tainted[node.name] = UNDEFINED_BEHAVIOUR
-        elif _order_dependent(node, args[0]):
+        elif not upcast and _order_dependent(node, args[0]):
             tainted[node.name] = REDUCTION_ORDER
         out = OPS[node.op].eager(*args, **{k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()})
         if upcast and out.is_floating_point():
