@@ -152,9 +152,7 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
 def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS, timeout: float = 60.0) -> Case:
     """Write `case` (already minimized) as directory/{case.json, repro.py, README.md}, the repro
     verified in fresh processes; the case with its verification."""
-    fuser = get_backend(case.backend).for_case(case.options)
-    if "style" in case.options:
-        fuser.style = case.options["style"]  # the repro lowers the graph the way the case ran
+    fuser = get_backend(case.backend).for_case(case.options)  # the repro runs the case's choices
     # A hang repro gives up (exit 1) after the case timeout; verification allows for start-up too.
     files = repro_files(case.graph, fuser, case.signature, case.versions, timeout=timeout)
     # Staged in a hidden folder and moved in whole: a stop mid-way leaves no half repro behind.

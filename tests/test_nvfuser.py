@@ -1055,6 +1055,32 @@ def test_repro_code_defines_run_fused():
     assert "def run_fused(inputs):" in code and "style=upcast" in code and "import FusionDefinition" in code
 
 
+def test_matmul_expr_eval_is_a_per_case_switch_the_repro_and_the_reducer_know():
+    """Half of the cases turn nvFuser's matmul_expr_eval off (else the matmul scheduler is never
+    reached); the choice is recorded, written into the repro's execute, dropped by the reducer when
+    the failure does not need it, and a case file may name no other switch."""
+    from fuzzfuse.backends.nvfuser import DISABLE_CHOICES, checked_disable
+    backend = NvFuserBackend()
+    drawn = [backend.draw_options(seed) for seed in range(12)]
+    assert {o["style"] for o in drawn} == set(STYLES)
+    assert 0 < sum("disable" in o for o in drawn) < len(drawn)
+    off = next(o for o in drawn if "disable" in o)
+    assert off["disable"] == list(DISABLE_CHOICES) and "disable=matmul_expr_eval" in backend.describe_options(off)
+    assert list(backend.simpler_options(off)) == [{"style": off["style"]}]
+    assert list(backend.simpler_options({"style": "direct"})) == []
+    b = GraphBuilder()
+    graph = b.build([b.add("relu", b.add("matmul", b.tensor((64, 128), "float16"), b.tensor((128, 64), "float16")))])
+    code = backend.for_case(off).repro_code(graph)
+    compile(code, "<repro>", "exec")
+    assert "_disable_options=['matmul_expr_eval']" in code and f"style={off['style']}" in code
+    assert "_disable_options" not in backend.for_case({"style": "direct"}).repro_code(graph)
+    assert backend.disable == ()  # for_case copies: the campaign's backend keeps its defaults
+    with pytest.raises(ValueError, match="unknown nvFuser disable option"):
+        checked_disable(["kernel_reuse"])
+    with pytest.raises(ValueError, match="unknown nvFuser disable option"):
+        backend.for_case({"style": "direct", "disable": ["python_inline_definitions"]})
+
+
 def test_stage_classification():
     from fuzzfuse.backends.nvfuser import _stage
 
@@ -1234,6 +1260,22 @@ def test_fusion_evidence_on_gpu():
     graph = b.build([b.add("permute", b.add("reshape", b.tensor((6, 10)), shape=[10, 6]), dims=[1, 0])])
     res = backend.run(graph, make_inputs(graph, "cuda"))
     assert res.fused is None and res.evidence["kernels"] == 0
+
+
+@pytest.mark.gpu
+def test_matmul_with_an_epilogue_reaches_the_matmul_scheduler_with_matmul_expr_eval_off():
+    backend = _nvfuser_backend()
+    from fuzzfuse.ir import make_inputs
+    b = GraphBuilder()
+    graph = b.build([b.add("relu", b.add("matmul", b.tensor((64, 128), "float16"), b.tensor((128, 64), "float16")))])
+    inputs = make_inputs(graph, "cuda")
+    assert "matmul" not in backend.run(graph, inputs).evidence["schedulers"]  # ATen takes it by default
+    res = backend.run(graph, inputs, disable=("matmul_expr_eval",))
+    assert "matmul" in res.evidence["schedulers"], res.evidence
+    b = GraphBuilder()  # fp32: the matmul scheduler refuses it, and nothing else may take it now
+    graph = b.build([b.add("relu", b.add("matmul", b.tensor((8, 16)), b.tensor((16, 8))))])
+    with pytest.raises(Unsupported):
+        backend.run(graph, make_inputs(graph, "cuda"), disable=("matmul_expr_eval",))
 
 
 @pytest.mark.gpu

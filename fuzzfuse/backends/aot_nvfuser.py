@@ -105,6 +105,9 @@ class AotNvFuserBackend(NvFuserBackend):
     reuses_compiled = False
     reruns_new_sizes = False
     reruns_new_strides = False
+    # Its FusionDefinitions execute inside aot_autograd's compiled function, with no per-case
+    # switches: none drawn.
+    disable_choices = ()
 
     def compile(self, graph: Graph, **options) -> Compiled:
         return Compiled(self, graph, options)

@@ -21,9 +21,11 @@ than one element), False otherwise.
 """
 from __future__ import annotations
 
+import copy
 import os
 import re
 import time
+from typing import Iterator
 
 import torch
 
@@ -45,6 +47,13 @@ _RUN_ERROR = re.compile(r"CUDA error|illegal memory access|misaligned address|un
 # aborts the process, so that freeing such a fusion turned its fault into a SIGABRT blamed on no
 # message of its own (campaigns saw `hard-crash|SIGABRT` where the cause was a misaligned address).
 _FAULTED: list = []
+# nvFuser switches a case may turn off for its own fusion (`fd.execute(..., _disable_options=...)`,
+# as nvFuser's own tests do). matmul_expr_eval: a matmul/linear segment is otherwise handed to ATen
+# (the expr_eval scheduler comes first in the segmenter's order), so the matmul scheduler is reached
+# only with it off. Without it, a matmul the matmul scheduler refuses (fp32, a matrix-vector
+# product) has no scheduler at all: that is the switch's contract, reported as unsupported.
+DISABLE_CHOICES = ("matmul_expr_eval",)
+_NO_SCHEDULER = "Can not find a scheduler to schedule fusion segment"
 
 
 class EmitterError(AssertionError):
@@ -158,13 +167,39 @@ class NvFuserBackend(Backend):
                    "shapes": {"min_rank": 2, "large_dims": (64, 128, 256, 512), "large_prob": 0.5}},
     }
 
-    def __init__(self, style: str | None = None, static_sizes: bool = False):
+    # The nvFuser switches campaigns turn off per case, half the time (`DISABLE_CHOICES`).
+    disable_choices: tuple[str, ...] = DISABLE_CHOICES
+
+    def __init__(self, style: str | None = None, static_sizes: bool = False, disable: tuple[str, ...] = ()):
         style = style or os.environ.get("FUZZFUSE_NVFUSER_STYLE", "direct")
         if style not in STYLES:
             raise ValueError(f"unknown nvFuser emission style {style!r}; one of {STYLES}")
         self.style = style
         self.static_sizes = static_sizes
+        self.disable = checked_disable(disable)
         self._nvf = None
+
+    # ---- per-case choices ---------------------------------------------------------------------
+    def draw_options(self, seed: int) -> dict:
+        options = super().draw_options(seed)
+        if self.disable_choices and (seed // len(self.styles)) % 2:
+            options["disable"] = list(self.disable_choices)
+        return options
+
+    def describe_options(self, options: dict) -> list[str]:
+        return super().describe_options(options) + [f"disable={name}" for name in options.get("disable", ())]
+
+    def simpler_options(self, options: dict) -> Iterator[dict]:
+        if options.get("disable"):
+            yield {k: v for k, v in options.items() if k != "disable"}
+
+    def for_case(self, options: dict) -> "NvFuserBackend":
+        case = copy.copy(self)
+        case.style = options.get("style", self.style)
+        if case.style not in STYLES:
+            raise ValueError(f"unknown nvFuser emission style {case.style!r}; one of {STYLES}")
+        case.disable = checked_disable(options.get("disable", ()))
+        return case
 
     # ---- Backend protocol ---------------------------------------------------------------------
     def check_available(self) -> None:
@@ -205,12 +240,15 @@ class NvFuserBackend(Backend):
     def compile(self, graph: Graph, **options) -> "NvFuserCompiled":
         return NvFuserCompiled(self, graph, options)
 
-    def run(self, graph: Graph, inputs: list, *, style: str | None = None) -> RunResult:
-        return self.compile(graph, style=style).run(inputs)
+    def run(self, graph: Graph, inputs: list, *, style: str | None = None,
+            disable: tuple[str, ...] | None = None) -> RunResult:
+        return self.compile(graph, style=style, disable=disable).run(inputs)
 
-    def define_and_run(self, graph: Graph, inputs: list, *, style: str | None = None):
+    def define_and_run(self, graph: Graph, inputs: list, *, style: str | None = None,
+                       disable: tuple[str, ...] | None = None):
         """The first run of a graph: its RunResult, the FusionDefinition, and the emitted source."""
         style = style or self.style
+        disable = self.disable if disable is None else checked_disable(disable)
         emission = self.emit(graph, inputs, style)  # Unsupported propagates: not a crash
         start = time.perf_counter()
         try:
@@ -219,12 +257,16 @@ class NvFuserBackend(Backend):
             raise BackendError("compile", e) from e
         args = list(inputs)
         try:
-            outputs = execute(fd, args)
+            outputs = execute(fd, args, disable)
         except Exception as e:
+            if disable and _NO_SCHEDULER in str(e):
+                raise Unsupported(f"no scheduler takes a segment with {', '.join(disable)} off") from e
             raise fusion_failure(_stage(fd, args, e), e, fd) from e
         compile_seconds = time.perf_counter() - start
         evidence, fused = first_run_evidence(fd, graph, args, outputs)
         evidence["style"] = style
+        if disable:
+            evidence["disable"] = list(disable)
         if emission.notes:
             evidence["notes"] = emission.notes
         return RunResult(list(outputs), fused, evidence, compile_seconds), fd, emission.source
@@ -233,6 +275,7 @@ class NvFuserBackend(Backend):
         """`run_fused(inputs) -> (outputs, fused)` for a standalone repro: the nvfuser_direct
         definition this backend runs, in the backend's current style."""
         source = self.emit(graph).source
+        disable = f", _disable_options={list(self.disable)!r}" if self.disable else ""
         return f'''
 import os  # noqa: E402
 os.environ.setdefault("NVFUSER_ENABLE", {self.env["NVFUSER_ENABLE"]!r})  # before nvFuser reads its options
@@ -245,7 +288,7 @@ def run_fused(inputs):
     """nvFuser through nvfuser_direct ({self.style} style): define, then execute (which compiles)."""
     with FusionDefinition() as fd:
         nvfuser_fusion(fd)
-    outputs = fd.execute(list(inputs))
+    outputs = fd.execute(list(inputs){disable})
     torch.cuda.synchronize()  # a kernel's fault (misaligned address...) is raised here, by its fusion
     return outputs, True
 '''
@@ -267,7 +310,7 @@ class NvFuserCompiled(Compiled):
             return result
         args = list(inputs)
         try:
-            outputs = execute(self._fd, args)
+            outputs = execute(self._fd, args, self.options.get("disable") or self.backend.disable)
         except Exception as e:
             raise fusion_failure(_stage(self._fd, args, e), e, self._fd) from e
         return RunResult(list(outputs), self._fused, {"rerun": True})
@@ -297,10 +340,19 @@ def _stage(fd, args: list, error: BaseException) -> str:
     return "compile"
 
 
-def execute(fd, args: list) -> list:
+def checked_disable(names) -> tuple[str, ...]:
+    """A case's nvFuser switches to turn off: only those of DISABLE_CHOICES (a case file is data)."""
+    names = tuple(names or ())
+    unknown = [n for n in names if n not in DISABLE_CHOICES]
+    if unknown:
+        raise ValueError(f"unknown nvFuser disable option {unknown[0]!r}; one of {DISABLE_CHOICES}")
+    return names
+
+
+def execute(fd, args: list, disable: tuple[str, ...] = ()) -> list:
     """fd.execute, synchronized: a kernel's fault is raised here, by the fusion that caused it, and
     not by whatever touches the GPU next (kernels run asynchronously)."""
-    outputs = fd.execute(args)
+    outputs = fd.execute(args, _disable_options=list(disable)) if disable else fd.execute(args)
     if any(isinstance(o, torch.Tensor) and o.is_cuda for o in outputs):
         torch.cuda.synchronize()
     return outputs
@@ -344,5 +396,5 @@ def _check_dtypes(graph: Graph, outputs: list) -> None:
                                f"dtype model is wrong here")
 
 
-__all__ = ["NvFuserBackend", "NvFuserCompiled", "definition_code", "EmitterError", "Unsupported", "fusion_evidence",
+__all__ = ["DISABLE_CHOICES", "checked_disable", "NvFuserBackend", "NvFuserCompiled", "definition_code", "EmitterError", "Unsupported", "fusion_evidence",
            "segment_schedulers", "execute", "fusion_failure", "first_run_evidence", "nothing_to_fuse"]

@@ -27,6 +27,9 @@ from .types import DTYPES, INT_DTYPES, ValueType, is_float, normalize_dims, resu
 INDEX_DTYPES = ("int64", "int32")
 # Small sizes the generator gives new operands (a matmul's M, an index's length).
 _SIZES = (1, 2, 3, 4, 5, 7, 8)
+# A matmul's N (a linear's out features) also takes multiples of 8: nvFuser's Hopper matmul
+# scheduler loads operands with TMA, which needs 16-byte aligned rows.
+_MATMUL_N = _SIZES + (16, 32, 64)
 
 
 def _dim(at: Attrs, rank: int) -> int:
@@ -263,7 +266,7 @@ def _same_dtype_numeric(ts: Types, args: tuple) -> bool:
 def _matmul_operands(draw: Callable, first: ValueType) -> list[ValueType]:
     """A right operand that shares K: a vector, a matrix, or a batch of matrices."""
     k = first.shape[-1] if first.shape else 1
-    m = choice(draw, _SIZES)
+    m = choice(draw, _MATMUL_N)
     form = draw(ints(0, 2))
     batch = tuple(first.shape[:-2]) if first.rank > 2 else ()
     shape = {0: (k,), 1: (k, m), 2: batch + (k, m)}[form]
@@ -286,7 +289,7 @@ def _bmm_infer(ts: Types, at: Attrs) -> ValueType:
 register(Op("bmm", "matmul", 2, _bmm_infer, torch.bmm, lambda args, at: f"torch.bmm({args[0]}, {args[1]})",
             lambda ts, args: _same_dtype_numeric(ts, args) and ts[0].rank == 3, nvfuser="@matmul",
             fusers=frozenset({"onednn"}),
-            draw_operands=lambda draw, first: [ValueType((first.shape[0], first.shape[-1], choice(draw, _SIZES)),
+            draw_operands=lambda draw, first: [ValueType((first.shape[0], first.shape[-1], choice(draw, _MATMUL_N)),
                                                          first.dtype)] if first.rank == 3 else [first],
             axis_map=lambda ts, at, out: [(0, 0, 0), (1, 0, 0), (0, 1, 1), (1, 2, 2)]))
 
@@ -299,7 +302,7 @@ def _linear_infer(ts: Types, at: Attrs) -> ValueType:
 
 
 def _linear_operands(draw: Callable, first: ValueType) -> list[ValueType]:
-    n = choice(draw, _SIZES)
+    n = choice(draw, _MATMUL_N)
     k = first.shape[-1] if first.shape else 1
     return [ValueType((n, k), first.dtype), ValueType((n,), first.dtype)]
 
