@@ -47,11 +47,19 @@ def cpp_location(text):
 
 
 def python_location(tb):
-    """The innermost torch frame of a Python traceback, as file:function (line numbers churn)."""
+    """The innermost frame of the torch package in a Python traceback, as file:function (line
+    numbers churn), the path from the package on. A path is read from its last site-packages (or
+    dist-packages) on, so that a virtualenv in a folder named torch (/opt/torch/.venv/...) does not
+    make sympy or triton frames look like torch's, and keys do not depend on the install path."""
     frames = re.findall(r'File "([^"]+)", line \d+, in (\S+)', tb)
     for path, func in reversed(frames):
-        if "/torch/" in path:
-            return f"{path[path.rindex('/torch/') + 1:]}:{func}"
+        installed = re.search(r"(?:site|dist)-packages/(.*)$", path)
+        if installed:
+            path = installed.group(1)
+        elif "/torch/" in path:  # a source checkout
+            path = path[path.rindex("/torch/") + 1:]
+        if path.startswith("torch/"):
+            return f"{path}:{func}"
     return ""
 
 

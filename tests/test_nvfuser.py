@@ -1263,15 +1263,23 @@ def test_fusion_evidence_on_gpu():
 
 
 @pytest.mark.gpu
-def test_matmul_with_an_epilogue_reaches_the_matmul_scheduler_with_matmul_expr_eval_off():
+def test_matmul_expr_eval_off_leaves_a_matmul_to_the_matmul_scheduler_or_to_no_one():
+    """By default ATen (expr_eval) runs a matmul; with matmul_expr_eval off, the matmul scheduler
+    takes it or nothing does (Unsupported, never a crash). On the H200 with nvfuser_direct 0.2.36
+    even fp16 64x128 @ 128x64 + relu found no scheduler, while a 10-minute campaign reached the
+    matmul scheduler once: which matmuls it takes is what campaigns find out."""
     backend = _nvfuser_backend()
     from fuzzfuse.ir import make_inputs
     b = GraphBuilder()
     graph = b.build([b.add("relu", b.add("matmul", b.tensor((64, 128), "float16"), b.tensor((128, 64), "float16")))])
     inputs = make_inputs(graph, "cuda")
-    assert "matmul" not in backend.run(graph, inputs).evidence["schedulers"]  # ATen takes it by default
-    res = backend.run(graph, inputs, disable=("matmul_expr_eval",))
-    assert "matmul" in res.evidence["schedulers"], res.evidence
+    assert "expr_eval" in backend.run(graph, inputs).evidence["schedulers"]
+    try:
+        res = backend.run(graph, inputs, disable=("matmul_expr_eval",))
+    except Unsupported:
+        pass
+    else:
+        assert "matmul" in res.evidence["schedulers"], res.evidence
     b = GraphBuilder()  # fp32: the matmul scheduler refuses it, and nothing else may take it now
     graph = b.build([b.add("relu", b.add("matmul", b.tensor((8, 16)), b.tensor((16, 8))))])
     with pytest.raises(Unsupported):

@@ -58,6 +58,19 @@ def test_python_and_cpp_locations():
     tb = ('Traceback (most recent call last):\n  File "/x/site-packages/torch/_inductor/lowering.py", line 10, in '
           'make_reduction\n  File "/x/site-packages/torch/_inductor/ir.py", line 99, in create\nAssertionError')
     assert python_location(tb) == "torch/_inductor/ir.py:create"
+
+
+def test_python_location_reads_paths_from_site_packages_on():
+    """The H200's torch lives in /opt/torch/.venv: its sympy and triton frames are not torch's."""
+    venv = "/opt/torch/.venv/lib/python3.12/site-packages"
+    tb = (f'Traceback (most recent call last):\n  File "{venv}/torch/_inductor/sizevars.py", line 9, in simplify\n'
+          f'    x\n  File "{venv}/sympy/functions/elementary/miscellaneous.py", line 7, in _new_args_filter\n'
+          f'    raise ValueError\nValueError: The argument is not comparable.')
+    assert python_location(tb) == "torch/_inductor/sizevars.py:simplify"
+    assert python_location(tb.replace(venv, "/usr/lib/python3/dist-packages")) == "torch/_inductor/sizevars.py:simplify"
+    checkout = 'Traceback (most recent call last):\n  File "/home/me/pytorch/torch/fx/graph.py", line 3, in lint\nX: y'
+    assert python_location(checkout) == "torch/fx/graph.py:lint"
+    assert python_location(f'  File "{venv}/triton/compiler/compiler.py", line 1, in make_ir\n') == ""
     assert cpp_location("Exception raised from run at /pytorch/torch/csrc/jit/tensorexpr/eval.cpp:1234") \
         == "csrc/jit/tensorexpr/eval.cpp:1234"
     assert cpp_location('!failed INTERNAL ASSERT FAILED at "/pytorch/torch/csrc/jit/codegen/onednn/graph_helper.cpp":'
