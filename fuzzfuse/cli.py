@@ -276,8 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--max-ops", type=AT_LEAST_ONE, default=12, help="most ops in a generated graph")
     f.add_argument("--check-strides", action=argparse.BooleanOptionalAction, default=None,
                    help="compare output strides (default: where the backend promises eager's strides)")
-    f.add_argument("--no-extra-runs", dest="extra_runs", action="store_false",
-                   help="judge each compiled graph on its own inputs only, not on extra input sets")
+    f.add_argument("--extra-runs", action=argparse.BooleanOptionalAction, default=True,
+                   help="judge each compiled graph on extra input sets too (fresh values, new sizes and "
+                        "strides where the backend reruns them); --no-extra-runs: on its own inputs only")
     f.add_argument("--backward", action="store_true",
                    help="training mode: also compare the gradients of requires_grad inputs")
     f.add_argument("--reduce-budget", type=AT_LEAST_ONE, default=400, help="most reducer queries per signature")
