@@ -19,7 +19,7 @@ from .attribution import attribute
 from .backends import Backend, BackendError, Compiled, get_backend
 from .ir import Graph, TensorInput, make_inputs, run_autograd, run_eager
 from .ir.values import input_set
-from .oracle import (compare_output, flush_denormals, gradient_reduction_sizes, reduction_sizes,
+from .oracle import (compare_output, flush_denormals, nearer_references, gradient_reduction_sizes, reduction_sizes,
                      signed_zero_difference)
 from .strategies import GenConfig, config_from_json, generate_steered, graph_triples
 from .verdict import CaseResult, Difference, Outcome, Stage, Unsupported
@@ -170,7 +170,8 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
             continue
         if mismatch and flushed is not None:
             references = references if references is not None else flushed()
-            if references and not compare_output(i, fused, references[0][i], references[1][i], reduced[name]):
+            if references and not compare_output(i, fused, *nearer_references(fused, eager[i], ref64[i], references[0][i],
+                                                                              references[1][i]), reduced[name]):
                 documented = documented or verdict.documented(backend.name, Difference.DENORMAL_FLUSH, what,
                                                               f"{mismatch.detail}; right once fp32 denormals flush")
                 continue

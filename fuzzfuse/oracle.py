@@ -286,6 +286,20 @@ def flush_denormals(t: torch.Tensor) -> torch.Tensor:
     return torch.where(t.abs() < tiny, torch.copysign(torch.zeros_like(t), t), t)
 
 
+def nearer_references(fused, eager, ref64, flushed_eager, flushed_ref64):
+    """(eager, float64) references taken per element from the run on flushed inputs where that run
+    is nearer the fused value, else from the plain run. A fuser that flushes by design flushes
+    what some ops read or write and not others (Inductor's Triton flushes an elu's denormal result,
+    not a denormal that passes through `where`), so one output can hold elements of both kinds."""
+    tensors = (fused, eager, ref64, flushed_eager, flushed_ref64)
+    if not all(isinstance(t, torch.Tensor) for t in tensors) or len({tuple(t.shape) for t in tensors}) > 1:
+        return flushed_eager, flushed_ref64
+    value = fused.double()
+    nearer = (value - flushed_ref64.double()).abs() < (value - ref64.double()).abs()
+    nearer |= value.isnan() & flushed_ref64.double().isnan()
+    return torch.where(nearer, flushed_eager, eager), torch.where(nearer, flushed_ref64, ref64)
+
+
 def gradient_reduction_sizes(graph, types) -> dict[str, int]:
     """For each requires_grad input, a bound on the terms summed into one element of its gradient:
     the chain rule sums over every output element it reaches (a broadcast's backward is a

@@ -118,6 +118,31 @@ def test_cpu_inductor_denormal_flush_is_documented_only_under_the_flag_that_flus
     assert verdict.outcome == Outcome.MISMATCH
 
 
+def test_a_flush_is_documented_when_each_element_is_right_flushed_or_not(inductor):
+    """Seen on the H200: elu(alpha=0.5) -> logical_not of [1.02e-38, -2.2e-39] gave [False, True].
+    Triton flushed elu's denormal result (the second) but passed the first input through `where`
+    unflushed: neither the plain nor the flushed run matches the whole output, each element matches
+    one of them. A fuser that does not declare the flush still gets a mismatch."""
+    from fuzzfuse.job import flushed_references
+    x = torch.tensor([1.0179598169435058e-38, -2.2073757877491675e-39], dtype=torch.float32)
+    b = GraphBuilder()
+    graph = b.build([b.add("logical_not", b.add("elu", b.tensor([2], values=_exact(x)), alpha=0.5))])
+    eager = [torch.logical_not(torch.nn.functional.elu(x, alpha=0.5))]
+    ref64 = [torch.logical_not(torch.nn.functional.elu(x.double(), alpha=0.5))]
+    assert eager[0].tolist() == [False, False]
+
+    class Result:  # what Inductor's Triton kernel returned for it on the H200
+        outputs = [torch.tensor([False, True])]
+        context = ""
+    flushing = inductor.for_case(UNSAFE_MATH)
+    assert Difference.DENORMAL_FLUSH in flushing.documented_differences(UNSAFE_MATH)
+    judged = _judge_outputs(graph, graph.infer_types(), flushing, Result, eager, ref64, {}, False,
+                            lambda: flushed_references(graph, [x]))
+    assert judged.outcome == Outcome.DOCUMENTED and judged.signature.kind == Difference.DENORMAL_FLUSH.value
+    judged = _judge_outputs(graph, graph.infer_types(), inductor, Result, eager, ref64, {}, False)
+    assert judged.outcome == Outcome.MISMATCH
+
+
 @pytest.mark.slow
 def test_the_reducer_drops_the_flags_a_failure_does_not_need(inductor):
     """The denormal flush needs -funsafe-math-optimizations only: the other flags, dynamic and
