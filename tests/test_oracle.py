@@ -231,6 +231,31 @@ def test_order_dependent_reductions_compare_only_their_type(op, values, attrs):
         assert verdict.outcome == Outcome.DOCUMENTED and verdict.signature.kind == "reduction-order"
 
 
+def test_the_sign_of_a_sum_of_zeros_is_the_accumulators_choice():
+    """Seen on the H200: rsqrt(sum([-0.])) is inf in eager (its sum starts from +0) and -inf in
+    nvFuser (-0, the only term). Both identities are IEEE sums of the same terms, so the sum is
+    tainted and the fused -inf downstream a documented difference; a sum with a nonzero term is not."""
+    assert math.copysign(1, (torch.tensor(0.0) + -0.0).item()) == 1  # identity +0: +0
+    assert math.copysign(1, (torch.tensor(-0.0) + -0.0).item()) == -1  # identity -0: -0
+    b = GraphBuilder()
+    x = b.tensor((1,), "float32", values=Values(exact=encode_exact(torch.tensor([-0.0]))))
+    graph = b.build([b.add("rsqrt", b.add("sum", x, dims=(0,), keepdim=True))])
+    inputs = make_inputs(graph)
+    (eager,), tainted = run_eager(graph, inputs)
+    assert tainted == {graph.outputs[0]: "reduction-order"}
+    from fuzzfuse.job import _judge_outputs
+    from fuzzfuse.backends.eager import EagerBackend
+    from fuzzfuse.backends.base import RunResult
+    ref64, _ = run_eager(graph, inputs, upcast=True)
+    result = RunResult(outputs=[-eager])  # the other identity's zero, through rsqrt
+    assert _judge_outputs(graph, graph.infer_types(), EagerBackend(), result, [eager], ref64, {}, False).outcome \
+        == Outcome.MISMATCH
+    verdict = _judge_outputs(graph, graph.infer_types(), EagerBackend(), result, [eager], ref64, tainted, False)
+    assert verdict.outcome == Outcome.DOCUMENTED and verdict.signature.kind == "reduction-order"
+    ordinary = _reduction_graph("sum", [-0.0, 1e-30], dims=(0,), keepdim=False)
+    assert run_eager(ordinary, make_inputs(ordinary))[1] == {}
+
+
 @pytest.mark.parametrize("op, values, attrs", [
     ("sum", [1.0, -1.0], {"dims": (0,), "keepdim": False}),  # exact in any order
     ("sum", [float(v) for v in torch.randn(4096, generator=torch.Generator().manual_seed(0))],

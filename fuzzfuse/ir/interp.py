@@ -39,9 +39,11 @@ def _order_dependent(node: Node, x) -> bool:
     magnitudes add up past the accumulator's largest finite value (a partial sum overflows in some
     orders: inf, or nan against an inf, where eager gets a finite value) or cancel so deeply that
     rounding in some order exceeds the result itself (values near the dtype's limits); a product
-    whose partial products overflow or underflow in some order. Reductions over ordinary values
-    are never order-dependent by this rule: their differences are rounding, which the oracle's
-    float64 arbitration judges."""
+    whose partial products overflow or underflow in some order; a sum of zeros one of which is
+    -0, whose sign depends on the accumulator's identity and the order (-0 + +0 is +0, -0 + -0 is
+    -0: eager's CUDA sum of [-0.] is +0 and nvFuser's -0, which rsqrt turns into inf and -inf).
+    Reductions over ordinary values are never order-dependent by this rule: their differences are
+    rounding, which the oracle's float64 arbitration judges."""
     how = OPS[node.op].accumulates
     if how is None or not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.numel() == 0:
         return False
@@ -54,6 +56,11 @@ def _order_dependent(node: Node, x) -> bool:
         big = magnitude.clamp(min=1).log2().sum(dims)
         small = magnitude.where((magnitude > 0) & (magnitude < 1), torch.ones_like(magnitude)).log2().sum(dims)
         return bool(((big > math.log2(acc.max)) | (small < math.log2(acc.tiny))).any())
+    raw = x.detach()
+    zero, negative_zero = raw == 0, (raw == 0) & torch.signbit(raw)
+    if (zero.all(dim=tuple(dims)) & negative_zero.any(dim=tuple(dims)) if dims else
+            zero.all() & negative_zero.any()).any():
+        return True
     terms = [xd]
     if x.dim() and node.attrs.get("correction") is not None:  # var, std: the squared deviations too
         terms.append((xd - xd.mean(dims, keepdim=True)) ** 2)
