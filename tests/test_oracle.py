@@ -176,6 +176,7 @@ def test_an_nvrtc_message_is_a_fixed_point_of_the_normalizer():
 from fuzzfuse.ir.builder import GraphBuilder  # noqa: E402
 from fuzzfuse.ir.graph import Values  # noqa: E402
 from fuzzfuse.ir.interp import run_eager  # noqa: E402
+from fuzzfuse.ir.types import DTYPES  # noqa: E402
 from fuzzfuse.ir.values import encode_exact, make_inputs  # noqa: E402
 from fuzzfuse.verdict import Outcome  # noqa: E402
 
@@ -229,6 +230,21 @@ def test_order_dependent_reductions_compare_only_their_type(op, values, attrs):
     else:
         assert untainted.outcome == Outcome.MISMATCH
         assert verdict.outcome == Outcome.DOCUMENTED and verdict.signature.kind == "reduction-order"
+
+
+def test_int32_overflow_is_undefined_behaviour_and_ordinary_int32_math_is_judged():
+    """neg of INT32_MIN wraps in eager; nvFuser computed it wider (the H200's neg -> atan2 gave 0
+    against eager's pi): signed overflow is undefined in C++, so only the type is compared."""
+    def graph_of(op, dtype, values, *more):
+        b = GraphBuilder()
+        x = b.tensor((len(values),), dtype, values=Values(exact=encode_exact(torch.tensor(values, dtype=DTYPES[dtype]))))
+        return b.build([b.add(op, x, *more)])
+    for graph in (graph_of("neg", "int32", [-2**31, 5]), graph_of("abs", "int32", [-2**31]),
+                  graph_of("add", "int32", [2**31 - 1], 1)):
+        assert run_eager(graph, make_inputs(graph))[1] == {graph.outputs[0]: "undefined-behaviour"}, graph
+    for graph in (graph_of("neg", "int32", [-2**31 + 1, 7]), graph_of("add", "int32", [2**30], 2**30 - 1),
+                  graph_of("sub", "uint8", [0], 1)):  # unsigned wraparound is defined
+        assert run_eager(graph, make_inputs(graph))[1] == {}, graph
 
 
 def test_the_sign_of_a_sum_of_zeros_is_the_accumulators_choice():

@@ -28,6 +28,20 @@ def _casts_out_of_range(node: Node, x: torch.Tensor) -> bool:
     return bool((~torch.isfinite(xd) | (xd < info.min) | (xd > info.max)).any())
 
 
+def _overflows_int32(node: Node, args: list, attrs: dict, out) -> bool:
+    """An int32 result that wrapped: the op on the same operands widened to int64 gives another
+    value. Signed overflow (neg or abs of INT32_MIN, a sum past 2^31, a shift into the sign bit) is
+    undefined behaviour in C++: a fuser may compute it wider, or assume it never happens."""
+    if not isinstance(out, torch.Tensor) or out.dtype != torch.int32:
+        return False
+    wide = [a.long() if isinstance(a, torch.Tensor) and a.dtype == torch.int32 else a for a in args]
+    try:
+        exact = OPS[node.op].eager(*wide, **attrs)
+    except (RuntimeError, TypeError, ValueError):
+        return False
+    return isinstance(exact, torch.Tensor) and exact.shape == out.shape and not torch.equal(exact, out.long())
+
+
 def _accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
     """What eager and the fusers accumulate a reduction in: float32 for the 16-bit floats."""
     return torch.float64 if dtype == torch.float64 else torch.float32
@@ -76,8 +90,9 @@ UNDEFINED_BEHAVIOUR, REDUCTION_ORDER = "undefined-behaviour", "reduction-order"
 
 
 def interpret(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[dict, dict[str, str]]:
-    """All values of the graph by name, and the names tainted by undefined behaviour or by an
-    order-dependent reduction (`_order_dependent`), with why: values only their type is defined of.
+    """All values of the graph by name, and the names tainted by undefined behaviour (a float->int
+    cast out of range, an int32 overflow) or by an order-dependent reduction (`_order_dependent`),
+    with why: values only their type is defined of.
 
     upcast=True runs every floating computation in float64: the arbiter that tells a fuser's error
     from the rounding eager itself shows. It reports no taint: what is undefined or order-dependent
@@ -92,14 +107,15 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[dict
     for node in graph.nodes:
         args = [env[a] if isinstance(a, str) else a for a in node.args]
         attrs = _upcast_attrs(node) if upcast else node.attrs
+        attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()}
+        out = OPS[node.op].eager(*args, **attrs)
         upstream = [tainted[a] for a in node.refs() if a in tainted]
         if upstream:
             tainted[node.name] = upstream[0]
-        elif not upcast and _casts_out_of_range(node, args[0]):
+        elif not upcast and (_casts_out_of_range(node, args[0]) or _overflows_int32(node, args, attrs, out)):
             tainted[node.name] = UNDEFINED_BEHAVIOUR
         elif not upcast and _order_dependent(node, args[0]):
             tainted[node.name] = REDUCTION_ORDER
-        out = OPS[node.op].eager(*args, **{k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()})
         if upcast and out.is_floating_point():
             out = out.double()  # ops that make the default float from ints/bools (exp of a bool...)
         env[node.name] = out
