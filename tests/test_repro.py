@@ -215,6 +215,21 @@ def test_an_nvfuser_repro_is_a_standalone_script_that_compiles_here(name):
         assert "print(result.context.strip())" in source
 
 
+def test_a_crash_prints_the_message_without_cpp_frames(tmp_path):
+    """nvFuser's errors end in C++ frames whose addresses change every run: the Actual line a
+    report quotes stops before them (the traceback on stderr keeps them)."""
+    (tmp_path / "repro.py").write_text(repro_files(_exp_graph(), get_backend("torchscript:nnc"),
+                                                   {"outcome": "crash", "kind": "RuntimeError"}, {})["repro.py"])
+    error = ("INTERNAL ASSERT FAILED at csrc/ops/arith.cpp:2601\nException raised from scan at csrc/ops/arith.cpp:2601 "
+             "(most recent call first):\nframe #0: nvfuser::nvfCheckFail + 0xc2 (0x7f4c5512d4a6 in libnvfuser_codegen.so)")
+    run = subprocess.run([sys.executable, "-c", "import runpy; runpy.run_path('repro.py', run_name='repro')['crashed']"
+                          f"(RuntimeError({error!r}))"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1
+    actual = run.stdout[run.stdout.index("actual:"):run.stdout.index("fuzzfuse-verdict:")]
+    assert actual.rstrip().endswith("Exception raised from scan at csrc/ops/arith.cpp:2601 (most recent call first):")
+    assert "frame #0" not in actual and "frame #0" in run.stderr
+
+
 def test_a_title_names_the_special_value_a_broadcast_input_holds_at_the_wrong_element():
     """An input of size 1 in a dim the output spans is read at 0 there (a campaign crashed on the
     out-of-range index before)."""
