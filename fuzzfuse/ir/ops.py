@@ -50,6 +50,10 @@ class Op:
     # least one operand form (filled in from TORCHSCRIPT_FUSIBLE): a campaign on such a fuser draws
     # these ops, since a graph the fuser declines wholesale tests nothing.
     fusers: frozenset[str] = frozenset()
+    # The fusers among those whose fusion groups form around this op (filled in from FUSION_ANCHORS):
+    # another fused op joins a group only beside such an anchor, so the generator never chains two
+    # ops that are not (strategies.Features.anchors).
+    anchors_for: frozenset[str] = frozenset()
     # How a reduction combines its terms, where the order it combines them in changes a floating
     # result: "sum" (sum, mean, var, std) or "product" (prod); None for exact ones (amax, amin) and
     # non-reductions. Eager and a fuser may both be right yet disagree when terms near the dtype's
@@ -92,6 +96,17 @@ TORCHSCRIPT_FUSIBLE = {
 }
 
 
+# The ops each fuser forms a fusion group around, where it needs one: measured on torch 2.13 CPU with
+# every pair of its fused ops chained (float32, bfloat16). oneDNN Graph fuses a chain of two ops
+# when either is one of these, never a chain of two others (relu then tanh); matmul, bmm, linear
+# and cat (ir/ops_shape.py) fuse even alone. Softmax fuses only with what follows it (nothing
+# before it, an add neither), which one set cannot say: it is left out, so the generator puts it
+# first in a chain or after an anchor. NNC merges any producer into its consumer: it needs none.
+FUSION_ANCHORS = {
+    "onednn": frozenset("add mul div div_trunc div_floor".split()),
+}
+
+
 # The kinds of op that take fp8 operands: eager moves fp8 tensors (casts, views) and computes nothing
 # on them (types.FP8_DTYPES).
 FP8_KINDS = ("cast", "view", "broadcast")
@@ -100,17 +115,23 @@ FP8_KINDS = ("cast", "view", "broadcast")
 def register(op: Op) -> Op:
     assert op.name not in OPS, op.name
     fusers = op.fusers | frozenset(f for f, ops in TORCHSCRIPT_FUSIBLE.items() if op.name in ops)
+    anchors_for = op.anchors_for | frozenset(f for f, ops in FUSION_ANCHORS.items() if op.name in ops)
     accepts = op.accepts
     if op.kind not in FP8_KINDS:
         accepts = lambda types, args, inner=op.accepts: (  # noqa: E731
             not any(t.dtype in FP8_DTYPES for t in types) and inner(types, args))
-    OPS[op.name] = op = dataclasses.replace(op, fusers=fusers, accepts=accepts)
+    OPS[op.name] = op = dataclasses.replace(op, fusers=fusers, anchors_for=anchors_for, accepts=accepts)
     return op
 
 
 def fused_by(fuser: str) -> tuple[str, ...]:
     """The ops `fuser` ("nnc", "onednn") fuses, in registry order."""
     return tuple(name for name, op in OPS.items() if fuser in op.fusers)
+
+
+def fusion_anchors(fuser: str) -> tuple[str, ...]:
+    """The ops `fuser` forms its fusion groups around (empty: any fused op may join any other)."""
+    return tuple(name for name, op in OPS.items() if fuser in op.anchors_for)
 
 
 def lit(x: Any) -> str:
@@ -544,4 +565,4 @@ OPS_BY_KIND: dict[str, list[str]] = {}
 for _op in OPS.values():
     OPS_BY_KIND.setdefault(_op.kind, []).append(_op.name)
 
-__all__ = ["OPS", "OPS_BY_KIND", "Op", "register", "fused_by", "reduced_dims", "lit", "ALL_DTYPES", "FLOAT_DTYPES", "INT_DTYPES"]
+__all__ = ["OPS", "OPS_BY_KIND", "Op", "register", "fused_by", "fusion_anchors", "reduced_dims", "lit", "ALL_DTYPES", "FLOAT_DTYPES", "INT_DTYPES"]
