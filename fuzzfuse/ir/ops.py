@@ -545,7 +545,8 @@ def _reshape_shape(draw: Callable, ts: Types) -> Attrs:
         s[i:i + 2] = [s[i] * s[i + 1]]
     else:
         i = draw(ints(0, len(s) - 1))
-        divisors = [d for d in range(1, s[i] + 1) if s[i] % d == 0]
+        # An empty dim (a slice can make one) splits as 1 x 0.
+        divisors = [d for d in range(1, s[i] + 1) if s[i] % d == 0] or [1]
         d = choice(draw, divisors)
         s[i:i + 1] = [d, s[i] // d]
     if draw(st.booleans()):
