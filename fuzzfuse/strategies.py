@@ -25,7 +25,7 @@ from .ir import OPS, Graph, GraphError, Layout, TensorInput, Values
 from .ir.ops import choice, ints, permutations
 from .ir.builder import GraphBuilder, batch_norm, layer_norm, layer_norm_backward, squeeze_excite
 from .ir.types import COMPUTE_DTYPES, FLOAT_DTYPES, FP8_DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
-from .steering import MAX_REDRAWS, Trigger, avoided_by, unsteered
+from .steering import MAX_REDRAWS, Trigger, unsteered
 
 ALL_LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "sliced", "expanded")
 PATTERNS = ("layer_norm", "batch_norm", "squeeze_excite")
@@ -395,14 +395,22 @@ def generate(seed: int, config: GenConfig = GenConfig()) -> Graph:
 def generate_steered(seed: int, config: GenConfig = GenConfig()) -> tuple[Graph, int]:
     """generate(), and how many draws it discarded because they held a trigger of
     `config.avoid` (fuzzfuse.steering): the graph is drawn again, from the seed, up to MAX_REDRAWS
-    times, except for the cases drawn unsteered."""
+    times, except for the cases drawn unsteered. The last redraw leaves out the op that ends each
+    trigger the draws still held (where other ops remain): in a batch aimed at that op (`steer`),
+    or one of few ops, every redraw would hold it again."""
     plain = dataclasses.replace(config, avoid=())  # one drawer, however many triggers are known
     graph = _draw(seed, plain)
     if not config.avoid or unsteered(seed):
         return graph, 0
     for redraw in range(1, MAX_REDRAWS + 1):
-        if not avoided_by(graph, config.avoid):
+        types = graph.infer_types()
+        held = [t for t in config.avoid if t.held_by(graph, types)]
+        if not held:
             return graph, redraw - 1
+        if redraw == MAX_REDRAWS:
+            ops = tuple(o for o in plain.features.ops if o not in {t.ops[-1][0] for t in held})
+            if ops:
+                plain = dataclasses.replace(plain, features=dataclasses.replace(plain.features, ops=ops))
         graph = _draw(f"{seed}:steered{redraw}", plain)
     return graph, MAX_REDRAWS
 
