@@ -98,8 +98,9 @@ TORCHSCRIPT_FUSIBLE = {
 
 # The ops each fuser forms a fusion group around, where it needs one: measured on torch 2.13 CPU with
 # every pair of its fused ops chained (float32, bfloat16). oneDNN Graph fuses a chain of two ops
-# when either is one of these, never a chain of two others (relu then tanh); matmul, bmm, linear
-# and cat (ir/ops_shape.py) fuse even alone. Softmax fuses only with what follows it (nothing
+# when either is one of these, never a chain of two others (relu then tanh); bmm, linear and cat
+# (ir/ops_shape.py) fuse even alone. Matmul fuses only with a 2-d weight and a 2-d or 3-d input
+# (not a vector, not batched weights), so it is no anchor: it joins one. Softmax fuses only with what follows it (nothing
 # before it, an add neither), which one set cannot say: it is left out, so the generator puts it
 # first in a chain or after an anchor. NNC merges any producer into its consumer: it needs none.
 FUSION_ANCHORS = {

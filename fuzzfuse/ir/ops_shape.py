@@ -274,8 +274,7 @@ def _matmul_operands(draw: Callable, first: ValueType) -> list[ValueType]:
 register(Op("matmul", "matmul", 2, lambda ts, at: ValueType(_matmul_shape(ts[0].shape, ts[1].shape), ts[0].dtype),
             torch.matmul, lambda args, at: f"torch.matmul({args[0]}, {args[1]})",
             lambda ts, args: _same_dtype_numeric(ts, args) and 1 <= ts[0].rank <= 4 and 1 <= ts[1].rank <= 4,
-            nvfuser="@matmul", draw_operands=_matmul_operands, fusers=frozenset({"onednn"}),
-            anchors_for=frozenset({"onednn"})))
+            nvfuser="@matmul", draw_operands=_matmul_operands, fusers=frozenset({"onednn"})))
 
 
 def _bmm_infer(ts: Types, at: Attrs) -> ValueType:
