@@ -396,8 +396,8 @@ def generate_steered(seed: int, config: GenConfig = GenConfig()) -> tuple[Graph,
     """generate(), and how many draws it discarded because they held a trigger of
     `config.avoid` (fuzzfuse.steering): the graph is drawn again, from the seed, up to MAX_REDRAWS
     times, except for the cases drawn unsteered. The last redraw leaves out the op that ends each
-    trigger the draws still held (where other ops remain): in a batch aimed at that op (`steer`),
-    or one of few ops, every redraw would hold it again."""
+    trigger the draws still held (where other ops, an anchor among them, remain): in a batch aimed
+    at that op (`steer`), or one of few ops, every redraw would hold it again."""
     plain = dataclasses.replace(config, avoid=())  # one drawer, however many triggers are known
     graph = _draw(seed, plain)
     if not config.avoid or unsteered(seed):
@@ -408,9 +408,10 @@ def generate_steered(seed: int, config: GenConfig = GenConfig()) -> tuple[Graph,
         if not held:
             return graph, redraw - 1
         if redraw == MAX_REDRAWS:
-            ops = tuple(o for o in plain.features.ops if o not in {t.ops[-1][0] for t in held})
-            if ops:
-                plain = dataclasses.replace(plain, features=dataclasses.replace(plain.features, ops=ops))
+            feats = plain.features
+            ops = tuple(o for o in feats.ops if o not in {t.ops[-1][0] for t in held})
+            if ops and _with_anchor(random.Random(0), ops, feats) == ops:  # no op left, or no anchor: keep them
+                plain = dataclasses.replace(plain, features=dataclasses.replace(feats, ops=ops))
         graph = _draw(f"{seed}:steered{redraw}", plain)
     return graph, MAX_REDRAWS
 
