@@ -31,6 +31,9 @@ FOCUS_TRIALS = 4  # focused batches a coverage recipe gets to reach its schedule
 # fuzzing takes at most this share of the run's seconds and the reductions get the rest.
 FUZZ_SHARE = 0.75
 STEER_SHARE = 0.25  # swarm batches aimed at one (op, dtype, layout) triple (strategies.steer)
+# Cases drawn outside the space a backend declares it fuses (Backend.outside_features): few, since
+# most of them test no fused code, but enough that a fuser fusing more than declared is noticed.
+OUTSIDE_SHARE = 0.05
 
 
 def case_seed(campaign_seed: int | str, index: int) -> int:
@@ -91,8 +94,19 @@ class Campaign:
         self._resubmit: list[int] = []  # indices that were in flight when a resumed run stopped
 
     # ---- job stream ------------------------------------------------------------------------
+    def is_outside(self, index: int) -> bool:
+        """Whether case `index` is drawn outside the backend's declared fusible space: a pure
+        function of the campaign's seed stream, like every other draw."""
+        return self.backend.outside_features is not None and \
+            random.Random(f"{self.stream}:{index}:outside").random() < OUTSIDE_SHARE
+
     def config_for(self, index: int) -> GenConfig:
         batch = index // BATCH
+        if self.swarm and self.is_outside(index):
+            features = batch_features(self.stream, batch, self.backend.outside_features)
+            return GenConfig(features=features, shapes=self.backend.outside_shapes or self.backend.shapes,
+                             max_ops=self.max_ops, backward=self.backward,
+                             avoid=self._avoid.setdefault(batch, self.steering.current()))
         focus = self.focus_for(batch)
         shapes = self.backend.shapes
         if focus:
@@ -194,6 +208,9 @@ class Campaign:
             return
         self.stats.cases += 1
         self.stats.fused_cases += bool(result.fused)
+        if isinstance(job["id"], int) and self.swarm and self.is_outside(job["id"]):
+            self.stats.outside_cases += 1
+            self.stats.outside_fused_cases += bool(result.fused)
         self.stats.steered_draws += result.steered
         self.stats.steered_cases += bool(result.steered)
         self.stats.count_inputs(result.input_sets, result.triples, result.reshaped_sets)

@@ -34,6 +34,10 @@ class Stats:
     outcomes: collections.Counter = field(default_factory=collections.Counter)
     signatures: dict[str, SignatureRecord] = field(default_factory=dict)  # by signature key
     fused_cases: int = 0
+    # Cases drawn outside the backend's declared fusible space (campaign.OUTSIDE_SHARE), and how
+    # many of them ran fused code all the same.
+    outside_cases: int = 0
+    outside_fused_cases: int = 0
     # Fuzzing seconds of earlier runs of this campaign (before a resume), and this run's start.
     elapsed_before: float = 0.0
     # This run's seconds in reductions while it fuzzed (fuzzfuse.reductions): not fuzzing time.
@@ -128,6 +132,9 @@ class Stats:
                 "reshaped_input_sets": self.reshaped_sets,
                 "triples_covered": len(self.triples),
                 "fused_share": round(self.fused_cases / self.cases, 4) if self.cases else 0.0,
+                "outside_cases": self.outside_cases,
+                "outside_fused_share": (round(self.outside_fused_cases / self.outside_cases, 4)
+                                        if self.outside_cases else None),
                 "steered_draws": self.steered_draws, "steered_cases": self.steered_cases,
                 "steady_cases_per_second": round(self.steady_rate(skip=extra.get("workers", 1)), 3),
                 "median_compile_seconds": median(self.compile_seconds) if self.compile_seconds else None,
@@ -153,7 +160,8 @@ class Stats:
     def to_json(self) -> dict:
         return {"cases": self.cases, "outcomes": _by_name(self.outcomes),
                 "signatures": {k: r.to_json() for k, r in self.signatures.items()},
-                "fused_cases": self.fused_cases, "elapsed": self.seconds,
+                "fused_cases": self.fused_cases, "outside_cases": self.outside_cases,
+                "outside_fused_cases": self.outside_fused_cases, "elapsed": self.seconds,
                 "compile_seconds": self.compile_seconds[-MAX_SAMPLES:], "compile_by_kernels": self.compile_by_kernels,
                 "phase_seconds": {k: v[-MAX_SAMPLES:] for k, v in self.phase_seconds.items()},
                 "coverage": dict(self.coverage), "timeline": self.timeline, "first_start": self.origin,
@@ -170,6 +178,8 @@ class Stats:
         return Stats(cases=int(d["cases"]), outcomes=collections.Counter(d["outcomes"]),
                      signatures={k: SignatureRecord.from_json(r) for k, r in d["signatures"].items()},
                      fused_cases=int(d["fused_cases"]),
+                     outside_cases=int(d.get("outside_cases", 0)),  # absent before the outside share
+                     outside_fused_cases=int(d.get("outside_fused_cases", 0)),
                      elapsed_before=float(d["elapsed"]), compile_seconds=list(d["compile_seconds"]),
                      phase_seconds=collections.defaultdict(list, d["phase_seconds"]),
                      coverage=collections.Counter(d["coverage"]), timeline=list(d["timeline"]),

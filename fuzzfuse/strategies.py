@@ -25,7 +25,7 @@ from .ir import OPS, Graph, GraphError, Layout, TensorInput, Values
 from .ir.ops import choice, ints, permutations
 from .ir.builder import GraphBuilder, batch_norm, layer_norm, layer_norm_backward, squeeze_excite
 from .ir.types import COMPUTE_DTYPES, FLOAT_DTYPES, FP8_DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
-from .steering import MAX_REDRAWS, Trigger, avoided_by, unsteered
+from .steering import MAX_REDRAWS, Trigger, unsteered
 
 ALL_LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "sliced", "expanded")
 PATTERNS = ("layer_norm", "batch_norm", "squeeze_excite")
@@ -56,6 +56,14 @@ class Features:
     # Each computed value feeds one op at most, and no used value is also an output: oneDNN Graph
     # fuses an op into its producer only when it is the producer's one use.
     chains: bool = False
+    # Every op after the first takes a computed value as its first operand, so the graph is one
+    # connected whole: TorchScript's fusers merge a producer into its consumer, so ops that share
+    # no value stay apart, each a lone op, which they never fuse.
+    connected: bool = False
+    # The ops a fusion group forms around (oneDNN Graph's: `ir.ops.fusion_anchors`): where any are
+    # declared, an op outside them never takes another such op's result as its first operand, since
+    # such a pair is never fused together.
+    anchors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,9 @@ class ShapeConfig:
     large_dims: tuple[int, ...] = ()
     large_prob: float = 0.0
     max_numel: int = 2048
+    # The fewest dims of every graph input (and of the shape they broadcast to): an input drops
+    # leading dims to broadcast, down to this many.
+    min_input_rank: int = 0
 
 
 @dataclass(frozen=True)
@@ -92,7 +103,7 @@ def swarm(rng: random.Random, base: Features = Features()) -> Features:
         return chosen or (rng.choice(items),)
     return dataclasses.replace(
         base,
-        ops=subset(base.ops, p=0.5),
+        ops=_with_anchor(rng, subset(base.ops, p=0.5), base),
         dtypes=subset(base.dtypes, keep=tuple(d for d in ("float32",) if d in base.dtypes)),
         layouts=subset(base.layouts, keep=tuple(k for k in ("contiguous",) if k in base.layouts)),
         patterns=subset(base.patterns, p=0.4) if base.patterns else (),
@@ -100,11 +111,21 @@ def swarm(rng: random.Random, base: Features = Features()) -> Features:
     )
 
 
+def _with_anchor(rng: random.Random, ops: tuple[str, ...], base: Features) -> tuple[str, ...]:
+    """`ops`, with one of the base's binary anchors added where it declares anchors and `ops` holds
+    no binary one: without an anchor such a fuser forms no fusion group, and only a binary one
+    takes values of any rank (softmax, cat and matmul take no 0-d tensor)."""
+    binary = [a for a in base.anchors if a in base.ops and OPS[a].kind == "binary"]
+    if not binary or any(o in binary for o in ops):
+        return ops
+    return (*ops, rng.choice(binary))
+
+
 # ---- leaf strategies -----------------------------------------------------------------------------
 @st.composite
 def shapes(draw: Callable, config: ShapeConfig = ShapeConfig(), min_rank: int = 0) -> tuple[int, ...]:
     """Mostly small dims, with size-1 and odd sizes common; occasionally a large dim."""
-    rank = draw(ints(max(min_rank, config.min_rank), config.max_rank))
+    rank = draw(ints(max(min_rank, config.min_rank, config.min_input_rank), config.max_rank))
     small = [min(d, config.max_dim) for d in (1, 1, 2, 3, 4, 5, 7, 8)]
     dims = []
     for _ in range(rank):
@@ -166,10 +187,11 @@ def _pick(draw: Callable, names: list[str]) -> str:
     return choice(draw, names)
 
 
-def _try_op(draw: Callable, b: GraphBuilder, op_name: str, cfg: GenConfig, tensors: list[str],
+def _try_op(draw: Callable, b: GraphBuilder, op_name: str, cfg: GenConfig, firsts: list[str], tensors: list[str],
             scalars: list[str]) -> str | None:
+    """Add `op_name` with its first operand among `firsts` and the others among `tensors`."""
     op = OPS[op_name]
-    first = _pick(draw, tensors)
+    first = _pick(draw, firsts)
     args: list = [first]
     if op.draw_operands is not None:
         args += [_operand(draw, b, cfg, tensors, want, index=pos in op.index_operands)
@@ -217,8 +239,8 @@ def _broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
         return False
 
 
-def _try_pattern(draw: Callable, b: GraphBuilder, name: str, tensors: list[str]) -> str | None:
-    floats = [t for t in tensors if is_float(b.types[t].dtype) and b.types[t].rank >= 1]
+def _try_pattern(draw: Callable, b: GraphBuilder, name: str, firsts: list[str]) -> str | None:
+    floats = [t for t in firsts if is_float(b.types[t].dtype) and b.types[t].rank >= 1]
     if not floats:
         return None
     x = _pick(draw, floats)
@@ -264,7 +286,7 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
     for _ in range(draw(ints(1, config.max_inputs))):
         # Inputs share a broadcast-compatible shape: some dims set to 1, some leading dims dropped.
         shape = [1 if draw(ints(0, 4)) == 0 else s for s in base]
-        shape = shape[draw(ints(0, len(shape))) if draw(ints(0, 3)) == 0 else 0:]
+        shape = shape[draw(ints(0, len(shape) - config.shapes.min_input_rank)) if draw(ints(0, 3)) == 0 else 0:]
         dtype = choice(draw, feats.dtypes)
         b.tensor(shape, dtype, draw(layouts(tuple(shape), feats.layouts)), draw(values(feats.special_values)))
     scalars = [b.scalar(choice(draw, [0.5, -2.0, 3.0])) for _ in range(draw(ints(0, 1)))]
@@ -277,12 +299,20 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
         if feats.chains:
             used = {r for n in b.nodes for r in n.refs()} - {i.name for i in b.inputs}
             tensors = [n for n in tensors if n not in used] or tensors
-        kind, name = choice(draw, choices)
+        # Where anchors are declared and no value may feed a non-anchor, the next op is an anchor.
+        after_any = _first_operands(b, feats, tensors, after_anchor_only=True)
+        pool = choices if after_any or not feats.anchors else \
+            [c for c in choices if c[0] == "pattern" or c[1] in feats.anchors] or choices
+        kind, name = choice(draw, pool)
+        joins_any = kind == "pattern" or name in feats.anchors or not feats.anchors
+        firsts = _first_operands(b, feats, tensors, after_anchor_only=not joins_any)
+        if not firsts:
+            continue
         if kind == "pattern":
             if draw(ints(0, 3)) == 0:
-                _try_pattern(draw, b, name, tensors)
+                _try_pattern(draw, b, name, firsts)
         else:
-            _try_op(draw, b, name, config, tensors, scalars)
+            _try_op(draw, b, name, config, firsts, tensors, scalars)
     if not b.nodes:  # one op that takes x0, whatever its dtype (fp8 takes only casts and views)
         dtype = b.types["x0"].dtype
         if dtype in FP8_DTYPES:
@@ -294,6 +324,18 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
     extra = [n.name for n in b.nodes if n.name in used and not feats.chains and draw(ints(0, 9)) == 0]
     graph = b.build(sinks + extra)
     return draw(requires_grad(graph)) if config.backward else graph
+
+
+def _first_operands(b: GraphBuilder, feats: Features, tensors: list[str], after_anchor_only: bool) -> list[str]:
+    """The values the next op may take as its first operand: any of `tensors`, but only computed
+    ones in a connected graph (once there are any), and with `after_anchor_only` (an op outside
+    `feats.anchors`, where some are declared) none that an op outside them computed."""
+    producer = {n.name: n.op for n in b.nodes}
+    if feats.connected and b.nodes:
+        tensors = [t for t in tensors if t in producer]
+    if after_anchor_only and feats.anchors:
+        tensors = [t for t in tensors if t not in producer or producer[t] in feats.anchors]
+    return tensors
 
 
 def grad_reach(graph: Graph, name: str) -> tuple[bool, bool]:
@@ -353,14 +395,23 @@ def generate(seed: int, config: GenConfig = GenConfig()) -> Graph:
 def generate_steered(seed: int, config: GenConfig = GenConfig()) -> tuple[Graph, int]:
     """generate(), and how many draws it discarded because they held a trigger of
     `config.avoid` (fuzzfuse.steering): the graph is drawn again, from the seed, up to MAX_REDRAWS
-    times, except for the cases drawn unsteered."""
+    times, except for the cases drawn unsteered. The last redraw leaves out the op that ends each
+    trigger the draws still held (where other ops, an anchor among them, remain): in a batch aimed
+    at that op (`steer`), or one of few ops, every redraw would hold it again."""
     plain = dataclasses.replace(config, avoid=())  # one drawer, however many triggers are known
     graph = _draw(seed, plain)
     if not config.avoid or unsteered(seed):
         return graph, 0
     for redraw in range(1, MAX_REDRAWS + 1):
-        if not avoided_by(graph, config.avoid):
+        types = graph.infer_types()
+        held = [t for t in config.avoid if t.held_by(graph, types)]
+        if not held:
             return graph, redraw - 1
+        if redraw == MAX_REDRAWS:
+            feats = plain.features
+            ops = tuple(o for o in feats.ops if o not in {t.ops[-1][0] for t in held})
+            if ops and _with_anchor(random.Random(0), ops, feats) == ops:  # no op left, or no anchor: keep them
+                plain = dataclasses.replace(plain, features=dataclasses.replace(feats, ops=ops))
         graph = _draw(f"{seed}:steered{redraw}", plain)
     return graph, MAX_REDRAWS
 
@@ -428,7 +479,7 @@ def steer(base: Features, rng: random.Random) -> Features:
 
     def keep(items: tuple[str, ...], aimed: str) -> tuple[str, ...]:
         return tuple(x for x in items if x == aimed or x in ("float32", "contiguous")) or (aimed,)
-    return dataclasses.replace(base, ops=(op, *partners), dtypes=keep(base.dtypes, dtype),
+    return dataclasses.replace(base, ops=_with_anchor(rng, (op, *partners), base), dtypes=keep(base.dtypes, dtype),
                                layouts=keep(base.layouts, layout), patterns=())
 
 

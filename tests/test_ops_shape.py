@@ -73,6 +73,19 @@ def test_slice_pad_cat_edge_cases_match_eager():
     assert types[g.outputs[-1]].dtype == "float32"
 
 
+def test_a_reshape_drawn_after_an_empty_slice_is_valid():
+    """A slice can empty a dim: reshape's attributes are drawn for it too (they once raised, and a
+    campaign that drew one died regenerating the case)."""
+    drawn = []
+    config = GenConfig(features=dataclasses.replace(Features(), ops=("slice", "reshape"), patterns=()), max_ops=6)
+    for seed in range(300):
+        graph = generate(seed, config)
+        types = graph.infer_types()
+        drawn += [n for n in graph.nodes if n.op == "reshape" and 0 in types[n.args[0]].shape]
+        run_eager(graph, make_inputs(graph))
+    assert drawn
+
+
 @pytest.mark.parametrize("op", NEW_OPS)
 def test_the_reducer_admits_graphs_of_the_new_ops(op):
     """admissible() reads attributes off the eager signature: a graph it refused could never shrink."""

@@ -89,6 +89,12 @@ class Backend:
     shapes: ShapeConfig = ShapeConfig()
     # The ops/dtypes/layouts worth generating for this fuser (default: all).
     features: Features = Features()
+    # What the fuser takes but is not declared to fuse, where `features` (and `shapes`) narrow what
+    # it is given to the space it fuses: campaigns draw a share of their cases from here (campaign.
+    # OUTSIDE_SHARE; summary.json's outside_fused_share), so that a fuser that starts fusing more,
+    # or a silent fallback there, is still seen. None: `features` already is all it takes.
+    outside_features: Features | None = None
+    outside_shapes: ShapeConfig | None = None  # None: `shapes`
     # Variables the worker needs before it imports torch (libtorch reads some once).
     env: Mapping[str, str] = MappingProxyType({})
     # Whether `run` takes grad_outputs (training cases); without it they are reported unsupported.

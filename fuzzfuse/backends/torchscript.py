@@ -19,13 +19,14 @@ so the backend owns the process (workers are dedicated to one backend; tests may
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 
 import torch
 
-from ..ir import Graph, to_source
-from ..ir.ops import fused_by
+from ..ir import OPS, Graph, to_source
+from ..ir.ops import fused_by, fusion_anchors
 from ..ir.interp import input_gradients, with_leaves
 from ..strategies import Features, ShapeConfig
 from .base import Backend, BackendError, Compiled, RunResult, Unavailable, machine_versions
@@ -256,13 +257,16 @@ class NNCBackend(_ScriptedBackend):
 
     def __init__(self, device: str | None = None):
         self.device = device or _default_device()
-        # Cases NNC declines wholesale test nothing: draw the ops it fuses, two at least, and on CPU
+        # Cases NNC declines wholesale test nothing: draw the ops it fuses, two at least, connected
+        # (it merges a producer into its consumer; ops that share no value stay lone ops), and on CPU
         # no fp16/bf16 (NNC declines both there; on CUDA it fuses them) and no uint8 (measured on
         # torch 2.13 CPU: no chain of add, mul, abs, sum or casts over uint8 fused; int8/int16 do).
         dtypes = Features().dtypes
         if self.device == "cpu":
             dtypes = tuple(d for d in dtypes if d not in ("float16", "bfloat16", "uint8"))
-        self.features = Features(ops=fused_by("nnc"), dtypes=dtypes, min_ops=2)
+        self.features = Features(ops=fused_by("nnc"), dtypes=dtypes, min_ops=2, connected=True)
+        # Every op and dtype, still connected: where NNC starts fusing more, it shows here.
+        self.outside_features = dataclasses.replace(self.features, ops=tuple(OPS), dtypes=Features().dtypes)
 
     def check_available(self) -> None:
         if not hasattr(torch._C, "_jit_set_texpr_fuser_enabled"):
@@ -284,9 +288,18 @@ class OneDNNBackend(_ScriptedBackend):
     name = "torchscript:onednn"
     device = "cpu"
     # oneDNN Graph takes float32/bfloat16 tensors only, and partitions only around a few anchors
-    # whose result has no other use (the registry's TORCHSCRIPT_FUSIBLE): with every dtype and op
-    # allowed and values used freely, almost no graph fuses.
-    features = Features(ops=fused_by("onednn"), dtypes=("float32", "bfloat16"), min_ops=2, chains=True)
+    # (the registry's FUSION_ANCHORS) whose result has no other use (TORCHSCRIPT_FUSIBLE): with every
+    # dtype and op allowed and values used freely, almost no graph fuses.
+    features = Features(ops=fused_by("onednn"), dtypes=("float32", "bfloat16"), min_ops=2, chains=True,
+                        connected=True, anchors=fusion_anchors("onednn"))
+    # No 0-d inputs: a fusion group with a 0-d tensor fails to compile (torch 2.13; the known root
+    # cause of minimized/torchscript-onednn-crash-runtimeerror-34dc4cd1 and three more repros, by
+    # every op: a trigger, which names ops, cannot steer around it), and those cases, a third of
+    # them, tested nothing else. The cases drawn outside still have them, so its fix is noticed.
+    shapes = dataclasses.replace(_ScriptedBackend.shapes, min_input_rank=1)
+    # Every op, dtype and rank, with no anchor needed: where oneDNN Graph starts fusing more, it shows here.
+    outside_features = dataclasses.replace(features, ops=tuple(OPS), dtypes=Features().dtypes, anchors=())
+    outside_shapes = _ScriptedBackend.shapes
     kernel_prefix = "LlgaPartition_"
     group_kind = "prim::oneDNNFusionGroup"
 

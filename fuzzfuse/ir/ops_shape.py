@@ -162,6 +162,7 @@ for _arity, _name in ((2, "cat"), (3, "cat3")):
                 lambda args, at: f"torch.cat([{', '.join(args)}], {at['dim']})", _tensor_rank_at_least(1),
                 draw_attrs=lambda draw, ts: {"dim": draw(ints(-ts[0].rank, ts[0].rank - 1))}, nvfuser="@cat",
                 draw_operands=_cat_operands(_arity), fusers=frozenset({"nnc", "onednn"}),
+                anchors_for=frozenset({"onednn"}),
                 axis_map=(lambda n: lambda ts, at, out: [(k, i, i) for k in range(n) for i in range(ts[0].rank)
                                                          if i != _dim(at, ts[0].rank)])(_arity)))
 
@@ -288,7 +289,7 @@ def _bmm_infer(ts: Types, at: Attrs) -> ValueType:
 
 register(Op("bmm", "matmul", 2, _bmm_infer, torch.bmm, lambda args, at: f"torch.bmm({args[0]}, {args[1]})",
             lambda ts, args: _same_dtype_numeric(ts, args) and ts[0].rank == 3, nvfuser="@matmul",
-            fusers=frozenset({"onednn"}),
+            fusers=frozenset({"onednn"}), anchors_for=frozenset({"onednn"}),
             draw_operands=lambda draw, first: [ValueType((first.shape[0], first.shape[-1], choice(draw, _MATMUL_N)),
                                                          first.dtype)] if first.rank == 3 else [first],
             axis_map=lambda ts, at, out: [(0, 0, 0), (1, 0, 0), (0, 1, 1), (1, 2, 2)]))
@@ -310,6 +311,7 @@ def _linear_operands(draw: Callable, first: ValueType) -> list[ValueType]:
 register(Op("linear", "matmul", 3, _linear_infer, F.linear, lambda args, at: f"torch.nn.functional.linear({', '.join(args)})",
             lambda ts, args: _same_dtype_numeric(ts, args) and _float_only(ts, args) and ts[0].rank >= 1,
             nvfuser="@linear", draw_operands=_linear_operands, fusers=frozenset({"onednn"}),
+            anchors_for=frozenset({"onednn"}),
             axis_map=lambda ts, at, out: [(0, i, i) for i in range(ts[0].rank - 1)] + [(2, 0, out.rank - 1)]))
 
 
