@@ -18,9 +18,11 @@ import torch
 
 from .backends import Unavailable, backend_for_file, get_backend
 from .corpus import Case, CorpusError, iter_cases, load_case, umask_mode, write_json
-from .ir import Graph
+from .ir import Graph, GraphError
 from .oracle import Signature
 from .reduce import NotInteresting, cost, reduce, reduce_options
+from .reduce.generalise import Generalisation, generalise
+from .rootcause import keeps_dtypes, keyed_by_graph, signature_today
 from .export import judge as judge_run, read_verdict, run_repro
 from .pool import case_pool, graph_job
 from .repro import repro_files, title
@@ -34,11 +36,12 @@ RETRIES_PER_SIGNATURE = 3
 
 def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 60.0,
                 progress: Callable[[dict], None] | None = None, pool: WorkerPool | None = None,
-                max_queries: int | None = None, checkpoint: Path | None = None):
+                max_queries: int | None = None, checkpoint: Path | None = None, generalise: bool = True):
     """The reducer's Reduction for `case`: the smallest graph that fails with the case's signature
     (stats["signature"]: the signature it kept, today's wording of the case's; save_minimized
-    records that one). checkpoint: a file that always holds the smallest failing graph found so
-    far (as a case); when it exists, the reduction resumes from it."""
+    records that one), generalised (`Reduction.generalisation`) where its root-cause key is its
+    graph's form. checkpoint: a file that always holds the smallest failing graph found so far (as
+    a case); when it exists, the reduction resumes from it."""
     # Replaying on another backend than the one that found it: that backend's name in the key.
     stored = replace(Signature.from_json(case.signature), backend=backend)
     target = stored.key()
@@ -58,11 +61,14 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
         jobs = [graph_job(next(ids), backend, graph, timeout, options) for options in candidates]
         return [_key(reply) == target for reply in active.run_all(jobs)]
 
+    def interesting_with(options: dict) -> Callable[[list[Graph]], list[bool]]:
+        def ask(candidates: list[Graph]) -> list[bool]:
+            jobs = [graph_job(next(ids), backend, g, timeout, options) for g in candidates]
+            return [_key(reply) == target for reply in active.run_all(jobs)]
+        return ask
+
     def _key(reply: dict) -> str | None:
-        try:
-            return judge(backend, reply).key
-        except HarnessError:  # a harness error on a candidate: not the bug we are after
-            return None
+        return _reply_key(backend, reply)
 
     start = case.graph
     if checkpoint is not None and checkpoint.exists():
@@ -87,10 +93,23 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
         if options != case.options:
             reduction.stats["options"] = options
         reduction.stats["option_queries"] = queries
+        if generalise:
+            reduction.generalisation = generalised(reduction.graph, kept, backend, interesting_with(options))
         return reduction
     finally:
         if own:
             active.close()
+
+
+def generalised(graph: Graph, signature: Signature, backend: str,
+                is_interesting: Callable[[list[Graph]], list[bool]]) -> Generalisation | None:
+    """The fillers and free dtypes of a reduced graph (fuzzfuse.reduce.generalise), among the ops
+    and dtypes `backend` draws; None where the root-cause key does not read the graph (an anchored
+    crash), so that nothing is asked for nothing."""
+    if not keyed_by_graph(signature):
+        return None
+    features = get_backend(backend).features
+    return generalise(graph, is_interesting, features.ops, features.dtypes if keeps_dtypes(signature) else ())
 
 
 def verify_repro(directory: Path, signature: dict, runs: int = VERIFY_RUNS,
@@ -128,9 +147,11 @@ def verify_repro(directory: Path, signature: dict, runs: int = VERIFY_RUNS,
 
 
 def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend: str,
-                   verify_runs: int = VERIFY_RUNS, timeout: float = 60.0, slug: str | None = None) -> Path:
+                   verify_runs: int = VERIFY_RUNS, timeout: float = 60.0, slug: str | None = None,
+                   generalisation: Generalisation | None = None) -> Path:
     """Write minimized/<slug>/{case.json, repro.py, README.md} (slug: the signature's, unless the
-    campaign names the root cause's). A repro seen before keeps the smaller one and counts the hit."""
+    campaign names the root cause's), with the reduced graph's generalisation. A repro seen before
+    keeps the smaller one and counts the hit."""
     case = replace(case, signature=stats.get("signature") or case.signature, options=stats.get("options", case.options))
     sig = Signature.from_json(case.signature)
     directory = Path(root) / (slug or sig.slug())
@@ -143,6 +164,7 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
             write_json(directory / "case.json", existing.to_json())
             return directory
     minimized = replace(case, graph=reduced, backend=backend, hits=(existing.hits + 1) if existing else 1,
+                        generalisation=generalisation,
                         reduction={"ops_before": case.graph.size, "ops_after": reduced.size,
                                    **{k: stats[k] for k in ("queries", "cache_hits", "seconds") if k in stats}})
     write_minimized(directory, minimized, verify_runs, timeout)
@@ -186,31 +208,125 @@ def refresh(directory: Path, verify_runs: int = VERIFY_RUNS, timeout: float = 60
     return write_minimized(Path(directory), load_case(Path(directory) / "case.json"), verify_runs, timeout)
 
 
-def rereduce(directory: Path, pool: WorkerPool, workers: int = 2, verify_runs: int = VERIFY_RUNS,
+def rereduce(directory: Path, pools: "Pools", workers: int = 2, verify_runs: int = VERIFY_RUNS,
              timeout: float = 60.0) -> tuple[str, str]:
     """Reduce a committed repro's graph again with today's reducer (its passes change: every dtype
-    now moves toward float32) and rewrite the directory when the graph became simpler, so that a
-    fresh campaign's reduction of the same bug has the same root-cause key. The former form stays
-    listed in `also_seen_as`, which --known counts. (the root-cause key before, after)."""
+    now moves toward float32) and generalise it, and rewrite the directory when the graph became
+    simpler (else record the generalisation of the graph it has), so that a fresh campaign's
+    reduction of the same bug has the same root-cause key. The former form stays listed in
+    `also_seen_as`, which --known counts. (the root-cause key before, after)."""
     directory = Path(directory)
     case = load_case(directory / "case.json")
-    sig = Signature.from_json(case.signature)
-    before = sig.root_cause_key(case.graph) or sig.key()
-    reduction = reduce_case(case, case.backend, workers=workers, timeout=timeout, pool=pool)
+    sig = signature_today(Signature.from_json(case.signature), case.detail)
+    before = sig.root_cause_key(case.graph, case.generalisation) or sig.key()
+    reduction = reduce_case(case, case.backend, workers=workers, timeout=timeout, pool=pools(case.backend))
     reduced = reduction.graph.renamed()
     kept = Signature.from_json(reduction.stats["signature"])
-    after = kept.root_cause_key(reduced) or kept.key()
+    after = kept.root_cause_key(reduced, reduction.generalisation) or kept.key()
     if cost(reduced) >= cost(case.graph.renamed()):
-        return before, before
+        return before, _record_generalisation(directory, case, pools, timeout)
     seen = list(case.also_seen_as)
     if after != before:
-        seen.append({"key": sig.key(), "root_cause": before, "backend": case.backend,
-                     "ops": sorted({n.op for n in case.graph.nodes}), "directory": directory.name,
-                     "verification": (case.verification or {}).get("status"), "graph": case.graph.to_json()})
+        seen.append(variant_entry(directory.name, case))
     red = case.reduction or {}
     write_minimized(directory, replace(case, graph=reduced, signature=kept.to_json(), also_seen_as=seen,
+                                       generalisation=reduction.generalisation,
                                        reduction={**red, "ops_after": reduced.size}), verify_runs, timeout)
     return before, after
+
+
+def variant_entry(name: str, case: Case) -> dict:
+    """What a repro folded into another keeps of itself in the other's `also_seen_as`: its coarse
+    and root-cause keys (today's), ops, former directory, verification, reduced graph and the
+    graph's generalisation."""
+    sig = signature_today(Signature.from_json(case.signature), case.detail)
+    return {"key": sig.key(), "root_cause": sig.root_cause_key(case.graph, case.generalisation) or sig.key(),
+            "backend": case.backend, "ops": sorted({n.op for n in case.graph.nodes}), "directory": name,
+            "verification": (case.verification or {}).get("status"), "graph": case.graph.to_json(),
+            **({"generalisation": case.generalisation.to_json()} if case.generalisation else {})}
+
+
+class Pools:
+    """Worker pools by backend, started when first asked for: a repro's variants may have been
+    found on another route (torchscript:nnc beside aot:nnc)."""
+
+    def __init__(self, workers: int, timeout: float):
+        self.workers, self.timeout, self.pools = workers, timeout, {}
+
+    def __call__(self, backend: str) -> WorkerPool:
+        if backend not in self.pools:
+            self.pools[backend] = case_pool(backend, self.workers, self.timeout)
+        return self.pools[backend]
+
+    def __enter__(self) -> "Pools":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for pool in self.pools.values():
+            pool.close()
+
+
+def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> Generalisation | None:
+    """Generalise a reduced case's graph as it is (no reduction), with the same-signature test."""
+    sig = signature_today(Signature.from_json(case.signature), case.detail)
+    target = replace(sig, backend=case.backend).key()  # as reduce_case keys a replay on the case's backend
+    ids = itertools.count()
+
+    def is_interesting(candidates: list[Graph]) -> list[bool]:
+        jobs = [graph_job(next(ids), case.backend, g, timeout, case.options) for g in candidates]
+        return [_reply_key(case.backend, reply) == target for reply in pool.run_all(jobs)]
+
+    if not is_interesting([case.graph])[0]:
+        raise NotInteresting("the repro's graph does not fail as recorded now")
+    return generalised(case.graph, sig, case.backend, is_interesting)
+
+
+def _reply_key(backend: str, reply: dict) -> str | None:
+    try:
+        return judge(backend, reply).key
+    except HarnessError:  # a harness error on a candidate: not the bug we are after
+        return None
+
+
+def record_generalisation(directory: Path, pools: Pools, timeout: float = 60.0) -> tuple[str, str]:
+    """Generalise a committed repro's graph and its variants' (also_seen_as[].graph), record them in
+    its case.json (the repro itself, whose graph is unchanged, stays as verified): its root-cause
+    key before and after."""
+    case = load_case(Path(directory) / "case.json")
+    sig = signature_today(Signature.from_json(case.signature), case.detail)
+    before = sig.root_cause_key(case.graph, case.generalisation) or sig.key()
+    return before, _record_generalisation(Path(directory), case, pools, timeout)
+
+
+def _record_generalisation(directory: Path, case: Case, pools: Pools, timeout: float) -> str:
+    general = generalise_case(case, pools(case.backend), timeout)
+    seen = [_generalised_variant(variant, case, pools, timeout) for variant in case.also_seen_as]
+    case = replace(case, generalisation=general, also_seen_as=seen)
+    write_json(directory / "case.json", case.to_json())
+    sig = signature_today(Signature.from_json(case.signature), case.detail)
+    return sig.root_cause_key(case.graph, general) or sig.key()
+
+
+def _generalised_variant(variant: dict, case: Case, pools: Pools, timeout: float) -> dict:
+    """A folded variant with its graph generalised and its root-cause key recomputed, when it kept
+    its graph and still fails as its key says on its own backend; else as it was."""
+    fields = str(variant.get("key") or "").split("|", 5)
+    if not isinstance(variant.get("graph"), dict) or len(fields) != 6 or variant.get("backend") != fields[1]:
+        return variant
+    try:
+        graph = Graph.from_json(variant["graph"])
+    except (GraphError, KeyError, TypeError, ValueError):
+        return variant
+    sig = Signature(*fields)
+    if not keyed_by_graph(sig):
+        return variant
+    probe = replace(case, graph=graph, backend=sig.backend, signature=sig.to_json(), detail="")
+    try:
+        general = generalise_case(probe, pools(sig.backend), timeout)
+    except (NotInteresting, Unavailable, ValueError):
+        return variant
+    return {**variant, "root_cause": sig.root_cause_key(graph, general) or sig.key(),
+            **({"generalisation": general.to_json()} if general else {})}
 
 
 def _fenced(text: str) -> str:
@@ -327,8 +443,9 @@ def minimize_files(paths: list[Path], out: Path, backend: str | None = None, wor
                         continue
                     if pending:
                         yield pending[0], pending[1].result()
-                    path, case, graph, stats = found
-                    pending = (path, saver.submit(save_minimized, Path(out), case, graph, stats, name, timeout=timeout))
+                    path, case, result = found
+                    pending = (path, saver.submit(save_minimized, Path(out), case, result.graph, result.stats, name,
+                                                  timeout=timeout, generalisation=result.generalisation))
         if pending:
             yield pending[0], pending[1].result()
 
@@ -337,7 +454,7 @@ def _reduce_smallest_failing(cases: list[tuple[Path, Case]], backend: str, pool:
                              timeout: float, progress, max_queries: int | None):
     """Reduce the smallest of one signature's cases that still fails as recorded (up to
     RETRIES_PER_SIGNATURE tried): ([(path, NotInteresting)] for those that did not,
-    (path, case, reduced graph, stats) or None)."""
+    (path, case, Reduction) or None)."""
     skipped = []
     for path, case in sorted(cases, key=lambda pc: pc[1].graph.size)[:RETRIES_PER_SIGNATURE]:
         start = time.time()
@@ -347,7 +464,8 @@ def _reduce_smallest_failing(cases: list[tuple[Path, Case]], backend: str, pool:
         except NotInteresting as e:
             skipped.append((path, NotInteresting(f"{path}: {e}")))
             continue
-        return skipped, (path, case, result.graph, {**result.stats, "seconds": round(time.time() - start, 2)})
+        result.stats["seconds"] = round(time.time() - start, 2)
+        return skipped, (path, case, result)
     return skipped, None
 
 
@@ -362,11 +480,13 @@ def main(argv: list[str] | None = None) -> int:
     action.add_argument("--refresh", nargs="+", type=Path, metavar="DIR")
     action.add_argument("--rereduce", nargs="+", type=Path, metavar="DIR",
                         help="reduce each repro's graph again with today's reducer, then refresh it")
+    action.add_argument("--generalise", nargs="+", type=Path, metavar="DIR",
+                        help="record the generalisation of each repro's graph (and its variants') in its case.json")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds a repro may run (plus start-up)")
     args = parser.parse_args(argv)
     status = 0
-    if args.rereduce:
-        return _rereduce_all(args.rereduce, args.timeout)
+    if args.rereduce or args.generalise:
+        return _rereduce_all(args.rereduce or args.generalise, args.timeout, reduce_again=bool(args.rereduce))
     for directory in args.refresh:
         try:
             case = refresh(directory, timeout=args.timeout)
@@ -381,8 +501,9 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
-def _rereduce_all(directories: list[Path], timeout: float) -> int:
-    """One line a directory: its root-cause key before and after, or why it was left as it was."""
+def _rereduce_all(directories: list[Path], timeout: float, reduce_again: bool = True) -> int:
+    """One line a directory: its root-cause key before and after, or why it was left as it was.
+    reduce_again False: only generalise each repro's graph as it is (and its variants')."""
     status = 0
     by_backend: dict[str, list[Path]] = {}
     for directory in directories:
@@ -391,12 +512,13 @@ def _rereduce_all(directories: list[Path], timeout: float) -> int:
         except (CorpusError, OSError) as e:
             print(f"{directory}: {e}", file=sys.stderr)
             status = 2
-    for backend, mine in sorted(by_backend.items()):
-        with case_pool(backend, 2, timeout) as pool:
+    with Pools(2, timeout) as pools:
+        for backend, mine in sorted(by_backend.items()):
             for directory in mine:
                 try:
-                    before, after = rereduce(directory, pool, timeout=timeout)
-                except NotInteresting as e:
+                    before, after = (rereduce(directory, pools, timeout=timeout) if reduce_again
+                                     else record_generalisation(directory, pools, timeout))
+                except (NotInteresting, Unavailable) as e:
                     print(f"{directory}: left as it was: {e}", flush=True)
                     continue
                 print(f"{directory}: {'unchanged' if before == after else f'{before} -> {after}'}", flush=True)

@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING
 
 from .corpus import CorpusError, iter_cases, load_case, save_case
 from .dedup import PendingHit, RootCause, RootCauseBook
+from .ir import Graph, GraphError
 from .oracle import Signature
-from .rootcause import anchored
+from .reduce.generalise import Generalisation
+from .rootcause import anchored, signature_today
 from .verdict import MinimizedRepro, SignatureRecord
 
 if TYPE_CHECKING:
@@ -54,12 +56,16 @@ def known_repros(directories: list[str]) -> dict[str, str]:
             raise case
         if not case.signature:
             continue
-        sig = Signature.from_json(case.signature)
+        recorded = Signature.from_json(case.signature)
+        sig = signature_today(recorded, case.detail)
         directory = str(path.parent)
-        keys[sig.key()] = directory
-        root = sig.root_cause_key(case.graph)
-        if root:
-            keys[root] = directory
+        keys[recorded.key()] = keys[sig.key()] = directory
+        # Its own graph's key, generalised where the case records how, and by names: a campaign
+        # that reduced the bug without generalising it (--reduce-budget spent) still finds it.
+        for general in {case.generalisation, None}:
+            root = sig.root_cause_key(case.graph, general)
+            if root:
+                keys.setdefault(root, directory)
         for variant in case.also_seen_as:
             for key in (variant.get("key"), variant.get("root_cause"), _variant_root_cause(variant)):
                 if key:
@@ -69,9 +75,18 @@ def known_repros(directories: list[str]) -> dict[str, str]:
 
 def _variant_root_cause(variant: dict) -> str | None:
     """A folded variant's root-cause key as today's rules give it from its coarse key alone (an
-    anchored crash's), so that a variant folded before a rule anchored it still counts."""
+    anchored crash's), or from its graph and that graph's generalisation, so that a variant folded
+    before a rule anchored it, or before generalisation, still counts."""
     fields = str(variant.get("key") or "").split("|", 5)
-    return Signature(*fields).root_cause_key() if len(fields) == 6 else None
+    if len(fields) != 6:
+        return None
+    sig = Signature(*fields)
+    try:
+        graph = Graph.from_json(variant["graph"]) if isinstance(variant.get("graph"), dict) else None
+        general = Generalisation.from_json(variant["generalisation"]) if variant.get("generalisation") else None
+    except (GraphError, KeyError, TypeError, ValueError):
+        graph = general = None
+    return sig.root_cause_key(graph, general)
 
 
 def repro_slug(signature: Signature, root_cause: str | None) -> str:
@@ -238,9 +253,10 @@ class CampaignReductions:
             return
         signature = Signature.from_json(result.stats["signature"])
         reduced_path = save_case(self.campaign.out / "reduced", dataclasses.replace(
-            case, graph=result.graph, options=result.stats.get("options", case.options)))
+            case, graph=result.graph, options=result.stats.get("options", case.options),
+            generalisation=result.generalisation))
         cause = self.book.settle(hit, signature, result.graph,
-                                 str(reduced_path.relative_to(self.campaign.out)))
+                                 str(reduced_path.relative_to(self.campaign.out)), result.generalisation)
         self.campaign.steering.learn(result.graph)
         if cause.new and cause.minimized is None:
             repro = self._save(pool, case, result, progress, repro_slug(signature, cause.key), cause.key)
@@ -261,7 +277,7 @@ class CampaignReductions:
             c.display(c, pool)
         try:
             directory = save_minimized(c.out / "minimized", case, result.graph, result.stats, c.backend_name,
-                                       timeout=c.timeout, slug=slug)
+                                       timeout=c.timeout, slug=slug, generalisation=result.generalisation)
         finally:
             self.verifying = None
         progress.unlink(missing_ok=True)

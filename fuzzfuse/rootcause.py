@@ -39,6 +39,7 @@ from .ir import OPS, Graph, TensorInput
 from .ir.types import category
 from .ir.values import logical_values
 from .oracle import Signature, cpp_location, normalize, nvrtc_error
+from .reduce.generalise import Generalisation
 
 # Routes to one fuser are one component: the same assert reached through aot_autograd is the same bug.
 COMPONENTS = {
@@ -109,21 +110,35 @@ def anchored(signature: Signature) -> bool:
     return native_assert(signature) or bool(specific_message(signature))
 
 
-def root_cause_key(signature: Signature, graph: Graph | None = None) -> str | None:
+def keyed_by_graph(signature: Signature) -> bool:
+    """Whether a failure's root-cause key is its reduced graph's form (then worth generalising)."""
+    return not anchored(signature) and signature.outcome in ("crash", "hard-crash", "hang", "mismatch", "unfused",
+                                                             "flaky")
+
+
+def keeps_dtypes(signature: Signature) -> bool:
+    """Whether a failure's key names each input's exact dtype (a wrong value depends on it), so
+    that a dtype the failure does not need is worth generalising to its category."""
+    return _dtype_policy(signature) == "exact"
+
+
+def root_cause_key(signature: Signature, graph: Graph | None = None,
+                   generalisation: Generalisation | None = None) -> str | None:
     """The key of the bug behind `signature`; None when it needs a reduced graph and none is given
-    (pending, never known), or when the outcome is no failure."""
+    (pending, never known), or when the outcome is no failure. `generalisation`: the fillers and
+    free dtypes found on `graph` (fuzzfuse.reduce.generalise), written as wildcards."""
     if native_assert(signature):
         return "|".join(("assert", component(signature.backend), signature.location, fold(signature.message)))
     if specific_message(signature):
         return "|".join(("message", component(signature.backend), specific_message(signature)))
-    if signature.outcome not in ("crash", "hard-crash", "hang", "mismatch", "unfused", "flaky") or graph is None:
+    if not keyed_by_graph(signature) or graph is None:
         return None
     judged = signature.outcome in ("mismatch", "unfused")
     what = f"{signature.outcome}:{signature.kind}" if judged else signature.outcome
     # A wrong gradient is not the same bug as a wrong output; a crash's stage is folded.
     phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""
     # A mismatch's or fallback's ops are all evidence; a crash surfaces downstream of its cause.
-    form = graph_form(graph, _dtype_policy(signature), focus=not judged)
+    form = graph_form(graph, _dtype_policy(signature), focus=not judged, generalisation=generalisation)
     return "|".join((what, component(signature.backend), phase, form))
 
 
@@ -225,16 +240,24 @@ def _op_attrs(node, shape: tuple[int, ...], out_rank: int, policy: str) -> str:
     return ""
 
 
-def graph_form(graph: Graph, dtypes: str = "exact", focus: bool = False) -> str:
+def graph_form(graph: Graph, dtypes: str = "exact", focus: bool = False,
+               generalisation: Generalisation | None = None) -> str:
     """The canonical form of a (reduced) graph: its inputs (dtype by `dtypes`: exact, category or
     none; rank; layout kind; the special-value classes of their values; grad) and its ops in order,
     each with the attributes that make its behaviour and its arguments as positions or constants.
+    A filler op of `generalisation` is written as a wildcard of its kind (`*unary`), a free dtype as
+    its category, when the generalisation was found on this graph.
 
     focus: for a failure seen downstream of its cause (a crash whose text comes from the kernel
     that received a bad value), the ops that feed no other op are folded into "consumer" of the
     values they read: the oneDNN rewrite of `x + 0` on a bool tensor is one bug whether relu, abs,
     neg or mean then rejects the bool. Inputs only a consumer reads are left out."""
-    g = graph.without_dead_code().renamed()
+    wild_ops: dict[str, str] = {}
+    wild_dtypes: dict[str, str] = {}
+    if generalisation is not None and generalisation.applies_to(graph):
+        wild_ops = {graph.nodes[k].name: f"*{kind}" for k, kind in generalisation.ops if k < len(graph.nodes)}
+        wild_dtypes = {graph.inputs[k].name: c for k, c in generalisation.dtypes if k < len(graph.inputs)}
+    g = graph.without_dead_code()
     types = g.infer_types()
     read = {r for n in g.nodes for r in n.refs()}
     producers = [n for n in g.nodes if n.name in read]
@@ -258,15 +281,19 @@ def graph_form(graph: Graph, dtypes: str = "exact", focus: bool = False) -> str:
             specials = ",".join(special_classes(logical_values(i)))
             # A downstream failure's inputs keep whatever rank its consumer needed (mean needs one).
             rank = "" if focus and producers else f"{_rank(len(i.shape))}/"
-            described.append(f"{label[i.name]}:{_dtype(i.dtype, dtypes)}/{rank}{i.layout.kind}"
+            dtype = wild_dtypes.get(i.name, i.dtype) if dtypes == "exact" else _dtype(i.dtype, dtypes)
+            described.append(f"{label[i.name]}:{dtype}/{rank}{i.layout.kind}"
                              f"{'/' + specials if specials else ''}{'/grad' if i.requires_grad else ''}")
         else:
             described.append(f"{label[i.name]}:scalar {_dtype(i.dtype, dtypes)}")
     ops = []
     for n in kept:
         shape = types[n.args[0]].shape or () if n.args and isinstance(n.args[0], str) else ()
-        ops.append(f"{label[n.name]}={n.op}{_op_attrs(n, shape, types[n.name].rank, dtypes)}"
-                   f"({','.join(arg(a) for a in n.args)})")
+        args = [arg(a) for a in n.args]
+        # A wildcard stands for every op of its kind, the mirrored ones (lt for gt) among them:
+        # its operands' order says nothing.
+        ops.append(f"{label[n.name]}={wild_ops.get(n.name, n.op)}{_op_attrs(n, shape, types[n.name].rank, dtypes)}"
+                   f"({','.join(sorted(args) if n.name in wild_ops else args)})")
     consumers = sorted({"consumer(" + ",".join(sorted({arg(a) for a in n.args if not isinstance(a, str)
                                                        or a in label})) + ")"
                         for n in sinks if set(n.refs()) & kept_names})
@@ -305,7 +332,7 @@ def groups(paths: list[str]) -> tuple[dict[str, list[tuple[str, str, str]]], lis
         signature = signature_today(recorded, case.detail)
         if signature != recorded:
             rekeyed.append(f"{path.parent.name}: {recorded.location} -> {signature.location}: {signature.message}")
-        key = root_cause_key(signature, case.graph) or f"pending|{signature.key()}"
+        key = root_cause_key(signature, case.graph, case.generalisation) or f"pending|{signature.key()}"
         found[key].append((path.parent.name, case.backend, signature.key()))
     return found, rekeyed, bad
 

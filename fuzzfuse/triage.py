@@ -180,7 +180,7 @@ def _merge_case(buckets: dict[str, Bucket], root: Path, path: Path, case) -> Non
     only names one by a native assert), else by their coarse signature."""
     sig = Signature.from_json(case.signature)
     minimized = path.name == "case.json" and (path.parent / "repro.py").is_file()
-    key = sig.root_cause_key(case.graph if minimized else None) or sig.key()
+    key = sig.root_cause_key(case.graph if minimized else None, case.generalisation) or sig.key()
     b = buckets.setdefault(key, Bucket(key, sig))
     b.see(case.hits if minimized else 1, case.found or None, case.found or None,
           _rel(path.parent.parent if minimized else path.parent, root), case.detail)
