@@ -169,10 +169,42 @@ _IR_DUMP = re.compile(r"^(.*MALFORMED INPUT: [^-]*?) - .*$", re.S)
 FOLDED_LENGTH = 100
 
 
+# An NVRTC error as oracle.nvrtc_error words it: the error, then the types of an overload's call.
+_NVRTC_KEY = re.compile(r"^(CUDA NVRTC compile error: )(.*?)(?: \[(.*)\])?$", re.S)
+_NVRTC_NAMED = re.compile(r"\b(function|operator) (?!from\b)\S+")
+_NVRTC_CONVERSION = re.compile(r"\bfrom (\S+) to (\S+)")
+_NVRTC_TYPE_SEPARATORS = re.compile(r",|\s+[^\w\s:]+\s+")
+# The classes of the generated kernel's C++ types, first match wins: 16-bit floats (nvFuser's
+# __half and __bfloat lack the same overloads), other floats, bool, integers.
+_TYPE_CLASSES = ((re.compile(r"__half|__bfloat|\bhalf\b"), "f16"), (re.compile(r"\b(?:float|double)\b"), "float"),
+                 (re.compile(r"\bbool\b"), "bool"), (re.compile(r"int|long|short|char|size_t"), "int"))
+
+
+def type_class(cpp_type: str) -> str:
+    return next((name for pattern, name in _TYPE_CLASSES if pattern.search(cpp_type)), cpp_type.strip())
+
+
+def fold_nvrtc(message: str) -> str:
+    """An NVRTC compile error's key: its kind of error, with the function or operator it names
+    folded out (the missing __half overloads of ceil, silu, min and fmax are one gap; the name
+    stays in the detail) and the classes of the types it was called with kept (a warp shuffle of
+    (unsigned int, __half, int, int) is another gap than ceil of (__half)); "" for any other message."""
+    m = _NVRTC_KEY.match(message)
+    if not m:
+        return ""
+    prefix, error, called = m.groups()
+    error = _NVRTC_NAMED.sub(r"\1 F", error)
+    error = _NVRTC_CONVERSION.sub(lambda c: f"from {type_class(c[1])} to {type_class(c[2])}", error)
+    classes = sorted({type_class(t) for t in _NVRTC_TYPE_SEPARATORS.split(called) if t.strip()}) if called else []
+    return f"{prefix}{error.rstrip(':')}{' [' + ', '.join(classes) + ']' if classes else ''}"
+
+
 def fold(message: str) -> str:
     """A normalized message with what varies between reports of one bug folded out: wrapper
     prefixes, op names ("Unexpected operator type silu" -> "... OP"), dtypes and numbered names.
-    The detail keeps them; the key must not."""
+    The detail keeps them; the key must not. An NVRTC error folds by its own rule (fold_nvrtc)."""
+    if fold_nvrtc(message):
+        return fold_nvrtc(message)
     text = _IR_DUMP.sub(r"\1", _WRAPPER_PREFIX.sub("", message))
     text = _OPERATOR.sub(r"\1 OP", text)
     text = _ATEN_OP.sub(r"\1\2OP", text)
