@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .corpus import Case, CorpusError, load_case, write_json
-from .minimize import variant_entry
+from .rekey import variant_entry
 from .reduce import cost
 
 

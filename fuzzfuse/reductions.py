@@ -25,10 +25,8 @@ from typing import TYPE_CHECKING
 
 from .corpus import CorpusError, iter_cases, load_case, save_case
 from .dedup import PendingHit, RootCause, RootCauseBook
-from .ir import Graph, GraphError
 from .oracle import Signature
-from .reduce.generalise import Generalisation
-from .rootcause import anchored, signature_today
+from .rootcause import anchored, signature_today, variant_root_cause
 from .verdict import MinimizedRepro, SignatureRecord
 
 if TYPE_CHECKING:
@@ -67,26 +65,10 @@ def known_repros(directories: list[str]) -> dict[str, str]:
             if root:
                 keys.setdefault(root, directory)
         for variant in case.also_seen_as:
-            for key in (variant.get("key"), variant.get("root_cause"), _variant_root_cause(variant)):
+            for key in (variant.get("key"), variant.get("root_cause"), variant_root_cause(variant)):
                 if key:
                     keys.setdefault(key, directory)
     return keys
-
-
-def _variant_root_cause(variant: dict) -> str | None:
-    """A folded variant's root-cause key as today's rules give it from its coarse key alone (an
-    anchored crash's), or from its graph and that graph's generalisation, so that a variant folded
-    before a rule anchored it, or before generalisation, still counts."""
-    fields = str(variant.get("key") or "").split("|", 5)
-    if len(fields) != 6:
-        return None
-    sig = Signature(*fields)
-    try:
-        graph = Graph.from_json(variant["graph"]) if isinstance(variant.get("graph"), dict) else None
-        general = Generalisation.from_json(variant["generalisation"]) if variant.get("generalisation") else None
-    except (GraphError, KeyError, TypeError, ValueError):
-        graph = general = None
-    return sig.root_cause_key(graph, general)
 
 
 def repro_slug(signature: Signature, root_cause: str | None) -> str:

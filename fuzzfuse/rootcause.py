@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 from .corpus import CorpusError, iter_cases
-from .ir import OPS, Graph, TensorInput
+from .ir import OPS, Graph, GraphError, TensorInput
 from .ir.types import category
 from .ir.values import logical_values
 from .oracle import Signature, cpp_location, normalize, nvrtc_error
@@ -349,9 +349,26 @@ def signature_today(signature: Signature, detail: str) -> Signature:
     return replace(signature, location=location, message=normalize(error))
 
 
-def groups(paths: list[str]) -> tuple[dict[str, list[tuple[str, str, str]]], list[str], list[str]]:
+def variant_root_cause(variant: dict) -> str | None:
+    """A folded variant's root-cause key (`also_seen_as[]`) as today's rules give it from its coarse
+    key alone (an anchored crash's), or from its graph and that graph's generalisation, so that a
+    variant folded before a rule anchored it, or before generalisation, still counts."""
+    fields = str(variant.get("key") or "").split("|", 5)
+    if len(fields) != 6:
+        return None
+    try:
+        graph = Graph.from_json(variant["graph"]) if isinstance(variant.get("graph"), dict) else None
+        general = Generalisation.from_json(variant["generalisation"]) if variant.get("generalisation") else None
+    except (GraphError, KeyError, TypeError, ValueError):
+        graph = general = None
+    return root_cause_key(Signature(*fields), graph, general)
+
+
+def groups(paths: list[str], variants: bool = False) -> tuple[dict[str, list[tuple[str, str, str]]], list[str], list[str]]:
     """root-cause key -> [(directory, backend, coarse key)], the directories whose recorded
-    signature today's oracle re-keys, and the files that could not be read."""
+    signature today's oracle re-keys, and the files that could not be read. variants: each folded
+    variant of a repro is a member too, named `directory<-former directory`: whether the keys
+    group what a maintainer folded by hand."""
     found: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     rekeyed, bad = [], []
     for path, case in iter_cases(paths):
@@ -366,13 +383,26 @@ def groups(paths: list[str]) -> tuple[dict[str, list[tuple[str, str, str]]], lis
             rekeyed.append(f"{path.parent.name}: {recorded.location} -> {signature.location}: {signature.message}")
         key = root_cause_key(signature, case.graph, case.generalisation) or f"pending|{signature.key()}"
         found[key].append((path.parent.name, case.backend, signature.key()))
+        for variant in case.also_seen_as if variants else ():
+            key = variant_root_cause(variant) or str(variant.get("root_cause") or variant.get("key"))
+            found[key].append((f"{path.parent.name}<-{variant.get('directory', '?')}", str(variant.get("backend")),
+                               str(variant.get("key"))))
     return found, rekeyed, bad
 
 
-def report(paths: list[str]) -> str:
-    found, rekeyed, bad = groups(paths)
+def report(paths: list[str], variants: bool = False) -> str:
+    found, rekeyed, bad = groups(paths, variants)
     members = [m for ms in found.values() for m in ms]
-    lines = [f"{len(members)} repros: {len({m[2] for m in members})} coarse keys -> {len(found)} root causes"]
+    lines = [f"{len(members)} {'repros and variants' if variants else 'repros'}: {len({m[2] for m in members})} "
+             f"coarse keys -> {len(found)} root causes"]
+    if variants:
+        families = defaultdict(set)
+        for key, ms in found.items():
+            for m in ms:
+                families[m[0].split("<-")[0]].add(key)
+        split = sorted(f for f, keys in families.items() if len(keys) > 1)
+        lines.append(f"  {len(families)} directories (one root cause each, as folded): {len(split)} of them "
+                     f"key apart, in {sum(len(families[f]) for f in split)} keys")
     for comp in sorted({component(m[1]) for m in members}):
         mine = [m for m in members if component(m[1]) == comp]
         roots = sum(1 for ms in found.values() if component(ms[0][1]) == comp)
@@ -401,12 +431,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fuzzfuse.rootcause",
                                      description="The root-cause groups of directories of minimized repros.")
     parser.add_argument("paths", nargs="+", help="directories of repros (each <slug>/case.json)")
+    parser.add_argument("--variants", action="store_true",
+                        help="count each folded variant (also_seen_as) as a member of its own")
     args = parser.parse_args(argv)
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         print(f"error: no such path: {missing[0]}", file=sys.stderr)
         return 2
-    print(report(args.paths))
+    print(report(args.paths, args.variants))
     return 0
 
 
