@@ -139,6 +139,10 @@ def root_cause_key(signature: Signature, graph: Graph | None = None,
     phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""
     # A mismatch's or fallback's ops are all evidence; a crash surfaces downstream of its cause.
     form = graph_form(graph, _dtype_policy(signature), focus=not judged, generalisation=generalisation)
+    if not judged and "=*" in form:
+        # A wildcard holds under the signature it was tried with: a crash's message (a mismatch's
+        # kind is in `what`). Without it, "any unary op, then a consumer" says next to nothing.
+        what = f"{what}:{fold(signature.message)}"
     return "|".join((what, component(signature.backend), phase, form))
 
 

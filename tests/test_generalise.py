@@ -130,3 +130,16 @@ def test_known_repros_hold_a_repros_generalised_key_beside_its_named_one(tmp_pat
     keys = known_repros([str(tmp_path)])
     sig = Signature.from_json(kept.signature)
     assert keys[sig.root_cause_key(graph, general)] == keys[sig.root_cause_key(graph)] == str(directory)
+
+
+def test_a_generalised_crash_keeps_the_message_its_wildcards_were_tried_under():
+    """Two oneDNN Graph crashes of the corpus, one with an empty error after neg, one with
+    "partition compile failed" after sqrt: both ops are fillers, so their graphs key alike; the
+    message the fillers were tried under keeps them apart."""
+    graph = frac_then("neg")
+    general = Generalisation(graph.renamed().digest(), ((0, "unary"), (1, "unary")))
+    empty = Signature("crash", "torchscript:onednn", "run", "RuntimeError", "", "RuntimeError:")
+    failed = replace(empty, message="RuntimeError: partition compile failed")
+    assert root_cause_key(empty, graph) == root_cause_key(failed, graph)  # by names: the message is generic
+    keys = {root_cause_key(s, graph, general) for s in (empty, failed)}
+    assert len(keys) == 2 and all("=*unary(i0)" in k for k in keys)
