@@ -524,7 +524,8 @@ def _reshape_shape(draw: Callable, ts: Types) -> Attrs:
         s[i:i + 2] = [s[i] * s[i + 1]]
     else:
         i = draw(ints(0, len(s) - 1))
-        divisors = [d for d in range(1, s[i] + 1) if s[i] % d == 0]
+        # A dim of size 0 has no divisor: it splits into (1, 0).
+        divisors = [d for d in range(1, s[i] + 1) if s[i] % d == 0] or [1]
         d = choice(draw, divisors)
         s[i:i + 1] = [d, s[i] // d]
     if draw(st.booleans()):
