@@ -192,11 +192,14 @@ def fold_nvrtc(message: str) -> str:
     """An NVRTC compile error's key: its kind of error, with the function or operator it names
     folded out (the missing __half overloads of ceil, silu, min and fmax are one gap; the name
     stays in the detail) and the classes of the types it was called with kept (a warp shuffle of
-    (unsigned int, __half, int, int) is another gap than ceil of (__half)); "" for any other message."""
+    (unsigned int, __half, int, int) is another gap than ceil of (__half)); "" for any other message,
+    and for an overload error recorded without its call's types (fold() then keeps the name)."""
     m = _NVRTC_KEY.match(message)
     if not m:
         return ""
     prefix, error, called = m.groups()
+    if called is None and not _NVRTC_CONVERSION.search(error):
+        return ""  # recorded before the call's types were: its function's name is all that tells it apart
     error = _NVRTC_NAMED.sub(r"\1 F", error)
     error = _NVRTC_CONVERSION.sub(lambda c: f"from {type_class(c[1])} to {type_class(c[2])}", error)
     classes = sorted({type_class(t) for t in _NVRTC_TYPE_SEPARATORS.split(called) if t.strip()}) if called else []
