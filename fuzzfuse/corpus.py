@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .ir import Graph, GraphError
+from .reduce.generalise import Generalisation
 
 CASE_SCHEMA = 1
 
@@ -41,6 +42,9 @@ class Case:
     # A repro folded from several (one root cause found as several signatures): each variant's
     # signature key, root-cause key, ops and former directory. --known counts them as this repro's.
     also_seen_as: list[dict] = field(default_factory=list)
+    # Reduced cases only: the fillers and free dtypes of the graph (fuzzfuse.reduce.generalise),
+    # which its root-cause key writes as wildcards. None: not generalised (keyed by its names).
+    generalisation: Generalisation | None = None
 
     def to_json(self) -> dict:
         return {"schema": CASE_SCHEMA, "kind": "fuzzfuse-case", "graph": self.graph.to_json(),
@@ -48,7 +52,8 @@ class Case:
                 "signature": self.signature, "detail": self.detail, "versions": self.versions,
                 "config": self.config, "options": self.options, "found": self.found,
                 "reduction": self.reduction, "hits": self.hits, "verification": self.verification,
-                **({"also_seen_as": self.also_seen_as} if self.also_seen_as else {})}
+                **({"also_seen_as": self.also_seen_as} if self.also_seen_as else {}),
+                **({"generalisation": self.generalisation.to_json()} if self.generalisation else {})}
 
     @staticmethod
     def from_json(d: dict) -> "Case":
@@ -60,7 +65,8 @@ class Case:
                     str(d.get("outcome", "")), d.get("signature"), str(d.get("detail", "")),
                     dict(d.get("versions") or {}), d.get("config"), dict(d.get("options") or {}),
                     float(d.get("found", 0.0)), d.get("reduction"), int(d.get("hits", 1)), d.get("verification"),
-                    [dict(v) for v in d.get("also_seen_as") or [] if isinstance(v, dict)])
+                    [dict(v) for v in d.get("also_seen_as") or [] if isinstance(v, dict)],
+                    Generalisation.from_json(d["generalisation"]) if d.get("generalisation") else None)
 
 
 def _read_umask() -> int:

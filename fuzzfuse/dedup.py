@@ -23,6 +23,7 @@ from typing import Callable
 
 from .ir import Graph
 from .oracle import Signature
+from .reduce.generalise import Generalisation
 from .rootcause import root_cause_key
 
 # Unreduced hits kept per coarse bucket: enough to find the causes a bucket hides, bounded for
@@ -107,13 +108,14 @@ class RootCauseBook:
         return min(hits, key=lambda h: (not self.novel(h), len(self.triggers.get(h.coarse_key, [])), h.size))
 
     def settle(self, hit: PendingHit, signature: Signature, reduced: Graph | None,
-               reduced_case: str | None = None) -> RootCause | None:
-        """A pending hit's reduction finished: its reduced graph names its root cause. None when
-        the hit no longer failed (flaky): it is dropped, never guessed."""
+               reduced_case: str | None = None, generalisation: Generalisation | None = None) -> RootCause | None:
+        """A pending hit's reduction finished: its reduced graph (its fillers written as wildcards,
+        where it was generalised) names its root cause. None when the hit no longer failed
+        (flaky): it is dropped, never guessed."""
         self.pending.remove(hit)
         if reduced is None:
             return None
-        key = root_cause_key(signature, reduced)
+        key = root_cause_key(signature, reduced, generalisation)
         if key is None:  # the reduced graph still says nothing more: the coarse key is all we have
             key = signature.key()
         trigger = graph_ops(reduced)

@@ -2,7 +2,8 @@
 
 A repro directory is named by the signature that found it, and one bug is found under many
 signatures (one per op name in the message, per dtype pair, per route). `fold` groups the repros by
-root-cause key (fuzzfuse.rootcause, with each recorded signature re-keyed as today's oracle keys it),
+root-cause key (fuzzfuse.rootcause, with each recorded signature re-keyed as today's oracle keys it,
+and each graph's fillers written as wildcards where its case records a generalisation),
 keeps the smallest repro of each group that reproduced, and lists the others in its case.json
 (`also_seen_as`: their signature, root-cause key, ops, former directory and reduced graph), which
 `--known` counts as the kept repro's own (and a campaign steers away from: fuzzfuse.steering). The folded directories are removed; their history is in version control.
@@ -19,16 +20,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from .corpus import Case, CorpusError, load_case, write_json
-from .oracle import Signature
+from .rekey import variant_entry
 from .reduce import cost
-from .rootcause import root_cause_key, signature_today
 
 
-def _entry(directory: Path, case: Case) -> dict:
-    sig = signature_today(Signature.from_json(case.signature), case.detail)
-    return {"key": sig.key(), "root_cause": root_cause_key(sig, case.graph) or sig.key(), "backend": case.backend,
-            "ops": sorted({n.op for n in case.graph.nodes}), "directory": directory.name,
-            "verification": (case.verification or {}).get("status"), "graph": case.graph.to_json()}
 
 
 def _rank(case: Case) -> tuple:
@@ -43,7 +38,7 @@ def plan(root: Path, merges: list[list[str]] | None = None) -> list[list[tuple[P
     for directory in sorted(p for p in Path(root).iterdir() if (p / "case.json").is_file()):
         case = load_case(directory / "case.json")
         if case.signature:
-            repros[directory.name] = (directory, case, _entry(directory, case))
+            repros[directory.name] = (directory, case, variant_entry(directory.name, case))
     group_of: dict[str, str] = {name: entry["root_cause"] for name, (_, _, entry) in repros.items()}
     for merge in merges or []:
         missing = [name for name in merge if name not in repros]

@@ -21,6 +21,8 @@ from .corpus import Case, CorpusError, iter_cases, load_case, umask_mode, write_
 from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, cost, reduce, reduce_options
+from .reduce.generalise import Generalisation, generalise
+from .rootcause import keeps_dtypes, keyed_by_graph
 from .export import judge as judge_run, read_verdict, run_repro
 from .pool import case_pool, graph_job
 from .repro import repro_files, title
@@ -34,11 +36,12 @@ RETRIES_PER_SIGNATURE = 3
 
 def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 60.0,
                 progress: Callable[[dict], None] | None = None, pool: WorkerPool | None = None,
-                max_queries: int | None = None, checkpoint: Path | None = None):
+                max_queries: int | None = None, checkpoint: Path | None = None, generalise: bool = True):
     """The reducer's Reduction for `case`: the smallest graph that fails with the case's signature
     (stats["signature"]: the signature it kept, today's wording of the case's; save_minimized
-    records that one). checkpoint: a file that always holds the smallest failing graph found so
-    far (as a case); when it exists, the reduction resumes from it."""
+    records that one), generalised (`Reduction.generalisation`) where its root-cause key is its
+    graph's form. checkpoint: a file that always holds the smallest failing graph found so far (as
+    a case); when it exists, the reduction resumes from it."""
     # Replaying on another backend than the one that found it: that backend's name in the key.
     stored = replace(Signature.from_json(case.signature), backend=backend)
     target = stored.key()
@@ -58,11 +61,14 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
         jobs = [graph_job(next(ids), backend, graph, timeout, options) for options in candidates]
         return [_key(reply) == target for reply in active.run_all(jobs)]
 
+    def interesting_with(options: dict) -> Callable[[list[Graph]], list[bool]]:
+        def ask(candidates: list[Graph]) -> list[bool]:
+            jobs = [graph_job(next(ids), backend, g, timeout, options) for g in candidates]
+            return [_key(reply) == target for reply in active.run_all(jobs)]
+        return ask
+
     def _key(reply: dict) -> str | None:
-        try:
-            return judge(backend, reply).key
-        except HarnessError:  # a harness error on a candidate: not the bug we are after
-            return None
+        return reply_key(backend, reply)
 
     start = case.graph
     if checkpoint is not None and checkpoint.exists():
@@ -87,10 +93,30 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
         if options != case.options:
             reduction.stats["options"] = options
         reduction.stats["option_queries"] = queries
+        if generalise:
+            reduction.generalisation = generalised(reduction.graph, kept, backend, interesting_with(options))
         return reduction
     finally:
         if own:
             active.close()
+
+
+def reply_key(backend: str, reply: dict) -> str | None:
+    try:
+        return judge(backend, reply).key
+    except HarnessError:  # a harness error on a candidate: not the bug we are after
+        return None
+
+
+def generalised(graph: Graph, signature: Signature, backend: str,
+                is_interesting: Callable[[list[Graph]], list[bool]]) -> Generalisation | None:
+    """The fillers and free dtypes of a reduced graph (fuzzfuse.reduce.generalise), among the ops
+    and dtypes `backend` draws; None where the root-cause key does not read the graph (an anchored
+    crash), so that nothing is asked for nothing."""
+    if not keyed_by_graph(signature):
+        return None
+    features = get_backend(backend).features
+    return generalise(graph, is_interesting, features.ops, features.dtypes if keeps_dtypes(signature) else ())
 
 
 def verify_repro(directory: Path, signature: dict, runs: int = VERIFY_RUNS,
@@ -128,9 +154,11 @@ def verify_repro(directory: Path, signature: dict, runs: int = VERIFY_RUNS,
 
 
 def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend: str,
-                   verify_runs: int = VERIFY_RUNS, timeout: float = 60.0, slug: str | None = None) -> Path:
+                   verify_runs: int = VERIFY_RUNS, timeout: float = 60.0, slug: str | None = None,
+                   generalisation: Generalisation | None = None) -> Path:
     """Write minimized/<slug>/{case.json, repro.py, README.md} (slug: the signature's, unless the
-    campaign names the root cause's). A repro seen before keeps the smaller one and counts the hit."""
+    campaign names the root cause's), with the reduced graph's generalisation. A repro seen before
+    keeps the smaller one and counts the hit."""
     case = replace(case, signature=stats.get("signature") or case.signature, options=stats.get("options", case.options))
     sig = Signature.from_json(case.signature)
     directory = Path(root) / (slug or sig.slug())
@@ -143,6 +171,7 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
             write_json(directory / "case.json", existing.to_json())
             return directory
     minimized = replace(case, graph=reduced, backend=backend, hits=(existing.hits + 1) if existing else 1,
+                        generalisation=generalisation,
                         reduction={"ops_before": case.graph.size, "ops_after": reduced.size,
                                    **{k: stats[k] for k in ("queries", "cache_hits", "seconds") if k in stats}})
     write_minimized(directory, minimized, verify_runs, timeout)
@@ -182,33 +211,6 @@ def refresh(directory: Path, verify_runs: int = VERIFY_RUNS, timeout: float = 60
     """Rewrite a minimized directory's repro.py and README.md from its case.json in today's form,
     and re-verify the repro: how committed repros follow a change of the repro or report format."""
     return write_minimized(Path(directory), load_case(Path(directory) / "case.json"), verify_runs, timeout)
-
-
-def rereduce(directory: Path, pool: WorkerPool, workers: int = 2, verify_runs: int = VERIFY_RUNS,
-             timeout: float = 60.0) -> tuple[str, str]:
-    """Reduce a committed repro's graph again with today's reducer (its passes change: every dtype
-    now moves toward float32) and rewrite the directory when the graph became simpler, so that a
-    fresh campaign's reduction of the same bug has the same root-cause key. The former form stays
-    listed in `also_seen_as`, which --known counts. (the root-cause key before, after)."""
-    directory = Path(directory)
-    case = load_case(directory / "case.json")
-    sig = Signature.from_json(case.signature)
-    before = sig.root_cause_key(case.graph) or sig.key()
-    reduction = reduce_case(case, case.backend, workers=workers, timeout=timeout, pool=pool)
-    reduced = reduction.graph.renamed()
-    kept = Signature.from_json(reduction.stats["signature"])
-    after = kept.root_cause_key(reduced) or kept.key()
-    if cost(reduced) >= cost(case.graph.renamed()):
-        return before, before
-    seen = list(case.also_seen_as)
-    if after != before:
-        seen.append({"key": sig.key(), "root_cause": before, "backend": case.backend,
-                     "ops": sorted({n.op for n in case.graph.nodes}), "directory": directory.name,
-                     "verification": (case.verification or {}).get("status"), "graph": case.graph.to_json()})
-    red = case.reduction or {}
-    write_minimized(directory, replace(case, graph=reduced, signature=kept.to_json(), also_seen_as=seen,
-                                       reduction={**red, "ops_after": reduced.size}), verify_runs, timeout)
-    return before, after
 
 
 def _fenced(text: str) -> str:
@@ -325,8 +327,9 @@ def minimize_files(paths: list[Path], out: Path, backend: str | None = None, wor
                         continue
                     if pending:
                         yield pending[0], pending[1].result()
-                    path, case, graph, stats = found
-                    pending = (path, saver.submit(save_minimized, Path(out), case, graph, stats, name, timeout=timeout))
+                    path, case, result = found
+                    pending = (path, saver.submit(save_minimized, Path(out), case, result.graph, result.stats, name,
+                                                  timeout=timeout, generalisation=result.generalisation))
         if pending:
             yield pending[0], pending[1].result()
 
@@ -335,7 +338,7 @@ def _reduce_smallest_failing(cases: list[tuple[Path, Case]], backend: str, pool:
                              timeout: float, progress, max_queries: int | None):
     """Reduce the smallest of one signature's cases that still fails as recorded (up to
     RETRIES_PER_SIGNATURE tried): ([(path, NotInteresting)] for those that did not,
-    (path, case, reduced graph, stats) or None)."""
+    (path, case, Reduction) or None)."""
     skipped = []
     for path, case in sorted(cases, key=lambda pc: pc[1].graph.size)[:RETRIES_PER_SIGNATURE]:
         start = time.time()
@@ -345,7 +348,8 @@ def _reduce_smallest_failing(cases: list[tuple[Path, Case]], backend: str, pool:
         except NotInteresting as e:
             skipped.append((path, NotInteresting(f"{path}: {e}")))
             continue
-        return skipped, (path, case, result.graph, {**result.stats, "seconds": round(time.time() - start, 2)})
+        result.stats["seconds"] = round(time.time() - start, 2)
+        return skipped, (path, case, result)
     return skipped, None
 
 
@@ -360,11 +364,15 @@ def main(argv: list[str] | None = None) -> int:
     action.add_argument("--refresh", nargs="+", type=Path, metavar="DIR")
     action.add_argument("--rereduce", nargs="+", type=Path, metavar="DIR",
                         help="reduce each repro's graph again with today's reducer, then refresh it")
+    action.add_argument("--generalise", nargs="+", type=Path, metavar="DIR",
+                        help="record the generalisation of each repro's graph (and its variants') in its case.json")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds a repro may run (plus start-up)")
     args = parser.parse_args(argv)
     status = 0
-    if args.rereduce:
-        return _rereduce_all(args.rereduce, args.timeout)
+    if args.rereduce or args.generalise:
+        from .rekey import rekey_all
+
+        return rekey_all(args.rereduce or args.generalise, args.timeout, reduce_again=bool(args.rereduce))
     for directory in args.refresh:
         try:
             case = refresh(directory, timeout=args.timeout)
@@ -376,28 +384,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{directory}: {verification.get('status')}", flush=True)
         if verification.get("status") != "reproduces":
             status = max(status, 1)
-    return status
-
-
-def _rereduce_all(directories: list[Path], timeout: float) -> int:
-    """One line a directory: its root-cause key before and after, or why it was left as it was."""
-    status = 0
-    by_backend: dict[str, list[Path]] = {}
-    for directory in directories:
-        try:
-            by_backend.setdefault(load_case(directory / "case.json").backend, []).append(directory)
-        except (CorpusError, OSError) as e:
-            print(f"{directory}: {e}", file=sys.stderr)
-            status = 2
-    for backend, mine in sorted(by_backend.items()):
-        with case_pool(backend, 2, timeout) as pool:
-            for directory in mine:
-                try:
-                    before, after = rereduce(directory, pool, timeout=timeout)
-                except NotInteresting as e:
-                    print(f"{directory}: left as it was: {e}", flush=True)
-                    continue
-                print(f"{directory}: {'unchanged' if before == after else f'{before} -> {after}'}", flush=True)
     return status
 
 

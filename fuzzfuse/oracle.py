@@ -52,12 +52,12 @@ class Signature:
     def to_json(self) -> dict:
         return asdict(self)
 
-    def root_cause_key(self, graph=None) -> str | None:
+    def root_cause_key(self, graph=None, generalisation=None) -> str | None:
         """What triage, dedup and "known" compare (see fuzzfuse.rootcause): None while the
         signature needs its reduced graph and none is given."""
         from .rootcause import root_cause_key
 
-        return root_cause_key(self, graph)
+        return root_cause_key(self, graph, generalisation)
 
     @staticmethod
     def from_json(d: dict) -> "Signature":
@@ -89,18 +89,26 @@ _FAILED_OP = re.compile(r"^\s*(?:\w+ = )?(?:torch\.ops\.)?((?:aten|prim|torch)[.
 
 _NVRTC = "CUDA NVRTC compile error:"
 _NVRTC_ERROR = re.compile(r"\)?: error: *(.*)")
+# The line nvcc adds under an overload error: "argument types are: (nvf::__half)", "operand types
+# are: nvf::__half + nvf::__half".
+_NVRTC_TYPES = re.compile(r"^\s*(?:argument|operand) types are: *\(?(.*?)\)?\s*$", re.M)
 
 
 def nvrtc_error(message: str) -> str:
-    """The first compiler error of an NVRTC log, quotes dropped (its names are functions and types
-    of the generated kernel, which tell two compile bugs apart); "" for any other message."""
+    """The first compiler error of an NVRTC log, quotes dropped, and for an overload error the
+    types it was called with, in brackets (its names are functions and types of the generated
+    kernel: fuzzfuse.rootcause folds the function's name out and keeps the types' classes, which
+    tell two compile bugs apart); "" for any other message."""
     at = message.find(_NVRTC)
     if at < 0:
         return ""
     log = message[at + len(_NVRTC):]
     m = _NVRTC_ERROR.search(log)
     first = m.group(1) if m else log.strip().split("\n", 1)[0]
-    return f"{_NVRTC} {first.replace(chr(34), '').strip()}"
+    following = _NVRTC_ERROR.search(log, m.end()) if m else None
+    types = _NVRTC_TYPES.search(log[m.end():following.start() if following else len(log)]) if m else None
+    called = f" [{types.group(1).strip()}]" if types else ""
+    return f"{_NVRTC} {first.replace(chr(34), '').strip()}{called}"
 
 
 def headline(message: str) -> str:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from .corpus import CorpusError, iter_cases, load_case, save_case
 from .dedup import PendingHit, RootCause, RootCauseBook
 from .oracle import Signature
-from .rootcause import anchored
+from .rootcause import anchored, signature_today, variant_root_cause
 from .verdict import MinimizedRepro, SignatureRecord
 
 if TYPE_CHECKING:
@@ -54,24 +54,21 @@ def known_repros(directories: list[str]) -> dict[str, str]:
             raise case
         if not case.signature:
             continue
-        sig = Signature.from_json(case.signature)
+        recorded = Signature.from_json(case.signature)
+        sig = signature_today(recorded, case.detail)
         directory = str(path.parent)
-        keys[sig.key()] = directory
-        root = sig.root_cause_key(case.graph)
-        if root:
-            keys[root] = directory
+        keys[recorded.key()] = keys[sig.key()] = directory
+        # Its own graph's key, generalised where the case records how, and by names: a campaign
+        # that reduced the bug without generalising it (--reduce-budget spent) still finds it.
+        for general in {case.generalisation, None}:
+            root = sig.root_cause_key(case.graph, general)
+            if root:
+                keys.setdefault(root, directory)
         for variant in case.also_seen_as:
-            for key in (variant.get("key"), variant.get("root_cause"), _variant_root_cause(variant)):
+            for key in (variant.get("key"), variant.get("root_cause"), variant_root_cause(variant)):
                 if key:
                     keys.setdefault(key, directory)
     return keys
-
-
-def _variant_root_cause(variant: dict) -> str | None:
-    """A folded variant's root-cause key as today's rules give it from its coarse key alone (an
-    anchored crash's), so that a variant folded before a rule anchored it still counts."""
-    fields = str(variant.get("key") or "").split("|", 5)
-    return Signature(*fields).root_cause_key() if len(fields) == 6 else None
 
 
 def repro_slug(signature: Signature, root_cause: str | None) -> str:
@@ -238,9 +235,10 @@ class CampaignReductions:
             return
         signature = Signature.from_json(result.stats["signature"])
         reduced_path = save_case(self.campaign.out / "reduced", dataclasses.replace(
-            case, graph=result.graph, options=result.stats.get("options", case.options)))
+            case, graph=result.graph, options=result.stats.get("options", case.options),
+            generalisation=result.generalisation))
         cause = self.book.settle(hit, signature, result.graph,
-                                 str(reduced_path.relative_to(self.campaign.out)))
+                                 str(reduced_path.relative_to(self.campaign.out)), result.generalisation)
         self.campaign.steering.learn(result.graph)
         if cause.new and cause.minimized is None:
             repro = self._save(pool, case, result, progress, repro_slug(signature, cause.key), cause.key)
@@ -261,7 +259,7 @@ class CampaignReductions:
             c.display(c, pool)
         try:
             directory = save_minimized(c.out / "minimized", case, result.graph, result.stats, c.backend_name,
-                                       timeout=c.timeout, slug=slug)
+                                       timeout=c.timeout, slug=slug, generalisation=result.generalisation)
         finally:
             self.verifying = None
         progress.unlink(missing_ok=True)

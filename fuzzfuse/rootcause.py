@@ -35,10 +35,11 @@ from pathlib import Path
 import torch
 
 from .corpus import CorpusError, iter_cases
-from .ir import OPS, Graph, TensorInput
+from .ir import OPS, Graph, GraphError, TensorInput
 from .ir.types import category
 from .ir.values import logical_values
 from .oracle import Signature, cpp_location, normalize, nvrtc_error
+from .reduce.generalise import Generalisation
 
 # Routes to one fuser are one component: the same assert reached through aot_autograd is the same bug.
 COMPONENTS = {
@@ -109,21 +110,39 @@ def anchored(signature: Signature) -> bool:
     return native_assert(signature) or bool(specific_message(signature))
 
 
-def root_cause_key(signature: Signature, graph: Graph | None = None) -> str | None:
+def keyed_by_graph(signature: Signature) -> bool:
+    """Whether a failure's root-cause key is its reduced graph's form (then worth generalising)."""
+    return not anchored(signature) and signature.outcome in ("crash", "hard-crash", "hang", "mismatch", "unfused",
+                                                             "flaky")
+
+
+def keeps_dtypes(signature: Signature) -> bool:
+    """Whether a failure's key names each input's exact dtype (a wrong value depends on it), so
+    that a dtype the failure does not need is worth generalising to its category."""
+    return _dtype_policy(signature) == "exact"
+
+
+def root_cause_key(signature: Signature, graph: Graph | None = None,
+                   generalisation: Generalisation | None = None) -> str | None:
     """The key of the bug behind `signature`; None when it needs a reduced graph and none is given
-    (pending, never known), or when the outcome is no failure."""
+    (pending, never known), or when the outcome is no failure. `generalisation`: the fillers and
+    free dtypes found on `graph` (fuzzfuse.reduce.generalise), written as wildcards."""
     if native_assert(signature):
         return "|".join(("assert", component(signature.backend), signature.location, fold(signature.message)))
     if specific_message(signature):
         return "|".join(("message", component(signature.backend), specific_message(signature)))
-    if signature.outcome not in ("crash", "hard-crash", "hang", "mismatch", "unfused", "flaky") or graph is None:
+    if not keyed_by_graph(signature) or graph is None:
         return None
     judged = signature.outcome in ("mismatch", "unfused")
     what = f"{signature.outcome}:{signature.kind}" if judged else signature.outcome
     # A wrong gradient is not the same bug as a wrong output; a crash's stage is folded.
     phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""
     # A mismatch's or fallback's ops are all evidence; a crash surfaces downstream of its cause.
-    form = graph_form(graph, _dtype_policy(signature), focus=not judged)
+    form = graph_form(graph, _dtype_policy(signature), focus=not judged, generalisation=generalisation)
+    if not judged and "=*" in form:
+        # A wildcard holds under the signature it was tried with: a crash's message (a mismatch's
+        # kind is in `what`). Without it, "any unary op, then a consumer" says next to nothing.
+        what = f"{what}:{fold(signature.message)}"
     return "|".join((what, component(signature.backend), phase, form))
 
 
@@ -154,10 +173,45 @@ _IR_DUMP = re.compile(r"^(.*MALFORMED INPUT: [^-]*?) - .*$", re.S)
 FOLDED_LENGTH = 100
 
 
+# An NVRTC error as oracle.nvrtc_error words it: the error, then the types of an overload's call.
+_NVRTC_KEY = re.compile(r"^(CUDA NVRTC compile error: )(.*?)(?: \[(.*)\])?$", re.S)
+_NVRTC_NAMED = re.compile(r"\b(function|operator) (?!from\b)\S+")
+_NVRTC_CONVERSION = re.compile(r"\bfrom (\S+) to (\S+)")
+_NVRTC_TYPE_SEPARATORS = re.compile(r",|\s+[^\w\s:]+\s+")
+# The classes of the generated kernel's C++ types, first match wins: 16-bit floats (nvFuser's
+# __half and __bfloat lack the same overloads), other floats, bool, integers.
+_TYPE_CLASSES = ((re.compile(r"__half|__bfloat|\bhalf\b"), "f16"), (re.compile(r"\b(?:float|double)\b"), "float"),
+                 (re.compile(r"\bbool\b"), "bool"), (re.compile(r"int|long|short|char|size_t"), "int"))
+
+
+def type_class(cpp_type: str) -> str:
+    return next((name for pattern, name in _TYPE_CLASSES if pattern.search(cpp_type)), cpp_type.strip())
+
+
+def fold_nvrtc(message: str) -> str:
+    """An NVRTC compile error's key: its kind of error, with the function or operator it names
+    folded out (the missing __half overloads of ceil, silu, min and fmax are one gap; the name
+    stays in the detail) and the classes of the types it was called with kept (a warp shuffle of
+    (unsigned int, __half, int, int) is another gap than ceil of (__half)); "" for any other message,
+    and for an overload error recorded without its call's types (fold() then keeps the name)."""
+    m = _NVRTC_KEY.match(message)
+    if not m:
+        return ""
+    prefix, error, called = m.groups()
+    if called is None and not _NVRTC_CONVERSION.search(error):
+        return ""  # recorded before the call's types were: its function's name is all that tells it apart
+    error = _NVRTC_NAMED.sub(r"\1 F", error)
+    error = _NVRTC_CONVERSION.sub(lambda c: f"from {type_class(c[1])} to {type_class(c[2])}", error)
+    classes = sorted({type_class(t) for t in _NVRTC_TYPE_SEPARATORS.split(called) if t.strip()}) if called else []
+    return f"{prefix}{error.rstrip(':')}{' [' + ', '.join(classes) + ']' if classes else ''}"
+
+
 def fold(message: str) -> str:
     """A normalized message with what varies between reports of one bug folded out: wrapper
     prefixes, op names ("Unexpected operator type silu" -> "... OP"), dtypes and numbered names.
-    The detail keeps them; the key must not."""
+    The detail keeps them; the key must not. An NVRTC error folds by its own rule (fold_nvrtc)."""
+    if fold_nvrtc(message):
+        return fold_nvrtc(message)
     text = _IR_DUMP.sub(r"\1", _WRAPPER_PREFIX.sub("", message))
     text = _OPERATOR.sub(r"\1 OP", text)
     text = _ATEN_OP.sub(r"\1\2OP", text)
@@ -225,16 +279,24 @@ def _op_attrs(node, shape: tuple[int, ...], out_rank: int, policy: str) -> str:
     return ""
 
 
-def graph_form(graph: Graph, dtypes: str = "exact", focus: bool = False) -> str:
+def graph_form(graph: Graph, dtypes: str = "exact", focus: bool = False,
+               generalisation: Generalisation | None = None) -> str:
     """The canonical form of a (reduced) graph: its inputs (dtype by `dtypes`: exact, category or
     none; rank; layout kind; the special-value classes of their values; grad) and its ops in order,
     each with the attributes that make its behaviour and its arguments as positions or constants.
+    A filler op of `generalisation` is written as a wildcard of its kind (`*unary`), a free dtype as
+    its category, when the generalisation was found on this graph.
 
     focus: for a failure seen downstream of its cause (a crash whose text comes from the kernel
     that received a bad value), the ops that feed no other op are folded into "consumer" of the
     values they read: the oneDNN rewrite of `x + 0` on a bool tensor is one bug whether relu, abs,
     neg or mean then rejects the bool. Inputs only a consumer reads are left out."""
-    g = graph.without_dead_code().renamed()
+    wild_ops: dict[str, str] = {}
+    wild_dtypes: dict[str, str] = {}
+    if generalisation is not None and generalisation.applies_to(graph):
+        wild_ops = {graph.nodes[k].name: f"*{kind}" for k, kind in generalisation.ops if k < len(graph.nodes)}
+        wild_dtypes = {graph.inputs[k].name: c for k, c in generalisation.dtypes if k < len(graph.inputs)}
+    g = graph.without_dead_code()
     types = g.infer_types()
     read = {r for n in g.nodes for r in n.refs()}
     producers = [n for n in g.nodes if n.name in read]
@@ -258,15 +320,19 @@ def graph_form(graph: Graph, dtypes: str = "exact", focus: bool = False) -> str:
             specials = ",".join(special_classes(logical_values(i)))
             # A downstream failure's inputs keep whatever rank its consumer needed (mean needs one).
             rank = "" if focus and producers else f"{_rank(len(i.shape))}/"
-            described.append(f"{label[i.name]}:{_dtype(i.dtype, dtypes)}/{rank}{i.layout.kind}"
+            dtype = wild_dtypes.get(i.name, i.dtype) if dtypes == "exact" else _dtype(i.dtype, dtypes)
+            described.append(f"{label[i.name]}:{dtype}/{rank}{i.layout.kind}"
                              f"{'/' + specials if specials else ''}{'/grad' if i.requires_grad else ''}")
         else:
             described.append(f"{label[i.name]}:scalar {_dtype(i.dtype, dtypes)}")
     ops = []
     for n in kept:
         shape = types[n.args[0]].shape or () if n.args and isinstance(n.args[0], str) else ()
-        ops.append(f"{label[n.name]}={n.op}{_op_attrs(n, shape, types[n.name].rank, dtypes)}"
-                   f"({','.join(arg(a) for a in n.args)})")
+        args = [arg(a) for a in n.args]
+        # A wildcard stands for every op of its kind, the mirrored ones (lt for gt) among them:
+        # its operands' order says nothing.
+        ops.append(f"{label[n.name]}={wild_ops.get(n.name, n.op)}{_op_attrs(n, shape, types[n.name].rank, dtypes)}"
+                   f"({','.join(sorted(args) if n.name in wild_ops else args)})")
     consumers = sorted({"consumer(" + ",".join(sorted({arg(a) for a in n.args if not isinstance(a, str)
                                                        or a in label})) + ")"
                         for n in sinks if set(n.refs()) & kept_names})
@@ -290,9 +356,26 @@ def signature_today(signature: Signature, detail: str) -> Signature:
     return replace(signature, location=location, message=normalize(error))
 
 
-def groups(paths: list[str]) -> tuple[dict[str, list[tuple[str, str, str]]], list[str], list[str]]:
+def variant_root_cause(variant: dict) -> str | None:
+    """A folded variant's root-cause key (`also_seen_as[]`) as today's rules give it from its coarse
+    key alone (an anchored crash's), or from its graph and that graph's generalisation, so that a
+    variant folded before a rule anchored it, or before generalisation, still counts."""
+    fields = str(variant.get("key") or "").split("|", 5)
+    if len(fields) != 6:
+        return None
+    try:
+        graph = Graph.from_json(variant["graph"]) if isinstance(variant.get("graph"), dict) else None
+        general = Generalisation.from_json(variant["generalisation"]) if variant.get("generalisation") else None
+    except (GraphError, KeyError, TypeError, ValueError):
+        graph = general = None
+    return root_cause_key(Signature(*fields), graph, general)
+
+
+def groups(paths: list[str], variants: bool = False) -> tuple[dict[str, list[tuple[str, str, str]]], list[str], list[str]]:
     """root-cause key -> [(directory, backend, coarse key)], the directories whose recorded
-    signature today's oracle re-keys, and the files that could not be read."""
+    signature today's oracle re-keys, and the files that could not be read. variants: each folded
+    variant of a repro is a member too, named `directory<-former directory`: whether the keys
+    group what a maintainer folded by hand."""
     found: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     rekeyed, bad = [], []
     for path, case in iter_cases(paths):
@@ -305,15 +388,28 @@ def groups(paths: list[str]) -> tuple[dict[str, list[tuple[str, str, str]]], lis
         signature = signature_today(recorded, case.detail)
         if signature != recorded:
             rekeyed.append(f"{path.parent.name}: {recorded.location} -> {signature.location}: {signature.message}")
-        key = root_cause_key(signature, case.graph) or f"pending|{signature.key()}"
+        key = root_cause_key(signature, case.graph, case.generalisation) or f"pending|{signature.key()}"
         found[key].append((path.parent.name, case.backend, signature.key()))
+        for variant in case.also_seen_as if variants else ():
+            key = variant_root_cause(variant) or str(variant.get("root_cause") or variant.get("key"))
+            found[key].append((f"{path.parent.name}<-{variant.get('directory', '?')}", str(variant.get("backend")),
+                               str(variant.get("key"))))
     return found, rekeyed, bad
 
 
-def report(paths: list[str]) -> str:
-    found, rekeyed, bad = groups(paths)
+def report(paths: list[str], variants: bool = False) -> str:
+    found, rekeyed, bad = groups(paths, variants)
     members = [m for ms in found.values() for m in ms]
-    lines = [f"{len(members)} repros: {len({m[2] for m in members})} coarse keys -> {len(found)} root causes"]
+    lines = [f"{len(members)} {'repros and variants' if variants else 'repros'}: {len({m[2] for m in members})} "
+             f"coarse keys -> {len(found)} root causes"]
+    if variants:
+        families = defaultdict(set)
+        for key, ms in found.items():
+            for m in ms:
+                families[m[0].split("<-")[0]].add(key)
+        split = sorted(f for f, keys in families.items() if len(keys) > 1)
+        lines.append(f"  {len(families)} directories (one root cause each, as folded): {len(split)} of them "
+                     f"key apart, in {sum(len(families[f]) for f in split)} keys")
     for comp in sorted({component(m[1]) for m in members}):
         mine = [m for m in members if component(m[1]) == comp]
         roots = sum(1 for ms in found.values() if component(ms[0][1]) == comp)
@@ -342,12 +438,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fuzzfuse.rootcause",
                                      description="The root-cause groups of directories of minimized repros.")
     parser.add_argument("paths", nargs="+", help="directories of repros (each <slug>/case.json)")
+    parser.add_argument("--variants", action="store_true",
+                        help="count each folded variant (also_seen_as) as a member of its own")
     args = parser.parse_args(argv)
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         print(f"error: no such path: {missing[0]}", file=sys.stderr)
         return 2
-    print(report(args.paths))
+    print(report(args.paths, args.variants))
     return 0
 
 

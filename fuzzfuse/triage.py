@@ -35,6 +35,7 @@ from rich.text import Text
 
 from .corpus import CorpusError, case_files, load_case
 from .oracle import Signature
+from .rootcause import signature_today
 from .verdict import Outcome, SignatureRecord
 
 SUMMARY = "summary.json"
@@ -178,9 +179,10 @@ def _merge_case(buckets: dict[str, Bucket], root: Path, path: Path, case) -> Non
     """A case with no summary over it: a minimized repro counts its hits, a corpus case one. Both
     are bucketed by root cause where it is known (a repro's graph is reduced; an unreduced case
     only names one by a native assert), else by their coarse signature."""
-    sig = Signature.from_json(case.signature)
+    # Keyed as today's oracle words the recorded error (an NVRTC error's call types, say).
+    sig = signature_today(Signature.from_json(case.signature), case.detail)
     minimized = path.name == "case.json" and (path.parent / "repro.py").is_file()
-    key = sig.root_cause_key(case.graph if minimized else None) or sig.key()
+    key = sig.root_cause_key(case.graph if minimized else None, case.generalisation) or sig.key()
     b = buckets.setdefault(key, Bucket(key, sig))
     b.see(case.hits if minimized else 1, case.found or None, case.found or None,
           _rel(path.parent.parent if minimized else path.parent, root), case.detail)

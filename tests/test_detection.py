@@ -4,6 +4,7 @@ fusers (NNC, dynamo) and the seeded bugs of benchmarks/seeded_bugs.py (real FX p
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -259,3 +260,21 @@ def test_an_nvfuser_definition_reruns_a_slice_of_another_step_and_gets_it_right(
     torch.testing.assert_close(compiled.run(inputs).outputs[0], run_eager(variant, inputs)[0])
     result = run_case(graph, backend, extra_sets=True)
     assert result.outcome.value == "pass" and result.reshaped_sets >= 1, result.detail
+
+
+@pytest.mark.slow
+def test_the_op_pair_bug_hit_through_an_int32_input_reduces_to_its_two_op_trigger():
+    """The detection benchmark's first op_pair hit at cc6e745 (seed 0, 840 cases): exp(log(x)) of a
+    sliced int32 input among nine more ops, a NaN/inf mismatch. While the reducer kept integer
+    inputs integer, log -> exp of the int32 input came back int32 from the buggy backend (a dtype
+    mismatch: another signature), so the reduction kept neg and log10 to make the output float
+    again, 4 ops at its fixpoint (54 queries). Now the input moves to float32 and the trigger is all
+    that is left."""
+    from fuzzfuse.corpus import load_case
+    from fuzzfuse.minimize import reduce_case
+
+    case = load_case(Path(__file__).parent / "data" / "op_pair_int32_case.json")
+    assert case.graph.size == 11 and case.signature["kind"] == "nan-inf"
+    result = reduce_case(case, SEEDED + "op_pair", workers=2, max_queries=150, generalise=False)
+    assert [n.op for n in result.graph.nodes] == ["log", "exp"], result.graph.nodes
+    assert result.stats["stopped"] == "fixpoint"

@@ -3,6 +3,7 @@ committed repros (tests/data/nvfuser_errors.json names the case each came from; 
 generated kernel code are cut); the oneDNN ones come from running the fuser here."""
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -10,8 +11,9 @@ import torch
 
 from fuzzfuse.ir import Graph
 from fuzzfuse.ir.values import encode_exact
-from fuzzfuse.oracle import Signature, cpp_location, exception_signature, innermost_error
-from fuzzfuse.rootcause import component, graph_form, main, root_cause_key, special_classes
+from fuzzfuse.corpus import load_case
+from fuzzfuse.oracle import Signature, cpp_location, exception_signature, innermost_error, normalize
+from fuzzfuse.rootcause import component, fold, graph_form, main, root_cause_key, signature_today, special_classes
 
 ERRORS = json.loads((Path(__file__).parent / "data" / "nvfuser_errors.json").read_text())
 
@@ -71,13 +73,11 @@ def test_two_different_nvrtc_first_errors_are_two_bugs_and_one_error_for_two_dty
     shfl_half, shfl_bfloat = crash("nvrtc_shfl_xor_half"), crash("nvrtc_shfl_xor_bfloat")
     conversion = crash("nvrtc_no_conversion_bfloat")
     assert shfl_half.message == ("CUDA NVRTC compile error: no instance of overloaded function __shfl_xor_sync "
-                                 "matches the argument list")
+                                 "matches the argument list [unsigned int, nvf::__half, int, int]")
     assert conversion.message == ("CUDA NVRTC compile error: no suitable conversion function from nvf::__bfloat "
                                   "to float exists")
     assert shfl_half.key() != conversion.key()
     assert root_cause_key(shfl_half) == root_cause_key(shfl_bfloat) != root_cause_key(conversion)
-    fmax = ERRORS["nvrtc_shfl_xor_half"]["text"].replace('"__shfl_xor_sync"', '"fmax"', 1)
-    assert root_cause_key(exception_signature("nvfuser", "compile", "RuntimeError", fmax)) != root_cause_key(shfl_half)
 
 
 def test_route_stage_and_outcome_fold_for_a_native_assert_but_the_component_does_not():
@@ -261,18 +261,55 @@ def test_a_message_that_names_no_cause_keeps_the_reduced_graph_key():
     assert root_cause_key(specific) == "message|onednn|IValue is not a Scalar"
 
 
-def test_the_faithful_styles_missing_overloads_are_one_root_cause_whatever_the_op_and_half_dtype():
-    """nvFuser's runtime has no __half/__bfloat overload of several pointwise functions (what
+def test_the_faithful_styles_missing_overloads_are_one_root_cause_whatever_the_function_and_half_dtype():
+    """nvFuser's runtime has no __half/__bfloat overload of several functions (what
     nvfuser_dtypes.NO_HALF works around, and the faithful style exposes). Their NVRTC first
-    errors differ only by the function, which is the op's own name: fold() folds registry op
-    names, so relu, ceil and round on either half dtype are one key, found and reduced once. A
-    function named otherwise (fmax, what amax/maximum lower to) keys apart: a separate overload."""
+    errors differ only by the function, which the key folds out (the coarse key keeps it, so the
+    reducer never slips from one to another): relu, ceil, fmax and nvf::silu on either half dtype
+    are one key. The kind of error and the classes of the call's types stay: a warp shuffle of
+    (unsigned int, __half, int, int) keys apart."""
     template = ERRORS["nvrtc_shfl_xor_half"]["text"]
-    def nvrtc(function: str, dtype: str) -> Signature:
-        text = template.replace('"__shfl_xor_sync"', f'"{function}"', 1).replace("nvf::__half", dtype, 1)
+
+    def nvrtc(function: str, types: str) -> Signature:
+        text = template.replace('"__shfl_xor_sync"', f'"{function}"', 1).replace(
+            "(unsigned int, nvf::__half, int, int)", types, 1)
         return exception_signature("nvfuser", "compile", "RuntimeError", text)
-    keys = {root_cause_key(nvrtc(f, d)) for f in ("relu", "ceil", "round") for d in ("nvf::__half", "nvf::__bfloat")}
-    assert len(keys) == 1
-    assert keys.pop().endswith("CUDA NVRTC compile error: no instance of overloaded function OP matches the argument list")
-    assert len({nvrtc(f, "nvf::__half").key() for f in ("relu", "ceil")}) == 2  # the reducer keeps the op
-    assert root_cause_key(nvrtc("fmax", "nvf::__half")) != root_cause_key(nvrtc("relu", "nvf::__half"))
+
+    assert "(unsigned int, nvf::__half, int, int)" in template
+    keys = {root_cause_key(nvrtc(f, t)) for f in ("relu", "ceil", "fmax", "nvf::silu")
+            for t in ("(nvf::__half)", "(nvf::__bfloat)", "(nvf::__half, nvf::__half)")}
+    assert keys == {"assert|nvfuser|csrc/runtime/compiled_kernel.cpp:187|CUDA NVRTC compile error: no instance of "
+                    "overloaded function F matches the argument list [f16]"}
+    assert len({nvrtc(f, "(nvf::__half)").key() for f in ("relu", "ceil")}) == 2  # the reducer keeps the function
+    assert "relu" in nvrtc("relu", "(nvf::__half)").message
+    assert root_cause_key(nvrtc("__shfl_xor_sync", "(unsigned int, nvf::__half, int, int)")) not in keys
+
+
+# The NVRTC errors of the committed nvFuser repros: the first compiler error and its call's types.
+NVRTC_REPROS = {
+    "nvfuser-crash-runtimeerror-csrc-runtime-compiled-kernel-cpp-f9dc2494":
+        "no instance of overloaded function F matches the argument list [f16]",
+    "nvfuser-crash-runtimeerror-csrc-runtime-compiled-kernel-cpp-f53da662":
+        "no instance of overloaded function F matches the argument list [f16, int]",
+    "nvfuser-crash-runtimeerror-csrc-runtime-compiled-kernel-cpp-24d96eed":
+        "more than one instance of overloaded function F matches the argument list [int]",
+}
+
+
+def test_the_committed_nvrtc_errors_key_on_their_kind_and_type_classes_with_the_function_in_the_message():
+    minimized = Path(__file__).parent.parent / "minimized"
+    for name, folded in NVRTC_REPROS.items():
+        case = load_case(minimized / name / "case.json")
+        sig = signature_today(Signature.from_json(case.signature), case.detail)
+        assert root_cause_key(sig) == f"assert|nvfuser|csrc/runtime/compiled_kernel.cpp:187|CUDA NVRTC compile error: {folded}"
+        function = re.search(r'function "([^"]+)"', case.detail)[1]
+        assert function in sig.message and normalize(sig.message) == sig.message
+    # Their folded variants kept their coarse keys only, without the call's types: the name is all
+    # that tells a warp shuffle from a missing ceil there, so it stays (a conversion names its types).
+    variants = [v["key"].split("|", 5)[5] for name in NVRTC_REPROS
+                for v in load_case(minimized / name / "case.json").also_seen_as]
+    folded = {fold(m) for m in variants}
+    assert "CUDA NVRTC compile error: no suitable conversion function from f16 to float exists" in folded
+    assert any("__shfl_xor_sync" in f for f in folded) and not any(" F " in f for f in folded)
+    assert fold("CUDA NVRTC compile error: no operator + matches these operands [nvf::__half + nvf::__half]") == \
+        "CUDA NVRTC compile error: no operator F matches these operands [f16]"

@@ -15,9 +15,11 @@ import pytest
 from fuzzfuse.backends.base import BackendError, RunResult
 from fuzzfuse.backends.eager import EagerBackend
 from fuzzfuse.campaign import Campaign
+from fuzzfuse.corpus import Case
 from fuzzfuse.ir import Graph, run_eager
 from fuzzfuse.oracle import Signature
 from fuzzfuse.report import write_report
+from fuzzfuse.rootcause import signature_today
 from fuzzfuse.strategies import Features
 from fuzzfuse.triage import Bucket, TriageError, load, order
 
@@ -111,7 +113,10 @@ def test_minimized_repros_bucket_by_their_root_cause(tmp_path):
     cases = {d.name: json.loads((d / "case.json").read_text()) for d in root.iterdir() if (d / "case.json").is_file()}
     t = load(root)
     assert not t.runs and not t.problems
-    roots = {Signature.from_json(c["signature"]).root_cause_key(Graph.from_json(c["graph"])) for c in cases.values()}
+    # Keyed as today's oracle words the recorded error, by the repro's graph with the fillers its
+    # generalisation found as wildcards.
+    roots = {signature_today(Signature.from_json(c.signature), c.detail).root_cause_key(c.graph, c.generalisation)
+             for c in map(Case.from_json, cases.values())}
     assert None not in roots and {b.key for b in t.buckets} == roots and len(t.buckets) == len(cases)
     for b in t.buckets:
         c = cases[b.repro.name]

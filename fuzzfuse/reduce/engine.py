@@ -21,6 +21,7 @@ from typing import Callable, Iterable, Iterator
 from ..ir.graph import Graph, Layout, Node, TensorInput, Values
 from ..ir.ops import OPS
 from ..ir.values import logical_values
+from .generalise import Generalisation
 from .passes import DEFAULT_PASSES, FIRST_PASSES, LAST_PASSES, admissible, op_rank
 from .shapes import irregular
 
@@ -101,10 +102,12 @@ class Reduction:
     """The reduced graph and the counters: queries (candidates sent to `is_interesting`, the
     original included), cache_hits, successes, rejected (candidates dropped unasked: ill-typed or
     not smaller), rounds, seconds, stopped ("fixpoint" or "max_queries"), ops/inputs/cost before and
-    after, and `passes`: the same counters (and seconds) per pass."""
+    after, and `passes`: the same counters (and seconds) per pass. `generalisation`: what the
+    reduced graph's failure does not need, where the caller asked (fuzzfuse.reduce.generalise)."""
 
     graph: Graph
     stats: dict
+    generalisation: Generalisation | None = None
 
 
 class _Engine:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import math
 from dataclasses import replace
 from typing import Any, Callable, Iterator
@@ -247,27 +248,29 @@ def substitute_ops(graph: Graph) -> Iterator[Graph]:
     """Replace an op by one of the MAX_SUBSTITUTES simplest ops of the same kind and arity whose
     type rule gives the same output type. It rarely enables further reduction, so it runs among
     the last passes (as in C-Reduce), once the main passes reached their fixpoint."""
-    types = graph.infer_types()
     for n in graph.nodes:
-        op = OPS[n.op]
-        arg_types = [types[a] if isinstance(a, str) else _const_type(a) for a in n.args]
-        substitutes = 0
-        for name in sorted(OPS, key=op_rank):
-            other = OPS[name]
-            if substitutes >= MAX_SUBSTITUTES:
-                break
-            if op_rank(name) >= op_rank(n.op) or (other.kind, other.arity) != (op.kind, op.arity):
-                continue
-            attrs = _adapt_attrs(n.attrs, name)
-            try:
-                if other.infer(arg_types, attrs) != types[n.name]:
-                    continue
-            except (ValueError, KeyError, IndexError, TypeError):
-                continue
-            candidate = _with_node(graph, replace(n, op=name, attrs=attrs))
-            if admissible(candidate):
-                substitutes += 1
-                yield candidate
+        simpler = (replaced(graph, n, name) for name in sorted(OPS, key=op_rank) if op_rank(name) < op_rank(n.op))
+        yield from itertools.islice((g for g in simpler if g is not None), MAX_SUBSTITUTES)
+
+
+def replaced(graph: Graph, node: Node, name: str) -> Graph | None:
+    """`graph` with `node` computed by op `name` instead, when that op is of the same kind and arity
+    and its type rule gives the same output type on the same operands (its attributes carried
+    over), so that everything downstream type-checks as before; else None. What substitute_ops and
+    generalisation (fuzzfuse.reduce.generalise) try."""
+    op, other = OPS[node.op], OPS[name]
+    if (other.kind, other.arity) != (op.kind, op.arity):
+        return None
+    types = graph.infer_types()
+    arg_types = [types[a] if isinstance(a, str) else _const_type(a) for a in node.args]
+    attrs = _adapt_attrs(node.attrs, name)
+    try:
+        if other.infer(arg_types, attrs) != types[node.name]:
+            return None
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    candidate = _with_node(graph, replace(node, op=name, attrs=attrs))
+    return candidate if admissible(candidate) else None
 
 
 def _adapt_attrs(attrs: dict, op: str) -> dict:

@@ -1,0 +1,129 @@
+"""Generalisation after reduction: which ops and dtypes of a reduced graph the failure does not need.
+
+A reduced graph is minimal in size, not in what it says. NNC and oneDNN Graph fuse only graphs of
+two ops or more, so a reduced graph of theirs keeps a filler beside the op that matters (`frac ->
+neg` where only frac does), and another case of the same bug reduces with another filler (`frac ->
+add`). A root-cause key that names the filler splits one bug into as many keys as fillers were
+drawn. As C-Reduce's and Hypothesis' generalisation (and "wildcard" minimization) do, each position
+of the reduced graph is tried with a few alternatives, and the positions where the failure does not
+care are written as wildcards:
+
+- an op: up to ALTERNATIVES_PER_OP other ops of the same kind and arity whose type rule gives the
+  same output type, among the ops the backend draws, simplest first (the registry answers; no op
+  is named here). The position is a *filler* when the failure, with its exact signature, survives
+  FILLER_EVIDENCE of them: the key writes it as `*KIND` (`*unary`, `*binary`...);
+- an input's dtype (only where the key keeps exact dtypes): up to ALTERNATIVES_PER_DTYPE other
+  dtypes of its category that the backend draws; when the failure survives one, the key writes the
+  category (`float`) instead of the dtype.
+
+Queries are bounded: MAX_QUERIES over the whole graph. The result (`Generalisation`) is recorded in
+the case beside the graph it was computed for (its digest), and ignored for any other graph, so a
+case re-reduced since, or recorded before generalisation existed, keys by its names as before.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable
+
+import torch
+
+from ..ir.graph import Graph, GraphError, TensorInput
+from ..ir.ops import OPS, OPS_BY_KIND
+from ..ir.types import category
+from ..ir.values import logical_values
+from .passes import admissible, op_rank, replaced
+from .shapes import exact_values
+
+Predicate = Callable[[list[Graph]], list[bool]]
+
+# Alternatives an op position is tried with, asked two at a time, and how many must keep the
+# failure for the position to be a filler: two, so that one lucky sibling (neg for abs on
+# non-negative values) is not taken for indifference.
+ALTERNATIVES_PER_OP = 4
+FILLER_EVIDENCE = 2
+ALTERNATIVES_PER_DTYPE = 2
+MAX_QUERIES = 32
+CATEGORIES = ("bool", "int", "float")
+
+
+@dataclass(frozen=True)
+class Generalisation:
+    """What a reduced graph's failure does not need: `ops`, (node position, op kind) for each
+    filler; `dtypes`, (input position, dtype category) for each input whose dtype is free within its
+    category. `graph`: the digest of the (renamed) graph it was found on; `queries`: what it cost."""
+
+    graph: str
+    ops: tuple[tuple[int, str], ...] = ()
+    dtypes: tuple[tuple[int, str], ...] = ()
+    queries: int = 0
+
+    def applies_to(self, graph: Graph) -> bool:
+        return self.graph == graph.renamed().digest()
+
+    def to_json(self) -> dict:
+        return {"graph": self.graph, "ops": [list(p) for p in self.ops], "dtypes": [list(p) for p in self.dtypes],
+                "queries": self.queries}
+
+    @staticmethod
+    def from_json(d: dict) -> "Generalisation":
+        """Validated: a case file is untrusted input."""
+        if not isinstance(d, dict) or not isinstance(d.get("graph"), str):
+            raise GraphError("generalisation: missing graph digest")
+
+        def pairs(key: str, allowed: Iterable[str]) -> tuple[tuple[int, str], ...]:
+            out = []
+            for p in d.get(key) or []:
+                if not (isinstance(p, list) and len(p) == 2 and isinstance(p[0], int) and p[0] >= 0
+                        and p[1] in allowed):
+                    raise GraphError(f"generalisation: bad {key} entry {p!r}")
+                out.append((p[0], p[1]))
+            return tuple(out)
+
+        return Generalisation(d["graph"], pairs("ops", OPS_BY_KIND), pairs("dtypes", CATEGORIES),
+                              int(d.get("queries", 0)))
+
+
+def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtypes: Iterable[str] = (),
+               max_queries: int = MAX_QUERIES) -> Generalisation:
+    """The fillers and free dtypes of `graph`, a reduced graph that `is_interesting` (the reducer's
+    same-signature test) holds for. `ops`: the ops the backend draws, among which alternatives are
+    chosen; `dtypes`: the dtypes it draws, tried on the inputs (none: dtypes are not generalised)."""
+    drawn, budget = set(ops), [max_queries]
+
+    def ask(candidates: list[Graph]) -> list[bool]:
+        candidates = candidates[:budget[0]]
+        budget[0] -= len(candidates)
+        return is_interesting(candidates) if candidates else []
+
+    fillers = []
+    for position, node in enumerate(graph.nodes):
+        alternatives = [g for name in sorted(drawn, key=op_rank) if name != node.op
+                        and (g := replaced(graph, node, name)) is not None][:ALTERNATIVES_PER_OP]
+        survived = 0
+        for k in range(0, len(alternatives), 2):
+            survived += sum(ask(alternatives[k:k + 2]))
+            # Stop as soon as the evidence is in, or can no longer come in.
+            if survived >= FILLER_EVIDENCE or survived + len(alternatives) - k - 2 < FILLER_EVIDENCE:
+                break
+        if survived >= FILLER_EVIDENCE:
+            fillers.append((position, OPS[node.op].kind))
+    free = []
+    for position, spec in enumerate(graph.inputs):
+        if not isinstance(spec, TensorInput):
+            continue
+        others = [d for d in dtypes if d != spec.dtype and category(d) == category(spec.dtype)]
+        candidates = [g for d in others[:ALTERNATIVES_PER_DTYPE] if (g := _retyped(graph, position, d)) is not None]
+        if candidates and any(ask(candidates)):
+            free.append((position, CATEGORIES[category(spec.dtype)]))
+    return Generalisation(graph.renamed().digest(), tuple(fillers), tuple(free), max_queries - budget[0])
+
+
+def _retyped(graph: Graph, position: int, dtype: str) -> Graph | None:
+    """`graph` with input `position` of `dtype` (exact values converted), if it still type-checks."""
+    spec = graph.inputs[position]
+    if spec.values.exact is not None:
+        spec = replace(spec, dtype=dtype, values=exact_values(logical_values(spec).to(getattr(torch, dtype))))
+    else:
+        spec = replace(spec, dtype=dtype)
+    candidate = replace(graph, inputs=graph.inputs[:position] + (spec,) + graph.inputs[position + 1:])
+    return candidate if admissible(candidate) else None

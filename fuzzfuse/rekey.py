@@ -1,0 +1,165 @@
+"""Committed repros kept current with today's reducer and keys (`python -m fuzzfuse.minimize
+--rereduce DIR...` or `--generalise DIR...`).
+
+A repro's root-cause key is its reduced graph's form where no native assert names the bug, so a
+change to the reducer or to generalisation changes the key a fresh campaign computes for the same
+bug, and --known stops recognizing it. `rereduce` reduces a repro's graph again (and rewrites the
+repro only when it got simpler); `record_generalisation` records which ops and dtypes of the
+graph, and of its folded variants' graphs, the failure does not need, leaving the repro itself as
+it was verified.
+"""
+from __future__ import annotations
+
+import itertools
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from .backends import Unavailable
+from .corpus import Case, CorpusError, load_case, write_json
+from .ir import Graph, GraphError
+from .minimize import VERIFY_RUNS, generalised, reduce_case, reply_key, write_minimized
+from .oracle import Signature
+from .pool import case_pool, graph_job
+from .reduce import NotInteresting, cost
+from .reduce.generalise import Generalisation
+from .rootcause import keyed_by_graph, signature_today
+from .worker import WorkerPool
+
+
+class Pools:
+    """Worker pools by backend, started when first asked for: a repro's variants may have been
+    found on another route (torchscript:nnc beside aot:nnc)."""
+
+    def __init__(self, workers: int, timeout: float):
+        self.workers, self.timeout, self.pools = workers, timeout, {}
+
+    def __call__(self, backend: str) -> WorkerPool:
+        if backend not in self.pools:
+            self.pools[backend] = case_pool(backend, self.workers, self.timeout)
+        return self.pools[backend]
+
+    def __enter__(self) -> "Pools":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for pool in self.pools.values():
+            pool.close()
+
+
+def rereduce(directory: Path, pools: Pools, workers: int = 2, verify_runs: int = VERIFY_RUNS,
+             timeout: float = 60.0) -> tuple[str, str]:
+    """Reduce a committed repro's graph again with today's reducer (its passes change: every dtype
+    now moves toward float32) and generalise it, and rewrite the directory when the graph became
+    simpler (else record the generalisation of the graph it has), so that a fresh campaign's
+    reduction of the same bug has the same root-cause key. The former form stays listed in
+    `also_seen_as`, which --known counts. (the root-cause key before, after)."""
+    directory = Path(directory)
+    case = load_case(directory / "case.json")
+    sig = signature_today(Signature.from_json(case.signature), case.detail)
+    before = sig.root_cause_key(case.graph, case.generalisation) or sig.key()
+    reduction = reduce_case(case, case.backend, workers=workers, timeout=timeout, pool=pools(case.backend))
+    reduced = reduction.graph.renamed()
+    kept = Signature.from_json(reduction.stats["signature"])
+    after = kept.root_cause_key(reduced, reduction.generalisation) or kept.key()
+    if cost(reduced) >= cost(case.graph.renamed()):
+        return before, _record_generalisation(directory, case, pools, timeout)
+    seen = list(case.also_seen_as)
+    if after != before:
+        seen.append(variant_entry(directory.name, case))
+    red = case.reduction or {}
+    write_minimized(directory, replace(case, graph=reduced, signature=kept.to_json(), also_seen_as=seen,
+                                       generalisation=reduction.generalisation,
+                                       reduction={**red, "ops_after": reduced.size}), verify_runs, timeout)
+    return before, after
+
+
+def variant_entry(name: str, case: Case) -> dict:
+    """What a repro folded into another keeps of itself in the other's `also_seen_as`: its coarse
+    and root-cause keys (today's), ops, former directory, verification, reduced graph and the
+    graph's generalisation."""
+    sig = signature_today(Signature.from_json(case.signature), case.detail)
+    return {"key": sig.key(), "root_cause": sig.root_cause_key(case.graph, case.generalisation) or sig.key(),
+            "backend": case.backend, "ops": sorted({n.op for n in case.graph.nodes}), "directory": name,
+            "verification": (case.verification or {}).get("status"), "graph": case.graph.to_json(),
+            **({"generalisation": case.generalisation.to_json()} if case.generalisation else {})}
+
+
+def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> Generalisation | None:
+    """Generalise a reduced case's graph as it is (no reduction), with the same-signature test."""
+    sig = signature_today(Signature.from_json(case.signature), case.detail)
+    target = replace(sig, backend=case.backend).key()  # as reduce_case keys a replay on the case's backend
+    ids = itertools.count()
+
+    def is_interesting(candidates: list[Graph]) -> list[bool]:
+        jobs = [graph_job(next(ids), case.backend, g, timeout, case.options) for g in candidates]
+        return [reply_key(case.backend, reply) == target for reply in pool.run_all(jobs)]
+
+    if not is_interesting([case.graph])[0]:
+        raise NotInteresting("the repro's graph does not fail as recorded now")
+    return generalised(case.graph, sig, case.backend, is_interesting)
+
+
+def record_generalisation(directory: Path, pools: Pools, timeout: float = 60.0) -> tuple[str, str]:
+    """Generalise a committed repro's graph and its variants' (also_seen_as[].graph), record them in
+    its case.json (the repro itself, whose graph is unchanged, stays as verified): its root-cause
+    key before and after."""
+    case = load_case(Path(directory) / "case.json")
+    sig = signature_today(Signature.from_json(case.signature), case.detail)
+    before = sig.root_cause_key(case.graph, case.generalisation) or sig.key()
+    return before, _record_generalisation(Path(directory), case, pools, timeout)
+
+
+def _record_generalisation(directory: Path, case: Case, pools: Pools, timeout: float) -> str:
+    general = generalise_case(case, pools(case.backend), timeout)
+    seen = [_generalised_variant(variant, case, pools, timeout) for variant in case.also_seen_as]
+    case = replace(case, generalisation=general, also_seen_as=seen)
+    write_json(directory / "case.json", case.to_json())
+    sig = signature_today(Signature.from_json(case.signature), case.detail)
+    return sig.root_cause_key(case.graph, general) or sig.key()
+
+
+def _generalised_variant(variant: dict, case: Case, pools: Pools, timeout: float) -> dict:
+    """A folded variant with its graph generalised and its root-cause key recomputed, when it kept
+    its graph and still fails as its key says on its own backend; else as it was."""
+    fields = str(variant.get("key") or "").split("|", 5)
+    if not isinstance(variant.get("graph"), dict) or len(fields) != 6 or variant.get("backend") != fields[1]:
+        return variant
+    try:
+        graph = Graph.from_json(variant["graph"])
+    except (GraphError, KeyError, TypeError, ValueError):
+        return variant
+    sig = Signature(*fields)
+    if not keyed_by_graph(sig):
+        return variant
+    probe = replace(case, graph=graph, backend=sig.backend, signature=sig.to_json(), detail="")
+    try:
+        general = generalise_case(probe, pools(sig.backend), timeout)
+    except (NotInteresting, Unavailable, ValueError):
+        return variant
+    return {**variant, "root_cause": sig.root_cause_key(graph, general) or sig.key(),
+            **({"generalisation": general.to_json()} if general else {})}
+
+
+def rekey_all(directories: list[Path], timeout: float, reduce_again: bool = True) -> int:
+    """One line a directory: its root-cause key before and after, or why it was left as it was.
+    reduce_again False: only generalise each repro's graph as it is (and its variants')."""
+    status = 0
+    by_backend: dict[str, list[Path]] = {}
+    for directory in directories:
+        try:
+            by_backend.setdefault(load_case(directory / "case.json").backend, []).append(directory)
+        except (CorpusError, OSError) as e:
+            print(f"{directory}: {e}", file=sys.stderr)
+            status = 2
+    with Pools(2, timeout) as pools:
+        for backend, mine in sorted(by_backend.items()):
+            for directory in mine:
+                try:
+                    before, after = (rereduce(directory, pools, timeout=timeout) if reduce_again
+                                     else record_generalisation(directory, pools, timeout))
+                except (NotInteresting, Unavailable) as e:
+                    print(f"{directory}: left as it was: {e}", flush=True)
+                    continue
+                print(f"{directory}: {'unchanged' if before == after else f'{before} -> {after}'}", flush=True)
+    return status

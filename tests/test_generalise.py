@@ -1,0 +1,145 @@
+"""Generalisation after reduction: a reduced graph's filler ops become wildcards of their kind in the
+root-cause key, so one bug reduced with different fillers is one key; an op the failure needs keeps
+its name. The NNC tests run the committed repros' graphs on the real fuser."""
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from fuzzfuse.corpus import Case, CorpusError, load_case
+from fuzzfuse.ir import Graph
+from fuzzfuse.ir.builder import GraphBuilder
+from fuzzfuse.ir.graph import Values
+from fuzzfuse.rekey import Pools, generalise_case
+from fuzzfuse.oracle import Signature
+from fuzzfuse.reduce.generalise import ALTERNATIVES_PER_OP, Generalisation, generalise
+from fuzzfuse.reductions import known_repros
+from fuzzfuse.rootcause import root_cause_key
+
+MINIMIZED = Path(__file__).parent.parent / "minimized"
+FRAC = MINIMIZED / "aot-nnc-mismatch-values-float-d3a22038"
+MISMATCH = Signature("mismatch", "torchscript:nnc", "run", "values", "float")
+NNC_OPS = ("abs", "neg", "relu", "frac", "exp", "log", "sqrt", "add", "mul", "sub", "eq", "lt")
+
+
+def frac_then(op: str, *rest) -> Graph:
+    b = GraphBuilder()
+    x = b.tensor((3,), "float32", values=Values(seed=1))
+    return b.build([b.add(op, b.add("frac", x), *rest)]).renamed()
+
+
+def needs(op: str):
+    """A stand-in for a fuser bug in one op: a candidate is interesting when it still has `op`."""
+    asked = []
+
+    def is_interesting(graphs: list[Graph]) -> list[bool]:
+        asked.extend(graphs)
+        return [any(n.op == op for n in g.nodes) for g in graphs]
+    return is_interesting, asked
+
+
+def test_a_filler_is_written_as_its_kind_and_the_op_the_failure_needs_keeps_its_name():
+    neg, abs_ = frac_then("neg"), frac_then("abs")
+    keys = set()
+    for graph in (neg, abs_):
+        is_interesting, asked = needs("frac")
+        general = generalise(graph, is_interesting, NNC_OPS)
+        assert general.ops == ((1, "unary"),) and general.applies_to(graph)
+        assert all(n.op != "frac" for g in asked[:2] for n in g.nodes[:1])  # frac's alternatives were asked
+        keys.add(root_cause_key(MISMATCH, graph, general))
+    assert keys == {"mismatch:values|nnc|forward|in:i0:float32/nd/contiguous ops:n0=frac(i0); n1=*unary(n0)"}
+    assert root_cause_key(MISMATCH, neg) != root_cause_key(MISMATCH, abs_)  # by names, two keys
+
+
+def test_generalisation_asks_a_handful_of_queries_per_op_within_its_budget():
+    graph = frac_then("add", 1.0)
+    is_interesting, asked = needs("nothing")  # every op matters: no alternative survives
+    general = generalise(graph, is_interesting, NNC_OPS, dtypes=("float32", "float64"))
+    assert general.ops == () and general.dtypes == ()
+    # frac: its four alternatives (two survivors of four were possible until the last pair); add
+    # of a constant: the two siblings of its output type here (mul, sub); the input: float64.
+    assert len(asked) == general.queries == 4 + 2 + 1
+    is_interesting, asked = needs("frac")
+    assert generalise(graph, is_interesting, NNC_OPS, max_queries=3).queries == len(asked) == 3
+    assert ALTERNATIVES_PER_OP >= 2
+
+
+def test_a_free_dtype_is_written_as_its_category_only_where_the_key_keeps_dtypes():
+    graph = frac_then("neg")
+    is_interesting, _ = needs("frac")
+    general = generalise(graph, is_interesting, NNC_OPS, dtypes=("float32", "float64", "int32"))
+    assert general.dtypes == ((0, "float"),)
+    assert "in:i0:float/nd" in root_cause_key(MISMATCH, graph, general)
+    crash = Signature("crash", "torchscript:nnc", "run", "RuntimeError", "", "")
+    assert root_cause_key(crash, graph, general) == root_cause_key(crash, graph)  # crashes key by category anyway
+
+
+def test_a_generalisation_found_on_another_graph_is_ignored_and_old_cases_key_as_before(tmp_path):
+    graph, other = frac_then("neg"), frac_then("abs")
+    general = generalise(graph, needs("frac")[0], NNC_OPS)
+    assert root_cause_key(MISMATCH, other, general) == root_cause_key(MISMATCH, other)
+    # The case file: one JSON codec, validated; a case without the field loads as before.
+    case = Case(graph, "torchscript:nnc", outcome="mismatch", signature=MISMATCH.to_json(), generalisation=general)
+    assert Case.from_json(json.loads(json.dumps(case.to_json()))).generalisation == general
+    assert "generalisation" not in replace(case, generalisation=None).to_json()
+    bad = case.to_json()
+    bad["generalisation"]["ops"] = [[1, "__import__"]]
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    with pytest.raises(CorpusError):
+        load_case(tmp_path / "bad.json")
+    old = load_case(FRAC / "case.json")
+    sig = Signature.from_json(old.signature)
+    assert sig.root_cause_key(old.graph, None) == \
+        "mismatch:values|nnc|forward|in:i0:float32/0d/contiguous ops:n0=frac(i0); n1=add(n0,i0)"
+
+
+def _variant(case: Case, directory: str) -> Case:
+    v = next(v for v in case.also_seen_as if v["directory"] == directory)
+    return replace(case, graph=Graph.from_json(v["graph"]), backend=v["backend"],
+                   signature=Signature(*v["key"].split("|", 5)).to_json(), detail="")
+
+
+@pytest.mark.slow
+def test_one_nnc_bug_reduced_with_two_fillers_gets_one_key_and_a_two_op_bug_keeps_both_names():
+    """NNC's frac of negative values, committed as frac -> add (aot:nnc) and folded by hand with
+    frac -> eq (aot:nnc): both keep frac and lose their filler. neg -> frac (torchscript:nnc), where
+    neg makes the negative values frac gets wrong, keeps both names."""
+    kept = load_case(FRAC / "case.json")
+    with_eq = _variant(kept, "aot-nnc-mismatch-values-bool-76879027")
+    neg_frac = _variant(kept, "torchscript-nnc-mismatch-values-float-cad304ad")
+    with Pools(2, 60.0) as pools:
+        keys = []
+        for case in (kept, with_eq, neg_frac):
+            sig = Signature.from_json(case.signature)
+            general = generalise_case(case, pools(case.backend))
+            keys.append((sig.root_cause_key(case.graph), sig.root_cause_key(case.graph, general)))
+    (add_before, add_after), (eq_before, eq_after), (_, neg_after) = keys
+    assert add_before != eq_before and add_after == eq_after
+    assert add_after.endswith("ops:n0=frac(i0); n1=*binary(i0,n0)"), add_after
+    assert neg_after.endswith("ops:n0=neg(i0); n1=frac(n0)"), neg_after
+
+
+def test_known_repros_hold_a_repros_generalised_key_beside_its_named_one(tmp_path):
+    kept = load_case(FRAC / "case.json")
+    graph = kept.graph
+    general = Generalisation(graph.renamed().digest(), ((1, "binary"),), ((0, "float"),))
+    directory = tmp_path / "frac"
+    directory.mkdir()
+    (directory / "case.json").write_text(json.dumps(replace(kept, generalisation=general).to_json()))
+    keys = known_repros([str(tmp_path)])
+    sig = Signature.from_json(kept.signature)
+    assert keys[sig.root_cause_key(graph, general)] == keys[sig.root_cause_key(graph)] == str(directory)
+
+
+def test_a_generalised_crash_keeps_the_message_its_wildcards_were_tried_under():
+    """Two oneDNN Graph crashes of the corpus, one with an empty error after neg, one with
+    "partition compile failed" after sqrt: both ops are fillers, so their graphs key alike; the
+    message the fillers were tried under keeps them apart."""
+    graph = frac_then("neg")
+    general = Generalisation(graph.renamed().digest(), ((0, "unary"), (1, "unary")))
+    empty = Signature("crash", "torchscript:onednn", "run", "RuntimeError", "", "RuntimeError:")
+    failed = replace(empty, message="RuntimeError: partition compile failed")
+    assert root_cause_key(empty, graph) == root_cause_key(failed, graph)  # by names: the message is generic
+    keys = {root_cause_key(s, graph, general) for s in (empty, failed)}
+    assert len(keys) == 2 and all("=*unary(i0)" in k for k in keys)
