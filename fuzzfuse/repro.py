@@ -182,6 +182,11 @@ _HANG = """    def hung():
     timer.start()
 """
 
+# A GPU repro on a machine without one: a skip verdict, not torch's "not compiled with CUDA" traceback.
+_NEEDS_CUDA = """    if not torch.cuda.is_available():
+        sys.exit(verdict("skip", reason="the bug needs a CUDA GPU; this machine has none"))
+"""
+
 _PINNED = """    if torch.backends.cpu.get_cpu_capability().lower() != CPU_CAPABILITY:
         sys.exit(verdict("skip", reason=f"the bug needs CPU capability {CPU_CAPABILITY}; this machine has "
                                         f"{torch.backends.cpu.get_cpu_capability().lower()}"))
@@ -414,7 +419,7 @@ def repro_files(graph: Graph, backend, signature: dict, versions: dict, timeout:
             requires_grad=[isinstance(i, TensorInput) and i.requires_grad for i in graph.inputs],
             grad_seed=graph.grad_seed,
             grad_tolerance=tolerances([i.dtype for i in wanted], [grad_reduced[i.name] for i in wanted])))
-    setup = (_PINNED if pinned else "") + (_HANG.format(timeout=timeout) if hang else "")
+    setup = (_PINNED if pinned else "") + (_NEEDS_CUDA if backend.device == "cuda" else "") + (_HANG.format(timeout=timeout) if hang else "")
     main = _MAIN_BACKWARD if graph.requires_grad else _MAIN
     parts.append(main.format(setup=setup, upcast=_UPCAST, fn64="fn_float64" if float64 != graph else "fn") + _ENTRY)
     files: dict[str, object] = {"repro.py": "".join(parts)}

@@ -145,6 +145,20 @@ def test_a_repro_pinned_to_a_capability_this_machine_lacks_skips_with_the_reason
     assert verdict.startswith("skipped: the bug needs CPU capability zvector; this machine has ")
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the repro would run")
+def test_a_gpu_repro_on_a_machine_without_one_skips_with_the_reason(tmp_path):
+    """Exit 125 and a skip verdict, so that the corpus skips it on CI instead of failing on torch's
+    "not compiled with CUDA" traceback."""
+    from fuzzfuse.backends.inductor import InductorBackend
+
+    source = repro_files(_exp_graph(), InductorBackend("cuda"), {"outcome": "mismatch"}, {})["repro.py"]
+    (tmp_path / "repro.py").write_text(source)
+    run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 125
+    verdict = judge("mismatch", "values", "float", run.returncode, run.stdout, run.stderr)
+    assert verdict == "skipped: the bug needs a CUDA GPU; this machine has none"
+
+
 def test_a_repro_whose_bug_is_gone_passes_with_a_pass_verdict(tmp_path):
     """exp(x + x) on NNC is right: exit 0, and the verdict says pass."""
     (tmp_path / "repro.py").write_text(repro_files(_exp_graph(), get_backend("torchscript:nnc"),
@@ -188,7 +202,10 @@ def test_a_committed_reports_expected_and_actual_are_verbatim_in_its_repros_outp
 def _machine_neutral(text: str) -> str:
     """What may differ between two runs of the same repro: where torch is installed (a compiler
     error quotes its headers by path), the temporary directory a compiler ran in (tempfile's
-    random names), and trailing blanks (Markdown drops them)."""
+    random names), the compiler's command line (-march=native's ISA flags and the install's paths
+    are the machine's: AMX appears on one AVX-512 machine and not on another), and trailing blanks
+    (Markdown drops them)."""
+    text = re.sub(r"^g\+\+ .*$", "g++ <command line>", text, flags=re.M)
     text = re.sub(r"\S*/site-packages/", "<site-packages>/", text)
     text = re.sub(r"/tmp[a-z0-9_]{8}/", "/<tmp>/", text)
     # Inductor names its kernel sources and precompiled headers by a hash of their text and flags,
