@@ -34,6 +34,7 @@ STEER_SHARE = 0.25  # swarm batches aimed at one (op, dtype, layout) triple (str
 # Cases drawn outside the space a backend declares it fuses (Backend.outside_features): few, since
 # most of them test no fused code, but enough that a fuser fusing more than declared is noticed.
 OUTSIDE_SHARE = 0.05
+FOLD_SHARE = 0.25  # swarm batches that draw algebraic-fold pairs adjacent (Features.fold_bait)
 
 
 def case_seed(campaign_seed: int | str, index: int) -> int:
@@ -121,6 +122,8 @@ class Campaign:
         max_ops = swarm_max_ops(rng, self.max_ops) if self.swarm else self.max_ops
         if self.swarm and not focus and batch and rng.random() < STEER_SHARE:  # batch 0: the plain swarm
             features = steer(self.features, rng)
+        if self.swarm and not focus and random.Random(f"{self.stream}:{batch}:fold").random() < FOLD_SHARE:
+            features = dataclasses.replace(features, fold_bait=True)
         avoid = self._avoid.setdefault(batch, self.steering.current())
         return GenConfig(features=features, shapes=shapes, max_ops=max_ops, backward=self.backward, avoid=avoid)
 

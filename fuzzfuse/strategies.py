@@ -64,6 +64,9 @@ class Features:
     # declared, an op outside them never takes another such op's result as its first operand, since
     # such a pair is never fused together.
     anchors: tuple[str, ...] = ()
+    # After an op, one that an algebraic simplifier folds with it (ir.ops.ALGEBRAIC_FOLDS), where
+    # `ops` holds one, takes its result: a simplifier's rewrite is tested only on such adjacent pairs.
+    fold_bait: bool = False
 
 
 @dataclass(frozen=True)
@@ -312,7 +315,10 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
             if draw(ints(0, 3)) == 0:
                 _try_pattern(draw, b, name, firsts)
         else:
-            _try_op(draw, b, name, config, firsts, tensors, scalars)
+            out = _try_op(draw, b, name, config, firsts, tensors, scalars)
+            folds = [o for o in feats.ops if name in OPS[o].folds_after] if out and feats.fold_bait else []
+            if folds and len(b.nodes) < n_ops:
+                _try_op(draw, b, choice(draw, folds), config, [out], tensors + [out], scalars)
     if not b.nodes:  # one op that takes x0, whatever its dtype (fp8 takes only casts and views)
         dtype = b.types["x0"].dtype
         if dtype in FP8_DTYPES:

@@ -13,6 +13,7 @@ from fuzzfuse.backends import get_backend
 from fuzzfuse.checkpoint import Stats
 from fuzzfuse.ir import Graph, Layout, Values, make_inputs
 from fuzzfuse.ir.builder import GraphBuilder
+from fuzzfuse.ir.ops import ALGEBRAIC_FOLDS, OPS
 from fuzzfuse.ir.values import input_set, with_exact_values
 from fuzzfuse.job import run_case
 from fuzzfuse.oracle import strides_defined
@@ -123,6 +124,26 @@ def test_steering_aims_at_admitted_triples_only_and_reaches_each_of_them():
     reached = {(f.ops[0], d, lay) for f in aimed for d in f.dtypes for lay in f.layouts} & set(admitted)
     assert reached == set(admitted)
     assert all(len(f.ops) == 2 and len(f.dtypes) <= 2 and len(f.layouts) <= 2 for f in aimed)
+
+
+def _fold_pairs(graph: Graph) -> list[tuple[str, str]]:
+    producer = {n.name: n.op for n in graph.nodes}
+    return [(producer[n.args[0]], n.op) for n in graph.nodes
+            if n.args and n.args[0] in producer and producer[n.args[0]] in OPS[n.op].folds_after]
+
+
+def test_fold_bait_puts_the_ops_a_simplifier_rewrites_next_to_each_other():
+    """exp after log, and the other ALGEBRAIC_FOLDS pairs: drawn adjacent in most bait graphs,
+    where two random ops in a row rarely are."""
+    assert all(p in OPS for consumer, ps in ALGEBRAIC_FOLDS.items() for p in (consumer, *ps))
+    ops = ("log", "exp", "neg", "abs", "add", "mul", "sum", "relu")
+    counts = {}
+    for bait in (False, True):
+        config = GenConfig(features=Features(ops=ops, fold_bait=bait), max_ops=4)
+        counts[bait] = [_fold_pairs(generate(seed, config)) for seed in range(150)]
+    with_pair = {bait: sum(bool(p) for p in pairs) for bait, pairs in counts.items()}
+    assert with_pair[True] >= 75 and with_pair[True] >= 2 * with_pair[False]
+    assert any(("log", "exp") in p for p in counts[True])
 
 
 def test_stats_keep_input_sets_and_triples_across_a_resume():

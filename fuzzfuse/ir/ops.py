@@ -71,6 +71,9 @@ class Op:
     # (operand, operand axis, output axis) for every operand axis that reappears in the output
     # unchanged, where the op declares it (the reducer links those dims); None: the kind's rule.
     axis_map: Callable[[Types, Attrs, ValueType], list[tuple[int, int, int]]] | None = None
+    # The ops whose result, as this op's operand, an algebraic simplifier folds away (filled in
+    # from ALGEBRAIC_FOLDS): exp after log, neg after neg, abs after abs.
+    folds_after: frozenset[str] = frozenset()
 
 
 OPS: dict[str, Op] = {}
@@ -108,6 +111,22 @@ FUSION_ANCHORS = {
 }
 
 
+# Producer-consumer pairs that fusers' algebraic simplifiers rewrite (consumer: its producers):
+# inverses (exp(log x) -> x), involutions (neg(neg x) -> x), idempotents (abs(abs x) -> abs x),
+# strength reductions (1 / sqrt(x) -> rsqrt(x)) and cast chains (a round trip through a narrower
+# dtype is not the identity). Each rewrite holds on part of the domain only (exp(log x) is NaN for x < 0, log(exp x) overflows), so a simplifier that
+# forgets the rest is wrong there; the generator draws these pairs adjacent (Features.fold_bait),
+# where random choice of two ops in a row rarely would.
+ALGEBRAIC_FOLDS = {
+    "exp": ("log",), "log": ("exp",), "exp2": ("log2",), "log2": ("exp2",), "expm1": ("log1p",),
+    "log1p": ("expm1",), "neg": ("neg",), "reciprocal": ("reciprocal", "sqrt", "rsqrt"),
+    "logical_not": ("logical_not", "isnan", "isinf"), "bitwise_not": ("bitwise_not",),
+    "abs": ("abs", "neg", "relu"), "relu": ("relu", "abs"), "floor": ("floor", "ceil", "round", "trunc"),
+    "ceil": ("ceil", "floor", "round", "trunc"), "round": ("round", "floor", "ceil", "trunc"),
+    "trunc": ("trunc", "floor", "ceil", "round"), "sign": ("sign", "abs"), "cast": ("cast",),
+}
+
+
 # The kinds of op that take fp8 operands: eager moves fp8 tensors (casts, views) and computes nothing
 # on them (types.FP8_DTYPES).
 FP8_KINDS = ("cast", "view", "broadcast")
@@ -121,7 +140,9 @@ def register(op: Op) -> Op:
     if op.kind not in FP8_KINDS:
         accepts = lambda types, args, inner=op.accepts: (  # noqa: E731
             not any(t.dtype in FP8_DTYPES for t in types) and inner(types, args))
-    OPS[op.name] = op = dataclasses.replace(op, fusers=fusers, anchors_for=anchors_for, accepts=accepts)
+    folds_after = op.folds_after | frozenset(ALGEBRAIC_FOLDS.get(op.name, ()))
+    OPS[op.name] = op = dataclasses.replace(op, fusers=fusers, anchors_for=anchors_for, accepts=accepts,
+                                            folds_after=folds_after)
     return op
 
 
