@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .corpus import Case, CorpusError, load_case, write_json
+from .minimize import with_variants
 from .rekey import variant_entry
 from .reduce import cost
 
@@ -69,7 +70,10 @@ def fold(root: Path, merges: list[list[str]] | None = None, dry_run: bool = Fals
         for _, other, entry in others:
             seen += [entry] + list(other.also_seen_as)
         hits = case.hits + sum(other.hits for _, other, _ in others)
-        write_json(directory / "case.json", replace(case, also_seen_as=seen, hits=hits).to_json())
+        kept = replace(case, also_seen_as=seen, hits=hits)
+        write_json(directory / "case.json", kept.to_json())
+        if (directory / "README.md").is_file():
+            (directory / "README.md").write_text(with_variants((directory / "README.md").read_text(), kept))
         for other_dir, _, _ in others:
             shutil.rmtree(other_dir)
     return done

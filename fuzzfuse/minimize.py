@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -243,6 +244,17 @@ def _variants(case: Case) -> str:
             f"`{v.get('directory', '?')}`)" for v in case.also_seen_as]
     return "\n**Also seen as** (the same root cause, found through other ops, dtypes or routes):\n\n" + \
         "\n".join(rows) + "\n"
+
+
+def with_variants(report: str, case: Case) -> str:
+    """`report` (a repro's README) with its hit count and "Also seen as" list brought up to date
+    with `case`, as folding changes them: the rest is the repro's own output, which folding does
+    not change, so the repro need not run again (a GPU repro folded on a CPU machine)."""
+    head, found, rest = report.partition("\n## Repro")
+    if not found:
+        return report
+    head = re.sub(r"seen \d+ time\(s\)\.\n.*\Z", f"seen {case.hits} time(s).\n{_variants(case)}", head, flags=re.S)
+    return head + found + rest
 
 
 def bug_report(case: Case, repro: str, output: str, errors: str = "", versions: dict[str, str] | None = None) -> str:

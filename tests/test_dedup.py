@@ -85,10 +85,14 @@ def test_fold_keeps_one_repro_per_root_cause_and_known_counts_the_folded_variant
                          ("alias", other, graph("exp"))]:
         (tmp_path / name).mkdir()
         (tmp_path / name / "repro.py").write_text("")
+        (tmp_path / name / "README.md").write_text(f"# {name}\n\nFound by fuzzfuse; seen 1 time(s).\n\n## Repro\n\n```python\n```\n")
         write_json(tmp_path / name / "case.json", Case(g, sig.backend, outcome="crash", signature=sig.to_json(),
                                                      verification={"status": "reproduces"}).to_json())
     assert fold(tmp_path) == [("silu", ["isnan"])]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["alias", "silu"]
     kept = load_case(tmp_path / "silu" / "case.json")
     assert [v["key"] for v in kept.also_seen_as] == [isnan.key()] and kept.hits == 2
+    readme = (tmp_path / "silu" / "README.md").read_text()
+    assert "seen 2 time(s)." in readme and f"`{isnan.key()}`" in readme and "was `isnan`" in readme
+    assert readme.index("**Also seen as**") < readme.index("## Repro")
     assert known_repros([str(tmp_path)])[isnan.key()] == str(tmp_path / "silu")
