@@ -9,7 +9,6 @@ at worst the cases that were in flight run again after the resume.
 from __future__ import annotations
 
 import collections
-import json
 import os
 import socket
 import statistics
@@ -17,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .corpus import CorpusError, write_json
+from .corpus import CorpusError, read_json, write_json
 from .verdict import SignatureRecord
 
 STATE_SCHEMA = 1
@@ -210,12 +209,9 @@ def save_state(out: Path, state: dict) -> None:
 def load_state(out: Path) -> dict:
     """The state of the campaign in `out`; CorpusError (one line) when there is none to resume."""
     path = Path(out) / STATE_FILE
-    try:
-        state = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise CorpusError(f"{out}: no campaign to resume (no {STATE_FILE})") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CorpusError(f"{path}: cannot read campaign state: {e}") from e
+    if not path.exists():
+        raise CorpusError(f"{out}: no campaign to resume (no {STATE_FILE})")
+    state = read_json(path, "campaign state")
     if not isinstance(state, dict) or state.get("kind") != "fuzzfuse-campaign-state":
         raise CorpusError(f"{path}: not a fuzzfuse campaign state")
     if state.get("schema") != STATE_SCHEMA:

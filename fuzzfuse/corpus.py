@@ -61,6 +61,8 @@ class Case:
             raise GraphError("not a fuzzfuse case (missing kind: fuzzfuse-case)")
         if d.get("schema") != CASE_SCHEMA:
             raise GraphError(f"unsupported case schema {d.get('schema')!r}")
+        if not isinstance(d.get("backend", ""), str):
+            raise GraphError(f"backend must be a name, not {d['backend']!r}")
         return Case(Graph.from_json(d["graph"]), str(d.get("backend", "")), d.get("seed"),
                     str(d.get("outcome", "")), d.get("signature"), str(d.get("detail", "")),
                     dict(d.get("versions") or {}), d.get("config"), dict(d.get("options") or {}),
@@ -116,12 +118,20 @@ def save_case(directory: Path, case: Case, overwrite: bool = True) -> Path:
     return path
 
 
-def load_case(path: Path) -> Case:
+def read_json(path: Path, what: str):
+    """The JSON in a file a user may have shared, or CorpusError naming the file in one line. Every
+    way such a file fails to parse is caught here, nesting too deep for the parser included: a
+    file of a million `[` raises RecursionError, not a JSONDecodeError."""
     try:
-        data = json.loads(Path(path).read_text())
+        return json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise CorpusError(f"{path}: cannot read {what}: {e}") from None
+
+
+def load_case(path: Path) -> Case:
+    data = read_json(path, "case")
+    try:
         return Case.from_json(data)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CorpusError(f"{path}: cannot read case: {e}") from e
     except (GraphError, KeyError, TypeError, ValueError) as e:
         raise CorpusError(f"{path}: invalid case: {e}") from e
 

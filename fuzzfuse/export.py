@@ -30,6 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .corpus import read_json
 from .tracebacks import cpp_location, error_location, innermost_error, printed_error, python_location
 
 # A repro directory holding a file of this name records a fixed bug (its text, if any, says where
@@ -47,7 +48,7 @@ def repro_dirs(root: Path) -> list[Path]:
 
 def recorded(directory: Path) -> dict:
     """What case.json says about the bug, as plain JSON (nothing in it is executed)."""
-    case = json.loads((directory / "case.json").read_text())
+    case = read_json(directory / "case.json", "case")
     if not isinstance(case, dict):
         raise ValueError("not a JSON object")
     sig = case.get("signature") or {}

@@ -22,7 +22,6 @@ the latest, and the smallest repro of any shard wins. Cases that no summary cove
 from __future__ import annotations
 
 import collections
-import json
 import os
 import sys
 import time
@@ -33,7 +32,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .corpus import CorpusError, case_files, load_case
+from .corpus import CorpusError, case_files, load_case, read_json
 from .oracle import Signature
 from .rootcause import signature_today
 from .verdict import Outcome, SignatureRecord
@@ -229,9 +228,9 @@ def load(root: Path) -> Triage:
     covered = [p.parent for p in summaries]
     for path in summaries:
         try:
-            runs.append(_merge_summary(buckets, root, path, json.loads(path.read_text())))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            problems.append(f"{path}: cannot read summary: {e}")
+            runs.append(_merge_summary(buckets, root, path, read_json(path, "summary")))
+        except CorpusError as e:
+            problems.append(str(e))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             problems.append(f"{path}: invalid summary: {e!r}")
     for path in case_files([root]):
@@ -246,7 +245,7 @@ def load(root: Path) -> Triage:
             _merge_case(buckets, root, path, case)
             saved.append(case.found)
     if not buckets and not runs:
-        raise TriageError(f"{root}: no summary.json and no failing cases under it")
+        raise TriageError(problems[0] if problems else f"{root}: no summary.json and no failing cases under it")
     _check_repros(buckets, problems)
     return Triage(root, order(list(buckets.values())), runs, problems, sorted(t for t in saved if t))
 

@@ -149,3 +149,50 @@ def test_a_case_of_a_trillion_elements_is_refused_on_load_with_one_line(tmp_path
     assert done.returncode == 2, done.stderr
     assert any("1,000,000,000,000 elements" in line for line in done.stderr.splitlines()), done.stderr
     assert "0 replayed" in done.stdout
+
+
+def _committed_case() -> dict:
+    return json.loads(next((ROOT / "minimized").glob("*nnc*mismatch*/case.json")).read_text())
+
+
+def _with(case: dict, where: str, value) -> dict:
+    """`case` with the field at dotted path `where` (into its graph's first input) set to `value`."""
+    target = case["graph"]["inputs"][0] if where.startswith("input.") else case
+    *path, last = where.removeprefix("input.").split(".")
+    for key in path:
+        target = target[key]
+    target[last] = value
+    return case
+
+
+@pytest.mark.parametrize("name, text, says", [
+    ("deep", "[" * 100_000 + "]" * 100_000, "maximum recursion depth"),
+    ("values-file", json.dumps(_with(_committed_case(), "input.values", {"file": "/etc/passwd"})),
+     "unknown field 'file'"),
+    ("layout-extra", json.dumps(_with(_committed_case(), "input.layout.strides", [1, 1])), "unknown field 'strides'"),
+    ("input-extra", json.dumps(_with(_committed_case(), "input.device", "cuda")), "unknown field 'device'"),
+    ("backend-list", json.dumps(_with(_committed_case(), "backend", ["torchscript:nnc"])), "backend must be a name"),
+])
+def test_a_malformed_case_file_is_skipped_with_one_line_and_exit_2(tmp_path, name, text, says):
+    """A file the schema does not describe is refused, never half-read: a field it does not know
+    (a values spec naming a file, a layout with strides) would otherwise be ignored and the replay
+    run something other than what the file says; JSON nested past the parser's depth is a
+    RecursionError, which used to escape as a traceback with exit 1."""
+    path = tmp_path / f"{name}.json"
+    path.write_text(text)
+    done = _cli("replay", str(path), cwd=tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    problem = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("skipped:")]
+    assert len(problem) == 1 and says in problem[0], done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("command, file", [("triage", "summary.json"), ("fuzz", "state.json")])
+def test_a_campaign_file_nested_past_the_parsers_depth_gives_one_line_and_exit_2(tmp_path, command, file):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / file).write_text("[" * 100_000 + "]" * 100_000)
+    args = ["triage", "run"] if command == "triage" else ["fuzz", "--resume", "run"]
+    done = _cli(*args, cwd=tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and file in lines[0] and "recursion" in lines[0], done.stderr
