@@ -34,7 +34,8 @@ STEER_SHARE = 0.25  # swarm batches aimed at one (op, dtype, layout) triple (str
 # Cases drawn outside the space a backend declares it fuses (Backend.outside_features): few, since
 # most of them test no fused code, but enough that a fuser fusing more than declared is noticed.
 OUTSIDE_SHARE = 0.05
-FOLD_SHARE = 0.25  # swarm batches that draw algebraic-fold pairs adjacent (Features.fold_bait)
+FOLD_SHARE = 0.25
+STEERING_SAMPLE = 150  # graphs a trigger's breadth is measured on  # swarm batches that draw algebraic-fold pairs adjacent (Features.fold_bait)
 
 
 def case_seed(campaign_seed: int | str, index: int) -> int:
@@ -83,7 +84,7 @@ class Campaign:
         self.reductions = CampaignReductions(self, known_repros(self.known), reduce_share)
         # Generation steers away from the triggers of the root causes it knows (fuzzfuse.steering):
         # the --known repros' of its routes now, the reductions' as they come.
-        self.steering = Steering(known_graphs(self.known, self.routes(), backward))
+        self.steering = Steering(known_graphs(self.known, self.routes(), backward), self.steering_sample)
         self._avoid: dict[int, tuple] = {}  # batch -> the triggers known when it started
         self.versions = self.backend.versions()
         self.display = display
@@ -126,6 +127,18 @@ class Campaign:
             features = dataclasses.replace(features, fold_bait=True)
         avoid = self._avoid.setdefault(batch, self.steering.current())
         return GenConfig(features=features, shapes=shapes, max_ops=max_ops, backward=self.backward, avoid=avoid)
+
+    def steering_sample(self) -> list[Graph]:
+        """Graphs drawn as this campaign's swarm batches draw them, unsteered (a pure function of
+        its seed): what a trigger's breadth is measured on (fuzzfuse.steering.Steering)."""
+        stream = f"{self.stream}:breadth"
+        sample = []
+        for k in range(STEERING_SAMPLE):
+            features = batch_features(stream, k, self.features) if self.swarm else self.features
+            max_ops = swarm_max_ops(random.Random(f"{stream}:{k}"), self.max_ops) if self.swarm else self.max_ops
+            sample.append(generate(f"{stream}:{k}", GenConfig(features=features, shapes=self.backend.shapes,
+                                                               max_ops=max_ops, backward=self.backward)))
+        return sample
 
     def routes(self) -> set[str]:
         """The backend and the reference routes beneath it (fuzzfuse.attribution): a bug of any of

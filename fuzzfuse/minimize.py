@@ -23,7 +23,7 @@ from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, cost, reduce, reduce_options
 from .reduce.generalise import Generalisation, generalise
-from .rootcause import keeps_dtypes, keyed_by_graph
+from .rootcause import keeps_dtypes
 from .export import judge as judge_run, read_verdict, run_repro
 from .pool import case_pool, graph_job
 from .repro import repro_files, title
@@ -112,10 +112,9 @@ def reply_key(backend: str, reply: dict) -> str | None:
 def generalised(graph: Graph, signature: Signature, backend: str,
                 is_interesting: Callable[[list[Graph]], list[bool]]) -> Generalisation | None:
     """The fillers and free dtypes of a reduced graph (fuzzfuse.reduce.generalise), among the ops
-    and dtypes `backend` draws; None where the root-cause key does not read the graph (an anchored
-    crash), so that nothing is asked for nothing."""
-    if not keyed_by_graph(signature):
-        return None
+    and dtypes `backend` draws. An anchored crash's key does not read the graph, but steering does
+    (its trigger drops the fillers: fuzzfuse.steering), so its ops are generalised too; dtypes only
+    where the key names them."""
     features = get_backend(backend).features
     return generalise(graph, is_interesting, features.ops, features.dtypes if keeps_dtypes(signature) else ())
 

@@ -212,7 +212,7 @@ class CampaignReductions:
             entry.unreduced = str(result)
             return
         root = entry.signature.root_cause_key()
-        self.campaign.steering.learn(result.graph)
+        self.campaign.steering.learn(result.graph, result.generalisation)
         entry.minimized = self._save(pool, case, result, progress, repro_slug(entry.signature, root), key)
         self.book.causes[root].minimized = entry.minimized.path
 
@@ -222,7 +222,7 @@ class CampaignReductions:
         progress.unlink(missing_ok=True)
         self.learned[key] += 1
         if not isinstance(result, Exception):
-            self.campaign.steering.learn(result.graph)
+            self.campaign.steering.learn(result.graph, result.generalisation)
             print(f"learned a trigger of {key[:80]}: {case.graph.size} -> {result.graph.size} ops", file=sys.stderr)
 
     def _reduce_pending(self, pool: "WorkerPool", hit: PendingHit) -> None:
@@ -239,7 +239,7 @@ class CampaignReductions:
             generalisation=result.generalisation))
         cause = self.book.settle(hit, signature, result.graph,
                                  str(reduced_path.relative_to(self.campaign.out)), result.generalisation)
-        self.campaign.steering.learn(result.graph)
+        self.campaign.steering.learn(result.graph, result.generalisation)
         if cause.new and cause.minimized is None:
             repro = self._save(pool, case, result, progress, repro_slug(signature, cause.key), cause.key)
             cause.minimized = repro.path

@@ -23,7 +23,7 @@ from .oracle import Signature
 from .pool import case_pool, graph_job
 from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation
-from .rootcause import keyed_by_graph, signature_today
+from .rootcause import signature_today
 from .worker import WorkerPool
 
 
@@ -130,8 +130,6 @@ def _generalised_variant(variant: dict, case: Case, pools: Pools, timeout: float
     except (GraphError, KeyError, TypeError, ValueError):
         return variant
     sig = Signature(*fields)
-    if not keyed_by_graph(sig):
-        return variant
     probe = replace(case, graph=graph, backend=sig.backend, signature=sig.to_json(), detail="")
     try:
         general = generalise_case(probe, pools(sig.backend), timeout)

@@ -28,34 +28,59 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from .corpus import CorpusError, iter_cases
 from .ir import Graph, ScalarInput
+from .ir.ops import OPS
 from .oracle import Signature
 from .rootcause import anchored, component
 from .ir.types import category
+from .reduce.generalise import Generalisation
 
 # One case in KEEP_EVERY is drawn as if nothing were known (see the module's docstring).
 KEEP_EVERY = 10
 MAX_REDRAWS = 8
+# The largest share of a campaign's own draws a trigger may hold and still be steered around
+# (Steering). A one-op trigger holds a few percent (NNC's frac of a float tensor: 3%), one whose
+# ops were all fillers most (`*unary` of a float tensor: 88% on oneDNN Graph).
+MAX_BREADTH = 0.2
 
 
 @dataclass(frozen=True)
 class Trigger:
-    """A reduced graph's ops as a pattern: ((op, (arg, ...)), ...), where an arg is "n<k>" (the
-    trigger's k-th op), "t:<category>" or "t0:<category>"/"tn:<category>" (a tensor, 0-d or n-d
-    where the trigger keeps ranks), "s:<category>" (a scalar input) or "c:<python kind>"."""
+    """A reduced graph's ops as a pattern: ((op, (arg, ...)), ...), where an op is a name or, for a
+    filler the generalisation found, a wildcard of its kind (`*unary`: any op of that kind), and an
+    arg is "n<k>" (the trigger's k-th op), "t:<category>" or "t0:<category>"/"tn:<category>" (a
+    tensor, 0-d or n-d where the trigger keeps ranks), "s:<category>" (a scalar input) or
+    "c:<python kind>"."""
 
     ops: tuple[tuple[str, tuple[str, ...]], ...]
 
     @staticmethod
-    def of(graph: Graph) -> "Trigger":
-        g = graph.without_dead_code().renamed()
+    def of(graph: Graph, generalisation: Generalisation | None = None) -> "Trigger":
+        """The trigger of a reduced graph. Its fillers (`generalisation`, when found on this graph)
+        are what the failure does not need: NNC and oneDNN Graph fuse two ops or more, so the
+        reduced graph of a one-op bug keeps a filler beside that op (`neg -> floor` of an int32
+        where any floor of an integer tensor crashes). A filler is dropped while another op
+        remains, those fed by inputs alone first (each only made a value of its category, which a
+        tensor argument of the trigger matches anyway), then those that consume the others; a
+        filler that is the last op left stays, as a wildcard of its kind."""
+        g = graph.renamed()
+        fillers = ({g.nodes[k].name: kind for k, kind in generalisation.ops if k < len(g.nodes)}
+                   if generalisation is not None and generalisation.applies_to(graph) else {})
+        g = g.without_dead_code()
         types = g.infer_types()
         ranks = {types[i.name].rank for i in g.inputs if not isinstance(i, ScalarInput)}
         ranked = 0 in ranks and len(ranks) > 1
-        index = {n.name: k for k, n in enumerate(g.nodes)}
+        kept = [n for n in g.nodes]
+        computed = {n.name for n in g.nodes}
+        for leading in (True, False):
+            for n in list(kept):
+                feeds_only = not any(a in computed for a in n.args if isinstance(a, str))
+                if n.name in fillers and len(kept) > 1 and feeds_only == leading:
+                    kept.remove(n)
+        index = {n.name: k for k, n in enumerate(kept)}
 
         def arg(a) -> str:
             if not isinstance(a, str):
@@ -66,12 +91,14 @@ class Trigger:
             if t.is_scalar:
                 return f"s:{category(t.dtype)}"
             return f"{('tn', 't0')[t.rank == 0] if ranked else 't'}:{category(t.dtype)}"
-        return Trigger(tuple((n.op, tuple(arg(a) for a in n.args)) for n in g.nodes))
+        return Trigger(tuple((f"*{fillers[n.name]}" if n.name in fillers else n.op, tuple(arg(a) for a in n.args))
+                             for n in kept))
 
     def held_by(self, graph: Graph, types: dict | None = None) -> bool:
-        """Whether `graph` holds this trigger: distinct ops of the same names whose arguments are
-        what the trigger's are (a tensor argument of the trigger may be any value of the graph, a
-        computed one too: the reducer turned whatever computed it into an input)."""
+        """Whether `graph` holds this trigger: distinct ops of the same names (or, for a wildcard,
+        of its kind) whose arguments are what the trigger's are (a tensor argument of the trigger
+        may be any value of the graph, a computed one too: the reducer turned whatever computed it
+        into an input)."""
         types = types or graph.infer_types()
 
         def fits(pattern: str, a, chosen: list[str]) -> bool:
@@ -86,11 +113,14 @@ class Trigger:
             return t.is_scalar if kind == "s" else not t.is_scalar and (
                 kind == "t" or (kind == "t0") == (t.rank == 0))
 
+        def is_op(name: str, pattern: str) -> bool:
+            return name == pattern or pattern.startswith("*") and OPS[name].kind == pattern[1:]
+
         def search(k: int, chosen: list[str]) -> bool:
             if k == len(self.ops):
                 return True
             op, args = self.ops[k]
-            return any(n.op == op and n.name not in chosen and len(n.args) == len(args)
+            return any(is_op(n.op, op) and n.name not in chosen and len(n.args) == len(args)
                        and all(fits(p, a, chosen) for p, a in zip(args, n.args))
                        and search(k + 1, chosen + [n.name]) for n in graph.nodes)
         return search(0, [])
@@ -117,17 +147,37 @@ def avoided_by(graph: Graph, triggers: Iterable[Trigger]) -> bool:
 
 
 class Steering:
-    """The triggers a campaign steers away from: its known repros', then those it reduces."""
+    """The triggers a campaign steers away from: its known repros', then those it reduces.
 
-    def __init__(self, graphs: Iterable[Graph] = ()):
+    `sample`: draws graphs as the campaign draws them, unsteered (called once, when the first
+    trigger is learned: a campaign that knows none pays nothing). A trigger that more than
+    MAX_BREADTH of them hold is not steered around but kept in `broad`: every op of its reduced
+    graph was a filler (a bug of values, sizes or layout, not of an op: `*binary` of two float
+    tensors), so avoiding it would redraw most cases and bend the whole campaign away from the
+    ops it is meant to test, for a bug no op choice avoids."""
+
+    def __init__(self, graphs: Iterable[tuple[Graph, Generalisation | None]] = (),
+                 sample: Callable[[], Iterable[Graph]] = tuple):
         self.triggers: list[Trigger] = []
-        for graph in graphs:
-            self.learn(graph)
+        self.broad: list[Trigger] = []
+        self._draw_sample, self._sample = sample, None
+        for graph, generalisation in graphs:
+            self.learn(graph, generalisation)
 
-    def learn(self, graph: Graph) -> None:
-        trigger = Trigger.of(graph)
-        if trigger.ops and trigger not in self.triggers:
+    def learn(self, graph: Graph, generalisation: Generalisation | None = None) -> None:
+        trigger = Trigger.of(graph, generalisation)
+        if not trigger.ops or trigger in self.triggers or trigger in self.broad:
+            return
+        if self.breadth(trigger) > MAX_BREADTH:
+            self.broad.append(trigger)
+        else:
             self.triggers.append(trigger)
+
+    def breadth(self, trigger: Trigger) -> float:
+        """The share of the sample that holds `trigger` (0 without a sample)."""
+        if self._sample is None:
+            self._sample = [(g, g.infer_types()) for g in self._draw_sample()]
+        return sum(trigger.held_by(g, types) for g, types in self._sample) / len(self._sample) if self._sample else 0.0
 
     def current(self) -> tuple[Trigger, ...]:
         return tuple(self.triggers)
@@ -136,8 +186,9 @@ class Steering:
         return avoided_by(graph, self.triggers)
 
 
-def known_graphs(directories: list[str], routes: set[str], backward: bool) -> list[Graph]:
-    """The reduced graphs of the reproducing repros under `directories` (and of the variants a
+def known_graphs(directories: list[str], routes: set[str],
+                 backward: bool) -> list[tuple[Graph, Generalisation | None]]:
+    """The reduced graphs (with their generalisations) of the reproducing repros under `directories` (and of the variants a
     folded repro lists) that a campaign on `routes` (its backend and the reference routes beneath
     it, which its cases also run through) would hit: a mismatch found on another route may be that
     route's own, an anchored crash is its fuser's on every route, and a gradient's bug never fails
@@ -148,19 +199,21 @@ def known_graphs(directories: list[str], routes: set[str], backward: bool) -> li
             continue
         # An anchored crash is one bug on every route of its fuser (its key folds the route).
         anywhere = anchored(Signature.from_json(case.signature))
-        for backend, status, stage, graph in _forms(case):
+        for backend, status, stage, graph, generalisation in _forms(case):
             if (backend in routes or anywhere and component(backend) in components) and status == "reproduces" \
                     and (backward or not stage.startswith("backward")):
-                found.append(graph)
+                found.append((graph, generalisation))
     return found
 
 
-def _forms(case) -> Iterator[tuple[str, str, str, Graph]]:
-    """(backend, verification status, stage, reduced graph) of a repro and of each variant folded
-    into it that kept its graph."""
-    yield case.backend, (case.verification or {}).get("status"), case.signature.get("stage", ""), case.graph
+def _forms(case) -> Iterator[tuple[str, str, str, Graph, Generalisation | None]]:
+    """(backend, verification status, stage, reduced graph, its generalisation) of a repro and of
+    each variant folded into it that kept its graph."""
+    yield (case.backend, (case.verification or {}).get("status"), case.signature.get("stage", ""), case.graph,
+           case.generalisation)
     for variant in case.also_seen_as:
         if variant.get("graph"):
             fields = str(variant.get("key", "")).split("|")
             yield (variant.get("backend"), variant.get("verification"), fields[2] if len(fields) > 2 else "",
-                   Graph.from_json(variant["graph"]))
+                   Graph.from_json(variant["graph"]),
+                   Generalisation.from_json(variant["generalisation"]) if variant.get("generalisation") else None)

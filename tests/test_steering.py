@@ -119,12 +119,17 @@ def test_a_onednn_campaign_that_knows_the_corpus_hits_its_known_clamp_crash_less
 
 
 def test_a_known_anchored_bug_hit_outside_every_trigger_is_queued_once_to_learn_its_new_form(tmp_path):
-    """NNC's "Invalid integral op_type" is known (neg -> floor of an int tensor in the corpus); a hit
-    through round, which no trigger holds, is worth one reduction; one through a held form is not."""
+    """NNC's "Invalid integral op_type" is known through its repro alone (neg -> floor of an int
+    tensor; the forms folded into it, round among them, left out); a hit through round, which no
+    trigger holds, is worth one reduction; one through a held form is not."""
+    from fuzzfuse.corpus import write_json
     from fuzzfuse.oracle import Signature
     from fuzzfuse.verdict import CaseResult, Outcome, SignatureRecord
 
-    campaign = Campaign("torchscript:nnc", tmp_path, seed=1, workers=1, max_cases=1, known=[str(CORPUS)])
+    repro = load_case(CORPUS / "torchscript-nnc-crash-runtimeerror-662c8eb0" / "case.json")
+    write_json(tmp_path / "known" / "floor" / "case.json", dataclasses.replace(repro, also_seen_as=[]).to_json())
+    campaign = Campaign("torchscript:nnc", tmp_path / "run", seed=1, workers=1, max_cases=1,
+                        known=[str(tmp_path / "known")])
     sig = Signature("crash", "torchscript:nnc", "compile", "RuntimeError", "", "RuntimeError: Invalid integral op_type: N")
     entry = SignatureRecord.first(CaseResult(Outcome.CRASH, sig), 0.0, 2)
     ints = [tensor("x0", [2], "int32")]
@@ -137,3 +142,65 @@ def test_a_known_anchored_bug_hit_outside_every_trigger_is_queued_once_to_learn_
     campaign.reductions.offer(entry, new_form, "corpus/c.json")  # one waits per bug at a time
     assert campaign.reductions.to_learn == [("message|nnc|Invalid integral op_type: N", "corpus/b.json")]
     assert entry.known
+
+
+def test_a_trigger_drops_the_fillers_its_generalisation_found_and_keeps_a_lone_filler_as_a_wildcard():
+    """NNC fuses two ops or more, so its one-op bugs reduce with a filler: `neg -> floor` of an
+    int32 where any floor of an integer tensor crashes. The filler goes, and the trigger holds
+    floor of any integer tensor, an input or a computed one, and nothing else."""
+    from fuzzfuse.reduce.generalise import Generalisation
+
+    ints = [tensor("x0", [2], "int32")]
+    reduced = graph(("v0", "neg", ["x0"]), ("v1", "floor", ["v0"]), inputs=ints)
+    filler = Generalisation(reduced.renamed().digest(), ops=((0, "unary"),))
+    trigger = Trigger.of(reduced, filler)
+    assert trigger.ops == (("floor", ("t:1",)),)
+    assert trigger.held_by(graph(("v0", "floor", ["x0"]), ("v1", "add", ["v0", "x0"]), inputs=ints))
+    assert trigger.held_by(graph(("v0", "abs", ["x0"]), ("v1", "floor", ["v0"]), inputs=ints))
+    assert not trigger.held_by(graph(("v0", "abs", ["x0"]), ("v1", "ceil", ["v0"]), inputs=ints))
+    assert not trigger.held_by(graph(("v0", "floor", ["x0"]), inputs=[tensor("x0", [2])]))  # a float: no
+    assert Trigger.of(reduced) == Trigger((("neg", ("t:1",)), ("floor", ("n0",))))  # no generalisation: as it was
+    # Found on another graph: not applied.
+    other = Generalisation(graph(("v0", "abs", ["x0"]), inputs=ints).renamed().digest(), ops=((0, "unary"),))
+    assert Trigger.of(reduced, other) == Trigger.of(reduced)
+
+    # Every op a filler (a bool operand is what fails, whatever the ops): the last stays, as its kind.
+    bools = graph(("v0", "eq", ["x0", "x0"]), ("v1", "add", ["v0", "x0"]), inputs=[tensor("x0", [2])])
+    both = Generalisation(bools.renamed().digest(), ops=((0, "binary"), (1, "binary")))
+    wild = Trigger.of(bools, both)
+    assert wild.ops == (("*binary", ("t:0", "t:2")),)
+    assert wild.held_by(graph(("v0", "lt", ["x0", "x1"]), ("v1", "mul", ["v0", "x1"]),
+                              inputs=[tensor("x0", [2]), tensor("x1", [2])]))
+    assert not wild.held_by(graph(("v0", "lt", ["x0", "x1"]), ("v1", "neg", ["v0"]),
+                                  inputs=[tensor("x0", [2]), tensor("x1", [2])]))
+
+
+def test_a_trigger_most_of_a_campaigns_draws_hold_is_kept_apart_and_not_steered_around():
+    """A reduced graph whose every op is a filler says nothing an op choice avoids: steering around
+    `*unary` of a float tensor would redraw almost every case."""
+    from fuzzfuse.reduce.generalise import Generalisation
+
+    backend = get_backend("torchscript:nnc")
+    sample = [generate(seed, GenConfig(features=backend.features, shapes=backend.shapes)) for seed in range(60)]
+    floats = [tensor("x0", [2])]
+    anything = graph(("v0", "add", ["x0", "x0"]), ("v1", "abs", ["v0"]), inputs=floats)
+    narrow = graph(("v0", "frac", ["x0"]), ("v1", "neg", ["v0"]), inputs=floats)
+    steering = Steering([(anything, Generalisation(anything.renamed().digest(), ops=((0, "binary"), (1, "unary")))),
+                         (narrow, Generalisation(narrow.renamed().digest(), ops=((1, "unary"),)))],
+                        sample=lambda: sample)
+    assert [t.ops for t in steering.broad] == [(("*unary", ("t:2",)),)]
+    assert [t.ops for t in steering.current()] == [(("frac", ("t:2",)),)]
+    assert steering.breadth(steering.broad[0]) > 0.5 > 0.2 > steering.breadth(steering.current()[0])
+
+
+@pytest.mark.slow
+def test_an_nnc_campaign_that_knows_the_corpus_runs_fused_code_in_most_cases(tmp_path):
+    """Issue 16's fused share on the real fuser: NNC's two known crashes (a rounding op of an
+    integer tensor, a bool operand) took 15% of a campaign's cases before their triggers dropped
+    their fillers; steered around, at least 80% of the cases run fused code, and the known crashes
+    are a small share."""
+    summary = Campaign("torchscript:nnc", tmp_path, seed=5, workers=1, max_cases=200, reduce=False,
+                       known=[str(CORPUS)]).run()
+    known_crashes = sum(s["count"] for s in summary["signatures"] if s["outcome"] == "crash")
+    assert summary["fused_share"] >= 0.8, summary["outcomes"]
+    assert known_crashes / summary["cases"] < 0.06, summary["outcomes"]
