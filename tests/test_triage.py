@@ -131,7 +131,15 @@ def test_minimized_repros_bucket_by_their_root_cause(tmp_path):
 
 
 def test_order_most_distinct_first(tmp_path):
-    t = load(_committed_minimized(tmp_path))
+    root = _committed_minimized(tmp_path)
+    # One reproducible mismatch marked flaky, as verification marks one that flakes in fresh
+    # processes: the committed corpus need not hold a flaky repro (its one was a duplicate, folded).
+    victim = next(d / "case.json" for d in sorted(root.iterdir())
+                  if (d / "case.json").is_file() and json.loads((d / "case.json").read_text())["outcome"] == "mismatch")
+    data = json.loads(victim.read_text())
+    data["verification"]["status"] = "flaky"
+    victim.write_text(json.dumps(data))
+    t = load(root)
     pos = {b.key: i for i, b in enumerate(t.buckets)}
     # Reproducible buckets, ordered by tier (flaky ones come after all of them: rule 2).
     steady = [b for b in t.buckets if not b.flaky]

@@ -293,9 +293,10 @@ class OneDNNBackend(_ScriptedBackend):
     features = Features(ops=fused_by("onednn"), dtypes=("float32", "bfloat16"), min_ops=2, chains=True,
                         connected=True, anchors=fusion_anchors("onednn"))
     # No 0-d inputs: a fusion group with a 0-d tensor fails to compile (torch 2.13; the known root
-    # cause of minimized/torchscript-onednn-crash-runtimeerror-34dc4cd1 and three more repros, by
-    # every op: a trigger, which names ops, cannot steer around it), and those cases, a third of
-    # them, tested nothing else. The cases drawn outside still have them, so its fix is noticed.
+    # cause of minimized/aot-onednn-crash-runtimeerror-torch-nn-modules-module-py-cal-c4070a84 and
+    # the forms folded into it, by every op: a trigger, which names ops, cannot steer around it), and
+    # those cases, a third of them, tested nothing else. The cases drawn outside still have them, so
+    # its fix is noticed.
     shapes = dataclasses.replace(_ScriptedBackend.shapes, min_input_rank=1)
     # Every op, dtype and rank, with no anchor needed: where oneDNN Graph starts fusing more, it shows here.
     outside_features = dataclasses.replace(features, ops=tuple(OPS), dtypes=Features().dtypes, anchors=())
