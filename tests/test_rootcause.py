@@ -13,6 +13,7 @@ from fuzzfuse.ir import Graph
 from fuzzfuse.ir.values import encode_exact
 from fuzzfuse.corpus import load_case
 from fuzzfuse.oracle import Signature, cpp_location, exception_signature, innermost_error, normalize
+from fuzzfuse.verdict import Outcome
 from fuzzfuse.rootcause import component, fold, graph_form, main, root_cause_key, signature_today, special_classes
 
 ERRORS = json.loads((Path(__file__).parent / "data" / "nvfuser_errors.json").read_text())
@@ -223,7 +224,7 @@ def test_the_groups_script_folds_a_directory_and_refuses_a_missing_one(tmp_path,
                                         "supported.")]:
         sig = Signature("crash", "torchscript:onednn", "compile", "RuntimeError", "", message)
         write_json(tmp_path / name / "case.json",
-                   Case(g, "torchscript:onednn", outcome="crash", signature=sig.to_json()).to_json())
+                   Case(g, "torchscript:onednn", outcome=Outcome.CRASH, signature=sig).to_json())
     assert main([str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("2 repros: 2 coarse keys -> 1 root causes")
@@ -300,13 +301,13 @@ def test_the_committed_nvrtc_errors_key_on_their_kind_and_type_classes_with_the_
     minimized = Path(__file__).parent.parent / "minimized"
     for name, folded in NVRTC_REPROS.items():
         case = load_case(minimized / name / "case.json")
-        sig = signature_today(Signature.from_json(case.signature), case.detail)
+        sig = signature_today(case.signature, case.detail)
         assert root_cause_key(sig) == f"assert|nvfuser|csrc/runtime/compiled_kernel.cpp:187|CUDA NVRTC compile error: {folded}"
         function = re.search(r'function "([^"]+)"', case.detail)[1]
         assert function in sig.message and normalize(sig.message) == sig.message
     # Their folded variants kept their coarse keys only, without the call's types: the name is all
     # that tells a warp shuffle from a missing ceil there, so it stays (a conversion names its types).
-    variants = [v["key"].split("|", 5)[5] for name in NVRTC_REPROS
+    variants = [v.signature.message for name in NVRTC_REPROS
                 for v in load_case(minimized / name / "case.json").also_seen_as]
     folded = {fold(m) for m in variants}
     assert "CUDA NVRTC compile error: no suitable conversion function from f16 to float exists" in folded
