@@ -62,7 +62,7 @@ class FirstDetection(Campaign):
                 continue
             self._judged.add(key)
             case = load_case(self.out / entry.case)
-            clean = run_case(case.graph, self._clean, check_strides=bool(case.options.get("check_strides")))
+            clean = run_case(case.graph, self._clean, check_strides=bool(case.check_strides))
             if not clean.outcome.is_failure:
                 self.detection = Detection(self.stats.seconds, self.stats.cases,
                                            self.stats.input_sets, self.out / entry.case)

@@ -98,12 +98,11 @@ done
 python3 - "$OUT" <<'PY'
 import json, sys
 from pathlib import Path
-from fuzzfuse.campaign import known_signatures
 from fuzzfuse.corpus import iter_cases
-from fuzzfuse.oracle import Signature
+from fuzzfuse.reductions import known_repros
 
 out = Path(sys.argv[1])
-known = set(known_signatures(["minimized"]))
+known = set(known_repros(["minimized"]))
 hangs = []
 for name, run, corpus in (("1-nvfuser", "nvfuser", "corpus/nvfuser"),
                           ("2-aot_nvfuser", "aot_nvfuser", "corpus/aot_nvfuser")):
@@ -115,9 +114,9 @@ for name, run, corpus in (("1-nvfuser", "nvfuser", "corpus/nvfuser"),
             known.add(s["key"])
     for path, case in iter_cases([corpus]):
         if not isinstance(case, Exception) and case.signature:
-            key = Signature.from_json(case.signature).key()
+            key = case.signature.key()
             if key not in known:
-                (hangs if case.signature.get("outcome") == "hang" else todo).append(str(path))
+                (hangs if case.signature.outcome == "hang" else todo).append(str(path))
                 known.add(key)
     (out / f"reduce_{name}.txt").write_text("".join(p + "\n" for p in todo))
 (out / "reduce_3-hang.txt").write_text("".join(p + "\n" for p in hangs))

@@ -40,7 +40,8 @@ def tasks(cases: int) -> list[dict]:
         campaign._focus.update({2 * r: None, 2 * r + 1: recipe})  # pinned (campaigns decide as they go)
         for batch in (2 * r, 2 * r + 1):
             per_batch.append([{"recipe": recipe if batch % 2 else "swarm", "seed": case_seed(campaign.stream, i),
-                               "config": config_to_json(campaign.config_for(i)), "options": campaign.options_for(i)}
+                               "config": config_to_json(campaign.config_for(i)),
+                               "options": campaign.options_for(i).to_json()}
                               for i in range(batch * BATCH, batch * BATCH + cases)])
     return [t for group in zip(*per_batch) for t in group]
 
@@ -50,6 +51,7 @@ def run_tasks(task_file: str, start: int, out_file: str, deadline: float) -> Non
 
     from fuzzfuse.backends import get_backend
     from fuzzfuse.backends.nvfuser import execute, first_run_evidence
+    from fuzzfuse.backends.options import Options
     from fuzzfuse.ir import make_inputs, run_eager
     from fuzzfuse.job import init_worker
     from fuzzfuse.strategies import config_from_json, generate
@@ -85,7 +87,7 @@ def run_tasks(task_file: str, start: int, out_file: str, deadline: float) -> Non
                 lap("eager")
                 run_eager(graph, inputs, upcast=True)
                 lap("ref64")
-                emission = backend.emit(graph, inputs, task["options"].get("style"))
+                emission = backend.emit(graph, inputs, Options.from_json(task["options"]).style)
                 fd = backend.define(emission.source, graph)
                 lap("define")
                 outputs = execute(fd, list(inputs))

@@ -55,7 +55,7 @@ from fuzzfuse.minimize import reduce_case  # noqa: E402
 from fuzzfuse.oracle import Signature  # noqa: E402
 from fuzzfuse.reduce.passes import pinned  # noqa: E402
 from fuzzfuse.job import backend_for, init_worker, run_case  # noqa: E402
-from fuzzfuse.pool import case_pool, worker_env  # noqa: E402
+from fuzzfuse.pool import case_pool, graph_job, run_jobs, worker_env  # noqa: E402
 from fuzzfuse.strategies import GenConfig, batch_features, generate  # noqa: E402
 from fuzzfuse.verdict import HarnessError, judge  # noqa: E402
 from fuzzfuse.worker import WorkerPool  # noqa: E402
@@ -72,10 +72,9 @@ class Oracle:
         self.ids = itertools.count()
 
     def signatures(self, graphs: list[Graph]) -> list[str | None]:
-        jobs = [{"id": f"bench-{next(self.ids)}", "backend": self.backend, "graph": g.to_json(),
-                 "timeout": self.timeout, "check_strides": False} for g in graphs]
+        jobs = [graph_job(f"bench-{next(self.ids)}", self.backend, g, self.timeout) for g in graphs]
         keys = []
-        for reply in self.pool.run_all(jobs):
+        for reply in run_jobs(self.pool, jobs):
             try:
                 keys.append(judge(self.backend, reply).key)
             except HarnessError:  # a harness error on a candidate: not the bug we are after
@@ -125,8 +124,8 @@ def find_failures(backend_name: str, n: int, seed: int, budget: int, oracle: Ora
             continue
         key = result.key
         if len(by_sig.get(key, ())) < n:
-            by_sig.setdefault(key, []).append({"graph": graph, "signature": result.signature.to_json(), "key": key,
-                                               "outcome": result.outcome.value, "seed": case_seed(seed, i)})
+            by_sig.setdefault(key, []).append({"graph": graph, "signature": result.signature, "key": key,
+                                               "outcome": result.outcome, "seed": case_seed(seed, i)})
     print(f"search: {tried} graphs of {MIN_OPS}-{MAX_OPS} ops in {time.time() - start:.0f}s, "
           f"{sum(map(len, by_sig.values()))} failures, {len(by_sig)} signatures", file=sys.stderr)
     order = [c for rank in itertools.zip_longest(*by_sig.values()) for c in rank if c is not None]
@@ -147,17 +146,17 @@ def run_fuzzfuse(case: dict, backend: str, oracle: Oracle, workers: int) -> dict
     start = time.time()
     result = reduce_case(Case(case["graph"], backend, signature=case["signature"], outcome=case["outcome"]),
                          backend, workers=workers, timeout=oracle.timeout, pool=oracle.pool,
-                         progress=lambda s: timeline.append((s["queries"], s["size"])))
+                         progress=lambda s: timeline.append((s.queries, s.size)))
     seconds = time.time() - start
     final = result.graph.size
     # The engine records a new size after the call that found it: the call before the first
     # snapshot showing the final size is where it was reached.
-    reached = result.stats["queries"]
+    reached = result.stats.queries
     for k, (_, size) in enumerate(timeline):
         if size == final:
             reached = timeline[k - 1][0] if k else timeline[0][0]
             break
-    return {"graph": result.graph, "size": final, "queries": result.stats["queries"], "seconds": seconds,
+    return {"graph": result.graph, "size": final, "queries": result.stats.queries, "seconds": seconds,
             "at_size": reached, "stats": result.stats}
 
 
@@ -242,22 +241,21 @@ def run_fx_minifier(case: dict, oracle: Oracle) -> dict:
 
 
 # ---- report -----------------------------------------------------------------------------------------
-def short_signature(sig: dict) -> str:
-    s = Signature.from_json(sig)
+def short_signature(s: Signature) -> str:
     text = "/".join(x for x in (s.outcome, s.stage, s.kind, s.location, s.message) if x)
     return text if len(text) <= 46 else text[:45] + "~"
 
 
 def dump(out: Path, index: int, case: dict, ff: dict | None, fxm: dict | None) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    record = {"seed": case["seed"], "signature": case["signature"], "original": case["graph"].to_json()}
+    record = {"seed": case["seed"], "signature": case["signature"].to_json(), "original": case["graph"].to_json()}
     for name, res in (("fuzzfuse", ff), ("fx_minifier", fxm)):
         if res is not None:
             record[name] = {k: v for k, v in res.items() if k not in ("graph", "stats")}
             record[name]["graph"] = res["graph"].to_json()
             (out / f"case{index}-{name}.py").write_text(to_source(res["graph"]))
     if ff is not None:
-        record["fuzzfuse"]["passes"] = ff["stats"].get("passes")
+        record["fuzzfuse"]["passes"] = ff["stats"].to_json()["passes"]
     (out / f"case{index}-original.py").write_text(to_source(case["graph"]))
     (out / f"case{index}.json").write_text(json.dumps(record, indent=1, default=str))
 

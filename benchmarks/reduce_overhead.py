@@ -50,7 +50,7 @@ def main() -> None:
     start = time.perf_counter()
     result = reduce(graph, needs_a_long_mean, max_queries=400)
     seconds = time.perf_counter() - start
-    queries = result.stats["queries"]
+    queries = result.stats.queries
     print(f"pinned input of {args.numel:,} fp16 values: {graph.size} -> {result.graph.size} ops, "
           f"{queries} queries in {seconds:.1f}s ({seconds / queries:.3f}s of reducer overhead per query)")
 

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import fuzzfuse.minimize as minimize
 from fuzzfuse.corpus import iter_cases
-from fuzzfuse.oracle import Signature
 
 
 class VerifyInline(ThreadPoolExecutor):
@@ -37,9 +36,9 @@ class VerifyInline(ThreadPoolExecutor):
 def pick(paths: list[str], signatures: int) -> list[Path]:
     smallest: dict[str, tuple[int, Path]] = {}
     for path, case in iter_cases([Path(p) for p in paths]):
-        if isinstance(case, Exception) or not case.signature or case.signature["outcome"] not in ("crash", "mismatch"):
+        if isinstance(case, Exception) or not case.signature or case.signature.outcome not in ("crash", "mismatch"):
             continue
-        key = Signature.from_json(case.signature).key()
+        key = case.signature.key()
         if key not in smallest or case.graph.size < smallest[key][0]:
             smallest[key] = (case.graph.size, path)
     return [p for _, p in sorted(smallest.values())[:signatures]]

@@ -20,7 +20,7 @@ from typing import Callable
 
 from .backends import Backend, Unavailable
 from .oracle import Signature
-from .verdict import CaseResult, Outcome
+from .verdict import Attribution, CaseResult, Outcome
 
 # The outcomes a reference route can explain: the worker's own verdicts that blame the fuser.
 ATTRIBUTED = (Outcome.CRASH, Outcome.MISMATCH)
@@ -41,15 +41,10 @@ def attribute(backend: Backend, result: CaseResult, load: Callable[[str], Backen
     try:
         route = load(backend.reference_route)
     except Unavailable as e:
-        return replace(result, attribution={"route": backend.reference_route, "outcome": "unavailable",
-                                            "detail": str(e)})
+        return replace(result, attribution=Attribution(backend.reference_route, None, str(e)))
     theirs = rerun(route)
     same = _same_failure(result.signature, theirs.signature)
-    record = {"route": route.name, "outcome": theirs.outcome.value, "same_failure": same,
-              "signature": theirs.signature.to_json() if theirs.signature else None,
-              "detail": theirs.detail[:500]}
-    if theirs.attribution:
-        record["then"] = theirs.attribution
+    record = Attribution(route.name, theirs.outcome, theirs.detail[:500], same, theirs.signature, theirs.attribution)
     if not same:
         return replace(result, attribution=record)
     # The route's signature already carries the deepest route that fails the same way.

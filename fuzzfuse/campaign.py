@@ -12,14 +12,14 @@ import time
 from pathlib import Path
 
 from .backends import backend_for_file, get_backend
-from .checkpoint import DirectoryClaim, Stats, load_state, save_state, shard_dir
+from .backends.options import Options
+from .checkpoint import CampaignArgs, CampaignState, DirectoryClaim, Stats, load_state, save_state, shard_dir
 from .corpus import Case, load_case, save_case, write_json
 from .ir import Graph
-from .pool import case_pool, graph_job
-from .reductions import REDUCE_SHARE, CampaignReductions, OutOfTime, known_repros
+from .pool import Job, case_pool, graph_job
+from .reductions import REDUCE_SHARE, CampaignReductions, OutOfTime, Reducing, known_repros
 from .steering import Steering, known_graphs
-from .strategies import (Features, GenConfig, batch_features, config_from_json, config_to_json, generate, steer,
-                         swarm_max_ops)
+from .strategies import Features, GenConfig, batch_features, config_to_json, generate, steer, swarm_max_ops
 from .verdict import CaseResult, HarnessError, Outcome, SignatureRecord, judge
 from .worker import WorkerPool
 
@@ -89,7 +89,7 @@ class Campaign:
         self.versions = self.backend.versions()
         self.display = display
         self._next_index = 0
-        self._jobs: dict[int | str, dict] = {}
+        self._jobs: dict[int | str, Job] = {}
         self._rechecks: dict[str, list] = {}  # signature key -> outcomes of its re-runs
         self._saved_per_sig: collections.Counter = collections.Counter()
         self._focus: dict[int, str | None] = {}  # batch -> the scheduler it aims at (None: a swarm batch)
@@ -149,15 +149,14 @@ class Campaign:
             route = get_backend(route).reference_route
         return routes
 
-    def _new_job(self) -> dict:
+    def _new_job(self) -> Job:
         if self._resubmit:
             i = self._resubmit.pop(0)
         else:
             i = self._next_index
             self._next_index += 1
-        job = {"id": i, "backend": self.backend_name, "seed": case_seed(self.stream, i),
-               "config": config_to_json(self.config_for(i)), "check_strides": self.check_strides,
-               "timeout": self.timeout, "options": self.options_for(i), "extra_runs": self.extra_runs}
+        job = Job(i, self.backend_name, self.timeout, seed=case_seed(self.stream, i), config=self.config_for(i),
+                  options=self.options_for(i), check_strides=self.check_strides, extra_runs=self.extra_runs)
         self._jobs[i] = job
         return job
 
@@ -181,7 +180,7 @@ class Campaign:
             self.stats.focus_batches[self._focus[batch]] += 1
         return self._focus[batch]
 
-    def options_for(self, index: int) -> dict:
+    def options_for(self, index: int) -> Options:
         """Per-case backend choices, drawn from the seed (`Backend.draw_options`): nvFuser's
         lowering style, Inductor's configuration; a bug can hide behind one of them."""
         return self.backend.draw_options(case_seed(self.stream, index))
@@ -202,16 +201,22 @@ class Campaign:
         return self.time_limit is not None and self.stats.seconds >= self.time_limit
 
     # ---- results ---------------------------------------------------------------------------
-    def _graph_of(self, job: dict, result: CaseResult | None) -> Graph:
+    def _graph_of(self, job: Job, result: CaseResult | None) -> Graph:
         if result is not None and result.graph is not None:
             return result.graph
-        if "graph" in job:
-            return Graph.from_json(job["graph"])
+        if job.graph is not None:
+            return job.graph
         # The worker died before it could say: regenerate deterministically from the seed.
-        return generate(job["seed"], config_from_json(job["config"]))
+        return generate(job.seed, job.config)
 
-    def _record(self, job: dict, reply: dict, pool: WorkerPool) -> None:
-        recheck_of = job.get("recheck_of")
+    def _case(self, job: Job, graph: Graph, outcome: Outcome, result: CaseResult | None, detail: str) -> Case:
+        """The case file of a job's graph: how it was drawn and under which choices."""
+        return Case(graph, self.backend_name, job.seed, outcome, result.signature if result else None, detail[:20000],
+                    self.versions, config_to_json(job.config) if job.config is not None else None, job.options,
+                    self.check_strides)
+
+    def _record(self, job: Job, reply: dict, pool: WorkerPool) -> None:
+        recheck_of = job.recheck_of
         try:
             result = judge(self.backend_name, reply)
         except HarnessError as e:  # a fuzzfuse defect on this case: keep the case, say so, go on
@@ -224,7 +229,7 @@ class Campaign:
             return
         self.stats.cases += 1
         self.stats.fused_cases += bool(result.fused)
-        if isinstance(job["id"], int) and self.swarm and self.is_outside(job["id"]):
+        if isinstance(job.id, int) and self.swarm and self.is_outside(job.id):
             self.stats.outside_cases += 1
             self.stats.outside_fused_cases += bool(result.fused)
         self.stats.steered_draws += result.steered
@@ -241,14 +246,14 @@ class Campaign:
             self.stats.add_sample(self.stats.phase_seconds[phase], seconds)
         schedulers = result.evidence.get("schedulers") or []
         self.stats.coverage.update(schedulers)
-        focus = self._focus.get(job["id"] // BATCH)
+        focus = self._focus.get(job.id // BATCH)
         seconds = result.worker_seconds or 0.0
         self.stats.worker_seconds += seconds
         if focus:
             self.stats.focus_seconds[focus] += seconds
         if focus in schedulers:
             self.stats.focus_hits[focus] += 1
-        self.stats.choices.update(self.backend.describe_options(job.get("options") or {}))
+        self.stats.choices.update(self.backend.describe_options(job.options))
         if not outcome.is_failure or sig is None:
             self.stats.outcomes[outcome] += 1
             if outcome == Outcome.DOCUMENTED and sig is not None:
@@ -259,45 +264,40 @@ class Campaign:
         entry = self.stats.signatures.get(key)
         if entry is None:
             entry = self.stats.signatures[key] = SignatureRecord.first(result, time.time(), graph.size)
-            self._submit_rechecks(key, graph, {"check_strides": self.check_strides, **(job.get("options") or {})},
-                                  pool)
+            self._submit_rechecks(key, graph, job.options, self.check_strides, pool)
         entry.count += 1
         entry.last_seen = time.time()
         self.stats.outcomes[Outcome.FLAKY if entry.confirmed is False else outcome] += 1
         saved = None
         if self._saved_per_sig[key] < MAX_SAVED_PER_SIGNATURE:
             self._saved_per_sig[key] += 1
-            path = save_case(self.out / "corpus", Case(
-                graph, self.backend_name, job.get("seed"), outcome, sig.to_json(),
-                (result.detail or result.stderr_tail)[:20000], self.versions,
-                job.get("config"), {"check_strides": self.check_strides, **(job.get("options") or {})}),
-                overwrite=False)
+            path = save_case(self.out / "corpus", self._case(job, graph, outcome, result,
+                                                             result.detail or result.stderr_tail), overwrite=False)
             saved = str(path.relative_to(self.out))
             if entry.case is None or graph.size <= entry.smallest_size:
                 entry.smallest_size, entry.case = graph.size, saved
         self.reductions.offer(entry, graph, saved)
 
-    def _harness_error(self, job: dict, message: str) -> None:
+    def _harness_error(self, job: Job, message: str) -> None:
         """A days-long campaign must not die of one fuzzfuse defect (an emitter bug, say): the case
         goes to OUT/harness-errors/ for the fuzzfuse developers, and the count shows in the stats."""
-        if job.get("recheck_of") is None:
+        if job.recheck_of is None:
             self.stats.cases += 1
         self.stats.outcomes[Outcome.HARNESS_ERROR] += 1
         graph = self._graph_of(job, None)
-        save_case(self.out / "harness-errors", Case(graph, self.backend_name, job.get("seed"), Outcome.HARNESS_ERROR,
-                                                    None, message[:20000], self.versions, job.get("config"),
-                                                    job.get("options") or {}))
+        save_case(self.out / "harness-errors", self._case(job, graph, Outcome.HARNESS_ERROR, None, message))
         if self.stats.outcomes[Outcome.HARNESS_ERROR] == 1:
             print(f"fuzzfuse harness error (case kept in {self.out / 'harness-errors'}):\n{message[:2000]}",
                   file=sys.stderr)
 
-    def _submit_rechecks(self, key: str, graph: Graph, options: dict, pool: WorkerPool) -> None:
+    def _submit_rechecks(self, key: str, graph: Graph, options: Options, check_strides: bool,
+                         pool: WorkerPool) -> None:
         self._rechecks[key] = []
         for k in range(RECHECKS):
-            recheck = {**graph_job(f"recheck-{k}-{key}", self.backend_name, graph, self.timeout, options),
-                       "recheck_of": key}
-            self._jobs[recheck["id"]] = recheck
-            pool.submit(recheck)
+            recheck = dataclasses.replace(graph_job(f"recheck-{k}-{key}", self.backend_name, graph, self.timeout,
+                                                    options, check_strides), recheck_of=key)
+            self._jobs[recheck.id] = recheck
+            pool.submit(recheck.to_json())
 
     def _settle_recheck(self, key: str) -> None:
         """A signature is reproducible when every re-run of its first case fails the same way;
@@ -321,12 +321,12 @@ class Campaign:
             for key, entry in self.stats.signatures.items():  # rechecks a stopped run left unsettled
                 if entry.confirmed is None and entry.case:
                     case = load_case(self.out / entry.case)
-                    self._submit_rechecks(key, case.graph, case.options, pool)
+                    self._submit_rechecks(key, case.graph, case.options, bool(case.check_strides), pool)
             last_checkpoint = time.time()
             try:
                 while True:
                     while pool.pending() < 2 * self.workers and not self._done_submitting():
-                        pool.submit(self._new_job())
+                        pool.submit(self._new_job().to_json())
                     if not pool.pending() and not self.reductions.draining:
                         break
                     for reply in pool.poll(0.5):
@@ -389,7 +389,7 @@ class Campaign:
         if r.verifying:
             return f"verifying the repro of {r.verifying[:70]} (3 fresh processes)"
         if r.current:
-            return f"reducing {r.current['key'][:70]}"
+            return f"reducing {r.current.what[:70]}"
         if r.draining:
             return "letting the workers finish their cases, to reduce"
         if self.stats.stop is not None:
@@ -399,7 +399,7 @@ class Campaign:
         return "fuzzing"
 
     @property
-    def reducing(self) -> dict | None:
+    def reducing(self) -> Reducing | None:
         """The reduction under way: what it reduces and the reducer's counters."""
         return self.reductions.current
 
@@ -414,22 +414,19 @@ class Campaign:
             "seed": self.seed, "shard": self.shard, "workers": self.workers, "fused_cases": self.stats.fused_cases,
             "worker_restarts": pool.restarts if pool else 0, **self.reductions.summary()})
         write_json(self.out / "summary.json", summary)
-        in_flight = sorted(j["id"] for j in self._jobs.values() if isinstance(j["id"], int))
-        save_state(self.out, {
-            "args": self.args(), "next_index": self._next_index, "in_flight": in_flight,
-            "stats": self.stats.to_json(), "saved_per_signature": dict(self._saved_per_sig),
-            "focus": {str(b): f for b, f in self._focus.items()}, "root_causes": self.reductions.to_json()})
+        in_flight = sorted(j.id for j in self._jobs.values() if isinstance(j.id, int))
+        save_state(self.out, CampaignState(self.args(), self._next_index, in_flight, self.stats,
+                                           dict(self._saved_per_sig), dict(self._focus), self.reductions.book))
         return summary
 
-    def args(self) -> dict:
+    def args(self) -> CampaignArgs:
         """The constructor arguments that define the campaign (what --resume restores)."""
-        return {"backend": self.backend_name, "seed": self.seed, "shard": self.shard, "workers": self.workers,
-                "time_limit": self.time_limit, "max_cases": self.max_cases, "timeout": self.timeout,
-                "check_strides": self.check_strides, "max_ops": self.max_ops, "swarm": self.swarm,
-                "reduce": self.reduce, "reduce_budget": self.reduce_budget, "backward": self.backward,
-                "devices": self.devices, "known": self.known, "features": dataclasses.asdict(self.features),
-                "focus_share": self.focus_share, "reduce_share": self.reductions.share,
-                "extra_runs": self.extra_runs}
+        return CampaignArgs(
+            backend=self.backend_name, seed=self.seed, shard=self.shard, workers=self.workers,
+            time_limit=self.time_limit, max_cases=self.max_cases, timeout=self.timeout, check_strides=self.check_strides,
+            max_ops=self.max_ops, swarm=self.swarm, reduce=self.reduce, reduce_budget=self.reduce_budget,
+            backward=self.backward, devices=self.devices, known=self.known, features=self.features,
+            focus_share=self.focus_share, reduce_share=self.reductions.share, extra_runs=self.extra_runs)
 
     @classmethod
     def resume(cls, out: Path, more_seconds: float | None = None, more_cases: int | None = None,
@@ -440,24 +437,23 @@ class Campaign:
         much more. `overrides` may change how it runs (workers, devices), not what it generates.
         `backend`, when given, must be the campaign's own: naming it is how a user lets a campaign
         of a custom backend (which imports code) load it again (see backends.backend_for_file)."""
-        state = load_state(out)
-        args = dict(state["args"])
-        if backend and backend != args["backend"]:
-            raise ValueError(f"{out} is a campaign on {args['backend']}, not {backend}: resume it without "
-                             "--backend, or start another campaign with --out")
-        backend_for_file(args["backend"], backend, str(Path(out) / "state.json"))
-        args.pop("focus_every", None)  # a batch count, before --focus-share (2026-11-30): the default share now
-        features = Features(**{k: tuple(v) if isinstance(v, list) else v for k, v in args.pop("features").items()})
-        args.update({k: v for k, v in overrides.items() if v is not None})
-        backend, shard = args.pop("backend"), args.pop("shard")
-        root = Path(out).parent.parent if shard else Path(out)
-        campaign = cls(backend, root, features=features, **args, shard=shard)
-        campaign.stats = Stats.from_json(state["stats"])
-        campaign._next_index = int(state["next_index"])
-        campaign._resubmit = [int(i) for i in state["in_flight"]]
-        campaign._saved_per_sig.update(state["saved_per_signature"])
-        campaign._focus = {int(b): f for b, f in state["focus"].items()}
-        campaign.reductions.restore(state.get("root_causes", {}))  # absent before 2026-12-01
+        def admit(recorded: str) -> None:
+            if backend and backend != recorded:
+                raise ValueError(f"{out} is a campaign on {recorded}, not {backend}: resume it without "
+                                 "--backend, or start another campaign with --out")
+            backend_for_file(recorded, backend, str(Path(out) / "state.json"))
+
+        state = load_state(out, admit)
+        args = dataclasses.replace(state.args, **{k: v for k, v in overrides.items() if v is not None})
+        root = Path(out).parent.parent if args.shard else Path(out)
+        keywords = {f.name: getattr(args, f.name) for f in dataclasses.fields(args) if f.name != "backend"}
+        campaign = cls(args.backend, root, **keywords)
+        campaign.stats = state.stats
+        campaign._next_index = state.next_index
+        campaign._resubmit = list(state.in_flight)
+        campaign._saved_per_sig.update(state.saved_per_signature)
+        campaign._focus = dict(state.focus)
+        campaign.reductions.restore(state.root_causes)
         campaign.run_seconds = more_seconds  # without --time: the original budget, then every reduction
         if more_seconds is not None or more_cases is not None:
             campaign.time_limit = campaign.stats.seconds + more_seconds if more_seconds is not None else None

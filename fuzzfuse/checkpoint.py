@@ -1,6 +1,7 @@
 """What a campaign keeps on disk so that a SIGKILL loses nothing and `fuzz --resume` goes on:
-its counters (Stats), its position in the seed stream (state.json), and a claim on its directory
-so that two processes never write the same files.
+its counters (Stats), its position in the seed stream and what defines it (CampaignState,
+CampaignArgs: state.json), and a claim on its directory so that two processes never write the
+same files.
 
 Every file is written whole or not at all (corpus.write_json: temp file + rename), and cases are
 saved before the state that counts them, so a kill at any moment leaves a consistent directory:
@@ -13,10 +14,15 @@ import os
 import socket
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from .corpus import CorpusError, read_json, write_json
+from .dedup import RootCauseBook
+from .reductions import REDUCE_SHARE
+from .strategies import Features
+from .untrusted import record, strings, take
 from .verdict import SignatureRecord
 
 STATE_SCHEMA = 1
@@ -202,12 +208,94 @@ def _by_name(outcomes: collections.Counter) -> dict[str, int]:
     return {str(k): v for k, v in outcomes.items()}
 
 
-def save_state(out: Path, state: dict) -> None:
-    write_json(out / STATE_FILE, {"schema": STATE_SCHEMA, "kind": "fuzzfuse-campaign-state", **state})
+@dataclass
+class CampaignArgs:
+    """The constructor arguments that define a campaign (Campaign.args): what --resume restores.
+    Those added since the first campaigns default to Campaign's own defaults, so that a state
+    written before one existed resumes as a campaign started without it."""
+
+    backend: str
+    seed: int
+    shard: str | None
+    workers: int
+    time_limit: float | None
+    max_cases: int | None
+    timeout: float
+    check_strides: bool
+    max_ops: int
+    swarm: bool
+    reduce: bool
+    reduce_budget: int
+    backward: bool
+    devices: list[str] | None
+    known: list[str]
+    features: Features
+    focus_share: float = 0.25  # absent before 2026-11-30 (a batch count, focus_every, then)
+    reduce_share: float = REDUCE_SHARE  # absent before 2026-12-01
+    extra_runs: bool = True  # absent before issue 17
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: dict) -> "CampaignArgs":
+        """Validated: a state file is untrusted input (its backend is checked where it is resumed)."""
+        what = "campaign args"
+        # focus_every, a batch count, was replaced by focus_share (2026-11-30): the default share now.
+        d = record({k: v for k, v in d.items() if k != "focus_every"}, what, CampaignArgs.__dataclass_fields__)
+        args = {k: take(d, k, kinds, what) for k, kinds in _ARG_TYPES.items() if k in d}
+        for k in ("devices", "known"):
+            if d.get(k) is not None:
+                args[k] = list(strings(d, k, what))
+        features = take(d, "features", dict, what)
+        args["features"] = Features(**{k: tuple(v) if isinstance(v, list) else v for k, v in features.items()})
+        return CampaignArgs(**args)
 
 
-def load_state(out: Path) -> dict:
-    """The state of the campaign in `out`; CorpusError (one line) when there is none to resume."""
+_NONE = type(None)
+_ARG_TYPES = {"backend": str, "seed": int, "shard": (str, _NONE), "workers": int, "time_limit": (float, _NONE),
+              "max_cases": (int, _NONE), "timeout": float, "check_strides": bool, "max_ops": int, "swarm": bool,
+              "reduce": bool, "reduce_budget": int, "backward": bool, "devices": (list, _NONE), "known": list,
+              "focus_share": float, "reduce_share": float, "extra_runs": bool}
+
+
+@dataclass
+class CampaignState:
+    """state.json: what a stopped campaign needs to go on. next_index: its position in the seed
+    stream; in_flight: the indices it had handed out and not heard back about (they run again);
+    saved_per_signature: case files saved, by signature key; focus: the scheduler each batch aimed
+    at (None: a swarm batch); root_causes: its book of root causes (fuzzfuse.dedup)."""
+
+    args: CampaignArgs
+    next_index: int
+    in_flight: list[int]
+    stats: Stats
+    saved_per_signature: dict[str, int] = field(default_factory=dict)
+    focus: dict[int, str | None] = field(default_factory=dict)
+    root_causes: RootCauseBook = field(default_factory=RootCauseBook)
+
+    def to_json(self) -> dict:
+        return {"schema": STATE_SCHEMA, "kind": "fuzzfuse-campaign-state", "args": self.args.to_json(),
+                "next_index": self.next_index, "in_flight": self.in_flight, "stats": self.stats.to_json(),
+                "saved_per_signature": self.saved_per_signature, "focus": {str(b): f for b, f in self.focus.items()},
+                "root_causes": self.root_causes.to_json()}
+
+    @staticmethod
+    def from_json(d: dict) -> "CampaignState":
+        return CampaignState(CampaignArgs.from_json(d["args"]), int(d["next_index"]), [int(i) for i in d["in_flight"]],
+                             Stats.from_json(d["stats"]), {str(k): int(n) for k, n in d["saved_per_signature"].items()},
+                             {int(b): f for b, f in d["focus"].items()},
+                             RootCauseBook.from_json(d.get("root_causes", {})))  # absent before 2026-12-01
+
+
+def save_state(out: Path, state: CampaignState) -> None:
+    write_json(out / STATE_FILE, state.to_json())
+
+
+def load_state(out: Path, admit: Callable[[str], None] | None = None) -> CampaignState:
+    """The state of the campaign in `out`; CorpusError (one line) when there is none to resume.
+    admit: called with the backend the state names before anything else of it is decoded, to
+    refuse one there (Campaign.resume: a backend a file may not choose, or not the one asked for)."""
     path = Path(out) / STATE_FILE
     if not path.exists():
         raise CorpusError(f"{out}: no campaign to resume (no {STATE_FILE})")
@@ -216,7 +304,14 @@ def load_state(out: Path) -> dict:
         raise CorpusError(f"{path}: not a fuzzfuse campaign state")
     if state.get("schema") != STATE_SCHEMA:
         raise CorpusError(f"{path}: unsupported campaign state schema {state.get('schema')!r}")
-    return state
+    if admit is not None:
+        args = state.get("args")
+        recorded = args.get("backend") if isinstance(args, dict) else None
+        admit(recorded if isinstance(recorded, str) else "")
+    try:
+        return CampaignState.from_json(state)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise CorpusError(f"{path}: invalid campaign state: {e!r}") from e
 
 
 class DirectoryInUse(Exception):

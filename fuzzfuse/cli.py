@@ -162,15 +162,15 @@ def cmd_triage(args: argparse.Namespace) -> int:
 def cmd_reduce(args: argparse.Namespace) -> int:
     from .corpus import load_case
     from .minimize import minimize_files
-    from .reduce import NotInteresting
+    from .reduce import NotInteresting, ReductionStats
 
     last = [0.0]
 
-    def progress(stats: dict) -> None:
+    def progress(stats: ReductionStats) -> None:
         if time.time() - last[0] > 2:
             last[0] = time.time()
-            print(f"  queries {stats.get('queries')} cache hits {stats.get('cache_hits')} "
-                  f"ops {stats.get('size')} (pass {stats.get('pass')})", file=sys.stderr, flush=True)
+            print(f"  queries {stats.queries} cache hits {stats.cache_hits} "
+                  f"ops {stats.size} (pass {stats.current_pass})", file=sys.stderr, flush=True)
 
     if args.backend:
         _backend_name(args.backend)
@@ -186,9 +186,9 @@ def cmd_reduce(args: argparse.Namespace) -> int:
                 bad += 1
                 continue
             case = load_case(done / "case.json")
-            red = case.reduction or {}
-            print(f"{path}: {red.get('ops_before')} -> {red.get('ops_after')} ops in {red.get('queries')} queries, "
-                  f"{red.get('seconds')}s; repro {case.verification['status']}: {done}", flush=True)
+            red = case.reduction
+            print(f"{path}: {red.ops_before} -> {red.ops_after} ops in {red.queries} queries, "
+                  f"{red.seconds}s; repro {case.verification.status}: {done}", flush=True)
     except Unavailable as e:
         raise BadInput(str(e)) from e
     return EXIT_BAD_INPUT if bad else 0

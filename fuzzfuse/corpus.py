@@ -10,65 +10,165 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from .backends.options import Options
 from .ir import Graph, GraphError
+from .oracle import Signature
 from .reduce.generalise import Generalisation
+from .untrusted import record, strings, take, text_map
+from .verdict import Outcome, Reproduction, Verification
 
 CASE_SCHEMA = 1
+# A seed case's outcome on disk: it is a graph to start from, and nothing failed.
+SEED = "seed"
 
 
 class CorpusError(ValueError):
     """A case file that cannot be used; the message is one line naming the file."""
 
 
+@dataclass(frozen=True)
+class ReductionFigures:
+    """How a minimized case's reduction went: its ops before and after, the queries it asked, how
+    many of them the cache answered, and its seconds. None: not recorded (a case reduced before a
+    figure was kept)."""
+
+    ops_before: int | None = None
+    ops_after: int | None = None
+    queries: int | None = None
+    cache_hits: int | None = None
+    seconds: float | None = None
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+    @staticmethod
+    def from_json(d: dict) -> "ReductionFigures":
+        d = record(d, "reduction", ReductionFigures.__dataclass_fields__)
+        counts = {k: take(d, k, int, "reduction", None) for k in ("ops_before", "ops_after", "queries", "cache_hits")}
+        return ReductionFigures(**counts, seconds=take(d, "seconds", float, "reduction", None))
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A repro folded into another one (one root cause found as several signatures: fuzzfuse.fold):
+    what the kept repro's `also_seen_as` keeps of it. Its coarse and root-cause keys, backend, ops,
+    former directory and verification status; its reduced graph and that graph's generalisation
+    where it kept them (folded before they were recorded: None). --known counts it as the kept
+    repro's own, and a campaign steers away from its graph too (fuzzfuse.steering)."""
+
+    key: str
+    root_cause: str
+    backend: str
+    ops: tuple[str, ...]
+    directory: str
+    verification: Reproduction | None = None
+    graph: Graph | None = None
+    generalisation: Generalisation | None = None
+
+    @property
+    def signature(self) -> Signature:
+        """Its signature, read back from its key."""
+        return Signature(*self.key.split("|", 5))
+
+    def to_json(self) -> dict:
+        out = {"key": self.key, "root_cause": self.root_cause, "backend": self.backend, "ops": list(self.ops),
+               "directory": self.directory, "verification": self.verification.value if self.verification else None}
+        if self.graph is not None:
+            out["graph"] = self.graph.to_json()
+        if self.generalisation is not None:
+            out["generalisation"] = self.generalisation.to_json()
+        return out
+
+    @staticmethod
+    def from_json(d: dict) -> "Variant":
+        what = "also_seen_as"
+        d = record(d, what, Variant.__dataclass_fields__)
+        key = take(d, "key", str, what)
+        if key.count("|") < 5:
+            raise GraphError(f"{what}: {key[:80]!r} is not a signature key "
+                             "(outcome|backend|stage|kind|location|message)")
+        status, graph = take(d, "verification", (str, type(None)), what, None), take(d, "graph", dict, what, None)
+        general = take(d, "generalisation", dict, what, None)
+        return Variant(key, take(d, "root_cause", str, what), take(d, "backend", str, what), strings(d, "ops", what),
+                       take(d, "directory", str, what), Reproduction(status) if status is not None else None,
+                       Graph.from_json(graph) if graph is not None else None,
+                       Generalisation.from_json(general) if general is not None else None)
+
+
+_CASE_FIELDS = ("schema", "kind", "graph", "backend", "seed", "outcome", "signature", "detail", "versions", "config",
+                "options", "found", "reduction", "hits", "verification", "also_seen_as", "generalisation")
+
+
 @dataclass
 class Case:
-    """A graph plus where it came from and how it failed."""
+    """A graph plus where it came from and how it failed. On disk (`to_json`) every field keeps the
+    form case files have always had; a field no type declares is refused on load (untrusted.record)."""
 
     graph: Graph
     backend: str = ""
     seed: int | None = None
-    outcome: str = ""
-    signature: dict | None = None
+    outcome: Outcome | None = None  # None: a seed case (SEED on disk), nothing failed
+    signature: Signature | None = None
     detail: str = ""
-    versions: dict = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)  # package or machine -> version (Backend.versions)
+    # The generation config the seed was drawn with, as the fuzzfuse that drew it wrote it
+    # (strategies.config_to_json), for people: nothing reads it back, and decoding it would fill the
+    # fields GenConfig gained since with today's defaults, so it is kept verbatim.
     config: dict | None = None
-    options: dict = field(default_factory=dict)
+    options: Options = Options()
+    # Whether output strides were compared, recorded beside the backend's options in the file's
+    # "options" (None: not recorded, as in the seed corpus; compared off).
+    check_strides: bool | None = None
     found: float = field(default_factory=time.time)
     # Minimized repros only: how the reduction went, how often the signature was hit, and the
     # fresh-process re-runs of repro.py.
-    reduction: dict | None = None
+    reduction: ReductionFigures | None = None
     hits: int = 1
-    verification: dict | None = None
-    # A repro folded from several (one root cause found as several signatures): each variant's
-    # signature key, root-cause key, ops and former directory. --known counts them as this repro's.
-    also_seen_as: list[dict] = field(default_factory=list)
+    verification: Verification | None = None
+    # A repro folded from several (one root cause found as several signatures). --known counts
+    # them as this repro's.
+    also_seen_as: list[Variant] = field(default_factory=list)
     # Reduced cases only: the fillers and free dtypes of the graph (fuzzfuse.reduce.generalise),
     # which its root-cause key writes as wildcards. None: not generalised (keyed by its names).
     generalisation: Generalisation | None = None
 
     def to_json(self) -> dict:
+        strides = {"check_strides": self.check_strides} if self.check_strides is not None else {}
         return {"schema": CASE_SCHEMA, "kind": "fuzzfuse-case", "graph": self.graph.to_json(),
-                "backend": self.backend, "seed": self.seed, "outcome": self.outcome,
-                "signature": self.signature, "detail": self.detail, "versions": self.versions,
-                "config": self.config, "options": self.options, "found": self.found,
-                "reduction": self.reduction, "hits": self.hits, "verification": self.verification,
-                **({"also_seen_as": self.also_seen_as} if self.also_seen_as else {}),
+                "backend": self.backend, "seed": self.seed, "outcome": self.outcome.value if self.outcome else SEED,
+                "signature": self.signature.to_json() if self.signature else None, "detail": self.detail,
+                "versions": self.versions, "config": self.config, "options": {**strides, **self.options.to_json()},
+                "found": self.found, "reduction": self.reduction.to_json() if self.reduction else None,
+                "hits": self.hits, "verification": self.verification.to_json() if self.verification else None,
+                **({"also_seen_as": [v.to_json() for v in self.also_seen_as]} if self.also_seen_as else {}),
                 **({"generalisation": self.generalisation.to_json()} if self.generalisation else {})}
 
     @staticmethod
     def from_json(d: dict) -> "Case":
+        """Validated: a case file is untrusted input. An absent field takes its default (files
+        written before it existed)."""
         if not isinstance(d, dict) or d.get("kind") != "fuzzfuse-case":
             raise GraphError("not a fuzzfuse case (missing kind: fuzzfuse-case)")
         if d.get("schema") != CASE_SCHEMA:
             raise GraphError(f"unsupported case schema {d.get('schema')!r}")
-        if not isinstance(d.get("backend", ""), str):
-            raise GraphError(f"backend must be a name, not {d['backend']!r}")
-        return Case(Graph.from_json(d["graph"]), str(d.get("backend", "")), d.get("seed"),
-                    str(d.get("outcome", "")), d.get("signature"), str(d.get("detail", "")),
-                    dict(d.get("versions") or {}), d.get("config"), dict(d.get("options") or {}),
-                    float(d.get("found", 0.0)), d.get("reduction"), int(d.get("hits", 1)), d.get("verification"),
-                    [dict(v) for v in d.get("also_seen_as") or [] if isinstance(v, dict)],
-                    Generalisation.from_json(d["generalisation"]) if d.get("generalisation") else None)
+        d = record(d, "case", _CASE_FIELDS)
+        options = dict(take(d, "options", dict, "case", {}))
+        check_strides = take(options, "check_strides", bool, "options", None)
+        options.pop("check_strides", None)
+        outcome, sig = take(d, "outcome", str, "case", SEED), take(d, "signature", (dict, type(None)), "case", None)
+        reduction = take(d, "reduction", (dict, type(None)), "case", None)
+        verification = take(d, "verification", (dict, type(None)), "case", None)
+        general = take(d, "generalisation", (dict, type(None)), "case", None)
+        return Case(Graph.from_json(take(d, "graph", dict, "case")), take(d, "backend", str, "case", ""),
+                    take(d, "seed", (int, type(None)), "case", None), Outcome(outcome) if outcome != SEED else None,
+                    Signature.from_json(sig) if sig is not None else None, take(d, "detail", str, "case", ""),
+                    text_map(d, "versions", "case", {}), take(d, "config", (dict, type(None)), "case", None),
+                    Options.from_json(options), check_strides, take(d, "found", float, "case", 0.0),
+                    ReductionFigures.from_json(reduction) if reduction is not None else None,
+                    take(d, "hits", int, "case", 1),
+                    Verification.from_json(verification) if verification is not None else None,
+                    [Variant.from_json(v) for v in take(d, "also_seen_as", list, "case", [])],
+                    Generalisation.from_json(general) if general else None)
 
 
 def _read_umask() -> int:

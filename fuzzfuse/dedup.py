@@ -140,16 +140,23 @@ class RootCauseBook:
             counts[hit.coarse_key] = counts.get(hit.coarse_key, 0) + 1
         return counts
 
+    def know(self, known: dict[str, str]) -> None:
+        """Take a campaign's --known repros (root-cause key -> directory): a resumed campaign may
+        name other directories than its first run did, and a cause one of them holds is known."""
+        self.known = dict(known)
+        for cause in self.causes.values():
+            cause.known = self.known.get(cause.key, cause.known)
+
     def to_json(self) -> dict:
         return {"causes": [c.to_json() for c in self.causes.values()],
                 "pending": [asdict(h) for h in self.pending], "triggers": self.triggers}
 
     @staticmethod
-    def from_json(d: dict, known: dict[str, str] | None = None) -> "RootCauseBook":
-        book = RootCauseBook(known)
+    def from_json(d: dict) -> "RootCauseBook":
+        """A book as a campaign's state.json holds it, before the resumed campaign's --known (`know`)."""
+        book = RootCauseBook()
         for c in d.get("causes", []):
             cause = RootCause.from_json(c)
-            cause.known = book.known.get(cause.key, cause.known)
             book.causes[cause.key] = cause
         book.pending = [PendingHit(**h) for h in d.get("pending", [])]
         book.triggers = {k: [list(t) for t in v] for k, v in d.get("triggers", {}).items()}

@@ -28,9 +28,9 @@ import re
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from .corpus import read_json
 from .tracebacks import cpp_location, error_location, innermost_error, printed_error, python_location
 
 # A repro directory holding a file of this name records a fixed bug (its text, if any, says where
@@ -46,22 +46,47 @@ def repro_dirs(root: Path) -> list[Path]:
     return sorted(p.parent for p in Path(root).rglob("case.json") if (p.parent / "repro.py").is_file())
 
 
-def recorded(directory: Path) -> dict:
-    """What case.json says about the bug, as plain JSON (nothing in it is executed)."""
-    case = read_json(directory / "case.json", "case")
-    if not isinstance(case, dict):
-        raise ValueError("not a JSON object")
-    sig = case.get("signature") or {}
-    return {"backend": case.get("backend", ""), "outcome": sig.get("outcome") or case.get("outcome", ""),
-            "kind": sig.get("kind", ""), "location": sig.get("location", ""),
-            "key": "|".join(str(sig.get(k, "")) for k in ("outcome", "backend", "stage", "kind", "location", "message")),
-            "status": (case.get("verification") or {}).get("status", "")}
+@dataclass(frozen=True)
+class Recorded:
+    """What a repro's case.json says about its bug: its backend, the outcome, kind and location a
+    run is judged by, its signature key, and its verification status ("" when it has none).
+
+    Read from the JSON itself, not through the case codec (fuzzfuse.corpus): the plugin loads this
+    module in every pytest session, and the codec imports torch; and a repro is standalone, so it is
+    judged even where today's fuzzfuse no longer reads its graph (an op renamed since). Nothing in
+    the file is executed either way."""
+
+    backend: str
+    outcome: str
+    kind: str
+    location: str
+    key: str
+    status: str
+
+    @staticmethod
+    def read(directory: Path) -> "Recorded":
+        """ValueError (one line) for a case.json that is not a case's object of strings."""
+        try:
+            case = json.loads((directory / "case.json").read_text())
+        except RecursionError:  # nested past the parser's depth: hostile or corrupt, one line
+            raise ValueError("nested too deep to be a case") from None
+        if not isinstance(case, dict):
+            raise ValueError("not a JSON object")
+        sig = case.get("signature") or {}
+        verification = case.get("verification") or {}
+        if not isinstance(sig, dict) or not isinstance(verification, dict):
+            raise ValueError("its signature and verification must be JSON objects")
+        fields = [sig.get(k, "") for k in ("outcome", "backend", "stage", "kind", "location", "message")]
+        text = [case.get("backend", ""), case.get("outcome", ""), verification.get("status", ""), *fields]
+        if not all(isinstance(t, str) for t in text):
+            raise ValueError("its backend, outcome, signature and verification status must be strings")
+        return Recorded(text[0], fields[0] or text[1], fields[3], fields[4], "|".join(fields), text[2])
 
 
-def skip_reason(case: dict) -> str | None:
+def skip_reason(case: Recorded) -> str | None:
     """Repros whose recorded re-runs disagreed cannot give a verdict."""
-    if case["status"] in ("flaky", "does not reproduce"):
-        return f"recorded as {case['status']} when it was minimized"
+    if case.status in ("flaky", "does not reproduce"):
+        return f"recorded as {case.status} when it was minimized"
     return None
 
 
@@ -223,7 +248,7 @@ def export_pytest(root: Path, out: Path, backend: str | None = None, timeout: fl
     """Write the repros under `root` (optionally only `backend`'s) as one pytest file; the count.
     Raises ValueError when there are none."""
     root = Path(root)
-    dirs = [d for d in repro_dirs(root) if backend is None or recorded(d)["backend"] == backend]
+    dirs = [d for d in repro_dirs(root) if backend is None or Recorded.read(d).backend == backend]
     if not dirs:
         raise ValueError(f"{root}: no minimized repros (*/case.json with repro.py)"
                          + (f" for backend {backend}" if backend else ""))
@@ -238,7 +263,7 @@ def export_pytest(root: Path, out: Path, backend: str | None = None, timeout: fl
     parts.append(_CHECK)
     taken: set[str] = set()
     for d in dirs:
-        case, source = recorded(d), (d / "repro.py").read_text()
+        case, source = Recorded.read(d), (d / "repro.py").read_text()
         name = _identifier(d.relative_to(root).as_posix(), taken)
         const = name.removeprefix("test_").upper()
         fixed = (d / FIXED).exists()
@@ -256,8 +281,8 @@ def export_pytest(root: Path, out: Path, backend: str | None = None, timeout: fl
             parts.append('@pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")\n')
         if not fixed:
             parts.append("@pytest.mark.xfail(strict=True, raises=StillFails, reason=OPEN)\n")
-        parts.append(f"def {name}(tmp_path):\n    {string_literal(case['key'])}\n"
-                     f"    check(tmp_path, {const}, {case['outcome']!r}, {case['kind']!r}, {case['location']!r}, "
+        parts.append(f"def {name}(tmp_path):\n    {string_literal(case.key)}\n"
+                     f"    check(tmp_path, {const}, {case.outcome!r}, {case.kind!r}, {case.location!r}, "
                      f"fixed={fixed}, inputs={inputs})\n")
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text("".join(parts))

@@ -19,28 +19,27 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from .corpus import Case, CorpusError, load_case, write_json
+from .corpus import Case, CorpusError, Variant, load_case, write_json
 from .minimize import with_variants
 from .rekey import variant_entry
 from .reduce import cost
-
-
+from .verdict import Reproduction
 
 
 def _rank(case: Case) -> tuple:
     """Which repro of a group stays: one that reproduced, then the smallest."""
-    return ((case.verification or {}).get("status") != "reproduces", cost(case.graph))
+    return (case.verification is None or case.verification.status != Reproduction.REPRODUCES, cost(case.graph))
 
 
-def plan(root: Path, merges: list[list[str]] | None = None) -> list[list[tuple[Path, Case, dict]]]:
+def plan(root: Path, merges: list[list[str]] | None = None) -> list[list[tuple[Path, Case, Variant]]]:
     """The groups of repros under `root` that share a root cause (or a maintainer's merge), each
     with its kept repro first."""
-    repros: dict[str, tuple[Path, Case, dict]] = {}
+    repros: dict[str, tuple[Path, Case, Variant]] = {}
     for directory in sorted(p for p in Path(root).iterdir() if (p / "case.json").is_file()):
         case = load_case(directory / "case.json")
         if case.signature:
             repros[directory.name] = (directory, case, variant_entry(directory.name, case))
-    group_of: dict[str, str] = {name: entry["root_cause"] for name, (_, _, entry) in repros.items()}
+    group_of: dict[str, str] = {name: entry.root_cause for name, (_, _, entry) in repros.items()}
     for merge in merges or []:
         missing = [name for name in merge if name not in repros]
         if missing:
@@ -50,7 +49,7 @@ def plan(root: Path, merges: list[list[str]] | None = None) -> list[list[tuple[P
             for other, group in list(group_of.items()):
                 if group == old:
                     group_of[other] = "merge:" + merge[0]
-    groups: dict[str, list[tuple[Path, Case, dict]]] = {}
+    groups: dict[str, list[tuple[Path, Case, Variant]]] = {}
     for name, member in repros.items():
         groups.setdefault(group_of[name], []).append(member)
     return [sorted(members, key=lambda m: _rank(m[1])) for members in groups.values()]

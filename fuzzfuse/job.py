@@ -17,11 +17,13 @@ import torch
 from . import verdict
 from .attribution import attribute
 from .backends import Backend, BackendError, Compiled, get_backend
+from .backends.options import Options
 from .ir import Graph, TensorInput, make_inputs, run_autograd, run_eager
 from .ir.values import input_set
 from .oracle import (compare_output, flush_denormals, nearer_references, gradient_reduction_sizes, reduction_sizes,
                      signed_zero_difference)
-from .strategies import GenConfig, config_from_json, generate_steered, graph_triples
+from .pool import Job
+from .strategies import GenConfig, generate_steered, graph_triples
 from .verdict import CaseResult, Difference, Outcome, Stage, Unsupported
 
 _backends: dict[str, Backend] = {}
@@ -40,23 +42,20 @@ def backend_for(name: str) -> Backend:
     return _backends[name]
 
 
-def run_job(job: dict) -> dict:
-    """Worker handler: a job names a backend and either a seed (generate here, in parallel) or a
-    graph (replay, reduction queries). The reply is a CaseResult's JSON."""
+def run_job(message: dict) -> dict:
+    """Worker handler: a Job's JSON, which names a backend and either a seed (generate here, in
+    parallel) or a graph (replay, reduction queries). The reply is a CaseResult's JSON."""
     t0 = time.perf_counter()
-    backend = backend_for(job["backend"])
-    if "graph" in job:
-        graph = Graph.from_json(job["graph"])
-    else:
-        graph, steered = generate_steered(job["seed"], config_from_json(job["config"]) if job.get("config")
-                                          else GenConfig())
+    job = Job.from_json(message)
+    backend = backend_for(job.backend)
+    graph, steered = (job.graph, 0) if job.graph is not None else generate_steered(job.seed, job.config or GenConfig())
     gen_seconds = time.perf_counter() - t0
-    result = run_case(graph, backend, check_strides=job.get("check_strides", False), options=job.get("options"),
-                      extra_sets=job.get("extra_runs", False), generate_seconds=gen_seconds)
-    result.steered = 0 if "graph" in job else steered
+    result = run_case(graph, backend, check_strides=job.check_strides, options=job.options,
+                      extra_sets=job.extra_runs, generate_seconds=gen_seconds)
+    result.steered = steered
     result.timings["generate"] = gen_seconds
     result.triples = graph_triples(graph)
-    if result.graph is None and (result.outcome != Outcome.PASS or job.get("return_graph")):
+    if result.graph is None and result.outcome != Outcome.PASS:
         result.graph = graph
     # A failure on an extra input set carries that set's graph: the one that replays.
     result.size = (result.graph or graph).size
@@ -64,9 +63,9 @@ def run_job(job: dict) -> dict:
     return result.to_json()
 
 
-def run_case(graph: Graph, backend: Backend, check_strides: bool = False, options: dict | None = None,
+def run_case(graph: Graph, backend: Backend, check_strides: bool = False, options: Options = Options(),
              extra_sets: bool = False, generate_seconds: float = 0.0) -> CaseResult:
-    """options: backend-specific per-case choices recorded in the case (nvFuser's emission style).
+    """options: the backend's per-case choices recorded in the case (nvFuser's emission style).
     A graph with requires_grad inputs is a backward case: the gradients of those inputs, for the
     graph's seeded upstream gradients, are judged too (stage "backward-run"). extra_sets: a
     forward case that passes is then run, compiled once, on more input sets (`extra_input_sets`;
@@ -77,7 +76,7 @@ def run_case(graph: Graph, backend: Backend, check_strides: bool = False, option
     return attribute(backend, result, backend_for, lambda route: run_case(result.graph or graph, route, check_strides))
 
 
-def _judge(graph: Graph, backend: Backend, check_strides: bool, options: dict | None, extra_sets: bool,
+def _judge(graph: Graph, backend: Backend, check_strides: bool, options: Options, extra_sets: bool,
            generate_seconds: float) -> CaseResult:
     timings: dict[str, float] = {}
     t = time.perf_counter()
@@ -103,7 +102,7 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: dict | 
     t = time.perf_counter()
     if grad_outputs is not None and not backend.supports_backward:
         return _timed(verdict.no_backward(backend.name), timings)
-    compiled = backend.compile(graph, **(options or {}))
+    compiled = backend.compile(graph, options)
     try:
         result = compiled.run(inputs, grad_outputs)
     except Unsupported as e:
@@ -126,7 +125,7 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: dict | 
 
     t = time.perf_counter()
     types = graph.infer_types()
-    flushes = Difference.DENORMAL_FLUSH in backend.documented_differences(options or {})
+    flushes = Difference.DENORMAL_FLUSH in backend.documented_differences(options)
     failure = _judge_outputs(graph, types, backend, result, eager, ref64, tainted, check_strides,
                              (lambda: flushed_references(graph, inputs)) if flushes else None)
     if failure:

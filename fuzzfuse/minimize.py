@@ -11,23 +11,24 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 import torch
 
 from .backends import Unavailable, backend_for_file, get_backend
-from .corpus import Case, CorpusError, iter_cases, load_case, umask_mode, write_json
+from .backends.options import Options
+from .corpus import Case, CorpusError, ReductionFigures, iter_cases, load_case, umask_mode, write_json
 from .ir import Graph
 from .oracle import Signature
-from .reduce import NotInteresting, cost, reduce, reduce_options
+from .reduce import NotInteresting, ReductionStats, cost, reduce, reduce_options
 from .reduce.generalise import Generalisation, generalise
 from .rootcause import keeps_dtypes
 from .export import judge as judge_run, read_verdict, run_repro
-from .pool import case_pool, graph_job
+from .pool import case_pool, graph_job, run_jobs
 from .repro import repro_files, title
-from .verdict import HarnessError, judge
+from .verdict import HarnessError, Reproduction, Verification, judge
 from .worker import WorkerPool
 
 VERIFY_RUNS = 3
@@ -35,22 +36,40 @@ VERIFY_RUNS = 3
 RETRIES_PER_SIGNATURE = 3
 
 
+@dataclass
+class CaseReduction:
+    """A case reduced (`reduce_case`): the smallest graph that still fails as recorded, the
+    reducer's counters (their seconds, once the caller sets them, the whole reduction's), the
+    signature kept (today's wording of the case's: save_minimized records that one), the case's
+    options with every choice the failure does not need dropped, and the graph's generalisation
+    (None where its root-cause key does not read the graph, or where none was asked for)."""
+
+    graph: Graph
+    stats: ReductionStats
+    signature: Signature
+    options: Options
+    generalisation: Generalisation | None = None
+
+
 def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 60.0,
-                progress: Callable[[dict], None] | None = None, pool: WorkerPool | None = None,
-                max_queries: int | None = None, checkpoint: Path | None = None, generalise: bool = True):
-    """The reducer's Reduction for `case`: the smallest graph that fails with the case's signature
-    (stats["signature"]: the signature it kept, today's wording of the case's; save_minimized
-    records that one), generalised (`Reduction.generalisation`) where its root-cause key is its
-    graph's form. checkpoint: a file that always holds the smallest failing graph found so far (as
-    a case); when it exists, the reduction resumes from it."""
+                progress: Callable[[ReductionStats], None] | None = None, pool: WorkerPool | None = None,
+                max_queries: int | None = None, checkpoint: Path | None = None,
+                generalise: bool = True) -> CaseReduction:
+    """`case` reduced on `backend` with the same-signature test, its options too, and generalised
+    where its root-cause key is its graph's form. checkpoint: a file that always holds the smallest
+    failing graph found so far (as a case); when it exists, the reduction resumes from it."""
     # Replaying on another backend than the one that found it: that backend's name in the key.
-    stored = replace(Signature.from_json(case.signature), backend=backend)
+    stored = replace(case.signature, backend=backend)
     target = stored.key()
     ids = itertools.count()
 
+    def ask(candidates: list[tuple[Graph, Options]]) -> list[bool]:
+        jobs = [graph_job(next(ids), backend, g, timeout, options, bool(case.check_strides))
+                for g, options in candidates]
+        return [_key(reply) == target for reply in run_jobs(active, jobs)]
+
     def is_interesting(candidates: list[Graph]) -> list[bool]:
-        jobs = [graph_job(next(ids), backend, g, timeout, case.options) for g in candidates]
-        verdicts = [_key(reply) == target for reply in active.run_all(jobs)]
+        verdicts = ask([(g, case.options) for g in candidates])
         if checkpoint is not None:
             smaller = [g for g, ok in zip(candidates, verdicts) if ok and g.size < best[0]]
             if smaller:
@@ -58,15 +77,8 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
                 write_json(checkpoint, replace(case, graph=min(smaller, key=lambda g: g.size)).to_json())
         return verdicts
 
-    def options_interesting(graph: Graph, candidates: list[dict]) -> list[bool]:
-        jobs = [graph_job(next(ids), backend, graph, timeout, options) for options in candidates]
-        return [_key(reply) == target for reply in active.run_all(jobs)]
-
-    def interesting_with(options: dict) -> Callable[[list[Graph]], list[bool]]:
-        def ask(candidates: list[Graph]) -> list[bool]:
-            jobs = [graph_job(next(ids), backend, g, timeout, options) for g in candidates]
-            return [_key(reply) == target for reply in active.run_all(jobs)]
-        return ask
+    def interesting_with(options: Options) -> Callable[[list[Graph]], list[bool]]:
+        return lambda candidates: ask([(g, options) for g in candidates])
 
     def _key(reply: dict) -> str | None:
         return reply_key(backend, reply)
@@ -80,23 +92,18 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
     try:
         # A case saved by an older normalizer may name the same failure differently: the same
         # outcome, stage, kind and assert location today stands for it.
-        fresh = judge(backend, active.run_all([graph_job(next(ids), backend, start, timeout,
-                                                         case.options)])[0]).signature
+        fresh = judge(backend, run_jobs(active, [graph_job(next(ids), backend, start, timeout, case.options,
+                                                           bool(case.check_strides))])[0]).signature
         kept = stored
         if fresh is not None and (fresh.outcome, fresh.stage, fresh.kind, fresh.location) == \
                 (stored.outcome, stored.stage, stored.kind, stored.location):
             kept, target = fresh, fresh.key()
         reduction = reduce(start, is_interesting, batch=max(1, workers), progress=progress,
                            max_queries=max_queries)
-        reduction.stats["signature"] = kept.to_json()
-        options, queries = reduce_options(case.options, get_backend(backend).simpler_options,
-                                          lambda candidates: options_interesting(reduction.graph, candidates))
-        if options != case.options:
-            reduction.stats["options"] = options
-        reduction.stats["option_queries"] = queries
-        if generalise:
-            reduction.generalisation = generalised(reduction.graph, kept, backend, interesting_with(options))
-        return reduction
+        options, _ = reduce_options(case.options, get_backend(backend).simpler_options,
+                                    lambda candidates: ask([(reduction.graph, o) for o in candidates]))
+        general = generalised(reduction.graph, kept, backend, interesting_with(options)) if generalise else None
+        return CaseReduction(reduction.graph, reduction.stats, kept, options, general)
     finally:
         if own:
             active.close()
@@ -119,8 +126,8 @@ def generalised(graph: Graph, signature: Signature, backend: str,
     return generalise(graph, is_interesting, features.ops, features.dtypes if keeps_dtypes(signature) else ())
 
 
-def verify_repro(directory: Path, signature: dict, runs: int = VERIFY_RUNS,
-                 timeout: float = 600.0) -> tuple[dict, str, str]:
+def verify_repro(directory: Path, signature: Signature, runs: int = VERIFY_RUNS,
+                 timeout: float = 600.0) -> tuple[Verification, str, str]:
     """Run repro.py `runs` times, each in a fresh process in a clean directory holding only the
     repro's own files, and judge each run as the regression corpus does: it reproduces when its
     verdict line names the case's signature (outcome, kind, location), not merely when it exits 1.
@@ -128,8 +135,6 @@ def verify_repro(directory: Path, signature: dict, runs: int = VERIFY_RUNS,
     the first run).
     The runs go concurrently: on a GPU box each one is mostly a torch import, and a campaign
     verifies every signature it reduces."""
-    sig = Signature.from_json(signature)
-
     def run_once(_) -> tuple[int | None, str, str, str]:
         with tempfile.TemporaryDirectory() as clean:
             for name in ("repro.py", "inputs.pt"):
@@ -138,31 +143,31 @@ def verify_repro(directory: Path, signature: dict, runs: int = VERIFY_RUNS,
             # PYTHONPATH only matters to custom backends' repros, which import their backend.
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
             code, out, err = run_repro(clean, timeout, env)
-            return code, out, err, judge_run(sig.outcome, sig.kind, sig.location, code, out, err)
+            return code, out, err, judge_run(signature.outcome, signature.kind, signature.location, code, out, err)
 
     with ThreadPoolExecutor(runs) as threads:
         results = list(threads.map(run_once, range(runs)))
     verdicts = [v for *_, v in results]
     same = [v == "as recorded" for v in verdicts]
     if all(v.startswith("skipped: ") for v in verdicts):
-        status = "skipped here"
+        status = Reproduction.SKIPPED
     else:
-        status = "reproduces" if all(same) else "flaky" if any(same) else "does not reproduce"
+        status = Reproduction.REPRODUCES if all(same) else Reproduction.FLAKY if any(same) else \
+            Reproduction.DOES_NOT_REPRODUCE
     _, out, err, _ = next((r for r in results if r[-1] == "as recorded"), results[0])
-    return {"status": status, "exit_codes": [r[0] if r[0] is not None else "timeout" for r in results],
-            "verdicts": verdicts, "runs": runs}, out, err
+    return Verification(status, tuple(r[0] if r[0] is not None else "timeout" for r in results), tuple(verdicts),
+                        runs), out, err
 
 
-def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend: str,
-                   verify_runs: int = VERIFY_RUNS, timeout: float = 60.0, slug: str | None = None,
-                   generalisation: Generalisation | None = None) -> Path:
-    """Write minimized/<slug>/{case.json, repro.py, README.md} (slug: the signature's, unless the
-    campaign names the root cause's), with the reduced graph's generalisation. A repro seen before
-    keeps the smaller one and counts the hit."""
-    case = replace(case, signature=stats.get("signature") or case.signature, options=stats.get("options", case.options))
-    sig = Signature.from_json(case.signature)
-    directory = Path(root) / (slug or sig.slug())
-    reduced = reduced.renamed()
+def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, verify_runs: int = VERIFY_RUNS,
+                   timeout: float = 60.0, slug: str | None = None) -> Path:
+    """Write minimized/<slug>/{case.json, repro.py, README.md} for `case` reduced (slug: the
+    signature's, unless the campaign names the root cause's), with the signature and options the
+    reduction kept and the reduced graph's generalisation. A repro seen before keeps the smaller
+    one and counts the hit."""
+    case = replace(case, signature=result.signature, options=result.options)
+    directory = Path(root) / (slug or result.signature.slug())
+    reduced = result.graph.renamed()
     existing = None
     if (directory / "case.json").exists():
         existing = load_case(directory / "case.json")
@@ -170,10 +175,11 @@ def save_minimized(root: Path, case: Case, reduced: Graph, stats: dict, backend:
             existing.hits += 1
             write_json(directory / "case.json", existing.to_json())
             return directory
+    stats = result.stats
     minimized = replace(case, graph=reduced, backend=backend, hits=(existing.hits + 1) if existing else 1,
-                        generalisation=generalisation,
-                        reduction={"ops_before": case.graph.size, "ops_after": reduced.size,
-                                   **{k: stats[k] for k in ("queries", "cache_hits", "seconds") if k in stats}})
+                        generalisation=result.generalisation,
+                        reduction=ReductionFigures(case.graph.size, reduced.size, stats.queries, stats.cache_hits,
+                                                   stats.seconds))
     write_minimized(directory, minimized, verify_runs, timeout)
     return directory
 
@@ -239,8 +245,8 @@ def _variants(case: Case) -> str:
     """The other signatures this root cause was found as (a folded repro's `also_seen_as`)."""
     if not case.also_seen_as:
         return ""
-    rows = [f"- `{v.get('key', '?')}` ({v.get('backend', '?')}; ops: {', '.join(v.get('ops', [])) or '-'}; was "
-            f"`{v.get('directory', '?')}`)" for v in case.also_seen_as]
+    rows = [f"- `{v.key}` ({v.backend}; ops: {', '.join(v.ops) or '-'}; was `{v.directory}`)"
+            for v in case.also_seen_as]
     return "\n**Also seen as** (the same root cause, found through other ops, dtypes or routes):\n\n" + \
         "\n".join(rows) + "\n"
 
@@ -263,15 +269,15 @@ def bug_report(case: Case, repro: str, output: str, errors: str = "", versions: 
     is any fusion it printed (aot:nvfuser's, of the minimized graph). `versions`: those of the run
     shown (the machine's: its GPU, or the CPU capability the repro ran at), beside those it was
     found with."""
-    sig = case.signature or {}
-    red = case.reduction or {}
-    ver = case.verification or {}
+    sig, red, ver = case.signature, case.reduction or ReductionFigures(), case.verification
+    figure = lambda n: "?" if n is None else n  # noqa: E731
+    runs = (ver.status, ver.runs, list(ver.verdicts)) if ver else ("was not re-run", 0, [])
     before, expected, actual = sections(output)
     actual, cut = actual[:REPORT_LINES], len(actual) - REPORT_LINES
     fusion = _fenced("\n".join(before))
     shown = ", ".join(f"{k} {v}" for k, v in sorted((versions or case.versions).items()))
     found = ", ".join(f"{k} {v}" for k, v in sorted(case.versions.items()))
-    return f"""# {title(case.graph, case.backend, read_verdict(output, errors) or sig, sig)}
+    return f"""# {title(case.graph, case.backend, read_verdict(output, errors), sig)}
 
 **Versions:** {shown}{f" (found with {found})" if found and found != shown else ""}
 
@@ -290,9 +296,9 @@ is present, 0 once fixed).
 {chr(10).join(actual) or "(nothing printed)"}
 ```
 
-Found by fuzzfuse (seed {case.seed}), signature `{Signature.from_json(sig).key()}`; minimized from
-{red.get('ops_before', '?')} to {red.get('ops_after', '?')} ops in {red.get('queries', '?')} queries. The repro
-{ver.get('status', 'was not re-run')} in {ver.get('runs', 0)} fresh processes (verdicts {ver.get('verdicts', [])});
+Found by fuzzfuse (seed {case.seed}), signature `{sig.key()}`; minimized from
+{figure(red.ops_before)} to {figure(red.ops_after)} ops in {figure(red.queries)} queries. The repro
+{runs[0]} in {runs[1]} fresh processes (verdicts {runs[2]});
 seen {case.hits} time(s).
 {_variants(case)}
 ## Repro
@@ -323,7 +329,7 @@ def minimize_files(paths: list[Path], out: Path, backend: str | None = None, wor
         except Unavailable as e:  # a file naming code to import: bad input, like a corrupt one
             yield path, e
             continue
-        key = (name, replace(Signature.from_json(case.signature), backend=name).key())
+        key = (name, replace(case.signature, backend=name).key())
         chosen.setdefault(key, []).append((path, case))
     # A repro is written and verified (fresh processes, mostly imports) while the next case reduces.
     with ThreadPoolExecutor(1) as saver:
@@ -339,8 +345,7 @@ def minimize_files(paths: list[Path], out: Path, backend: str | None = None, wor
                     if pending:
                         yield pending[0], pending[1].result()
                     path, case, result = found
-                    pending = (path, saver.submit(save_minimized, Path(out), case, result.graph, result.stats, name,
-                                                  timeout=timeout, generalisation=result.generalisation))
+                    pending = (path, saver.submit(save_minimized, Path(out), case, result, name, timeout=timeout))
         if pending:
             yield pending[0], pending[1].result()
 
@@ -349,7 +354,7 @@ def _reduce_smallest_failing(cases: list[tuple[Path, Case]], backend: str, pool:
                              timeout: float, progress, max_queries: int | None):
     """Reduce the smallest of one signature's cases that still fails as recorded (up to
     RETRIES_PER_SIGNATURE tried): ([(path, NotInteresting)] for those that did not,
-    (path, case, Reduction) or None)."""
+    (path, case, CaseReduction) or None)."""
     skipped = []
     for path, case in sorted(cases, key=lambda pc: pc[1].graph.size)[:RETRIES_PER_SIGNATURE]:
         start = time.time()
@@ -359,7 +364,7 @@ def _reduce_smallest_failing(cases: list[tuple[Path, Case]], backend: str, pool:
         except NotInteresting as e:
             skipped.append((path, NotInteresting(f"{path}: {e}")))
             continue
-        result.stats["seconds"] = round(time.time() - start, 2)
+        result.stats.seconds = round(time.time() - start, 2)
         return skipped, (path, case, result)
     return skipped, None
 
@@ -391,9 +396,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{directory}: {e}", file=sys.stderr)
             status = 2
             continue
-        verification = case.verification or {}
-        print(f"{directory}: {verification.get('status')}", flush=True)
-        if verification.get("status") != "reproduces":
+        verified = case.verification.status if case.verification else None
+        print(f"{directory}: {verified}", flush=True)
+        if verified != Reproduction.REPRODUCES:
             status = max(status, 1)
     return status
 

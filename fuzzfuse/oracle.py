@@ -16,6 +16,7 @@ import torch
 
 from .ir.types import dtype_name
 from .tracebacks import cpp_location, error_location, innermost_error, python_location  # noqa: F401 (re-exported)
+from .untrusted import record, take
 
 
 # Relative tolerance per dtype for the quick elementwise check, before fp64 arbitration.
@@ -61,7 +62,9 @@ class Signature:
 
     @staticmethod
     def from_json(d: dict) -> "Signature":
-        return Signature(**{k: str(d.get(k, "")) for k in Signature.__dataclass_fields__})
+        """Validated: a case file or a summary is untrusted input (a field absent is empty)."""
+        d = record(d, "signature", Signature.__dataclass_fields__)
+        return Signature(**{k: take(d, k, str, "signature", "") for k in Signature.__dataclass_fields__})
 
 
 # ---- exception signatures --------------------------------------------------------------------

@@ -1,10 +1,49 @@
 """The parent side of running cases: a pool of isolated workers that run `fuzzfuse.job`, and the
-jobs it takes. Its replies become CaseResults through `fuzzfuse.verdict.judge`."""
+jobs it takes (`Job`, sent over the worker pipe in its JSON form). Its replies become CaseResults
+through `fuzzfuse.verdict.judge`."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .backends import get_backend
+from .backends.options import Options
 from .ir import Graph
+from .strategies import GenConfig, config_from_json, config_to_json
 from .worker import WorkerPool
+
+
+@dataclass(frozen=True)
+class Job:
+    """One case for a worker (`fuzzfuse.job.run_job`): a seed to draw its graph from under `config`
+    (a campaign's new case, drawn in the worker, in parallel), or a `graph` (a recheck, a replay, a
+    reduction query), run on `backend` under the case's `options`. `recheck_of`: the signature key
+    whose first case this re-runs (read by the campaign, never by the worker)."""
+
+    id: int | str
+    backend: str
+    timeout: float
+    seed: int | None = None
+    config: GenConfig | None = None
+    graph: Graph | None = None
+    options: Options = Options()
+    check_strides: bool = False
+    extra_runs: bool = False
+    recheck_of: str | None = None
+
+    def to_json(self) -> dict:
+        """The worker pool's form: "id" and "timeout" are its own, the rest the worker's."""
+        config = config_to_json(self.config) if self.config is not None else None
+        drawn = {"seed": self.seed, "config": config} if self.graph is None else {"graph": self.graph.to_json()}
+        return {"id": self.id, "backend": self.backend, "timeout": self.timeout, **drawn,
+                "options": self.options.to_json(), "check_strides": self.check_strides, "extra_runs": self.extra_runs,
+                **({"recheck_of": self.recheck_of} if self.recheck_of is not None else {})}
+
+    @staticmethod
+    def from_json(d: dict) -> "Job":
+        graph = Graph.from_json(d["graph"]) if "graph" in d else None
+        return Job(d["id"], d["backend"], float(d["timeout"]), d.get("seed"),
+                   config_from_json(d["config"]) if d.get("config") else None, graph, Options.from_json(d["options"]),
+                   bool(d["check_strides"]), bool(d["extra_runs"]), d.get("recheck_of"))
 
 
 def worker_env(backend_name: str) -> dict[str, str]:
@@ -19,10 +58,12 @@ def case_pool(backend_name: str, workers: int, timeout: float, devices: list[str
                       init="fuzzfuse.job:init_worker", devices=devices)
 
 
-def graph_job(job_id, backend: str, graph: Graph, timeout: float, case_options: dict | None = None) -> dict:
-    """A worker job that runs `graph` with the per-case options a saved case records (check_strides,
-    nvFuser's style...)."""
-    options = dict(case_options or {})
-    check_strides = bool(options.pop("check_strides", False))
-    return {"id": job_id, "backend": backend, "graph": graph.to_json(), "timeout": timeout,
-            "check_strides": check_strides, "options": options}
+def run_jobs(pool: WorkerPool, jobs: list[Job]) -> list[dict]:
+    """Run `jobs` on a case pool; the workers' replies in their order, for `verdict.judge`."""
+    return pool.run_all(job.to_json() for job in jobs)
+
+
+def graph_job(job_id, backend: str, graph: Graph, timeout: float, options: Options = Options(),
+              check_strides: bool = False) -> Job:
+    """A worker job that runs `graph` under a saved case's choices."""
+    return Job(job_id, backend, timeout, graph=graph, options=options, check_strides=check_strides)

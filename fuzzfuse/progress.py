@@ -64,7 +64,7 @@ def _reducer(campaign) -> str:
     done = sum(e.minimized is not None for e in campaign.stats.signatures.values())
     text = f"{len(queue)} waiting, {done} minimized"
     if now:
-        text += f"; reducing {now['key'][:70]}: {now.get('size')} ops after {now.get('queries')} queries"
+        text += f"; reducing {now.what[:70]}: {now.stats.size} ops after {now.stats.queries} queries"
     return text
 
 

@@ -33,8 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from .export import (FIXED, OPEN_REASON, TIMEOUT, StillFails, judged_run, recorded, repro_dirs, settle,
-                     skip_reason, tail)
+from .export import FIXED, OPEN_REASON, TIMEOUT, Recorded, StillFails, judged_run, repro_dirs, settle, skip_reason, tail
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -101,19 +100,19 @@ class ReproItem(pytest.Item):
             self.add_marker(pytest.mark.xfail(strict=True, raises=StillFails, reason=OPEN_REASON.format(how=f"create {where}")))
 
     def runtest(self) -> None:
-        case = recorded(self.directory)
-        reason = unavailable(case["backend"]) or skip_reason(case)
+        case = Recorded.read(self.directory)
+        reason = unavailable(case.backend) or skip_reason(case)
         if reason:
-            pytest.skip(f"{case['backend']}: {reason}")
+            pytest.skip(f"{case.backend}: {reason}")
         with tempfile.TemporaryDirectory(prefix="fuzzfuse-repro-") as work:
             for name in ("repro.py", "inputs.pt"):
                 if (self.directory / name).exists():
                     shutil.copy(self.directory / name, work)
             # PYTHONPATH only matters to custom backends' repros, which import their backend.
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-            verdict, out, err = judged_run(work, self.config.getoption("fuzzfuse_timeout"), case["outcome"],
-                                           case["kind"], case["location"], self.fixed, env)
-        what = f"{case['outcome']} {case['kind']} {case['location']}".strip()
+            verdict, out, err = judged_run(work, self.config.getoption("fuzzfuse_timeout"), case.outcome,
+                                           case.kind, case.location, self.fixed, env)
+        what = f"{case.outcome} {case.kind} {case.location}".strip()
         if self.fixed and (self.directory / FIXED).read_text().strip():
             what += f"; {FIXED} says: {(self.directory / FIXED).read_text().strip()}"
         settle(verdict, self.fixed, what, tail(out, err))

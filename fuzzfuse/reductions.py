@@ -20,17 +20,20 @@ import dataclasses
 import hashlib
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .corpus import CorpusError, iter_cases, load_case, save_case
 from .dedup import PendingHit, RootCause, RootCauseBook
 from .oracle import Signature
+from .reduce import ReductionStats
 from .rootcause import anchored, signature_today, variant_root_cause
 from .verdict import MinimizedRepro, SignatureRecord
 
 if TYPE_CHECKING:
     from .campaign import Campaign
+    from .minimize import CaseReduction
     from .worker import WorkerPool
 
 # The share of a campaign's wall time that reductions may take while it fuzzes.
@@ -44,6 +47,14 @@ class OutOfTime(Exception):
     graph so far stays in OUT/reducing/, where `--resume` picks it up)."""
 
 
+@dataclass(frozen=True)
+class Reducing:
+    """The reduction under way, for the live display: what it reduces, and the reducer's counters."""
+
+    what: str
+    stats: ReductionStats
+
+
 def known_repros(directories: list[str]) -> dict[str, str]:
     """Coarse and root-cause keys -> the repro directory that holds them, over the minimized repros
     under `directories` (a bad file there is bad input: CorpusError). A repro's graph is reduced,
@@ -54,7 +65,7 @@ def known_repros(directories: list[str]) -> dict[str, str]:
             raise case
         if not case.signature:
             continue
-        recorded = Signature.from_json(case.signature)
+        recorded = case.signature
         sig = signature_today(recorded, case.detail)
         directory = str(path.parent)
         keys[recorded.key()] = keys[sig.key()] = directory
@@ -65,7 +76,7 @@ def known_repros(directories: list[str]) -> dict[str, str]:
             if root:
                 keys.setdefault(root, directory)
         for variant in case.also_seen_as:
-            for key in (variant.get("key"), variant.get("root_cause"), variant_root_cause(variant)):
+            for key in (variant.key, variant.root_cause, variant_root_cause(variant)):
                 if key:
                     keys.setdefault(key, directory)
     return keys
@@ -89,7 +100,7 @@ class CampaignReductions:
         self.campaign, self.known, self.share = campaign, known, share
         self.book = RootCauseBook(known)
         self.draining = False  # workers finish what they hold before a reduction takes them
-        self.current: dict | None = None  # the reduction under way: what it reduces and its counters
+        self.current: Reducing | None = None
         self.verifying: str | None = None  # what a repro being verified was reduced from
         # Hits of known anchored root causes whose graphs hold none of the campaign's triggers:
         # (root-cause key, saved case), reduced to learn a trigger generation should steer around.
@@ -186,8 +197,8 @@ class CampaignReductions:
         case = load_case(c.out / case_path)
         progress = c.out / "reducing" / f"{label}.json"
 
-        def show(stats: dict) -> None:
-            self.current = {"key": what, **stats}
+        def show(stats: ReductionStats) -> None:
+            self.current = Reducing(what, stats)
             if c.display:
                 c.display(c, pool)
             if self._out_of_time():
@@ -197,7 +208,7 @@ class CampaignReductions:
         try:
             reduction = reduce_case(case, c.backend_name, workers=c.workers, timeout=c.timeout, pool=pool,
                                                max_queries=c.reduce_budget, checkpoint=progress, progress=show)
-            reduction.stats["seconds"] = round(time.time() - start, 2)
+            reduction.stats.seconds = round(time.time() - start, 2)
             return case, progress, reduction
         except NotInteresting as e:
             print(f"not minimized {what}: {e}", file=sys.stderr)
@@ -233,10 +244,9 @@ class CampaignReductions:
             self.book.settle(hit, entry.signature, None)
             entry.unreduced = str(result)
             return
-        signature = Signature.from_json(result.stats["signature"])
+        signature = result.signature
         reduced_path = save_case(self.campaign.out / "reduced", dataclasses.replace(
-            case, graph=result.graph, options=result.stats.get("options", case.options),
-            generalisation=result.generalisation))
+            case, graph=result.graph, options=result.options, generalisation=result.generalisation))
         cause = self.book.settle(hit, signature, result.graph,
                                  str(reduced_path.relative_to(self.campaign.out)), result.generalisation)
         self.campaign.steering.learn(result.graph, result.generalisation)
@@ -250,7 +260,8 @@ class CampaignReductions:
             print(f"reduced {hit.case}: {case.graph.size} -> {result.graph.size} ops, "
                   f"{'known: ' + cause.known if cause.known else 'as ' + str(cause.minimized)}", file=sys.stderr)
 
-    def _save(self, pool: "WorkerPool", case, result, progress: Path, slug: str, what: str) -> MinimizedRepro:
+    def _save(self, pool: "WorkerPool", case, result: "CaseReduction", progress: Path, slug: str,
+              what: str) -> MinimizedRepro:
         from .minimize import save_minimized
 
         c = self.campaign
@@ -258,16 +269,15 @@ class CampaignReductions:
         if c.display:
             c.display(c, pool)
         try:
-            directory = save_minimized(c.out / "minimized", case, result.graph, result.stats, c.backend_name,
-                                       timeout=c.timeout, slug=slug, generalisation=result.generalisation)
+            directory = save_minimized(c.out / "minimized", case, result, c.backend_name, timeout=c.timeout, slug=slug)
         finally:
             self.verifying = None
         progress.unlink(missing_ok=True)
         stats = result.stats
-        print(f"minimized {what}: {case.graph.size} -> {result.graph.size} ops, {stats.get('queries')} queries, "
-              f"{stats.get('seconds', 0):.0f}s -> {directory}", file=sys.stderr)
+        print(f"minimized {what}: {case.graph.size} -> {result.graph.size} ops, {stats.queries} queries, "
+              f"{stats.seconds:.0f}s -> {directory}", file=sys.stderr)
         return MinimizedRepro(str(directory.relative_to(c.out)), case.graph.size, result.graph.size,
-                              stats.get("queries"), stats.get("seconds"))
+                              stats.queries, stats.seconds)
 
     # ---- what the files say ------------------------------------------------------------------
     def summary(self) -> dict:
@@ -276,11 +286,10 @@ class CampaignReductions:
                 "root_causes_new": sum(c.new for c in causes), "root_causes_known": sum(not c.new for c in causes),
                 "pending": self.book.pending_by_bucket(), "reduce_share": self.share}
 
-    def to_json(self) -> dict:
-        return self.book.to_json()
-
-    def restore(self, d: dict) -> None:
-        self.book = RootCauseBook.from_json(d, self.known)
+    def restore(self, book: RootCauseBook) -> None:
+        """Go on with a stopped run's book (CampaignState.root_causes), this run's --known taken."""
+        book.know(self.known)
+        self.book = book
 
     def causes(self) -> list[RootCause]:
         return list(self.book.causes.values())

@@ -16,11 +16,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from .backends import Unavailable
-from .corpus import Case, CorpusError, load_case, write_json
-from .ir import Graph, GraphError
+from .corpus import Case, CorpusError, ReductionFigures, Variant, load_case, write_json
+from .ir import Graph
 from .minimize import VERIFY_RUNS, generalised, reduce_case, reply_key, write_minimized
-from .oracle import Signature
-from .pool import case_pool, graph_job
+from .pool import case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation
 from .rootcause import signature_today
@@ -56,44 +55,44 @@ def rereduce(directory: Path, pools: Pools, workers: int = 2, verify_runs: int =
     `also_seen_as`, which --known counts. (the root-cause key before, after)."""
     directory = Path(directory)
     case = load_case(directory / "case.json")
-    sig = signature_today(Signature.from_json(case.signature), case.detail)
+    sig = signature_today(case.signature, case.detail)
     before = sig.root_cause_key(case.graph, case.generalisation) or sig.key()
     reduction = reduce_case(case, case.backend, workers=workers, timeout=timeout, pool=pools(case.backend))
     reduced = reduction.graph.renamed()
-    kept = Signature.from_json(reduction.stats["signature"])
+    kept = reduction.signature
     after = kept.root_cause_key(reduced, reduction.generalisation) or kept.key()
     if cost(reduced) >= cost(case.graph.renamed()):
         return before, _record_generalisation(directory, case, pools, timeout)
     seen = list(case.also_seen_as)
     if after != before:
         seen.append(variant_entry(directory.name, case))
-    red = case.reduction or {}
-    write_minimized(directory, replace(case, graph=reduced, signature=kept.to_json(), also_seen_as=seen,
-                                       generalisation=reduction.generalisation,
-                                       reduction={**red, "ops_after": reduced.size}), verify_runs, timeout)
+    figures = replace(case.reduction or ReductionFigures(), ops_after=reduced.size)
+    write_minimized(directory, replace(case, graph=reduced, signature=kept, also_seen_as=seen,
+                                       generalisation=reduction.generalisation, reduction=figures),
+                    verify_runs, timeout)
     return before, after
 
 
-def variant_entry(name: str, case: Case) -> dict:
+def variant_entry(name: str, case: Case) -> Variant:
     """What a repro folded into another keeps of itself in the other's `also_seen_as`: its coarse
     and root-cause keys (today's), ops, former directory, verification, reduced graph and the
     graph's generalisation."""
-    sig = signature_today(Signature.from_json(case.signature), case.detail)
-    return {"key": sig.key(), "root_cause": sig.root_cause_key(case.graph, case.generalisation) or sig.key(),
-            "backend": case.backend, "ops": sorted({n.op for n in case.graph.nodes}), "directory": name,
-            "verification": (case.verification or {}).get("status"), "graph": case.graph.to_json(),
-            **({"generalisation": case.generalisation.to_json()} if case.generalisation else {})}
+    sig = signature_today(case.signature, case.detail)
+    return Variant(sig.key(), sig.root_cause_key(case.graph, case.generalisation) or sig.key(), case.backend,
+                   tuple(sorted({n.op for n in case.graph.nodes})), name,
+                   case.verification.status if case.verification else None, case.graph, case.generalisation)
 
 
 def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> Generalisation | None:
     """Generalise a reduced case's graph as it is (no reduction), with the same-signature test."""
-    sig = signature_today(Signature.from_json(case.signature), case.detail)
+    sig = signature_today(case.signature, case.detail)
     target = replace(sig, backend=case.backend).key()  # as reduce_case keys a replay on the case's backend
     ids = itertools.count()
 
     def is_interesting(candidates: list[Graph]) -> list[bool]:
-        jobs = [graph_job(next(ids), case.backend, g, timeout, case.options) for g in candidates]
-        return [reply_key(case.backend, reply) == target for reply in pool.run_all(jobs)]
+        jobs = [graph_job(next(ids), case.backend, g, timeout, case.options, bool(case.check_strides))
+                for g in candidates]
+        return [reply_key(case.backend, reply) == target for reply in run_jobs(pool, jobs)]
 
     if not is_interesting([case.graph])[0]:
         raise NotInteresting("the repro's graph does not fail as recorded now")
@@ -105,7 +104,7 @@ def record_generalisation(directory: Path, pools: Pools, timeout: float = 60.0) 
     its case.json (the repro itself, whose graph is unchanged, stays as verified): its root-cause
     key before and after."""
     case = load_case(Path(directory) / "case.json")
-    sig = signature_today(Signature.from_json(case.signature), case.detail)
+    sig = signature_today(case.signature, case.detail)
     before = sig.root_cause_key(case.graph, case.generalisation) or sig.key()
     return before, _record_generalisation(Path(directory), case, pools, timeout)
 
@@ -115,28 +114,23 @@ def _record_generalisation(directory: Path, case: Case, pools: Pools, timeout: f
     seen = [_generalised_variant(variant, case, pools, timeout) for variant in case.also_seen_as]
     case = replace(case, generalisation=general, also_seen_as=seen)
     write_json(directory / "case.json", case.to_json())
-    sig = signature_today(Signature.from_json(case.signature), case.detail)
+    sig = signature_today(case.signature, case.detail)
     return sig.root_cause_key(case.graph, general) or sig.key()
 
 
-def _generalised_variant(variant: dict, case: Case, pools: Pools, timeout: float) -> dict:
+def _generalised_variant(variant: Variant, case: Case, pools: Pools, timeout: float) -> Variant:
     """A folded variant with its graph generalised and its root-cause key recomputed, when it kept
     its graph and still fails as its key says on its own backend; else as it was."""
-    fields = str(variant.get("key") or "").split("|", 5)
-    if not isinstance(variant.get("graph"), dict) or len(fields) != 6 or variant.get("backend") != fields[1]:
+    sig = variant.signature
+    if variant.graph is None or variant.backend != sig.backend:
         return variant
-    try:
-        graph = Graph.from_json(variant["graph"])
-    except (GraphError, KeyError, TypeError, ValueError):
-        return variant
-    sig = Signature(*fields)
-    probe = replace(case, graph=graph, backend=sig.backend, signature=sig.to_json(), detail="")
+    probe = replace(case, graph=variant.graph, backend=sig.backend, signature=sig, detail="")
     try:
         general = generalise_case(probe, pools(sig.backend), timeout)
     except (NotInteresting, Unavailable, ValueError):
         return variant
-    return {**variant, "root_cause": sig.root_cause_key(graph, general) or sig.key(),
-            **({"generalisation": general.to_json()} if general else {})}
+    return replace(variant, root_cause=sig.root_cause_key(variant.graph, general) or sig.key(),
+                   generalisation=general if general is not None else variant.generalisation)
 
 
 def rekey_all(directories: list[Path], timeout: float, reduce_again: bool = True) -> int:

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 from .backends import Unavailable, backend_for_file, default_backend, get_backend
 from .corpus import CorpusError, case_files, iter_cases
-from .oracle import Signature
-from .pool import case_pool, graph_job
+from .pool import case_pool, graph_job, run_jobs
 from .verdict import judge
 
 
@@ -31,9 +30,10 @@ def replay_results(cases: list, backend: str | None, workers: int, timeout: floa
                 raise
             print(f"skipped {len(members)} case(s) for {name}: {e}", file=sys.stderr)
             continue
-        jobs = [graph_job(i, name, c.graph, timeout, c.options) for i, (_, c) in enumerate(members)]
+        jobs = [graph_job(i, name, c.graph, timeout, c.options, bool(c.check_strides))
+                for i, (_, c) in enumerate(members)]
         with case_pool(name, min(workers, len(jobs)), timeout) as pool:
-            results = pool.run_all(jobs)
+            results = run_jobs(pool, jobs)
         for (path, case), reply in zip(members, results):
             rows.append(_compare(str(path), case, judge(name, reply).key))
     return rows
@@ -55,7 +55,7 @@ class Replayed:
 
 
 def _compare(path: str, case, now: str | None) -> Replayed:
-    return Replayed(path, Signature.from_json(case.signature).key() if case.signature else None, now)
+    return Replayed(path, case.signature.key() if case.signature else None, now)
 
 
 def replay(paths: list[str], backend: str | None = None, workers: int = 1, timeout: float = 120.0) -> int:

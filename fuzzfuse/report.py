@@ -258,9 +258,8 @@ def _bucket_html(i: int, b: Bucket, base: Path) -> str:
             detail = case.detail or detail  # the failure of the case drawn, not of another shard's
             drawing = graph_svg(case.graph)
             code = _excerpt(b.repro / "repro.py") if b.repro is not None else to_source(case.graph)
-            red = case.reduction or {}
-            if red.get("ops_before") is not None:
-                reduction = f" (minimized from {red['ops_before']})"
+            if case.reduction is not None and case.reduction.ops_before is not None:
+                reduction = f" (minimized from {case.reduction.ops_before})"
         except (CorpusError, KeyError, ValueError) as e:
             drawing = f'<p class="empty">graph unavailable: {esc(e)}</p>'
     color = OUTCOME_COLOR.get(b.outcome, "#374151")

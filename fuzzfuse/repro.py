@@ -279,7 +279,7 @@ BACKEND_NAMES = {"torchscript:nnc": "NNC", "torchscript:onednn": "oneDNN Graph",
                  "nvfuser": "nvFuser", "inductor": "Inductor"}
 
 
-def pin_prelude(versions: dict) -> str:
+def pin_prelude(versions: dict[str, str]) -> str:
     """Source that pins the CPU capability the case ran with, before torch is imported: ATen's
     kernels and Inductor's C++ codegen (cpu_vec_isa.pick_vec_isa) both read ATEN_CPU_CAPABILITY.
     Inductor's caches do not key on it (a kernel compiled for AVX-512 is reused under avx2), so
@@ -349,12 +349,14 @@ def _raised(verdict: dict) -> str:
     return f"raises {kind}" + (f": {line}" if line else "") + (f" at {where}" if where else "")
 
 
-def title(graph: Graph, backend: str, verdict: dict, recorded: dict | None = None) -> str:
-    """A report's title from the reduced graph and what its repro printed: the op(s) and the symptom,
-    "nvFuser: pow(x0, 0.5) on float32 of -inf returns nan (eager: inf)". A repro that did not fail
-    (it passed, or cannot run here) is titled by the failure `recorded`."""
-    if verdict.get("outcome") in ("pass", "skip", None) and recorded:
-        verdict = recorded
+def title(graph: Graph, backend: str, verdict: dict | None, recorded: Signature | None = None) -> str:
+    """A report's title from the reduced graph and what its repro printed (its verdict line, None
+    when it printed none): the op(s) and the symptom, "nvFuser: pow(x0, 0.5) on float32 of -inf
+    returns nan (eager: inf)". A repro that did not fail (it passed, or cannot run here) is titled by
+    the failure `recorded`, whose fields are those of a verdict line."""
+    if recorded is not None and (verdict or {}).get("outcome") in ("pass", "skip", None):
+        verdict = recorded.to_json()
+    verdict = verdict or {}
     outcome, kind = verdict.get("outcome"), verdict.get("kind", "")
     if outcome == "mismatch" and "actual" in verdict:
         shown = {k: str(verdict[k]).replace("torch.", "") for k in ("actual", "expected")}
@@ -377,19 +379,20 @@ def tolerances(dtypes: list[str], reduced: list[int]) -> list[tuple[float, float
             else (0.0, 0.0) for d, k in zip(dtypes, reduced)]
 
 
-def repro_files(graph: Graph, backend, signature: dict, versions: dict, timeout: float = 300.0) -> dict[str, object]:
+def repro_files(graph: Graph, backend, signature: Signature, versions: dict[str, str],
+                timeout: float = 300.0) -> dict[str, object]:
     """{"repro.py": source, and "inputs.pt": tensors when the inputs are too big to inline}."""
     values = make_inputs(graph)
     numel = sum(v.numel() for v, spec in zip(values, graph.inputs) if isinstance(v, torch.Tensor) and not _fill(spec))
     external = numel > INLINE_LIMIT
     types = graph.infer_types()
     reduced = reduction_sizes(graph, types)
-    key = Signature.from_json(signature).key()
+    key = signature.key()
     pinned = backend.device == "cpu" and bool(versions.get("cpu_capability"))
-    hang = signature.get("outcome") == "hang"
+    hang = signature.outcome == "hang"
     shown = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
     header = (f'#!/usr/bin/env python3\n"""{BACKEND_NAMES.get(backend.name, backend.name)}: '
-              f'{describe_graph(graph)}: {signature.get("outcome")} {signature.get("kind", "")}'.rstrip() + "\n\n"
+              f'{describe_graph(graph)}: {signature.outcome} {signature.kind}'.rstrip() + "\n\n"
               f"Found by fuzzfuse (signature {key}) with {shown}.\n"
               "Prints what eager gives (float64 arbitrating) and what the fuser gives, then its verdict line;\n"
               "exits 1 while the bug is present, 0 once it is fixed.\n\"\"\"\n")

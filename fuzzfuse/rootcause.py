@@ -34,8 +34,8 @@ from pathlib import Path
 
 import torch
 
-from .corpus import CorpusError, iter_cases
-from .ir import OPS, Graph, GraphError, TensorInput
+from .corpus import CorpusError, Variant, iter_cases
+from .ir import OPS, Graph, TensorInput
 from .ir.types import category
 from .ir.values import logical_values
 from .oracle import Signature, cpp_location, normalize, nvrtc_error
@@ -356,19 +356,11 @@ def signature_today(signature: Signature, detail: str) -> Signature:
     return replace(signature, location=location, message=normalize(error))
 
 
-def variant_root_cause(variant: dict) -> str | None:
+def variant_root_cause(variant: Variant) -> str | None:
     """A folded variant's root-cause key (`also_seen_as[]`) as today's rules give it from its coarse
     key alone (an anchored crash's), or from its graph and that graph's generalisation, so that a
     variant folded before a rule anchored it, or before generalisation, still counts."""
-    fields = str(variant.get("key") or "").split("|", 5)
-    if len(fields) != 6:
-        return None
-    try:
-        graph = Graph.from_json(variant["graph"]) if isinstance(variant.get("graph"), dict) else None
-        general = Generalisation.from_json(variant["generalisation"]) if variant.get("generalisation") else None
-    except (GraphError, KeyError, TypeError, ValueError):
-        graph = general = None
-    return root_cause_key(Signature(*fields), graph, general)
+    return root_cause_key(variant.signature, variant.graph, variant.generalisation)
 
 
 def groups(paths: list[str], variants: bool = False) -> tuple[dict[str, list[tuple[str, str, str]]], list[str], list[str]]:
@@ -384,16 +376,15 @@ def groups(paths: list[str], variants: bool = False) -> tuple[dict[str, list[tup
             continue
         if path.name != "case.json" or not case.signature:
             continue
-        recorded = Signature.from_json(case.signature)
+        recorded = case.signature
         signature = signature_today(recorded, case.detail)
         if signature != recorded:
             rekeyed.append(f"{path.parent.name}: {recorded.location} -> {signature.location}: {signature.message}")
         key = root_cause_key(signature, case.graph, case.generalisation) or f"pending|{signature.key()}"
         found[key].append((path.parent.name, case.backend, signature.key()))
         for variant in case.also_seen_as if variants else ():
-            key = variant_root_cause(variant) or str(variant.get("root_cause") or variant.get("key"))
-            found[key].append((f"{path.parent.name}<-{variant.get('directory', '?')}", str(variant.get("backend")),
-                               str(variant.get("key"))))
+            key = variant_root_cause(variant) or variant.root_cause or variant.key
+            found[key].append((f"{path.parent.name}<-{variant.directory}", variant.backend, variant.key))
     return found, rekeyed, bad
 
 

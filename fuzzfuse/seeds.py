@@ -67,7 +67,7 @@ TRAINING_DTYPES = ("float32", "bfloat16")
 
 def _seed(graph, make) -> Case:
     """found=0: a seed is written, not found, so rewriting the corpus changes no byte."""
-    return Case(graph, outcome="seed", detail=make.__doc__ or "", found=0.0)
+    return Case(graph, detail=make.__doc__ or "", found=0.0)
 
 
 def seed_cases() -> dict[str, Case]:

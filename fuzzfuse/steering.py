@@ -30,11 +30,8 @@ import random
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
-from .corpus import CorpusError, iter_cases
 from .ir import Graph, ScalarInput
 from .ir.ops import OPS
-from .oracle import Signature
-from .rootcause import anchored, component
 from .ir.types import category
 from .reduce.generalise import Generalisation
 
@@ -188,32 +185,35 @@ class Steering:
 
 def known_graphs(directories: list[str], routes: set[str],
                  backward: bool) -> list[tuple[Graph, Generalisation | None]]:
-    """The reduced graphs (with their generalisations) of the reproducing repros under `directories` (and of the variants a
-    folded repro lists) that a campaign on `routes` (its backend and the reference routes beneath
-    it, which its cases also run through) would hit: a mismatch found on another route may be that
+    """The reduced graphs (with their generalisations) of the reproducing repros under `directories`
+    (and of the variants a folded repro lists) that a campaign on `routes` (its backend and the
+    reference routes beneath it, which its cases also run through) would hit: a mismatch found on another route may be that
     route's own, an anchored crash is its fuser's on every route, and a gradient's bug never fails
     a forward-only campaign's cases."""
+    # Imported here, not above: case files record backend options, so corpus imports the backends,
+    # whose base imports strategies, which imports this module for its triggers.
+    from .corpus import CorpusError, iter_cases
+    from .rootcause import anchored, component
+    from .verdict import Reproduction
+
     found, components = [], {component(r) for r in routes}
     for _, case in iter_cases(directories):
         if isinstance(case, CorpusError) or not case.signature:
             continue
         # An anchored crash is one bug on every route of its fuser (its key folds the route).
-        anywhere = anchored(Signature.from_json(case.signature))
+        anywhere = anchored(case.signature)
         for backend, status, stage, graph, generalisation in _forms(case):
-            if (backend in routes or anywhere and component(backend) in components) and status == "reproduces" \
-                    and (backward or not stage.startswith("backward")):
+            if (backend in routes or anywhere and component(backend) in components) and \
+                    status == Reproduction.REPRODUCES and (backward or not stage.startswith("backward")):
                 found.append((graph, generalisation))
     return found
 
 
-def _forms(case) -> Iterator[tuple[str, str, str, Graph, Generalisation | None]]:
+def _forms(case) -> Iterator[tuple[str, object, str, Graph, Generalisation | None]]:
     """(backend, verification status, stage, reduced graph, its generalisation) of a repro and of
     each variant folded into it that kept its graph."""
-    yield (case.backend, (case.verification or {}).get("status"), case.signature.get("stage", ""), case.graph,
+    yield (case.backend, case.verification.status if case.verification else None, case.signature.stage, case.graph,
            case.generalisation)
     for variant in case.also_seen_as:
-        if variant.get("graph"):
-            fields = str(variant.get("key", "")).split("|")
-            yield (variant.get("backend"), variant.get("verification"), fields[2] if len(fields) > 2 else "",
-                   Graph.from_json(variant["graph"]),
-                   Generalisation.from_json(variant["generalisation"]) if variant.get("generalisation") else None)
+        if variant.graph is not None:
+            yield variant.backend, variant.verification, variant.signature.stage, variant.graph, variant.generalisation

@@ -35,7 +35,7 @@ from rich.text import Text
 from .corpus import CorpusError, case_files, load_case, read_json
 from .oracle import Signature
 from .rootcause import signature_today
-from .verdict import Outcome, SignatureRecord
+from .verdict import Outcome, Reproduction, SignatureRecord
 
 SUMMARY = "summary.json"
 LOCATED_OUTCOMES = (Outcome.CRASH, Outcome.HARD_CRASH, Outcome.HANG)
@@ -61,7 +61,7 @@ class Bucket:
     repro_size: int | None = None
     case: Path | None = None  # smallest saved case, for buckets without a minimized repro
     case_size: int | None = None
-    verification: str | None = None  # the minimized repro's fresh-process status
+    verification: Reproduction | None = None  # the minimized repro's fresh-process status
     combo: int = 1  # buckets sharing this one's backend/kind/location (set by `order`)
 
     @property
@@ -179,7 +179,7 @@ def _merge_case(buckets: dict[str, Bucket], root: Path, path: Path, case) -> Non
     are bucketed by root cause where it is known (a repro's graph is reduced; an unreduced case
     only names one by a native assert), else by their coarse signature."""
     # Keyed as today's oracle words the recorded error (an NVRTC error's call types, say).
-    sig = signature_today(Signature.from_json(case.signature), case.detail)
+    sig = signature_today(case.signature, case.detail)
     minimized = path.name == "case.json" and (path.parent / "repro.py").is_file()
     key = sig.root_cause_key(case.graph if minimized else None, case.generalisation) or sig.key()
     b = buckets.setdefault(key, Bucket(key, sig))
@@ -201,8 +201,8 @@ def _check_repros(buckets: dict[str, Bucket], problems: list[str]) -> None:
         except CorpusError as e:
             problems.append(str(e))
             continue
-        b.verification = (case.verification or {}).get("status")
-        b.flaky |= b.verification == "flaky"
+        b.verification = case.verification.status if case.verification else None
+        b.flaky |= b.verification == Reproduction.FLAKY
         b.repro_size = case.graph.size
         b.detail = b.detail or case.detail
 

@@ -1,10 +1,12 @@
 """The verdict layer: where a run becomes an outcome and a signature, and the types that carry it.
 
 Everything that crosses a process or a module boundary about a case's fate is one of these types:
-`CaseResult` (what a worker says about one case, or what its death says), `SignatureRecord` (a
-campaign's entry for one signature: counts, rechecks, the smallest case, the repro). Each has one
-JSON codec, used on the worker pipe and in summary.json / state.json alike; enum values are the
-strings those files always held, so files written before these types existed still load.
+`CaseResult` (what a worker says about one case, or what its death says), `Attribution` (what the
+backend's reference route did with a failure), `SignatureRecord` (a campaign's entry for one
+signature: counts, rechecks, the smallest case, the repro) and `Verification` (a repro re-run in
+fresh processes, with its `Reproduction` status). Each has one JSON codec, used on the worker pipe
+and in summary.json, state.json and case files alike; enum values are the strings those files
+always held, so files written before these types existed still load.
 
 The worker side (`fuzzfuse.job`) reports what it saw through the constructors below (`invalid`,
 `crashed`, `mismatched`...); the parent side turns a pool reply into a CaseResult with `judge`,
@@ -16,8 +18,9 @@ import enum
 import re
 from dataclasses import dataclass, field
 
-from .ir import Graph
+from .ir import Graph, GraphError
 from .oracle import Mismatch, Signature, cpp_location, exception_signature, normalize
+from .untrusted import record, strings, take
 
 MAX_MESSAGE = 20000
 MAX_RECORD_DETAIL = 500
@@ -104,6 +107,34 @@ class HarnessError(RuntimeError):
     """A fuzzfuse defect on one case (the handler raised in the worker): never a fuser bug."""
 
 
+@dataclass(frozen=True)
+class Attribution:
+    """What a failing case did on its backend's reference route (fuzzfuse.attribution): its
+    outcome there (None: the route is unavailable here, `detail` says why), whether it failed the
+    same way, and the route's own attribution in turn (`then`: routes chain)."""
+
+    route: str
+    outcome: Outcome | None
+    detail: str = ""
+    same_failure: bool = False
+    signature: Signature | None = None
+    then: Attribution | None = None
+
+    def to_json(self) -> dict:
+        if self.outcome is None:
+            return {"route": self.route, "outcome": "unavailable", "detail": self.detail}
+        out = {"route": self.route, "outcome": self.outcome.value, "same_failure": self.same_failure,
+               "signature": self.signature.to_json() if self.signature else None, "detail": self.detail}
+        return {**out, **({"then": self.then.to_json()} if self.then else {})}
+
+    @staticmethod
+    def from_json(d: dict) -> "Attribution":
+        outcome = None if d["outcome"] == "unavailable" else Outcome(d["outcome"])
+        return Attribution(str(d["route"]), outcome, str(d.get("detail") or ""), bool(d.get("same_failure")),
+                           Signature.from_json(d["signature"]) if d.get("signature") else None,
+                           Attribution.from_json(d["then"]) if d.get("then") else None)
+
+
 @dataclass
 class CaseResult:
     """One case's verdict and what the run measured. Optional fields stay at their defaults when
@@ -125,7 +156,7 @@ class CaseResult:
     cpu_seconds: float | None = None
     stderr_tail: str = ""  # a dead or hung worker's log
     # What the backend's reference route did with a failing case (fuzzfuse.attribution).
-    attribution: dict | None = None
+    attribution: Attribution | None = None
     # Input sets the compiled graph was judged on (its own and the extra ones, fuzzfuse.job), and
     # the (op, dtype, layout) triples the graph exercised: campaign coverage.
     input_sets: int = 1
@@ -141,7 +172,8 @@ class CaseResult:
                 "restart_worker": self.restart_worker, "graph": self.graph.to_json() if self.graph else None,
                 "size": self.size, "digest": self.digest, "worker_seconds": self.worker_seconds,
                 "cpu_seconds": self.cpu_seconds, "stderr_tail": self.stderr_tail,
-                "attribution": self.attribution, "input_sets": self.input_sets, "triples": self.triples,
+                "attribution": self.attribution.to_json() if self.attribution else None,
+                "input_sets": self.input_sets, "triples": self.triples,
                 "steered": self.steered, "reshaped_sets": self.reshaped_sets}
 
     @staticmethod
@@ -152,7 +184,8 @@ class CaseResult:
             d.get("fused"), dict(d.get("evidence") or {}), float(d.get("compile_seconds") or 0.0),
             str(d.get("traceback") or ""), bool(d.get("restart_worker")),
             Graph.from_json(d["graph"]) if d.get("graph") else None, d.get("size"), d.get("digest"),
-            d.get("worker_seconds"), d.get("cpu_seconds"), str(d.get("stderr_tail") or ""), d.get("attribution"),
+            d.get("worker_seconds"), d.get("cpu_seconds"), str(d.get("stderr_tail") or ""),
+            Attribution.from_json(d["attribution"]) if d.get("attribution") else None,
             int(d.get("input_sets") or 1), [str(t) for t in d.get("triples") or []], int(d.get("steered") or 0),
             int(d.get("reshaped_sets") or 0))
 
@@ -246,6 +279,45 @@ def judge(backend: str, reply: dict) -> CaseResult:
         raise HarnessError(f"fuzzfuse harness error: {reply.get('error_type')}: {reply.get('error')}\n"
                            f"{reply.get('traceback', '')}")
     return CaseResult.from_json(reply)
+
+
+# ---- a repro re-run in fresh processes ------------------------------------------------------------
+class Reproduction(str, enum.Enum):
+    """Whether a minimized repro failed as recorded when it was re-run in fresh processes."""
+
+    REPRODUCES = "reproduces"  # every run failed as recorded
+    FLAKY = "flaky"  # some did
+    DOES_NOT_REPRODUCE = "does not reproduce"  # none did
+    SKIPPED = "skipped here"  # every run said this machine cannot run it (a CPU capability it lacks)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Verification:
+    """A repro's re-runs in fresh processes (fuzzfuse.minimize.verify_repro): their status, each
+    run's exit code ("timeout" for one killed at the timeout) and verdict, and how many ran."""
+
+    status: Reproduction
+    exit_codes: tuple[int | str, ...] = ()
+    verdicts: tuple[str, ...] = ()
+    runs: int = 0
+
+    def to_json(self) -> dict:
+        return {"status": self.status.value, "exit_codes": list(self.exit_codes), "verdicts": list(self.verdicts),
+                "runs": self.runs}
+
+    @staticmethod
+    def from_json(d: dict) -> "Verification":
+        """Validated: a case file is untrusted input."""
+        what = "verification"
+        d = record(d, what, ("status", "exit_codes", "verdicts", "runs"))
+        codes = take(d, "exit_codes", list, what)
+        if not all((isinstance(c, int) and not isinstance(c, bool)) or c == "timeout" for c in codes):
+            raise GraphError(f"{what}: an exit code is an integer or \"timeout\", not {codes!r}")
+        return Verification(Reproduction(take(d, "status", str, what)), tuple(codes), strings(d, "verdicts", what),
+                            take(d, "runs", int, what))
 
 
 # ---- a campaign's record of one signature --------------------------------------------------------

@@ -13,6 +13,7 @@ import torch
 
 from fuzzfuse.backends.base import BackendError, Compiled, RunResult
 from fuzzfuse.backends.eager import EagerBackend
+from fuzzfuse.backends.options import Options
 from fuzzfuse.ir import OPS, Graph, run_eager
 
 
@@ -170,7 +171,7 @@ class StaleStrides(EagerBackend):
     for, wrong on a slice of another step."""
     reuses_compiled = reruns_new_strides = True
 
-    def compile(self, graph: Graph, **options) -> "Compiled":
+    def compile(self, graph: Graph, options: Options = Options()) -> "Compiled":
         return _StaleStridesCompiled(self, graph, options)
 
 

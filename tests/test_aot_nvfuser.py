@@ -13,6 +13,7 @@ import torch
 from fuzzfuse.backends import Unavailable
 from fuzzfuse.backends.aot import _tensor_function
 from fuzzfuse.backends.aot_nvfuser import AotNvFuserBackend, decompositions
+from fuzzfuse.backends.options import Options
 from fuzzfuse.ir import OPS, Graph, ScalarInput, compile_source, make_inputs, run_eager
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.ir.from_aten import translate
@@ -257,7 +258,7 @@ def test_random_training_graphs_never_crash_the_stand_in():
     for seed in range(150):
         graph = generate(seed, GenConfig(backward=True, features=AotNvFuserBackend.features))  # as its campaigns draw
         if graph.requires_grad:
-            result = run_case(graph, _StandIn(), options={"style": ("direct", "upcast")[seed % 2]})
+            result = run_case(graph, _StandIn(), options=Options(style=("direct", "upcast")[seed % 2]))
             assert result.outcome in ("pass", "unsupported", "mismatch"), (seed, result.detail[:2000])
             # Unsupported only where aten has an op the IR lacks (the backward of gather and
             # index_select is a scatter_add or index_add), never a translation defect.

@@ -45,8 +45,8 @@ def test_a_failure_torchscript_shares_without_the_fuser_is_the_frontends(graph, 
     result = run_case(Graph.from_json(graph), get_backend(backend))
     assert result.outcome in ("crash", "mismatch"), result
     assert result.signature.backend == "torchscript:frontend", result.signature
-    assert result.attribution["route"] == "torchscript:frontend"
-    assert result.attribution["same_failure"] is True
+    assert result.attribution.route == "torchscript:frontend"
+    assert result.attribution.same_failure is True
     assert "attributed to torchscript:frontend" in result.detail
 
 
@@ -57,8 +57,8 @@ def test_nncs_integer_round_crash_stays_nncs_because_the_frontend_passes():
     result = run_case(graph, get_backend("torchscript:nnc"))
     assert result.outcome == "crash", result
     assert result.signature.backend == "torchscript:nnc"
-    assert result.attribution == {**result.attribution, "route": "torchscript:frontend", "outcome": "pass",
-                                     "same_failure": False}
+    attribution = result.attribution
+    assert (attribution.route, attribution.outcome, attribution.same_failure) == ("torchscript:frontend", "pass", False)
 
 
 def test_a_graph_nnc_declines_wholesale_is_unfused_and_not_re_run():
@@ -105,8 +105,8 @@ def test_an_aot_failure_the_decomposed_graph_already_has_is_filed_under_aot_eage
     assert result.outcome == "mismatch", result
     assert result.signature.backend == "aot:eager", result.signature
     chain = result.attribution
-    assert (chain["route"], chain["same_failure"]) == ("aot:frontend", True)
-    assert (chain["then"]["route"], chain["then"]["same_failure"]) == ("aot:eager", True)
+    assert (chain.route, chain.same_failure) == ("aot:frontend", True)
+    assert (chain.then.route, chain.then.same_failure) == ("aot:eager", True)
 
 
 # minimized/inductor-mismatch-values-bool-078eb419: var over a size-1 dim of NaN is 0 under
@@ -122,4 +122,4 @@ def test_an_inductor_bug_that_aot_eager_does_not_share_stays_inductors():
     result = run_case(Graph.from_json(INDUCTOR_VAR_OF_NAN), get_backend("inductor"))
     assert result.outcome == "mismatch", result
     assert result.signature.backend == "inductor"
-    assert (result.attribution["route"], result.attribution["outcome"]) == ("dynamo:aot_eager", "pass")
+    assert (result.attribution.route, result.attribution.outcome) == ("dynamo:aot_eager", "pass")

@@ -16,13 +16,13 @@ from fuzzfuse.ir import Graph, GraphError, Values, make_inputs, run_autograd
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.export import read_verdict
 from fuzzfuse.job import backend_for, run_case
-from fuzzfuse.minimize import reduce_case, save_minimized
-from fuzzfuse.pool import case_pool, graph_job
-from fuzzfuse.reduce import cost, reduce
+from fuzzfuse.minimize import CaseReduction, reduce_case, save_minimized
+from fuzzfuse.pool import case_pool, graph_job, run_jobs
+from fuzzfuse.reduce import ReductionStats, cost, reduce
 from fuzzfuse.reduce.passes import ddmin_ops, drop_requires_grad
 from fuzzfuse.seeds import training_seed_cases
 from fuzzfuse.strategies import GenConfig, generate, grad_reach
-from fuzzfuse.verdict import judge
+from fuzzfuse.verdict import Outcome, judge
 
 WRONG_GRAD = "custom:tests.buggy_backends:WrongGradOnSigmoid"
 
@@ -93,13 +93,13 @@ def test_wrong_backward_is_caught_reduced_and_reproduced(tmp_path):
     assert result.signature.stage == "backward-run" and "gradient of input" in result.detail
     # Its forward is right: the same graph with no gradient targets passes.
     assert run_case(training(graph, grad=()), fixture).outcome == "pass"
-    case = Case(graph, WRONG_GRAD, outcome="mismatch", signature=result.signature.to_json(), detail=result.detail)
+    case = Case(graph, WRONG_GRAD, outcome=Outcome.MISMATCH, signature=result.signature, detail=result.detail)
     reduced = reduce_case(case, WRONG_GRAD, workers=1)
     assert [n.op for n in reduced.graph.nodes] == ["sigmoid"], reduced.graph.to_json()
     assert [i.requires_grad for i in reduced.graph.inputs] == [True]
     assert run_case(reduced.graph, fixture).signature == result.signature  # still the backward bug
-    directory = save_minimized(tmp_path, case, reduced.graph, reduced.stats, WRONG_GRAD, verify_runs=1)
-    assert load_case(directory / "case.json").verification["status"] == "reproduces"
+    directory = save_minimized(tmp_path, case, reduced, WRONG_GRAD, verify_runs=1)
+    assert load_case(directory / "case.json").verification.status == "reproduces"
     assert "torch.autograd.grad" in (directory / "repro.py").read_text()
 
 
@@ -123,8 +123,9 @@ def test_onednns_0_dim_output_of_shape_1_is_a_forward_mismatch_and_its_repro_say
     result = run_case(graph, backend_for("aot:onednn"))
     assert result.outcome == "mismatch", result
     assert (result.signature.stage, result.signature.kind) == ("run", "shape")
-    case = Case(graph, "aot:onednn", outcome="mismatch", signature=result.signature.to_json(), detail=result.detail)
-    directory = save_minimized(tmp_path, case, graph, {}, "aot:onednn", verify_runs=1)
+    case = Case(graph, "aot:onednn", outcome=Outcome.MISMATCH, signature=result.signature, detail=result.detail)
+    unreduced = CaseReduction(graph, ReductionStats(), case.signature, case.options)
+    directory = save_minimized(tmp_path, case, unreduced, "aot:onednn", verify_runs=1)
     run = subprocess.run([sys.executable, "repro.py"], cwd=directory, capture_output=True, text=True)
     verdict = read_verdict(run.stdout) or {}
     assert run.returncode == 1 and (verdict.get("outcome"), verdict.get("kind")) == ("mismatch", "shape"), \
@@ -155,7 +156,7 @@ def test_training_seed_passes_with_a_fused_backward(backend, seed):
     graph = training_seed_cases()[seed].graph
     # In a worker: it has the backend's environment (Inductor's caches off, so the backward compiles).
     with case_pool(backend, 1, 300) as pool:
-        result = judge(backend, pool.run_all([graph_job(0, backend, graph, 300)])[0])
+        result = judge(backend, run_jobs(pool, [graph_job(0, backend, graph, 300)])[0])
     assert result.outcome == "pass", result
     backward = result.evidence["backward"]
     assert backward["kernels"] and backward["fused"] and not backward.get("fallback"), backward
@@ -175,11 +176,11 @@ def test_nnc_drops_gradients_of_tensor_clamp_bounds(tmp_path):
     result = run_case(graph, backend_for("torchscript:nnc"))
     assert result.outcome == "mismatch" and result.signature.stage == "backward-run", result
     assert result.evidence["backward"]["kernels"]
-    case = Case(graph, "torchscript:nnc", outcome="mismatch", signature=result.signature.to_json(), detail=result.detail)
+    case = Case(graph, "torchscript:nnc", outcome=Outcome.MISMATCH, signature=result.signature, detail=result.detail)
     reduced = reduce_case(case, "torchscript:nnc", workers=2)
     assert {n.op for n in reduced.graph.nodes} >= {"clamp"} and reduced.graph.requires_grad
-    directory = save_minimized(tmp_path, case, reduced.graph, reduced.stats, "torchscript:nnc", verify_runs=1)
-    assert load_case(directory / "case.json").verification["status"] == "reproduces"
+    directory = save_minimized(tmp_path, case, reduced, "torchscript:nnc", verify_runs=1)
+    assert load_case(directory / "case.json").verification.status == "reproduces"
     assert "import fuzzfuse" not in (directory / "repro.py").read_text()
 
 

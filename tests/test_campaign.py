@@ -9,7 +9,8 @@ import pytest
 
 from fuzzfuse.campaign import Campaign
 from fuzzfuse.corpus import iter_cases, load_case
-from fuzzfuse.oracle import Signature, normalize
+from fuzzfuse.oracle import normalize
+from fuzzfuse.pool import Job
 from fuzzfuse.strategies import FOCUS_PATTERNS, PATTERNS, Features
 
 BUGGY = "custom:tests.buggy_backends:"
@@ -145,8 +146,8 @@ def test_live_display_says_how_much_of_the_time_is_left_and_what_it_goes_to(tmp_
 
 def _case(campaign, index: int, seconds: float, schedulers=()) -> None:
     """Record a passing case of `index` that took its worker `seconds`."""
-    campaign._record({"id": index}, {"outcome": "pass", "worker_seconds": seconds,
-                                     "evidence": {"schedulers": list(schedulers)}}, None)
+    campaign._record(Job(index, campaign.backend_name, 60.0), {"outcome": "pass", "worker_seconds": seconds,
+                                                               "evidence": {"schedulers": list(schedulers)}}, None)
 
 
 def test_batches_aim_at_the_least_covered_scheduler_within_their_share_of_worker_time(tmp_path):
@@ -339,10 +340,10 @@ def test_committed_nvfuser_crashes_are_keyed_as_campaigns_key_them_today():
     internal_nodes.cpp:1658 that way. An nvFuser case's detail is nvFuser's raw error text, so
     the key a campaign computes today can be checked here without a GPU."""
     crashes = [(path, case) for path, case in committed_cases("minimized", "corpus/nvfuser")
-               if case.backend == "nvfuser" and case.signature["outcome"] == "crash"]
+               if case.backend == "nvfuser" and case.signature.outcome == "crash"]
     assert len(crashes) >= 20
-    stale = [f"{path}: {case.signature['message']!r} != {normalize(case.detail)!r}" for path, case in crashes
-             if normalize(case.detail) != case.signature["message"]]
+    stale = [f"{path}: {case.signature.message!r} != {normalize(case.detail)!r}" for path, case in crashes
+             if normalize(case.detail) != case.signature.message]
     assert not stale, "\n".join(stale)
 
 
@@ -350,7 +351,7 @@ def test_no_committed_signature_predates_a_normalizer_rule():
     """Every backend's committed cases: a message that today's normalizer would still rewrite was
     keyed before one of its rules existed (size lists `[N, N]` -> `[N...]`, say), and `--known`
     would never match it. A normalized message is a fixed point of the normalizer."""
-    messages = [(path, case.signature.get("message", "")) for path, case in committed_cases("minimized", "corpus")]
+    messages = [(path, case.signature.message) for path, case in committed_cases("minimized", "corpus")]
     assert len(messages) >= 150
     stale = [f"{path}: {m!r}" for path, m in messages if normalize(m).strip() != m.strip()]
     assert not stale, "\n".join(stale)
@@ -361,13 +362,13 @@ def test_committed_hard_crashes_are_keyed_as_campaigns_key_them_today():
     crash log has one: a campaign's SIGABRTs are not all one bug."""
     from fuzzfuse.verdict import judge
     crashes = [(path, case) for path, case in committed_cases("minimized", "corpus")
-               if case.signature["outcome"] == "hard-crash"]
+               if case.signature.outcome == "hard-crash"]
     assert len(crashes) >= 3
     stale = []
     for path, case in crashes:
-        result = {"status": "hard-crash", "signal": case.signature["kind"], "stderr_tail": case.detail}
+        result = {"status": "hard-crash", "signal": case.signature.kind, "stderr_tail": case.detail}
         key = judge(case.backend, result).key
-        if key != Signature.from_json(case.signature).key():
+        if key != case.signature.key():
             stale.append(f"{path}: {key}")
     assert not stale, "\n".join(stale)
 

@@ -2,6 +2,7 @@
 from fuzzfuse.dedup import RootCauseBook
 from fuzzfuse.ir import Graph
 from fuzzfuse.oracle import Signature
+from fuzzfuse.verdict import Outcome, Reproduction, Verification
 
 MISMATCH = Signature("mismatch", "torchscript:nnc", "run", "values", "float")
 ASSERT = Signature("crash", "nvfuser", "compile", "RuntimeError", "csrc/ir/internal_nodes.cpp:698",
@@ -66,7 +67,8 @@ def test_the_book_round_trips_through_json_and_takes_the_known_repros_of_the_new
     book = RootCauseBook()
     book.offer(ASSERT, graph("silu"), "corpus/a.json")
     book.offer(MISMATCH, graph("exp", "frac"), "corpus/b.json")
-    again = RootCauseBook.from_json(book.to_json(), known={ASSERT.root_cause_key(): "minimized/silu"})
+    again = RootCauseBook.from_json(book.to_json())
+    again.know({ASSERT.root_cause_key(): "minimized/silu"})
     assert [c.key for c in again.causes.values()] == [ASSERT.root_cause_key()]
     assert again.causes[ASSERT.root_cause_key()].known == "minimized/silu"
     assert again.pending == book.pending
@@ -86,12 +88,12 @@ def test_fold_keeps_one_repro_per_root_cause_and_known_counts_the_folded_variant
         (tmp_path / name).mkdir()
         (tmp_path / name / "repro.py").write_text("")
         (tmp_path / name / "README.md").write_text(f"# {name}\n\nFound by fuzzfuse; seen 1 time(s).\n\n## Repro\n\n```python\n```\n")
-        write_json(tmp_path / name / "case.json", Case(g, sig.backend, outcome="crash", signature=sig.to_json(),
-                                                     verification={"status": "reproduces"}).to_json())
+        write_json(tmp_path / name / "case.json", Case(g, sig.backend, outcome=Outcome.CRASH, signature=sig,
+                                                     verification=Verification(Reproduction.REPRODUCES)).to_json())
     assert fold(tmp_path) == [("silu", ["isnan"])]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["alias", "silu"]
     kept = load_case(tmp_path / "silu" / "case.json")
-    assert [v["key"] for v in kept.also_seen_as] == [isnan.key()] and kept.hits == 2
+    assert [v.key for v in kept.also_seen_as] == [isnan.key()] and kept.hits == 2
     readme = (tmp_path / "silu" / "README.md").read_text()
     assert "seen 2 time(s)." in readme and f"`{isnan.key()}`" in readme and "was `isnan`" in readme
     assert readme.index("**Also seen as**") < readme.index("## Repro")

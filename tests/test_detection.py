@@ -295,7 +295,7 @@ def test_the_op_pair_bug_hit_through_an_int32_input_reduces_to_its_two_op_trigge
     from fuzzfuse.minimize import reduce_case
 
     case = load_case(Path(__file__).parent / "data" / "op_pair_int32_case.json")
-    assert case.graph.size == 11 and case.signature["kind"] == "nan-inf"
+    assert case.graph.size == 11 and case.signature.kind == "nan-inf"
     result = reduce_case(case, SEEDED + "op_pair", workers=2, max_queries=150, generalise=False)
     assert [n.op for n in result.graph.nodes] == ["log", "exp"], result.graph.nodes
-    assert result.stats["stopped"] == "fixpoint"
+    assert result.stats.stopped == "fixpoint"

@@ -92,7 +92,7 @@ def test_wrong_user_backend_is_found_minimized_and_its_repro_imports_it(tmp_path
     directory = tmp_path / minimized["path"]
     case = load_case(directory / "case.json")
     assert sorted(n.op for n in case.graph.nodes) == ["sigmoid", "sum"]
-    assert case.verification["status"] == "reproduces"
+    assert case.verification.status == "reproduces"
     # The repro is standalone: it imports the user's backend by its spec, in a fresh process.
     repro = (directory / "repro.py").read_text()
     assert "import_module('tests.buggy_dynamo_backends'), 'wrong_backend')" in repro

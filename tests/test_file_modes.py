@@ -11,6 +11,7 @@ import pytest
 from fuzzfuse.corpus import Case, save_case
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.job import backend_for, run_case
+from fuzzfuse.verdict import Outcome
 
 ROOT = Path(__file__).parent.parent
 CRASH = "custom:tests.buggy_backends:CrashOnSumSigmoid"
@@ -40,7 +41,7 @@ def test_a_minimized_repro_folder_follows_the_umask(tmp_path):
     x = b.tensor((3, 4), "float32")
     graph = b.build([b.add("sigmoid", b.add("sum", b.add("exp", x), dims=[1], keepdim=True))])
     found = run_case(graph, backend_for(CRASH))
-    path = save_case(tmp_path / "cases", Case(graph, CRASH, outcome="crash", signature=found.signature.to_json()))
+    path = save_case(tmp_path / "cases", Case(graph, CRASH, outcome=Outcome.CRASH, signature=found.signature))
     done = _as_group_writable("reduce", str(path), "--backend", CRASH, "--workers", "1", "--budget", "20",
                               "--out", str(tmp_path / "minimized"), cwd=ROOT)
     assert done.returncode == 0, done.stderr

@@ -12,7 +12,7 @@ import pytest
 from fuzzfuse.backends import get_backend
 from fuzzfuse.campaign import OUTSIDE_SHARE, Campaign, case_seed
 from fuzzfuse.ir import OPS, TensorInput
-from fuzzfuse.pool import case_pool, graph_job
+from fuzzfuse.pool import case_pool, graph_job, run_jobs
 from fuzzfuse.strategies import GenConfig, generate, swarm
 from fuzzfuse.verdict import Outcome, judge
 
@@ -107,7 +107,7 @@ def test_the_declared_fusible_space_really_fuses_on_the_real_fuser(name, least_f
         config = GenConfig(features=swarm(rng, backend.features), shapes=backend.shapes, max_ops=rng.choice((2, 3, 12)))
         jobs.append(graph_job(seed, name, generate(seed, config), 60))
     with case_pool(name, 2, 60) as pool:
-        results = [judge(name, reply) for reply in pool.run_all(jobs)]
+        results = [judge(name, reply) for reply in run_jobs(pool, jobs)]
     ran = [r for r in results if r.outcome not in CRASHES]
     assert len(ran) >= DRAWS // 2
     fused = sum(bool(r.fused) for r in ran)

@@ -16,6 +16,7 @@ from fuzzfuse.oracle import Signature
 from fuzzfuse.reduce.generalise import ALTERNATIVES_PER_OP, Generalisation, generalise
 from fuzzfuse.reductions import known_repros
 from fuzzfuse.rootcause import root_cause_key
+from fuzzfuse.verdict import Outcome
 
 MINIMIZED = Path(__file__).parent.parent / "minimized"
 FRAC = MINIMIZED / "aot-nnc-mismatch-values-float-d3a22038"
@@ -80,7 +81,7 @@ def test_a_generalisation_found_on_another_graph_is_ignored_and_old_cases_key_as
     general = generalise(graph, needs("frac")[0], NNC_OPS)
     assert root_cause_key(MISMATCH, other, general) == root_cause_key(MISMATCH, other)
     # The case file: one JSON codec, validated; a case without the field loads as before.
-    case = Case(graph, "torchscript:nnc", outcome="mismatch", signature=MISMATCH.to_json(), generalisation=general)
+    case = Case(graph, "torchscript:nnc", outcome=Outcome.MISMATCH, signature=MISMATCH, generalisation=general)
     assert Case.from_json(json.loads(json.dumps(case.to_json()))).generalisation == general
     assert "generalisation" not in replace(case, generalisation=None).to_json()
     bad = case.to_json()
@@ -89,15 +90,14 @@ def test_a_generalisation_found_on_another_graph_is_ignored_and_old_cases_key_as
     with pytest.raises(CorpusError):
         load_case(tmp_path / "bad.json")
     old = load_case(FRAC / "case.json")
-    sig = Signature.from_json(old.signature)
+    sig = old.signature
     assert sig.root_cause_key(old.graph, None) == \
         "mismatch:values|nnc|forward|in:i0:float32/0d/contiguous ops:n0=frac(i0); n1=add(n0,i0)"
 
 
 def _variant(case: Case, directory: str) -> Case:
-    v = next(v for v in case.also_seen_as if v["directory"] == directory)
-    return replace(case, graph=Graph.from_json(v["graph"]), backend=v["backend"],
-                   signature=Signature(*v["key"].split("|", 5)).to_json(), detail="")
+    v = next(v for v in case.also_seen_as if v.directory == directory)
+    return replace(case, graph=v.graph, backend=v.backend, signature=v.signature, detail="")
 
 
 @pytest.mark.slow
@@ -111,7 +111,7 @@ def test_one_nnc_bug_reduced_with_two_fillers_gets_one_key_and_a_two_op_bug_keep
     with Pools(2, 60.0) as pools:
         keys = []
         for case in (kept, with_eq, neg_frac):
-            sig = Signature.from_json(case.signature)
+            sig = case.signature
             general = generalise_case(case, pools(case.backend))
             keys.append((sig.root_cause_key(case.graph), sig.root_cause_key(case.graph, general)))
     (add_before, add_after), (eq_before, eq_after), (_, neg_after) = keys
@@ -128,7 +128,7 @@ def test_known_repros_hold_a_repros_generalised_key_beside_its_named_one(tmp_pat
     directory.mkdir()
     (directory / "case.json").write_text(json.dumps(replace(kept, generalisation=general).to_json()))
     keys = known_repros([str(tmp_path)])
-    sig = Signature.from_json(kept.signature)
+    sig = kept.signature
     assert keys[sig.root_cause_key(graph, general)] == keys[sig.root_cause_key(graph)] == str(directory)
 
 

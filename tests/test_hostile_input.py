@@ -171,7 +171,7 @@ def _with(case: dict, where: str, value) -> dict:
      "unknown field 'file'"),
     ("layout-extra", json.dumps(_with(_committed_case(), "input.layout.strides", [1, 1])), "unknown field 'strides'"),
     ("input-extra", json.dumps(_with(_committed_case(), "input.device", "cuda")), "unknown field 'device'"),
-    ("backend-list", json.dumps(_with(_committed_case(), "backend", ["torchscript:nnc"])), "backend must be a name"),
+    ("backend-list", json.dumps(_with(_committed_case(), "backend", ["torchscript:nnc"])), "field 'backend' must be str"),
 ])
 def test_a_malformed_case_file_is_skipped_with_one_line_and_exit_2(tmp_path, name, text, says):
     """A file the schema does not describe is refused, never half-read: a field it does not know

@@ -10,17 +10,19 @@ import torch
 
 from fuzzfuse.backends import get_backend
 from fuzzfuse.backends.inductor_config import FLAGS, ConfigError, InductorConfig
+from fuzzfuse.backends.options import Options
 from fuzzfuse.corpus import Case
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.ir.graph import Values
 from fuzzfuse.ir.values import encode_exact
 from fuzzfuse.job import _judge_outputs, run_case
 from fuzzfuse.minimize import reduce_case
+from fuzzfuse.oracle import Signature
 from fuzzfuse.repro import repro_files
 from fuzzfuse.verdict import Difference, Outcome
 
 DENORMALS = torch.tensor([1e-40, -1e-40, 3e-39, 1.5, -2.5, 1e-39, 7.0, -1e-44, 2.0], dtype=torch.float32)
-UNSAFE_MATH = {"inductor_config": {"flags": {"cpp.enable_unsafe_math_opt_flag": True}}}
+UNSAFE_MATH = Options(inductor_config=InductorConfig(flags=(("cpp.enable_unsafe_math_opt_flag", True),)))
 
 
 def _exact(t: torch.Tensor) -> Values:
@@ -33,8 +35,8 @@ def _ceil_of_denormals():
     return b.build([b.add("ceil", x)])
 
 
-def _options(**flags) -> dict:
-    return {"inductor_config": InductorConfig(flags=tuple(sorted(flags.items()))).to_json()}
+def _options(**flags) -> Options:
+    return Options(inductor_config=InductorConfig(flags=tuple(sorted(flags.items()))))
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +52,7 @@ def test_a_flag_takes_effect_for_the_next_case_and_is_gone_after_it(inductor):
     b = GraphBuilder()
     graph = b.build([b.add("sigmoid", b.add("exp", b.tensor([4, 64])))])
     counts = []
-    for options in ({}, _options(**{"cpp.simdlen": 1}), {}):
+    for options in (Options(), _options(**{"cpp.simdlen": 1}), Options()):
         before = metrics.generated_cpp_vec_kernel_count
         result = run_case(graph, inductor, options=options)
         assert result.outcome == Outcome.PASS and result.fused
@@ -62,8 +64,7 @@ def test_dynamic_and_marked_dims_compile_symbolic_sizes(inductor):
     """A case drawn dynamic runs compiled code that takes other sizes without compiling again."""
     b = GraphBuilder()
     graph = b.build([b.add("sum", b.add("exp", b.tensor([5, 33])), dims=[1], keepdim=False)])
-    options = {"inductor_config": InductorConfig(dynamic=True, mark_dynamic="last").to_json()}
-    compiled = inductor.compile(graph, **options)
+    compiled = inductor.compile(graph, Options(inductor_config=InductorConfig(dynamic=True, mark_dynamic="last")))
     first = compiled.run([torch.randn(5, 33)])
     again = compiled.run([torch.randn(5, 33)])
     assert first.fused and again.evidence["graphs"] == 0 and again.evidence["calls"] == 1
@@ -150,14 +151,13 @@ def test_the_reducer_drops_the_flags_a_failure_does_not_need(inductor):
     graph = _ceil_of_denormals()
     config = InductorConfig(dynamic=True, mark_dynamic="first", flags=(
         ("cpp.enable_unsafe_math_opt_flag", True), ("cpp.simdlen", 256), ("split_reductions", False)))
-    options = {"inductor_config": config.to_json(), "check_strides": True}
-    found = run_case(graph, inductor, options={"inductor_config": config.to_json()})
+    found = run_case(graph, inductor, options=Options(inductor_config=config))
     if found.outcome == Outcome.PASS:
         pytest.skip("this compiler does not set FTZ/DAZ under -funsafe-math-optimizations (gcc >= 13)")
-    case = Case(graph, "inductor", outcome=found.outcome.value, signature=found.signature.to_json(), options=options)
+    case = Case(graph, "inductor", outcome=found.outcome, signature=found.signature,
+                options=Options(inductor_config=config), check_strides=True)
     reduction = reduce_case(case, "inductor", workers=2, timeout=120)
-    simplest = InductorConfig(flags=(("cpp.enable_unsafe_math_opt_flag", True),))
-    assert reduction.stats["options"] == {"check_strides": True, "inductor_config": simplest.to_json()}
+    assert reduction.options == UNSAFE_MATH
     assert [n.op for n in reduction.graph.nodes] == ["ceil"]
 
 
@@ -166,9 +166,9 @@ def test_the_repro_compiles_with_the_case_configuration(inductor, tmp_path):
     """The pt2-template repro of ceil on denormals: exit 1 with the flushing flag (its compare
     is eager's), exit 0 with Inductor's defaults; it prints the versions and calls torch.compile."""
     graph = _ceil_of_denormals()
-    signature = {"outcome": "mismatch", "backend": "inductor", "stage": "run", "kind": "values", "location": "float"}
+    signature = Signature("mismatch", "inductor", "run", "values", "float")
     codes = []
-    for options in (UNSAFE_MATH, {}):
+    for options in (UNSAFE_MATH, Options()):
         source = repro_files(graph, inductor.for_case(options), signature, inductor.versions())["repro.py"]
         assert "torch.compile(fn, **COMPILE)" in source and "torch " in source
         (tmp_path / "repro.py").write_text(source)

@@ -12,6 +12,8 @@ from fuzzfuse.ir import Layout, Values
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.job import backend_for, run_case
 from fuzzfuse.minimize import reduce_case, save_minimized
+from fuzzfuse.oracle import Signature
+from fuzzfuse.verdict import Outcome
 
 BUGGY = "custom:tests.buggy_backends:"
 
@@ -33,7 +35,7 @@ def busy_graph(trigger):
 def failing_case(backend, graph):
     result = run_case(graph, backend_for(BUGGY + backend))
     assert result.outcome != "pass", result
-    return Case(graph, BUGGY + backend, outcome=result.outcome, signature=result.signature.to_json(),
+    return Case(graph, BUGGY + backend, outcome=result.outcome, signature=result.signature,
                 detail=result.detail)
 
 
@@ -51,13 +53,14 @@ def test_crash_reduces_to_sum_into_sigmoid_and_saves_a_repro(tmp_path):
     graph = busy_graph(lambda b, v: b.add("sigmoid", b.add("sum", v, dims=[1], keepdim=True)))
     case, result = reduce_with("CrashOnSumSigmoid", graph)
     assert graph.size >= 12 and ops(result.graph) == ["sigmoid", "sum"]
-    assert result.stats["queries"] < 120 and result.stats["cache_hits"] > 0
-    directory = save_minimized(tmp_path, case, result.graph, result.stats, BUGGY + "CrashOnSumSigmoid")
+    assert result.stats.queries < 120 and result.stats.cache_hits > 0
+    directory = save_minimized(tmp_path, case, result, BUGGY + "CrashOnSumSigmoid")
     saved = load_case(directory / "case.json")
-    assert saved.verification["status"] == "reproduces"
-    assert saved.reduction["ops_before"] == graph.size and saved.reduction["ops_after"] == 2
+    assert saved.verification.status == "reproduces"
+    assert saved.reduction.ops_before == graph.size and saved.reduction.ops_after == 2
+    assert saved.reduction.queries == result.stats.queries
     assert "sum" in (directory / "README.md").read_text()
-    again = save_minimized(tmp_path, case, graph, {}, BUGGY + "CrashOnSumSigmoid")
+    again = save_minimized(tmp_path, case, replace(result, graph=graph), BUGGY + "CrashOnSumSigmoid")
     assert again == directory and load_case(directory / "case.json").hits == 2  # the smaller repro stays
     assert load_case(directory / "case.json").graph.size == 2
 
@@ -67,14 +70,12 @@ def test_a_case_keyed_by_an_older_normalizer_is_saved_under_todays_signature(tmp
     """Same outcome, stage, kind and location, older wording: the reducer keeps today's wording,
     and so does the saved repro (else `fuzz --known` never matches it: the GPU campaign's
     InferSize.h:99 repro came back keyed with its old message)."""
-    from dataclasses import replace
     graph = busy_graph(lambda b, v: b.add("sigmoid", b.add("sum", v, dims=[1], keepdim=True)))
     fresh = failing_case("CrashOnSumSigmoid", graph)
-    stale = replace(fresh, signature={**fresh.signature, "message": "frame #N: c10::Error::Error(...)"})
+    stale = replace(fresh, signature=replace(fresh.signature, message="frame #N: c10::Error::Error(...)"))
     _, result = reduce_with("CrashOnSumSigmoid", graph, case=stale)
-    assert result.stats["signature"] == fresh.signature
-    directory = save_minimized(tmp_path, stale, result.graph, result.stats, BUGGY + "CrashOnSumSigmoid",
-                               verify_runs=1)
+    assert result.signature == fresh.signature
+    directory = save_minimized(tmp_path, stale, result, BUGGY + "CrashOnSumSigmoid", verify_runs=1)
     assert load_case(directory / "case.json").signature == fresh.signature
     assert [p.name for p in tmp_path.iterdir()] == [directory.name]  # nothing staged is left behind
 
@@ -83,15 +84,15 @@ def test_wrong_values_reduce_to_one_exp():
     graph = busy_graph(lambda b, v: b.add("exp", v))
     case, result = reduce_with("WrongOnExp", graph)
     assert ops(result.graph) == ["exp"]
-    assert case.signature["outcome"] == "mismatch"
+    assert case.signature.outcome == "mismatch"
 
 
 @pytest.mark.slow
 def test_hard_crash_reduces_to_one_tanh():
     graph = busy_graph(lambda b, v: b.add("tanh", v))
     case, result = reduce_with("SegfaultOnTanh", graph, case=Case(
-        graph, BUGGY + "SegfaultOnTanh", outcome="hard-crash",
-        signature={"outcome": "hard-crash", "backend": BUGGY + "SegfaultOnTanh", "stage": "run", "kind": "SIGSEGV"}))
+        graph, BUGGY + "SegfaultOnTanh", outcome=Outcome.HARD_CRASH,
+        signature=Signature("hard-crash", BUGGY + "SegfaultOnTanh", "run", "SIGSEGV")))
     assert ops(result.graph) == ["tanh"]
 
 
@@ -101,13 +102,12 @@ def test_hang_reduces_to_one_cos(tmp_path):
     x = b.tensor((3, 4))
     v = b.add("cos", b.add("mul", b.add("exp", x), 2.0))
     graph = b.build([b.add("add", v, b.add("neg", x))])
-    case = Case(graph, BUGGY + "HangOnCos", outcome="hang",
-                signature={"outcome": "hang", "backend": BUGGY + "HangOnCos", "stage": "run", "kind": "timeout"})
+    case = Case(graph, BUGGY + "HangOnCos", outcome=Outcome.HANG,
+                signature=Signature("hang", BUGGY + "HangOnCos", "run", "timeout"))
     _, result = reduce_with("HangOnCos", graph, timeout=3.0, case=case)
     assert ops(result.graph) == ["cos"]
-    directory = save_minimized(tmp_path, case, result.graph, result.stats, BUGGY + "HangOnCos", verify_runs=1,
-                               timeout=3.0)
-    assert load_case(directory / "case.json").verification["status"] == "reproduces"  # gives up, exit 1
+    directory = save_minimized(tmp_path, case, result, BUGGY + "HangOnCos", verify_runs=1, timeout=3.0)
+    assert load_case(directory / "case.json").verification.status == "reproduces"  # gives up, exit 1
 
 
 def test_no_slippage_between_two_bugs():
@@ -120,17 +120,17 @@ def test_no_slippage_between_two_bugs():
     cast = b.add("cast", b.add("relu", x), dtype="int32")
     graph = b.build([hit, cast])
     case, result = reduce_with("CrashOnCast", graph)
-    assert case.signature["location"] == "csrc/cast.cpp:12"
+    assert case.signature.location == "csrc/cast.cpp:12"
     assert "cast" in ops(result.graph) and "sigmoid" not in ops(result.graph)
     final = run_case(result.graph, backend_for(BUGGY + "CrashOnCast"))
-    assert final.signature.to_json() == case.signature
+    assert final.signature == case.signature
 
     b = GraphBuilder()
     x = b.tensor((3, 4))
     hit = b.add("sigmoid", b.add("sum", x, dims=[1], keepdim=True))
     graph = b.build([hit, b.add("cast", b.add("exp", hit), dtype="int32")])
     case, result = reduce_with("CrashOnCast", graph)
-    assert case.signature["location"] == "csrc/reduction_sched.cpp:77"
+    assert case.signature.location == "csrc/reduction_sched.cpp:77"
     assert ops(result.graph) == ["sigmoid", "sum"]
 
 
@@ -194,8 +194,7 @@ def test_a_constant_input_is_spelled_out_in_the_repro_however_large(tmp_path):
     seeded = b.tensor((1, 64, 72), values=Values("normal", seed=5))
     small = b.tensor((2, 1, 1), values=Values("ones"), layout=Layout("expanded", dims=(0,)))
     graph = b.build([b.add("add", b.add("add", zeros, b.add("sum", seeded, dims=[2], keepdim=True)), small)])
-    signature = {"outcome": "crash", "backend": "torchscript:nnc", "stage": "run", "kind": "RuntimeError",
-                 "location": "", "message": "example"}
+    signature = Signature("crash", "torchscript:nnc", "run", "RuntimeError", "", "example")
     files = repro_files(graph, get_backend("torchscript:nnc"), signature, {})
     source = files["repro.py"]
     assert "x0 = torch.zeros([2, 64, 72], dtype=torch.float32, device=DEVICE)" in source

@@ -14,6 +14,7 @@ from fuzzfuse.backends.nvfuser_dtypes import NV_DTYPE
 from fuzzfuse.backends.nvfuser_emit import (STYLES, Unsupported, emit, layout_strides, lowering_problems,
                                             tensor_descriptor)
 from fuzzfuse.backends.nvfuser_recipes import RECIPES
+from fuzzfuse.backends.options import Options
 from fuzzfuse.ir import OPS, DTYPES, Graph, Layout, Values
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.ir.graph import GraphError
@@ -1062,23 +1063,24 @@ def test_matmul_expr_eval_is_a_per_case_switch_the_repro_and_the_reducer_know():
     from fuzzfuse.backends.nvfuser import DISABLE_CHOICES, checked_disable
     backend = NvFuserBackend()
     drawn = [backend.draw_options(seed) for seed in range(12)]
-    assert {o["style"] for o in drawn} == set(STYLES)
-    assert 0 < sum("disable" in o for o in drawn) < len(drawn)
-    off = next(o for o in drawn if "disable" in o)
-    assert off["disable"] == list(DISABLE_CHOICES) and "disable=matmul_expr_eval" in backend.describe_options(off)
-    assert list(backend.simpler_options(off)) == [{"style": off["style"]}]
-    assert list(backend.simpler_options({"style": "direct"})) == []
+    assert {o.style for o in drawn} == set(STYLES)
+    assert 0 < sum(o.disable is not None for o in drawn) < len(drawn)
+    off = next(o for o in drawn if o.disable is not None)
+    assert off.disable == DISABLE_CHOICES and "disable=matmul_expr_eval" in backend.describe_options(off)
+    assert off.to_json()["disable"] == list(DISABLE_CHOICES)  # as case files have recorded it
+    assert list(backend.simpler_options(off)) == [Options(style=off.style)]
+    assert list(backend.simpler_options(Options(style="direct"))) == []
     b = GraphBuilder()
     graph = b.build([b.add("relu", b.add("matmul", b.tensor((64, 128), "float16"), b.tensor((128, 64), "float16")))])
     code = backend.for_case(off).repro_code(graph)
     compile(code, "<repro>", "exec")
-    assert "_disable_options=['matmul_expr_eval']" in code and f"style={off['style']}" in code
-    assert "_disable_options" not in backend.for_case({"style": "direct"}).repro_code(graph)
+    assert "_disable_options=['matmul_expr_eval']" in code and f"style={off.style}" in code
+    assert "_disable_options" not in backend.for_case(Options(style="direct")).repro_code(graph)
     assert backend.disable == ()  # for_case copies: the campaign's backend keeps its defaults
     with pytest.raises(ValueError, match="unknown nvFuser disable option"):
         checked_disable(["kernel_reuse"])
     with pytest.raises(ValueError, match="unknown nvFuser disable option"):
-        backend.for_case({"style": "direct", "disable": ["python_inline_definitions"]})
+        Options.from_json({"style": "direct", "disable": ["python_inline_definitions"]})
 
 
 def test_stage_classification():

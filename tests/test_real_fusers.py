@@ -11,6 +11,7 @@ from fuzzfuse.ir import Values
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.job import backend_for, run_case
 from fuzzfuse.minimize import reduce_case, save_minimized
+from fuzzfuse.verdict import Outcome
 
 
 @pytest.mark.slow
@@ -26,8 +27,8 @@ def test_nnc_campaign_finds_reduces_and_saves_real_bugs(tmp_path):
         minimized = entry["minimized"]
         assert minimized["ops_after"] <= minimized["ops_before"]
         case = load_case(tmp_path / minimized["path"] / "case.json")
-        assert case.verification["status"] == "reproduces"
-        assert case.signature == entry["signature"]
+        assert case.verification.status == "reproduces"
+        assert case.signature.to_json() == entry["signature"]
     causes = summary["root_causes"]
     assert causes and all(c["minimized"] for c in causes)  # no --known here: every root cause is new
     assert len({c["minimized"] for c in causes}) == len(causes)
@@ -43,14 +44,14 @@ def test_nnc_integer_round_crash_reduces_to_one_op(tmp_path):
     graph = b.build([b.add("add", b.add("sigmoid", y), v), b.add("neg", y)])
     result = run_case(graph, backend_for("torchscript:nnc"))
     assert result.outcome == "crash" and "integral op_type" in result.signature.message
-    case = Case(graph, "torchscript:nnc", outcome="crash", signature=result.signature.to_json(), detail=result.detail)
+    case = Case(graph, "torchscript:nnc", outcome=Outcome.CRASH, signature=result.signature, detail=result.detail)
     reduced = reduce_case(case, "torchscript:nnc", workers=2)
     # NNC fuses groups of two ops or more, so two ops is minimal; the reducer may swap round for
     # floor, a simpler op that hits the same bug.
     ops = [n.op for n in reduced.graph.nodes]
     assert len(ops) == 2 and {"round", "floor", "ceil", "trunc"} & set(ops), ops
-    directory = save_minimized(tmp_path, case, reduced.graph, reduced.stats, "torchscript:nnc")
-    assert load_case(directory / "case.json").verification["status"] == "reproduces"
+    directory = save_minimized(tmp_path, case, reduced, "torchscript:nnc")
+    assert load_case(directory / "case.json").verification.status == "reproduces"
     source = (directory / "repro.py").read_text()
     assert "import fuzzfuse" not in source and "from fuzzfuse" not in source
 
@@ -65,9 +66,9 @@ def test_big_inputs_collapse_first_on_a_real_nnc_crash():
     graph = b.build([b.add("add", b.add("sigmoid", y), v), b.add("neg", y)])
     result = run_case(graph, backend_for("torchscript:nnc"))
     assert result.outcome == "crash" and "integral op_type" in result.signature.message
-    case = Case(graph, "torchscript:nnc", outcome="crash", signature=result.signature.to_json(), detail=result.detail)
+    case = Case(graph, "torchscript:nnc", outcome=Outcome.CRASH, signature=result.signature, detail=result.detail)
     reduced = reduce_case(case, "torchscript:nnc", workers=2)
-    assert reduced.stats["passes"]["collapse"]["successes"] >= 2  # zeros, then at least one halving
+    assert reduced.stats.passes["collapse"].successes >= 2  # zeros, then at least one halving
     assert all(i.values == Values("zeros") and math.prod(i.shape) <= 32 * 64 for i in reduced.graph.inputs)
     assert len(reduced.graph.nodes) == 2
 
@@ -88,7 +89,7 @@ def test_reduce_skips_a_case_that_no_longer_fails_on_nnc_and_reduces_the_next_sm
     failing = b.build([b.add("mul", b.add("round", b.add("add", x, 1)), 2), b.add("neg", x)])
     result = run_case(failing, backend_for("torchscript:nnc"))
     assert result.outcome == "crash" and "integral op_type" in result.signature.message
-    case = Case(failing, "torchscript:nnc", outcome="crash", signature=result.signature.to_json(), detail=result.detail)
+    case = Case(failing, "torchscript:nnc", outcome=Outcome.CRASH, signature=result.signature, detail=result.detail)
     b = GraphBuilder()
     passing = b.build([b.add("neg", b.add("add", b.tensor((3, 4), "int32", values=Values(seed=1)), 1))])
     assert run_case(passing, backend_for("torchscript:nnc")).outcome == "pass"
@@ -98,7 +99,7 @@ def test_reduce_skips_a_case_that_no_longer_fails_on_nnc_and_reduces_the_next_sm
                                                              max_queries=20)
     assert skipped.name == passing.digest() + ".json" and isinstance(smaller, NotInteresting)
     assert reduced.name == failing.digest() + ".json"
-    assert load_case(directory / "case.json").verification["status"] == "reproduces"
+    assert load_case(directory / "case.json").verification.status == "reproduces"
 
 
 def test_onednn_multiplies_int_by_float_scalar_in_integers():

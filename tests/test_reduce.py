@@ -70,14 +70,14 @@ def test_sigmoid_through_sum_reduces_to_two_ops(sigmoid_graph):
     assert g.nodes[1].args == (g.nodes[0].name,) and g.nodes[0].args == (g.inputs[0].name,)
     [x] = g.inputs
     assert x.shape == (1,) and x.dtype == "float32" and x.layout == Layout() and x.values == Values("zeros")
-    assert result.stats["ops_before"] == sigmoid_graph.size and result.stats["ops_after"] == 2
-    assert result.stats["queries"] == len(ask.seen) == len(set(ask.seen))  # the cache answers repeats
-    assert result.stats["cache_hits"] > 0
-    per_pass = result.stats["passes"]
+    assert result.stats.ops_before == sigmoid_graph.size and result.stats.ops_after == 2
+    assert result.stats.queries == len(ask.seen) == len(set(ask.seen))  # the cache answers repeats
+    assert result.stats.cache_hits > 0
+    per_pass = result.stats.passes
     assert set(per_pass) == {p.__name__ for p in FIRST_PASSES + DEFAULT_PASSES + LAST_PASSES}
-    assert per_pass["collapse"]["queries"] == 0  # small inputs: the later passes get there as cheaply
-    assert sum(p["queries"] for p in per_pass.values()) == result.stats["queries"] - 1  # minus the original
-    assert sum(p["successes"] for p in per_pass.values()) == result.stats["successes"] > 0
+    assert per_pass["collapse"].queries == 0  # small inputs: the later passes get there as cheaply
+    assert sum(p.queries for p in per_pass.values()) == result.stats.queries - 1  # minus the original
+    assert sum(p.successes for p in per_pass.values()) == result.stats.successes > 0
 
 
 def test_nan_survives_reduction_of_random_graph():
@@ -145,13 +145,13 @@ def test_fixpoint_terminates_on_passes_that_never_shrink(sigmoid_graph):
         yield Graph(graph.inputs, graph.nodes + (Node("extra", "neg", (out,)),), graph.outputs + ("extra",))
 
     result = reduce(sigmoid_graph, lambda cs: [True] * len(cs), first_passes=[], passes=[grow], last_passes=[])
-    assert result.graph == sigmoid_graph and result.stats["queries"] == 1
-    assert result.stats["stopped"] == "fixpoint" and result.stats["passes"]["grow"]["rejected"] == 2
+    assert result.graph == sigmoid_graph and result.stats.queries == 1
+    assert result.stats.stopped == "fixpoint" and result.stats.passes["grow"].rejected == 2
 
     everything = reduce(sigmoid_graph, lambda cs: [True] * len(cs))
-    assert everything.stats["stopped"] == "fixpoint" and everything.graph.size == 1
+    assert everything.stats.stopped == "fixpoint" and everything.graph.size == 1
     again = reduce(everything.graph, lambda cs: [True] * len(cs))
-    assert again.stats["successes"] == 0 and again.graph == everything.graph
+    assert again.stats.successes == 0 and again.graph == everything.graph
 
 
 def test_ill_typed_candidates_are_never_queried():
@@ -170,7 +170,7 @@ def test_ill_typed_candidates_are_never_queried():
     ask = Recorder(lambda g: True)
     result = reduce(graph, ask, first_passes=[], passes=[broken], last_passes=[])
     assert ask.seen == [graph.digest()] and result.graph == graph
-    assert result.stats["passes"]["broken"]["rejected"] == 5
+    assert result.stats.passes["broken"].rejected == 5
 
 
 def test_shapes_shrink_through_views_broadcasts_and_reductions():
@@ -203,7 +203,7 @@ def test_big_inputs_lose_values_and_size_before_any_op_is_removed():
     ask = Recorder(lambda g: asked.append((numel(g), {i.values.dist for i in g.inputs})) or
                    (sigmoid_after_sum(g) and numel(g) >= 5000))
     result = reduce(graph, ask)
-    assert result.stats["passes"]["collapse"]["successes"] == 3  # zeros, [32, 1000], [16, 500]
+    assert result.stats.passes["collapse"].successes == 3  # zeros, [32, 1000], [16, 500]
     assert asked[:5] == [(128064, {"normal"}), (128064, {"zeros"}), (32032, {"zeros"}), (8016, {"zeros"}),
                          (2008, {"zeros"})]  # the original, then collapse; [8, 250] is too small
     assert all(n <= 8016 for n, _ in asked[5:])
@@ -255,8 +255,8 @@ def test_pinned_values_keep_strides():
 def test_max_queries_and_progress(sigmoid_graph):
     seen = []
     result = reduce(sigmoid_graph, lambda cs: [sigmoid_after_sum(c) for c in cs], max_queries=5,
-                    progress=lambda stats: seen.append(stats["queries"]))
-    assert result.stats["stopped"] == "max_queries" and result.stats["queries"] == 5
+                    progress=lambda stats: seen.append(stats.queries))
+    assert result.stats.stopped == "max_queries" and result.stats.queries == 5
     assert seen == [1, 2, 3, 4, 5] and sigmoid_after_sum(result.graph)
 
 

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from fuzzfuse.export import judge, read_verdict
 from fuzzfuse.ir import Values
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.minimize import refresh, verify_repro
-from fuzzfuse.oracle import compare_output, exception_signature
+from fuzzfuse.oracle import Signature, compare_output, exception_signature
 from fuzzfuse.tracebacks import error_location, printed_error
 from fuzzfuse.repro import repro_files, title
 
@@ -36,7 +37,7 @@ def _exp_graph():
 
 def _script_namespace(graph, versions=None) -> dict:
     """The functions of a generated repro (its main not run)."""
-    source = repro_files(graph, get_backend("torchscript:nnc"), {"outcome": "mismatch"}, versions or {})["repro.py"]
+    source = repro_files(graph, get_backend("torchscript:nnc"), Signature("mismatch", ""), versions or {})["repro.py"]
     namespace = {"__name__": "repro"}
     exec(compile(source, "repro.py", "exec"), namespace)
     return namespace
@@ -107,18 +108,18 @@ def test_verification_needs_the_recorded_signature_not_just_a_failing_exit(tmp_p
     shutil.copytree(MISMATCH, directory)
     signature = load_case(directory / "case.json").signature
     verification, output, _ = verify_repro(directory, signature, runs=1)
-    assert verification["status"] == "reproduces" and read_verdict(output)["kind"] == signature["kind"]
-    other = "values" if signature["kind"] == "nan-inf" else "nan-inf"
-    verification, *_ = verify_repro(directory, {**signature, "kind": other}, runs=1)
-    assert verification["status"] == "does not reproduce"
-    assert verification["verdicts"] == [f"mismatch {signature['kind']} {signature['location']}"]
+    assert verification.status == "reproduces" and read_verdict(output)["kind"] == signature.kind
+    other = "values" if signature.kind == "nan-inf" else "nan-inf"
+    verification, *_ = verify_repro(directory, replace(signature, kind=other), runs=1)
+    assert verification.status == "does not reproduce"
+    assert verification.verdicts == (f"mismatch {signature.kind} {signature.location}",)
 
 
 def test_a_refreshed_report_shows_the_repros_own_output_verbatim_and_names_the_ops(tmp_path):
     directory = tmp_path / "crash"
     shutil.copytree(CRASH, directory)
     case = refresh(directory, verify_runs=1)
-    assert case.verification["status"] == "reproduces"
+    assert case.verification.status == "reproduces"
     readme = (directory / "README.md").read_text()
     run = subprocess.run([sys.executable, "repro.py"], cwd=directory, capture_output=True, text=True, timeout=300)
     actual = readme.split("**Actual**", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0]
@@ -133,7 +134,7 @@ def test_a_refreshed_report_shows_the_repros_own_output_verbatim_and_names_the_o
 def test_a_repro_pinned_to_a_capability_this_machine_lacks_skips_with_the_reason(tmp_path):
     """Exit 125 (git bisect run's skip) and a skip verdict; pinned repros also turn Inductor's
     caches off, which do not key on the capability."""
-    files = repro_files(_exp_graph(), get_backend("torchscript:nnc"), {"outcome": "mismatch"},
+    files = repro_files(_exp_graph(), get_backend("torchscript:nnc"), Signature("mismatch", ""),
                         {"cpu_capability": "zvector"})
     source = files["repro.py"]
     assert source.index('os.environ["ATEN_CPU_CAPABILITY"] = CPU_CAPABILITY') < source.index("import torch")
@@ -151,7 +152,7 @@ def test_a_gpu_repro_on_a_machine_without_one_skips_with_the_reason(tmp_path):
     "not compiled with CUDA" traceback."""
     from fuzzfuse.backends.inductor import InductorBackend
 
-    source = repro_files(_exp_graph(), InductorBackend("cuda"), {"outcome": "mismatch"}, {})["repro.py"]
+    source = repro_files(_exp_graph(), InductorBackend("cuda"), Signature("mismatch", ""), {})["repro.py"]
     (tmp_path / "repro.py").write_text(source)
     run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 125
@@ -162,7 +163,7 @@ def test_a_gpu_repro_on_a_machine_without_one_skips_with_the_reason(tmp_path):
 def test_a_repro_whose_bug_is_gone_passes_with_a_pass_verdict(tmp_path):
     """exp(x + x) on NNC is right: exit 0, and the verdict says pass."""
     (tmp_path / "repro.py").write_text(repro_files(_exp_graph(), get_backend("torchscript:nnc"),
-                                                   {"outcome": "mismatch"}, {})["repro.py"])
+                                                   Signature("mismatch", ""), {})["repro.py"])
     run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and read_verdict(run.stdout)["outcome"] == "pass"
 
@@ -223,7 +224,7 @@ def test_an_nvfuser_repro_is_a_standalone_script_that_compiles_here(name):
     from fuzzfuse.backends.nvfuser import NvFuserBackend
 
     backend = {"nvfuser": NvFuserBackend, "aot:nvfuser": AotNvFuserBackend}[name]()
-    source = repro_files(_exp_graph(), backend, {"outcome": "crash", "kind": "RuntimeError"}, {"gpu": "H200"})["repro.py"]
+    source = repro_files(_exp_graph(), backend, Signature("crash", "", kind="RuntimeError"), {"gpu": "H200"})["repro.py"]
     compile(source, "repro.py", "exec")
     assert "os._exit(verdict(\"crash\"" in source and "DEVICE = 'cuda'" in source
     if name == "nvfuser":
@@ -236,7 +237,7 @@ def test_a_crash_prints_the_message_without_cpp_frames(tmp_path):
     """nvFuser's errors end in C++ frames whose addresses change every run: the Actual line a
     report quotes stops before them (the traceback on stderr keeps them)."""
     (tmp_path / "repro.py").write_text(repro_files(_exp_graph(), get_backend("torchscript:nnc"),
-                                                   {"outcome": "crash", "kind": "RuntimeError"}, {})["repro.py"])
+                                                   Signature("crash", "", kind="RuntimeError"), {})["repro.py"])
     error = ("INTERNAL ASSERT FAILED at csrc/ops/arith.cpp:2601\nException raised from scan at csrc/ops/arith.cpp:2601 "
              "(most recent call first):\nframe #0: nvfuser::nvfCheckFail + 0xc2 (0x7f4c5512d4a6 in libnvfuser_codegen.so)")
     run = subprocess.run([sys.executable, "-c", "import runpy; runpy.run_path('repro.py', run_name='repro')['crashed']"

@@ -16,6 +16,7 @@ from fuzzfuse.checkpoint import DirectoryClaim, DirectoryInUse, load_state
 from fuzzfuse.corpus import Case, load_case
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.minimize import reduce_case
+from fuzzfuse.verdict import Outcome
 
 BUGGY = "custom:tests.buggy_backends:"
 
@@ -53,7 +54,7 @@ def test_sigkilled_campaign_resumes_and_loses_nothing(tmp_path):
     proc.wait()
     before_corpus = _corpus(out)
     before = load_state(out)
-    assert 0 < before["stats"]["cases"] < 500
+    assert 0 < before.stats.cases < 500
     assert (out / ".campaign.lock").exists()  # left behind by the killed process
 
     resumed = subprocess.run([sys.executable, "-m", "fuzzfuse", "fuzz", "--resume", str(out)],
@@ -66,10 +67,10 @@ def test_sigkilled_campaign_resumes_and_loses_nothing(tmp_path):
     assert set(before_corpus) <= set(after_corpus)
     assert all(after_corpus[name] == text for name, text in before_corpus.items())
     # The seed stream went on to the original budget; stats and signatures carried over.
-    assert after["next_index"] == 500 and after["in_flight"] == []
-    assert summary["cases"] >= 500 and summary["cases"] > before["stats"]["cases"]
-    assert set(before["stats"]["signatures"]) <= {s["key"] for s in summary["signatures"]}
-    assert summary["seconds"] > before["stats"]["elapsed"]
+    assert after.next_index == 500 and after.in_flight == []
+    assert summary["cases"] >= 500 and summary["cases"] > before.stats.cases
+    assert set(before.stats.signatures) <= {s["key"] for s in summary["signatures"]}
+    assert summary["seconds"] > before.stats.elapsed_before
     assert not (out / ".campaign.lock").exists()
     for name in after_corpus:
         load_case(out / "corpus" / name)  # every file parses: no torn writes
@@ -82,7 +83,7 @@ def test_resume_with_more_cases_continues_the_seed_stream(tmp_path):
     first.run()
     again = Campaign.resume(tmp_path, more_cases=20)
     summary = again.run()
-    assert summary["cases"] == 50 and load_state(tmp_path)["next_index"] == 50
+    assert summary["cases"] == 50 and load_state(tmp_path).next_index == 50
     # The same cases as one campaign of 50: the seed stream is a function of (seed, index).
     fresh = Campaign("torchscript:nnc", tmp_path / "fresh", seed=2, workers=1, max_cases=50, reduce=False,
                      extra_runs=False)
@@ -136,14 +137,14 @@ def test_reduction_resumes_from_its_checkpoint(tmp_path):
     backend = BUGGY + "CrashOnSumSigmoid"
     from fuzzfuse.job import backend_for, run_case
     found = run_case(graph, backend_for(backend))
-    case = Case(graph, backend, outcome="crash", signature=found.signature.to_json())
+    case = Case(graph, backend, outcome=Outcome.CRASH, signature=found.signature)
     checkpoint = tmp_path / "reducing" / "case.json"
     first = reduce_case(case, backend, workers=1, checkpoint=checkpoint)
     saved = load_case(checkpoint)
     assert saved.graph.size == first.graph.size < graph.size
     # A resumed reduction starts from the checkpoint: it only has to confirm the fixpoint.
     again = reduce_case(case, backend, workers=1, checkpoint=checkpoint)
-    assert again.graph.size == first.graph.size and again.stats["queries"] < first.stats["queries"]
+    assert again.graph.size == first.graph.size and again.stats.queries < first.stats.queries
 
 
 def test_resume_checks_devices_like_a_new_campaign(tmp_path):
@@ -151,7 +152,7 @@ def test_resume_checks_devices_like_a_new_campaign(tmp_path):
     r = subprocess.run([sys.executable, "-m", "fuzzfuse", "fuzz", "--resume", str(tmp_path), "--devices", "0",
                         "--max-cases", "5"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "does not run on a GPU" in r.stderr
-    assert load_state(tmp_path)["next_index"] == 5  # refused before anything ran
+    assert load_state(tmp_path).next_index == 5  # refused before anything ran
 
 
 def test_compile_seconds_by_kernel_count_survive_a_resume():

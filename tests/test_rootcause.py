@@ -13,6 +13,7 @@ from fuzzfuse.ir import Graph
 from fuzzfuse.ir.values import encode_exact
 from fuzzfuse.corpus import load_case
 from fuzzfuse.oracle import Signature, cpp_location, exception_signature, innermost_error, normalize
+from fuzzfuse.verdict import Outcome
 from fuzzfuse.rootcause import component, fold, graph_form, main, root_cause_key, signature_today, special_classes
 
 ERRORS = json.loads((Path(__file__).parent / "data" / "nvfuser_errors.json").read_text())
@@ -223,7 +224,7 @@ def test_the_groups_script_folds_a_directory_and_refuses_a_missing_one(tmp_path,
                                         "supported.")]:
         sig = Signature("crash", "torchscript:onednn", "compile", "RuntimeError", "", message)
         write_json(tmp_path / name / "case.json",
-                   Case(g, "torchscript:onednn", outcome="crash", signature=sig.to_json()).to_json())
+                   Case(g, "torchscript:onednn", outcome=Outcome.CRASH, signature=sig).to_json())
     assert main([str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("2 repros: 2 coarse keys -> 1 root causes")
@@ -298,22 +299,21 @@ def test_the_committed_nvrtc_errors_key_on_their_kind_and_type_classes_with_the_
     minimized = Path(__file__).parent.parent / "minimized"
     for name, folded in NVRTC_REPROS.items():
         case = load_case(minimized / name / "case.json")
-        sig = signature_today(Signature.from_json(case.signature), case.detail)
+        sig = signature_today(case.signature, case.detail)
         assert root_cause_key(sig) == f"assert|nvfuser|csrc/runtime/compiled_kernel.cpp:187|CUDA NVRTC compile error: {folded}"
         function = re.search(r'function "([^"]+)"', case.detail)[1]
         assert function in sig.message and normalize(sig.message) == sig.message
     # Their folded variants kept their coarse keys only, without the call's types: the name is all
     # that tells a warp shuffle from a missing ceil there, so it stays (a conversion names its types).
     entries = [v for name in NVRTC_REPROS for v in load_case(minimized / name / "case.json").also_seen_as]
-    variants = [v["key"].split("|", 5)[5] for v in entries]
-    folded = {fold(m) for m in variants if not m.endswith("]")}
+    folded = {fold(v.signature.message) for v in entries if not v.signature.message.endswith("]")}
     assert "CUDA NVRTC compile error: no suitable conversion function from f16 to float exists" in folded
     assert any("__shfl_xor_sync" in f for f in folded) and not any(" F " in f for f in folded)
     # The warp shuffle of a float16 reduction, once a repro of its own, is folded by hand into the
     # missing-__half-overload repro (f9dc2494): its recorded key has the call's types, and keys so.
-    shuffle = next(v for v in entries if v["directory"].endswith("compiled-kernel-cpp-f53da662"))
-    assert "[unsigned int, nvf::__half, int, int]" in shuffle["key"]
-    assert shuffle["root_cause"] == ("assert|nvfuser|csrc/runtime/compiled_kernel.cpp:187|CUDA NVRTC compile error: "
+    shuffle = next(v for v in entries if v.directory.endswith("compiled-kernel-cpp-f53da662"))
+    assert "[unsigned int, nvf::__half, int, int]" in shuffle.key
+    assert shuffle.root_cause == ("assert|nvfuser|csrc/runtime/compiled_kernel.cpp:187|CUDA NVRTC compile error: "
                                      "no instance of overloaded function F matches the argument list [f16, int]")
     assert fold("CUDA NVRTC compile error: no operator + matches these operands [nvf::__half + nvf::__half]") == \
         "CUDA NVRTC compile error: no operator F matches these operands [f16]"

@@ -115,7 +115,7 @@ def test_minimized_repros_bucket_by_their_root_cause(tmp_path):
     assert not t.runs and not t.problems
     # Keyed as today's oracle words the recorded error, by the repro's graph with the fillers its
     # generalisation found as wildcards.
-    roots = {signature_today(Signature.from_json(c.signature), c.detail).root_cause_key(c.graph, c.generalisation)
+    roots = {signature_today(c.signature, c.detail).root_cause_key(c.graph, c.generalisation)
              for c in map(Case.from_json, cases.values())}
     assert None not in roots and {b.key for b in t.buckets} == roots and len(t.buckets) == len(cases)
     for b in t.buckets:

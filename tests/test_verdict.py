@@ -71,12 +71,12 @@ def test_a_state_json_written_before_the_verdict_layer_still_resumes(tmp_path):
     """tests/data/state-before-verdict.json: a CrashOnSumSigmoid campaign (25 cases, its crash
     reduced) stopped by the code before the verdict layer; resumed, it goes on counting."""
     shutil.copy(DATA / "state-before-verdict.json", tmp_path / "state.json")
-    old = load_state(tmp_path)["stats"]["signatures"]
+    old = json.loads((tmp_path / "state.json").read_text())["stats"]["signatures"]  # as the old code wrote them
     campaign = Campaign.resume(tmp_path, more_cases=15, backend="custom:tests.buggy_backends:CrashOnSumSigmoid")
     (key, record), = campaign.stats.signatures.items()
     assert record.minimized.ops_after == 2 and record.confirmed is True and record.outcome is Outcome.CRASH
     summary = campaign.run()
     assert summary["cases"] == 40 and campaign.reducer_queue() == []
-    new = load_state(tmp_path)["stats"]["signatures"][key]
+    new = load_state(tmp_path).stats.signatures[key].to_json()
     assert new.keys() == old[key].keys() and new["minimized"] == old[key]["minimized"]
     assert new["count"] >= old[key]["count"] and new["first_seen"] == old[key]["first_seen"]

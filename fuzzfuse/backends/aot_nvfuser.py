@@ -28,6 +28,7 @@ from .aot import _tensor_function
 from .base import BackendError, Compiled, RunResult, Unavailable, Unsupported, generic_repro_code
 from .nvfuser import NvFuserBackend, _stage, execute, first_run_evidence, fusion_failure
 from .nvfuser_emit import emit
+from .options import Options
 
 
 @functools.cache
@@ -106,10 +107,11 @@ class AotNvFuserBackend(NvFuserBackend):
     reruns_new_sizes = False
     reruns_new_strides = False
     # Its FusionDefinitions execute inside aot_autograd's compiled function, with no per-case
-    # switches: none drawn.
+    # switches: none drawn, and `run` takes the style alone.
     disable_choices = ()
+    option_fields = ("style",)
 
-    def compile(self, graph: Graph, **options) -> Compiled:
+    def compile(self, graph: Graph, options: Options = Options()) -> Compiled:
         return Compiled(self, graph, options)
 
     def check_available(self) -> None:
@@ -171,7 +173,7 @@ class AotNvFuserBackend(NvFuserBackend):
 
     def repro_code(self, graph: Graph) -> str:
         return (f'import os\nos.environ.setdefault("NVFUSER_ENABLE", {self.env["NVFUSER_ENABLE"]!r})  # as its workers have\n'
-                + generic_repro_code(self.name, graph, {"style": self.style}))
+                + generic_repro_code(self.name, graph, style=self.style))
 
 
 __all__ = ["AotNvFuserBackend", "decompositions"]

@@ -20,6 +20,7 @@ import torch
 from ..ir import Graph
 from ..strategies import Features, ShapeConfig
 from ..verdict import Difference, Stage, Unsupported
+from .options import Options
 
 
 class BackendError(Exception):
@@ -64,13 +65,14 @@ class Compiled:
     inputs of the same graph. This default compiles again on every call: the form for a backend
     that cannot reuse what it compiled (`Backend.reuses_compiled` False)."""
 
-    def __init__(self, backend: "Backend", graph: Graph, options: Mapping | None = None):
-        self.backend, self.graph, self.options = backend, graph, dict(options or {})
+    def __init__(self, backend: "Backend", graph: Graph, options: Options = Options()):
+        self.backend, self.graph, self.options = backend, graph, options
 
     def run(self, inputs: list, grad_outputs: list | None = None) -> RunResult:
+        keywords = self.options.keywords(self.backend.option_fields)
         if grad_outputs is not None:
-            return self.backend.run(self.graph, inputs, grad_outputs=grad_outputs, **self.options)
-        return self.backend.run(self.graph, inputs, **self.options)
+            return self.backend.run(self.graph, inputs, grad_outputs=grad_outputs, **keywords)
+        return self.backend.run(self.graph, inputs, **keywords)
 
     def accepts(self, graph: Graph, inputs: list) -> bool:
         """Whether this compiled code may run `graph` (the compiled graph with other input sizes,
@@ -102,6 +104,10 @@ class Backend:
     # Per-case lowering choices a campaign draws among (nvFuser's "direct"/"upcast"); `run` takes
     # the chosen one as its `style` keyword.
     styles: tuple[str, ...] = ()
+    # The fields of a case's Options (backends/options.py) that `run` takes as keywords: the
+    # default `Compiled` passes those the case sets, and no others (an Inductor case replayed on
+    # another backend runs there without Inductor's configuration).
+    option_fields: tuple[str, ...] = ()
     # scheduler -> a generation recipe (Features fields, ShapeConfig fields under "shapes") that
     # reaches it: campaigns aim batches at the least-covered scheduler (see Campaign.focus_for).
     coverage_focus: Mapping[str, dict] = MappingProxyType({})
@@ -133,9 +139,9 @@ class Backend:
         return RunResult.grads."""
         raise NotImplementedError(f"{type(self).__name__}.run")
 
-    def compile(self, graph: Graph, **options) -> Compiled:
-        """The graph compiled once (options: the per-case choices `run` takes); compiling may be
-        deferred to the first `Compiled.run`, which raises BackendError as `run` does."""
+    def compile(self, graph: Graph, options: Options = Options()) -> Compiled:
+        """The graph compiled once under a case's choices; compiling may be deferred to the first
+        `Compiled.run`, which raises BackendError as `run` does."""
         return Compiled(self, graph, options)
 
     def versions(self) -> dict[str, str]:
@@ -151,26 +157,26 @@ class Backend:
         By default, through fuzzfuse itself (`generic_repro_code`)."""
         return generic_repro_code(self.name, graph)
 
-    def draw_options(self, seed: int) -> dict:
-        """The per-case choices a campaign records in a case and `compile` takes as keywords, drawn
-        from the case's seed: one of `styles` (nvFuser's lowering), if any."""
-        return {"style": self.styles[seed % len(self.styles)]} if self.styles else {}
+    def draw_options(self, seed: int) -> Options:
+        """The per-case choices a campaign records in a case and `compile` takes, drawn from the
+        case's seed: one of `styles` (nvFuser's lowering), if any."""
+        return Options(style=self.styles[seed % len(self.styles)]) if self.styles else Options()
 
-    def describe_options(self, options: dict) -> list[str]:
+    def describe_options(self, options: Options) -> list[str]:
         """The per-case choices of `options` by name, for the campaign's counts of what it drew."""
-        return [f"style={options['style']}"] if "style" in options else []
+        return [f"style={options.style}"] if options.style is not None else []
 
-    def simpler_options(self, options: dict) -> Iterator[dict]:
+    def simpler_options(self, options: Options) -> Iterator[Options]:
         """Per-case choices one step closer to the backend's defaults, for the reducer to try
         (fuzzfuse.reduce.options); none by default."""
         return iter(())
 
-    def documented_differences(self, options: dict) -> frozenset[Difference]:
+    def documented_differences(self, options: Options) -> frozenset[Difference]:
         """The semantics this fuser changes by design under the case's choices (README, Outcomes):
         a difference explained by one is counted as documented, not reported. None by default."""
         return frozenset()
 
-    def for_case(self, options: dict) -> "Backend":
+    def for_case(self, options: Options) -> "Backend":
         """This backend set to a case's per-case choices, for what takes no options (its
         `repro_code`); itself by default."""
         return self
@@ -204,11 +210,11 @@ def _nvidia_driver() -> str:
         return "unknown"
 
 
-def generic_repro_code(name: str, graph: Graph, options: dict | None = None) -> str:
+def generic_repro_code(name: str, graph: Graph, **keywords) -> str:
     """run_fused through fuzzfuse itself: for backends that are not a public fuser (eager, custom).
-    `options` are the backend's per-case choices (aot:nvfuser's emission style), passed to its run
+    `keywords` are the backend's per-case choices (aot:nvfuser's emission style), passed to its run
     as the case ran: without them the script runs another lowering than the one that failed."""
-    options = "".join(f", {k}={v!r}" for k, v in (options or {}).items())
+    options = "".join(f", {k}={v!r}" for k, v in keywords.items())
     return f'''
 def run_fused(inputs, grad_outputs=None):
     """{name}, run through fuzzfuse (no standalone form). What the backend says beside its result

@@ -27,6 +27,7 @@ from ..ir import Graph, compile_source
 from ..ir.interp import input_gradients, with_leaves
 from ..strategies import ShapeConfig
 from .base import Backend, BackendError, Compiled, RunResult, Unavailable
+from .options import Options
 
 # Registered backends that need more than torch: what `check_available` requires of them.
 _NEEDS_PACKAGE = {"tvm": "tvm", "openxla": "torch_xla", "openxla_eval": "torch_xla"}
@@ -111,7 +112,7 @@ class DynamoBackend(Backend):
         if (self.spec in _NEEDS_CUDA or self.device == "cuda") and not torch.cuda.is_available():
             raise Unavailable(f"{self.name} needs a CUDA GPU")
 
-    def compile(self, graph: Graph, **options) -> "DynamoCompiled":
+    def compile(self, graph: Graph, options: Options = Options()) -> "DynamoCompiled":
         return DynamoCompiled(self, graph, options)
 
     def run(self, graph: Graph, inputs: list, grad_outputs: list | None = None) -> RunResult:
@@ -204,7 +205,7 @@ class DynamoCompiled(Compiled):
     # torch.compile's dynamic (a subclass's per-case choice).
     dynamic = False
 
-    def __init__(self, backend: DynamoBackend, graph: Graph, options: dict):
+    def __init__(self, backend: DynamoBackend, graph: Graph, options: Options):
         super().__init__(backend, graph, options)
         self._compiled = None
         self._seen: dict = {}

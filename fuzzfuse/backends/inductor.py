@@ -3,7 +3,7 @@ eager disabled, failures staged "compile" or "run" by where they were raised) wi
 evidence: Inductor must report generated kernels (C++ on CPU, Triton on CUDA).
 
 Each case runs under its own drawn configuration (`inductor_config.InductorConfig`: dynamic,
-mode, marked dims, config flags), recorded in the case's options as "inductor_config".
+mode, marked dims, config flags), recorded in the case's options (`Options.inductor_config`).
 
 What Inductor keeps between the cases of one worker, and what that means for what is tested:
 - dynamo's code cache and guards: reset before every graph (DynamoBackend), so every case compiles;
@@ -21,6 +21,7 @@ What Inductor keeps between the cases of one worker, and what that means for wha
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Iterator
 
 import torch
@@ -30,10 +31,8 @@ from ..verdict import Difference
 from .base import RunResult, Unavailable, machine_versions
 from .dynamo import DynamoBackend, DynamoCompiled
 from .inductor_config import InductorConfig
+from .options import Options
 from ..strategies import ShapeConfig
-
-# The options key of a case's configuration.
-CONFIG = "inductor_config"
 
 
 class InductorBackend(DynamoBackend):
@@ -64,25 +63,25 @@ class InductorBackend(DynamoBackend):
             raise Unavailable("Inductor on CUDA needs a GPU")
 
     # ---- per-case configuration ---------------------------------------------------------------
-    def draw_options(self, seed: int) -> dict:
-        return {CONFIG: InductorConfig.draw(seed, self.device).to_json()}
+    def draw_options(self, seed: int) -> Options:
+        return Options(inductor_config=InductorConfig.draw(seed, self.device))
 
-    def describe_options(self, options: dict) -> list[str]:
+    def describe_options(self, options: Options) -> list[str]:
         return config_of(options).choices()
 
-    def simpler_options(self, options: dict) -> Iterator[dict]:
+    def simpler_options(self, options: Options) -> Iterator[Options]:
         for config in config_of(options).simpler():
-            yield {**options, CONFIG: config.to_json()}
+            yield replace(options, inductor_config=config)
 
-    def documented_differences(self, options: dict) -> frozenset[Difference]:
+    def documented_differences(self, options: Options) -> frozenset[Difference]:
         return config_of(options).documented_differences(self.device)
 
-    def for_case(self, options: dict) -> "InductorBackend":
+    def for_case(self, options: Options) -> "InductorBackend":
         case = copy.copy(self)
         case.config = config_of(options)
         return case
 
-    def compile(self, graph: Graph, **options) -> "InductorCompiled":
+    def compile(self, graph: Graph, options: Options = Options()) -> "InductorCompiled":
         return InductorCompiled(self, graph, options)
 
     def compile_and_run(self, graph: Graph, inputs: list, grad_outputs: list | None = None, dynamic: bool = False):
@@ -178,7 +177,7 @@ class InductorCompiled(DynamoCompiled):
     call (a rerun may recompile), the inputs' chosen dims marked dynamic, and outputs copied where
     CUDA graphs replay (the next replay overwrites them)."""
 
-    def __init__(self, backend: InductorBackend, graph: Graph, options: dict):
+    def __init__(self, backend: InductorBackend, graph: Graph, options: Options):
         super().__init__(backend, graph, options)
         self.config = config_of(options)
         self.dynamic = self.config.dynamic
@@ -206,9 +205,8 @@ class InductorCompiled(DynamoCompiled):
         return result
 
 
-def config_of(options: dict) -> InductorConfig:
+def config_of(options: Options) -> InductorConfig:
     """A case's configuration (Inductor's defaults when it records none: cases found before
     configurations were drawn)."""
-    recorded = options.get(CONFIG)
-    return InductorConfig.from_json(recorded) if recorded is not None else InductorConfig()
+    return options.inductor_config if options.inductor_config is not None else InductorConfig()
 

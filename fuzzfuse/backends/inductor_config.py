@@ -16,6 +16,7 @@ from typing import Iterator
 
 import torch
 
+from ..untrusted import record, take
 from ..verdict import Difference
 
 
@@ -169,13 +170,15 @@ class InductorConfig:
 
     @staticmethod
     def from_json(d: dict) -> "InductorConfig":
-        if not isinstance(d, dict):
-            raise ConfigError(f"an Inductor configuration is an object, not {type(d).__name__}")
-        flags = d.get("flags") or {}
+        """Validated: a case file is untrusted input. A flag's value must be one of FLAGS' of its
+        own type too (JSON's true is not the threshold 1)."""
+        what = "Inductor configuration"
+        d = record(d, what, ("dynamic", "mark_dynamic", "mode", "flags"))
+        flags = take(d, "flags", dict, what, {})
         for name, value in flags.items():
-            if name not in FLAGS or value not in FLAGS[name].values:
+            if name not in FLAGS or not any(type(v) is type(value) and v == value for v in FLAGS[name].values):
                 raise ConfigError(f"Inductor flag {name}={value!r} is not one a case may choose (fuzzfuse's FLAGS)")
-        mode, mark = d.get("mode"), str(d.get("mark_dynamic") or "")
+        mode, mark = take(d, "mode", (str, type(None)), what, None), take(d, "mark_dynamic", str, what, "")
         if mode not in MODES or mark not in MARKS:
             raise ConfigError(f"unknown Inductor mode {mode!r} or mark_dynamic {mark!r}")
-        return InductorConfig(bool(d.get("dynamic")), mark, mode, tuple(sorted(flags.items())))
+        return InductorConfig(take(d, "dynamic", bool, what, False), mark, mode, tuple(sorted(flags.items())))

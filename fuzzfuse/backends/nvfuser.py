@@ -25,6 +25,7 @@ import copy
 import os
 import re
 import time
+from dataclasses import replace
 from typing import Iterator
 
 import torch
@@ -36,6 +37,7 @@ from ..strategies import Features, ShapeConfig
 from .base import Backend, BackendError, Compiled, RunResult, Unavailable, machine_versions
 from .nvfuser_dtypes import INT_IDENTITY, NV_DTYPE
 from .nvfuser_emit import STYLES, Emission, Unsupported, emit
+from .options import DISABLE_CHOICES, Options, checked_disable
 
 _KERNEL = re.compile(r"__global__ void nvfuser_([a-z_]+?)_f\d+_c\d+_r\d+_g(\d+)\(")
 # A segmented fusion's dump lists its groups as `  <scheduler>{<expr ids>}`, between "groups:" and "edges:".
@@ -47,12 +49,7 @@ _RUN_ERROR = re.compile(r"CUDA error|illegal memory access|misaligned address|un
 # aborts the process, so that freeing such a fusion turned its fault into a SIGABRT blamed on no
 # message of its own (campaigns saw `hard-crash|SIGABRT` where the cause was a misaligned address).
 _FAULTED: list = []
-# nvFuser switches a case may turn off for its own fusion (`fd.execute(..., _disable_options=...)`,
-# as nvFuser's own tests do). matmul_expr_eval: a matmul/linear segment is otherwise handed to ATen
-# (the expr_eval scheduler comes first in the segmenter's order), so the matmul scheduler is reached
-# only with it off. Without it, a matmul the matmul scheduler refuses (fp32, a matrix-vector
-# product) has no scheduler at all: that is the switch's contract, reported as unsupported.
-DISABLE_CHOICES = ("matmul_expr_eval",)
+# A matmul that no scheduler takes with matmul_expr_eval off (options.DISABLE_CHOICES says why).
 _NO_SCHEDULER = "Can not find a scheduler to schedule fusion segment"
 
 
@@ -122,6 +119,7 @@ class NvFuserBackend(Backend):
            "NVFUSER_ENABLE": os.environ.get("NVFUSER_ENABLE", "fuse_matmul")}
     # Campaigns draw one per case (recorded in the case's options).
     styles = STYLES
+    option_fields: tuple[str, ...] = ("style", "disable")
     # The dtypes nvfuser_direct defines tensors of: fp8 too, no 8/16-bit integers (nvfuser_dtypes).
     features = Features(dtypes=tuple(d for d in DTYPES if d in NV_DTYPE))
     reference_route: str | None = None  # fuzzfuse.attribution: nothing beneath it to blame
@@ -180,25 +178,23 @@ class NvFuserBackend(Backend):
         self._nvf = None
 
     # ---- per-case choices ---------------------------------------------------------------------
-    def draw_options(self, seed: int) -> dict:
+    def draw_options(self, seed: int) -> Options:
         options = super().draw_options(seed)
         if self.disable_choices and (seed // len(self.styles)) % 2:
-            options["disable"] = list(self.disable_choices)
+            options = replace(options, disable=tuple(self.disable_choices))
         return options
 
-    def describe_options(self, options: dict) -> list[str]:
-        return super().describe_options(options) + [f"disable={name}" for name in options.get("disable", ())]
+    def describe_options(self, options: Options) -> list[str]:
+        return super().describe_options(options) + [f"disable={name}" for name in options.disable or ()]
 
-    def simpler_options(self, options: dict) -> Iterator[dict]:
-        if options.get("disable"):
-            yield {k: v for k, v in options.items() if k != "disable"}
+    def simpler_options(self, options: Options) -> Iterator[Options]:
+        if options.disable:
+            yield replace(options, disable=None)
 
-    def for_case(self, options: dict) -> "NvFuserBackend":
-        case = copy.copy(self)
-        case.style = options.get("style", self.style)
-        if case.style not in STYLES:
-            raise ValueError(f"unknown nvFuser emission style {case.style!r}; one of {STYLES}")
-        case.disable = checked_disable(options.get("disable", ()))
+    def for_case(self, options: Options) -> "NvFuserBackend":
+        case = copy.copy(self)  # Options checked the style and the switches against STYLES, DISABLE_CHOICES
+        case.style = options.style or self.style
+        case.disable = options.disable or ()
         return case
 
     # ---- Backend protocol ---------------------------------------------------------------------
@@ -237,12 +233,12 @@ class NvFuserBackend(Backend):
             namespace["nvfuser_fusion"](fd)
         return fd
 
-    def compile(self, graph: Graph, **options) -> "NvFuserCompiled":
+    def compile(self, graph: Graph, options: Options = Options()) -> "NvFuserCompiled":
         return NvFuserCompiled(self, graph, options)
 
     def run(self, graph: Graph, inputs: list, *, style: str | None = None,
             disable: tuple[str, ...] | None = None) -> RunResult:
-        return self.compile(graph, style=style, disable=disable).run(inputs)
+        return self.compile(graph, Options(style=style, disable=disable)).run(inputs)
 
     def define_and_run(self, graph: Graph, inputs: list, *, style: str | None = None,
                        disable: tuple[str, ...] | None = None):
@@ -299,18 +295,19 @@ class NvFuserCompiled(Compiled):
     input shape class (~13 us an execute), and its tensors have symbolic sizes, so a graph whose
     emitted source is the same (same contiguity and stride order, sizes not baked in) runs on new
     sizes of the same rank too."""
-    def __init__(self, backend: NvFuserBackend, graph: Graph, options: dict):
+    def __init__(self, backend: NvFuserBackend, graph: Graph, options: Options):
         super().__init__(backend, graph, options)
         self._fd, self._source, self._fused = None, "", None
 
     def run(self, inputs: list, grad_outputs: list | None = None) -> RunResult:
         if self._fd is None:
-            result, self._fd, self._source = self.backend.define_and_run(self.graph, inputs, **self.options)
+            result, self._fd, self._source = self.backend.define_and_run(self.graph, inputs, style=self.options.style,
+                                                                         disable=self.options.disable)
             self._fused = result.fused
             return result
         args = list(inputs)
         try:
-            outputs = execute(self._fd, args, self.options.get("disable") or self.backend.disable)
+            outputs = execute(self._fd, args, self.options.disable or self.backend.disable)
         except Exception as e:
             raise fusion_failure(_stage(self._fd, args, e), e, self._fd) from e
         return RunResult(list(outputs), self._fused, {"rerun": True})
@@ -318,7 +315,7 @@ class NvFuserCompiled(Compiled):
     def accepts(self, graph: Graph, inputs: list) -> bool:
         if self._fd is None:
             return False
-        return definition_code(self.backend.emit(graph, inputs, self.options.get("style")).source) \
+        return definition_code(self.backend.emit(graph, inputs, self.options.style).source) \
             == definition_code(self._source)
 
 
@@ -338,15 +335,6 @@ def _stage(fd, args: list, error: BaseException) -> str:
     if compiled or _RUN_ERROR.search(str(error)):
         return "run"
     return "compile"
-
-
-def checked_disable(names) -> tuple[str, ...]:
-    """A case's nvFuser switches to turn off: only those of DISABLE_CHOICES (a case file is data)."""
-    names = tuple(names or ())
-    unknown = [n for n in names if n not in DISABLE_CHOICES]
-    if unknown:
-        raise ValueError(f"unknown nvFuser disable option {unknown[0]!r}; one of {DISABLE_CHOICES}")
-    return names
 
 
 def execute(fd, args: list, disable: tuple[str, ...] = ()) -> list:

@@ -30,6 +30,7 @@ from ..ir.ops import fused_by, fusion_anchors
 from ..ir.interp import input_gradients, with_leaves
 from ..strategies import Features, ShapeConfig
 from .base import Backend, BackendError, Compiled, RunResult, Unavailable, machine_versions
+from .options import Options
 
 # Read once by libtorch (a static), so it must be in the environment before the first fusion group
 # compiles; workers get it from `env` too. "0": a fusion group that fails to compile raises instead
@@ -143,7 +144,7 @@ def run_fused(inputs, grad_outputs):
         """The fused form of the graph's function (positional inputs, a tuple of outputs)."""
         return torch.jit.CompilationUnit(to_source(graph)).fn
 
-    def compile(self, graph: Graph, **options) -> "ScriptedCompiled":
+    def compile(self, graph: Graph, options: Options = Options()) -> "ScriptedCompiled":
         return ScriptedCompiled(self, graph, options)
 
     def run(self, graph: Graph, inputs: list, grad_outputs: list | None = None) -> RunResult:
@@ -214,7 +215,7 @@ class ScriptedCompiled(Compiled):
     """Scripted and warmed up once: the profiling executor's specialized graph guards on dtypes,
     shapes and strides, so new values of the same input specs run the same fused kernels. Each
     later run is profiled too, so its evidence is its own (a failed guard shows as fallback)."""
-    def __init__(self, backend: _ScriptedBackend, graph: Graph, options: dict):
+    def __init__(self, backend: _ScriptedBackend, graph: Graph, options: Options):
         super().__init__(backend, graph, options)
         self._fn = None
 

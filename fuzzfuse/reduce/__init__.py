@@ -8,9 +8,10 @@
 the dim bookkeeping the shape pass needs; `options` drops the per-case backend choices (Inductor's
 configuration) that a reduced failure does not need.
 """
-from .engine import NotInteresting, Reduction, cost, reduce
+from .engine import NotInteresting, PassStats, Reduction, ReductionStats, cost, reduce
 from .options import reduce_options
 from .passes import DEFAULT_PASSES, FIRST_PASSES, LAST_PASSES, admissible
 
-__all__ = ["reduce", "NotInteresting", "Reduction", "cost", "FIRST_PASSES", "DEFAULT_PASSES", "LAST_PASSES", "admissible",
+__all__ = ["reduce", "NotInteresting", "PassStats", "Reduction", "ReductionStats", "cost", "FIRST_PASSES",
+           "DEFAULT_PASSES", "LAST_PASSES", "admissible",
            "reduce_options"]

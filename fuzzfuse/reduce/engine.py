@@ -15,13 +15,12 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from ..ir.graph import Graph, Layout, Node, TensorInput, Values
 from ..ir.ops import OPS
 from ..ir.values import logical_values
-from .generalise import Generalisation
 from .passes import DEFAULT_PASSES, FIRST_PASSES, LAST_PASSES, admissible, op_rank
 from .shapes import irregular
 
@@ -98,16 +97,47 @@ def cost(graph: Graph) -> tuple[int, ...]:
 
 
 @dataclass
+class PassStats:
+    """A pass's counters (and the whole reduction's): queries (candidates sent to `is_interesting`;
+    the whole reduction's include the original), cache_hits, successes, rejected (candidates dropped
+    unasked: ill-typed or not smaller), and seconds."""
+
+    queries: int = 0
+    cache_hits: int = 0
+    successes: int = 0
+    rejected: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class ReductionStats(PassStats):
+    """A reduction's counters, live (what `progress` is shown) and final: besides PassStats', the
+    rounds, the pass running now (`current_pass`) and the graph's size, why it stopped ("fixpoint" or
+    "max_queries"), ops/inputs/cost before and after, and `passes`: each pass's own counters."""
+
+    rounds: int = 0
+    passes: dict[str, PassStats] = field(default_factory=dict)
+    current_pass: str | None = None
+    size: int | None = None
+    stopped: str = "fixpoint"
+    ops_before: int | None = None
+    inputs_before: int | None = None
+    cost_before: tuple | None = None
+    ops_after: int | None = None
+    inputs_after: int | None = None
+    cost_after: tuple | None = None
+
+    def to_json(self) -> dict:
+        """For benchmark records (benchmarks/reduce.py)."""
+        return asdict(self)
+
+
+@dataclass
 class Reduction:
-    """The reduced graph and the counters: queries (candidates sent to `is_interesting`, the
-    original included), cache_hits, successes, rejected (candidates dropped unasked: ill-typed or
-    not smaller), rounds, seconds, stopped ("fixpoint" or "max_queries"), ops/inputs/cost before and
-    after, and `passes`: the same counters (and seconds) per pass. `generalisation`: what the
-    reduced graph's failure does not need, where the caller asked (fuzzfuse.reduce.generalise)."""
+    """The reduced graph and the reduction's counters."""
 
     graph: Graph
-    stats: dict
-    generalisation: Generalisation | None = None
+    stats: ReductionStats
 
 
 class _Engine:
@@ -118,13 +148,12 @@ class _Engine:
         self.progress, self.max_queries = progress, max_queries
         self.start = time.perf_counter()
         self.cache: dict[str, bool] = {}
-        self.stats: dict = {"queries": 0, "cache_hits": 0, "successes": 0, "rejected": 0, "rounds": 0,
-                            "seconds": 0.0, "passes": {}, "pass": None, "size": None, "stopped": "fixpoint"}
+        self.stats = ReductionStats()
 
     def out_of_queries(self) -> bool:
-        return self.max_queries is not None and self.stats["queries"] >= self.max_queries
+        return self.max_queries is not None and self.stats.queries >= self.max_queries
 
-    def ask(self, graphs: list[Graph], digests: list[str], per_pass: dict | None) -> None:
+    def ask(self, graphs: list[Graph], digests: list[str], per_pass: PassStats | None) -> None:
         """Query the uncached graphs in one call and cache the answers."""
         todo = {d: g for g, d in zip(graphs, digests) if d not in self.cache}
         if not todo:
@@ -134,29 +163,28 @@ class _Engine:
             raise ValueError(f"is_interesting answered {len(answers)} times for {len(todo)} candidates")
         self.cache.update(zip(todo, map(bool, answers)))
         self.count(per_pass, "queries", len(todo))
-        self.stats["seconds"] = time.perf_counter() - self.start
+        self.stats.seconds = time.perf_counter() - self.start
         if self.progress is not None:
             self.progress(self.stats)
 
-    def count(self, per_pass: dict | None, key: str, n: int = 1) -> None:
-        self.stats[key] += n
-        if per_pass is not None:
-            per_pass[key] += n
+    def count(self, per_pass: PassStats | None, counter: str, n: int = 1) -> None:
+        """Add n to one of PassStats' counters, of the reduction and of the pass running."""
+        for stats in (self.stats, per_pass) if per_pass is not None else (self.stats,):
+            setattr(stats, counter, getattr(stats, counter) + n)
 
     def run_pass(self, pass_: Pass, graph: Graph, current: tuple, skip: int = 0) -> tuple[Graph, tuple, int] | None:
         """The first interesting, strictly smaller candidate of one pass over `graph` after the first
         `skip` ones, with its position; or None."""
         name = getattr(pass_, "__name__", repr(pass_))
-        per_pass = self.stats["passes"].setdefault(
-            name, {"queries": 0, "cache_hits": 0, "successes": 0, "rejected": 0, "seconds": 0.0})
-        self.stats["pass"] = name
+        per_pass = self.stats.passes.setdefault(name, PassStats())
+        self.stats.current_pass = name
         start = time.perf_counter()
         try:
             candidates = itertools.islice(enumerate(self._smaller(pass_(graph), current, per_pass)), skip, None)
             for chunk in _chunks(((g, d, c, i) for i, (g, d, c) in candidates), self.batch):
                 known = {d for _, d, _, _ in chunk if d in self.cache}
                 if len(known) < len(chunk) and self.out_of_queries():
-                    self.stats["stopped"] = "max_queries"
+                    self.stats.stopped = "max_queries"
                     return None
                 self.ask([g for g, _, _, _ in chunk], [d for _, d, _, _ in chunk], per_pass)
                 for candidate, digest, c, position in chunk:
@@ -169,9 +197,9 @@ class _Engine:
                         return candidate, c, position
             return None
         finally:
-            per_pass["seconds"] += time.perf_counter() - start
+            per_pass.seconds += time.perf_counter() - start
 
-    def _smaller(self, candidates: Iterable[Graph], current: tuple, per_pass: dict):
+    def _smaller(self, candidates: Iterable[Graph], current: tuple, per_pass: PassStats):
         """Admissible candidates strictly below `current`, with digest and cost."""
         for g in candidates:
             c = cost(g) if admissible(g) else None
@@ -197,7 +225,7 @@ def _fixpoint(engine: _Engine, passes: list[Pass], graph: Graph, current: tuple)
     progressed = True
     while progressed:
         progressed = False
-        engine.stats["rounds"] += 1
+        engine.stats.rounds += 1
         for pass_ in passes:
             # After a success the pass resumes where it was (C-Reduce keeps a pass's position):
             # the candidates before it just failed on a graph one step larger. The next round
@@ -205,7 +233,7 @@ def _fixpoint(engine: _Engine, passes: list[Pass], graph: Graph, current: tuple)
             position = 0
             while (found := engine.run_pass(pass_, graph, current, skip=position)) is not None:
                 graph, current, position = found
-                engine.stats["size"] = graph.size
+                engine.stats.size = graph.size
                 progressed = True
     return graph, current
 
@@ -217,7 +245,7 @@ class NotInteresting(ValueError):
 
 def reduce(graph: Graph, is_interesting: Predicate, *, first_passes: Iterable[Pass] = FIRST_PASSES,
            passes: Iterable[Pass] = DEFAULT_PASSES, last_passes: Iterable[Pass] = LAST_PASSES, batch: int = 1,
-           progress: Callable[[dict], None] | None = None, max_queries: int | None = None) -> Reduction:
+           progress: Callable[[ReductionStats], None] | None = None, max_queries: int | None = None) -> Reduction:
     """Shrink `graph` while `is_interesting` holds, to a fixpoint of `passes` (or `max_queries`).
 
     `is_interesting(candidates) -> [bool]` must be True exactly when a candidate fails the way the
@@ -232,13 +260,14 @@ def reduce(graph: Graph, is_interesting: Predicate, *, first_passes: Iterable[Pa
     if not admissible(graph):
         raise ValueError("the graph to reduce does not type-check")
     current = cost(graph)
-    engine.stats.update(size=graph.size, ops_before=graph.size, inputs_before=len(graph.inputs),
-                        cost_before=current)
+    stats = engine.stats
+    stats.size = stats.ops_before = graph.size
+    stats.inputs_before, stats.cost_before = len(graph.inputs), current
     engine.ask([graph], [graph.digest()], None)
     if not engine.cache[graph.digest()]:
         raise NotInteresting("the original graph is not interesting (it does not fail as recorded now)")
     for group in (list(first_passes), list(passes), list(last_passes)):
         graph, current = _fixpoint(engine, group, graph, current)
-    engine.stats.update(ops_after=graph.size, inputs_after=len(graph.inputs), cost_after=current,
-                        seconds=time.perf_counter() - engine.start)
-    return Reduction(graph, engine.stats)
+    stats.ops_after, stats.inputs_after, stats.cost_after = graph.size, len(graph.inputs), current
+    stats.seconds = time.perf_counter() - engine.start
+    return Reduction(graph, stats)

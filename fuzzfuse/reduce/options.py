@@ -6,11 +6,14 @@ candidate is kept when it still fails with the same signature, and the search re
 until no candidate is kept."""
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
+
+if TYPE_CHECKING:
+    from ..backends.options import Options
 
 
-def reduce_options(options: dict, simpler: Callable[[dict], Iterator[dict]],
-                   is_interesting: Callable[[list[dict]], list[bool]]) -> tuple[dict, int]:
+def reduce_options(options: Options, simpler: Callable[[Options], Iterator[Options]],
+                   is_interesting: Callable[[list[Options]], list[bool]]) -> tuple[Options, int]:
     """(the simplest options that still fail, the candidates asked). Each round asks all of its
     candidates at once (they run in parallel on the workers) and keeps the first that fails."""
     queries = 0
