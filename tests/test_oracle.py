@@ -234,6 +234,21 @@ def test_order_dependent_reductions_compare_only_their_type(op, values, attrs):
         assert verdict.outcome == Outcome.DOCUMENTED and verdict.signature.kind == "reduction-order"
 
 
+def test_the_running_mean_of_an_infinite_term_depends_on_the_algorithm_and_an_ordinary_one_is_judged():
+    """The H200's var_mean over [2.25, -1.08, -inf, -0.2, 0.8]: eager's Welford mean is nan (float64
+    too: -inf, then a finite term, gives -inf + inf), a two-pass mean -inf (nvFuser's, torch.mean's).
+    Both are what their algorithm gives, so only the type is compared; without an infinity the
+    mean is judged."""
+    values = [2.2483248710632324, -1.075045108795166, -math.inf, -0.20050707459449768, 0.8039999008178711]
+    graph = _reduction_graph("var_mean", values, dims=(0,), keepdim=True, correction=0, output="mean")
+    (eager,), tainted = run_eager(graph, make_inputs(graph))
+    assert math.isnan(eager.item()) and torch.tensor(values).mean().item() == -math.inf
+    assert tainted == {graph.outputs[0]: "reduction-order"}
+    finite = _reduction_graph("var_mean", [v if math.isfinite(v) else 1.0 for v in values], dims=(0,),
+                              keepdim=True, correction=0, output="mean")
+    assert run_eager(finite, make_inputs(finite))[1] == {}
+
+
 def test_int32_overflow_is_undefined_behaviour_and_ordinary_int32_math_is_judged():
     """neg of INT32_MIN wraps in eager; nvFuser computed it wider (the H200's neg -> atan2 gave 0
     against eager's pi): signed overflow is undefined in C++, so only the type is compared."""

@@ -55,7 +55,10 @@ def _order_dependent(node: Node, x) -> bool:
     rounding in some order exceeds the result itself (values near the dtype's limits); a product
     whose partial products overflow or underflow in some order; a sum of zeros one of which is
     -0, whose sign depends on the accumulator's identity and the order (-0 + +0 is +0, -0 + -0 is
-    -0: eager's CUDA sum of [-0.] is +0 and nvFuser's -0, which rsqrt turns into inf and -inf).
+    -0: eager's CUDA sum of [-0.] is +0 and nvFuser's -0, which rsqrt turns into inf and -inf); a
+    running mean (var_mean's) over an infinite term, which depends on where the mean is updated:
+    Welford's m += (x - m) / n turns -inf followed by a finite term into nan (eager's var_mean of
+    [2.2, -inf, 0.8] has mean nan, float64 too), a two-pass mean keeps -inf (nvFuser's; torch.mean's).
     Reductions over ordinary values are never order-dependent by this rule: their differences are
     rounding, which the oracle's float64 arbitration judges."""
     how = OPS[node.op].accumulates
@@ -70,6 +73,8 @@ def _order_dependent(node: Node, x) -> bool:
         big = magnitude.clamp(min=1).log2().sum(dims)
         small = magnitude.where((magnitude > 0) & (magnitude < 1), torch.ones_like(magnitude)).log2().sum(dims)
         return bool(((big > math.log2(acc.max)) | (small < math.log2(acc.tiny))).any())
+    if how == "running-mean" and not bool(torch.isfinite(x).all()):
+        return True
     raw = x.detach()
     zero, negative_zero = raw == 0, (raw == 0) & torch.signbit(raw)
     if (zero.all(dim=tuple(dims)) & negative_zero.any(dim=tuple(dims)) if dims else

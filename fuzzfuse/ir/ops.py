@@ -55,9 +55,10 @@ class Op:
     # ops that are not (strategies.Features.anchors).
     anchors_for: frozenset[str] = frozenset()
     # How a reduction combines its terms, where the order it combines them in changes a floating
-    # result: "sum" (sum, mean, var, std) or "product" (prod); None for exact ones (amax, amin) and
-    # non-reductions. Eager and a fuser may both be right yet disagree when terms near the dtype's
-    # limits overflow or cancel in one order and not in another (fuzzfuse.ir.interp).
+    # result: "sum" (sum, mean, var, std), "running-mean" (var_mean: a sum whose mean is updated
+    # term by term, Welford's m += (x - m) / n) or "product" (prod); None for exact ones (amax,
+    # amin) and non-reductions. Eager and a fuser may both be right yet disagree when terms near
+    # the dtype's limits overflow or cancel in one order and not in another (fuzzfuse.ir.interp).
     accumulates: str | None = None
     # Operands that are not broadcast partners of the first (cat's equal sizes off the cat dim,
     # matmul's shared K, an index tensor): draw_operands(draw, first operand's type) -> the type of
