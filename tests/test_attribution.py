@@ -3,6 +3,9 @@ is filed under the frontend, a fuser's own bug keeps the fuser's name. The graph
 repros the issue names (minimized/), as data."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -123,3 +126,25 @@ def test_an_inductor_bug_that_aot_eager_does_not_share_stays_inductors():
     assert result.outcome == "mismatch", result
     assert result.signature.backend == "inductor"
     assert (result.attribution.route, result.attribution.outcome) == ("dynamo:aot_eager", "pass")
+
+
+# Two backward mismatches the H200 filed under nvFuser (aot:nvfuser), with their recorded signatures:
+# prod's backward of a lone nan gives the upstream gradient; sigmoid -> mul's float16 backward is
+# rounded between decomposed ops. aot_autograd's own numbers, device-independent.
+AOT_NVFUSER_CASES = json.loads((Path(__file__).parent / "data" / "aot_nvfuser_decomposition_mismatches.json").read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", AOT_NVFUSER_CASES, ids=[c["repro"] for c in AOT_NVFUSER_CASES])
+def test_aot_nvfusers_reference_route_fails_the_way_its_decomposition_mismatches_did(case):
+    """aot:nvfuser declares the route its failures are re-run on; on it (CPU, no nvFuser) each of
+    the two fails exactly as recorded but for the backend, so a campaign attributes them to
+    aot_autograd instead of reporting them as nvFuser's."""
+    from fuzzfuse.attribution import _same_failure
+    from fuzzfuse.backends.aot_nvfuser import AotNvFuserBackend
+    from fuzzfuse.oracle import Signature
+
+    route = get_backend(AotNvFuserBackend.reference_route)
+    result = run_case(Graph.from_json(case["graph"]), route)
+    assert result.outcome == "mismatch", result
+    assert _same_failure(Signature.from_json(case["signature"]), result.signature), result.signature
