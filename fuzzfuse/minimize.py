@@ -251,14 +251,37 @@ def _variants(case: Case) -> str:
         "\n".join(rows) + "\n"
 
 
+def _provenance(case: Case) -> str:
+    """Where the repro came from, in a maintainer's words: the seed and fuzzfuse's signature, the
+    reduction, how many fresh processes failed as recorded, how often campaigns hit it."""
+    red, ver = case.reduction or ReductionFigures(), case.verification
+    figure = lambda n: "?" if n is None else n  # noqa: E731
+    if ver is None:
+        checked = "The repro was not re-run."
+    else:
+        same = sum(v == "as recorded" for v in ver.verdicts)
+        checked = (f"The repro fails this way in {same} of {ver.runs} fresh processes." if ver.status is
+                   Reproduction.REPRODUCES else f"The repro {ver.status.value} ({same} of {ver.runs} fresh processes "
+                   f"failed as recorded; the others: {', '.join(sorted(set(ver.verdicts) - {'as recorded'}))}).")
+    return (f"Found by fuzzfuse (seed {case.seed}; signature `{case.signature.key()}`), reduced from "
+            f"{figure(red.ops_before)} ops to {figure(red.ops_after)} in {figure(red.queries)} queries. {checked} "
+            f"Seen {case.hits} time{'s' if case.hits != 1 else ''}.\n")
+
+
+# From the provenance paragraph (today's, or the wording before it: "seen N time(s).") to the end of
+# the report's head: what with_variants rewrites.
+_PROVENANCE = re.compile(r"^Found by fuzzfuse \(seed .*\Z", re.S | re.M)
+
+
 def with_variants(report: str, case: Case) -> str:
-    """`report` (a repro's README) with its hit count and "Also seen as" list brought up to date
-    with `case`, as folding changes them: the rest is the repro's own output, which folding does
-    not change, so the repro need not run again (a GPU repro folded on a CPU machine)."""
+    """`report` (a repro's README) with its provenance (hit count, verification) and "Also seen as"
+    list brought up to date with `case`, as folding changes them: the rest is the repro's own
+    output, which folding does not change, so the repro need not run again (a GPU repro folded on
+    a CPU machine)."""
     head, found, rest = report.partition("\n## Repro")
-    if not found:
+    if not found or not _PROVENANCE.search(head):
         return report
-    head = re.sub(r"seen \d+ time\(s\)\.\n.*\Z", f"seen {case.hits} time(s).\n{_variants(case)}", head, flags=re.S)
+    head = _PROVENANCE.sub(lambda _: _provenance(case) + _variants(case), head)
     return head + found + rest
 
 
@@ -269,9 +292,7 @@ def bug_report(case: Case, repro: str, output: str, errors: str = "", versions: 
     is any fusion it printed (aot:nvfuser's, of the minimized graph). `versions`: those of the run
     shown (the machine's: its GPU, or the CPU capability the repro ran at), beside those it was
     found with."""
-    sig, red, ver = case.signature, case.reduction or ReductionFigures(), case.verification
-    figure = lambda n: "?" if n is None else n  # noqa: E731
-    runs = (ver.status, ver.runs, list(ver.verdicts)) if ver else ("was not re-run", 0, [])
+    sig = case.signature
     before, expected, actual = sections(output)
     actual, cut = actual[:REPORT_LINES], len(actual) - REPORT_LINES
     fusion = _fenced("\n".join(before))
@@ -296,11 +317,7 @@ is present, 0 once fixed).
 {chr(10).join(actual) or "(nothing printed)"}
 ```
 
-Found by fuzzfuse (seed {case.seed}), signature `{sig.key()}`; minimized from
-{figure(red.ops_before)} to {figure(red.ops_after)} ops in {figure(red.queries)} queries. The repro
-{runs[0]} in {runs[1]} fresh processes (verdicts {runs[2]});
-seen {case.hits} time(s).
-{_variants(case)}
+{_provenance(case)}{_variants(case)}
 ## Repro
 
 ```python

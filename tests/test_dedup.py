@@ -87,7 +87,8 @@ def test_fold_keeps_one_repro_per_root_cause_and_known_counts_the_folded_variant
                          ("alias", other, graph("exp"))]:
         (tmp_path / name).mkdir()
         (tmp_path / name / "repro.py").write_text("")
-        (tmp_path / name / "README.md").write_text(f"# {name}\n\nFound by fuzzfuse; seen 1 time(s).\n\n## Repro\n\n```python\n```\n")
+        (tmp_path / name / "README.md").write_text(f"# {name}\n\nFound by fuzzfuse (seed 1), signature `?`; "
+                                                     "seen 1 time(s).\n\n## Repro\n\n```python\n```\n")
         write_json(tmp_path / name / "case.json", Case(g, sig.backend, outcome=Outcome.CRASH, signature=sig,
                                                      verification=Verification(Reproduction.REPRODUCES)).to_json())
     assert fold(tmp_path) == [("silu", ["isnan"])]
@@ -95,6 +96,7 @@ def test_fold_keeps_one_repro_per_root_cause_and_known_counts_the_folded_variant
     kept = load_case(tmp_path / "silu" / "case.json")
     assert [v.key for v in kept.also_seen_as] == [isnan.key()] and kept.hits == 2
     readme = (tmp_path / "silu" / "README.md").read_text()
-    assert "seen 2 time(s)." in readme and f"`{isnan.key()}`" in readme and "was `isnan`" in readme
+    assert "Seen 2 times." in readme and f"`{isnan.key()}`" in readme and "was `isnan`" in readme
+    assert "seen 1 time(s)" not in readme  # the former wording is rewritten, not kept beside
     assert readme.index("**Also seen as**") < readme.index("## Repro")
     assert known_repros([str(tmp_path)])[isnan.key()] == str(tmp_path / "silu")
