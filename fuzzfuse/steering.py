@@ -70,12 +70,11 @@ class Trigger:
         types = g.infer_types()
         ranks = {types[i.name].rank for i in g.inputs if not isinstance(i, ScalarInput)}
         ranked = 0 in ranks and len(ranks) > 1
-        kept = [n for n in g.nodes]
-        computed = {n.name for n in g.nodes}
+        kept, computed = list(g.nodes), {n.name for n in g.nodes}
         for leading in (True, False):
             for n in list(kept):
-                feeds_only = not any(a in computed for a in n.args if isinstance(a, str))
-                if n.name in fillers and len(kept) > 1 and feeds_only == leading:
+                fed_by_inputs = not any(a in computed for a in n.args if isinstance(a, str))
+                if n.name in fillers and len(kept) > 1 and fed_by_inputs == leading:
                     kept.remove(n)
         index = {n.name: k for k, n in enumerate(kept)}
 

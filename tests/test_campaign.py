@@ -283,7 +283,11 @@ def test_one_coarse_bucket_with_two_bugs_is_reduced_into_two_root_causes_and_kno
     first = Campaign(BUGGY + "WrongOnExpAndOnCos", tmp_path / "first", **kwargs)
     summary = first.run()
     assert first.stats.paused > 0  # reductions ran while it fuzzed
-    (mismatch,) = [s for s in summary["signatures"] if s["outcome"] == "mismatch"]
+    # The value mismatches share one coarse signature. (exp's bug also shows as a nan-inf mismatch
+    # where a huge sum times 1.01 overflows: a coarse signature of its own; with so few ops, exp's
+    # trigger is too broad to steer around, so such forms keep coming.)
+    (mismatch,) = [s for s in summary["signatures"] if s["outcome"] == "mismatch"
+                   and s["signature"]["kind"] == "values"]
     causes = {tuple(c["trigger"]): c for c in summary["root_causes"]}
     assert {("exp",), ("cos",)} <= set(causes), causes.keys()
     for trigger in (("exp",), ("cos",)):
