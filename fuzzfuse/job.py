@@ -175,7 +175,7 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
                                                               f"{mismatch.detail}; right once fp32 denormals flush")
                 continue
         if mismatch:
-            return verdict.mismatched(backend.name, mismatch, what, result.context)
+            return verdict.mismatched(backend.name, mismatch, what, result.context, output=i)
         sign = documented is None and signed_zero_difference(fused, eager[i], ref64[i])
         if sign:
             documented = verdict.documented(backend.name, Difference.SIGNED_ZERO, what, sign)

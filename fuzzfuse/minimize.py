@@ -28,7 +28,7 @@ from .rootcause import keeps_dtypes
 from .export import judge as judge_run, read_verdict, run_repro
 from .pool import case_pool, graph_job, run_jobs
 from .repro import repro_files, title
-from .verdict import HarnessError, Reproduction, Verification, judge
+from .verdict import HarnessError, Outcome, Reproduction, Verification, judge
 from .worker import WorkerPool
 
 VERIFY_RUNS = 3
@@ -83,6 +83,12 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
     def _key(reply: dict) -> str | None:
         return reply_key(backend, reply)
 
+    def first_wrong_with(options: Options) -> Callable[[list[Graph]], list[str | None]]:
+        def first_wrong(candidates: list[Graph]) -> list[str | None]:
+            jobs = [graph_job(next(ids), backend, g, timeout, options, bool(case.check_strides)) for g in candidates]
+            return [first_output_wrong(backend, reply) for reply in run_jobs(active, jobs)]
+        return first_wrong
+
     start = case.graph
     if checkpoint is not None and checkpoint.exists():
         start = load_case(checkpoint).graph
@@ -102,7 +108,8 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
                            max_queries=max_queries)
         options, _ = reduce_options(case.options, get_backend(backend).simpler_options,
                                     lambda candidates: ask([(reduction.graph, o) for o in candidates]))
-        general = generalised(reduction.graph, kept, backend, interesting_with(options)) if generalise else None
+        general = generalised(reduction.graph, kept, backend, interesting_with(options),
+                              first_wrong_with(options)) if generalise else None
         return CaseReduction(reduction.graph, reduction.stats, kept, options, general)
     finally:
         if own:
@@ -116,14 +123,29 @@ def reply_key(backend: str, reply: dict) -> str | None:
         return None
 
 
+def first_output_wrong(backend: str, reply: dict) -> str | None:
+    """The kind of mismatch a run's first output shows in the forward ("values", "nan-inf"...),
+    None when it is right (another output may be wrong) or the run did not get that far."""
+    try:
+        result = judge(backend, reply)
+    except HarnessError:
+        return None
+    if result.outcome is Outcome.MISMATCH and result.wrong_output == 0 and result.signature.stage == "run":
+        return result.signature.kind
+    return None
+
+
 def generalised(graph: Graph, signature: Signature, backend: str,
-                is_interesting: Callable[[list[Graph]], list[bool]]) -> Generalisation | None:
-    """The fillers and free dtypes of a reduced graph (fuzzfuse.reduce.generalise), among the ops
-    and dtypes `backend` draws. An anchored crash's key does not read the graph, but steering does
-    (its trigger drops the fillers: fuzzfuse.steering), so its ops are generalised too; dtypes only
-    where the key names them."""
+                is_interesting: Callable[[list[Graph]], list[bool]],
+                first_wrong: Callable[[list[Graph]], list[str | None]] | None = None) -> Generalisation | None:
+    """The fillers, free dtypes and culprit of a reduced graph (fuzzfuse.reduce.generalise), among
+    the ops and dtypes `backend` draws. An anchored crash's key does not read the graph, but
+    steering does (its trigger drops the fillers: fuzzfuse.steering), so its ops are generalised
+    too; dtypes only where the key names them; a culprit only for a wrong forward value."""
     features = get_backend(backend).features
-    return generalise(graph, is_interesting, features.ops, features.dtypes if keeps_dtypes(signature) else ())
+    wrong_value = signature.outcome == "mismatch" and signature.stage == "run"
+    return generalise(graph, is_interesting, features.ops, features.dtypes if keeps_dtypes(signature) else (),
+                      first_wrong=first_wrong if wrong_value else None)
 
 
 def verify_repro(directory: Path, signature: Signature, runs: int = VERIFY_RUNS,

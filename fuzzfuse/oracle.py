@@ -149,10 +149,13 @@ def exception_signature(backend: str, stage: str, exc_type: str, message: str, t
 
 
 # ---- comparing outputs -----------------------------------------------------------------------
+MISMATCH_KINDS = ("shape", "dtype", "nan-inf", "values", "strides")
+
+
 @dataclass(frozen=True)
 class Mismatch:
     output: int
-    kind: str  # shape | dtype | nan-inf | values | strides
+    kind: str  # one of MISMATCH_KINDS
     detail: str
     dtype_class: str
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from .backends import Unavailable
 from .corpus import Case, CorpusError, ReductionFigures, Variant, load_case, write_json
 from .ir import Graph
-from .minimize import VERIFY_RUNS, generalised, reduce_case, reply_key, write_minimized
+from .minimize import VERIFY_RUNS, first_output_wrong, generalised, reduce_case, reply_key, write_minimized
 from .pool import case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation
@@ -89,14 +89,19 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> Gene
     target = replace(sig, backend=case.backend).key()  # as reduce_case keys a replay on the case's backend
     ids = itertools.count()
 
+    def replies(candidates: list[Graph]) -> list[dict]:
+        return run_jobs(pool, [graph_job(next(ids), case.backend, g, timeout, case.options, bool(case.check_strides))
+                               for g in candidates])
+
     def is_interesting(candidates: list[Graph]) -> list[bool]:
-        jobs = [graph_job(next(ids), case.backend, g, timeout, case.options, bool(case.check_strides))
-                for g in candidates]
-        return [reply_key(case.backend, reply) == target for reply in run_jobs(pool, jobs)]
+        return [reply_key(case.backend, reply) == target for reply in replies(candidates)]
+
+    def first_wrong(candidates: list[Graph]) -> list[str | None]:
+        return [first_output_wrong(case.backend, reply) for reply in replies(candidates)]
 
     if not is_interesting([case.graph])[0]:
         raise NotInteresting("the repro's graph does not fail as recorded now")
-    return generalised(case.graph, sig, case.backend, is_interesting)
+    return generalised(case.graph, sig, case.backend, is_interesting, first_wrong)
 
 
 def record_generalisation(directory: Path, pools: Pools, timeout: float = 60.0) -> tuple[str, str]:

@@ -134,6 +134,11 @@ def root_cause_key(signature: Signature, graph: Graph | None = None,
     if not keyed_by_graph(signature) or graph is None:
         return None
     judged = signature.outcome in ("mismatch", "unfused")
+    if signature.outcome == "mismatch" and generalisation is not None and generalisation.culprit \
+            and generalisation.applies_to(graph):
+        # Keyed where the fuser first computes a wrong value, by what that value shows (graph_form
+        # stops there): the ops after it only observe it.
+        signature = replace(signature, kind=generalisation.culprit[1])
     what = f"{signature.outcome}:{signature.kind}" if judged else signature.outcome
     # A wrong gradient is not the same bug as a wrong output; a crash's stage is folded.
     phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""
@@ -285,7 +290,8 @@ def graph_form(graph: Graph, dtypes: str = "exact", focus: bool = False,
     none; rank; layout kind; the special-value classes of their values; grad) and its ops in order,
     each with the attributes that make its behaviour and its arguments as positions or constants.
     A filler op of `generalisation` is written as a wildcard of its kind (`*unary`), a free dtype as
-    its category, when the generalisation was found on this graph.
+    its category, and the graph ends at its culprit (the first op whose value is wrong), when the
+    generalisation was found on this graph.
 
     focus: for a failure seen downstream of its cause (a crash whose text comes from the kernel
     that received a bad value), the ops that feed no other op are folded into "consumer" of the
@@ -296,6 +302,8 @@ def graph_form(graph: Graph, dtypes: str = "exact", focus: bool = False,
     if generalisation is not None and generalisation.applies_to(graph):
         wild_ops = {graph.nodes[k].name: f"*{kind}" for k, kind in generalisation.ops if k < len(graph.nodes)}
         wild_dtypes = {graph.inputs[k].name: c for k, c in generalisation.dtypes if k < len(graph.inputs)}
+        if generalisation.culprit and generalisation.culprit[0] < len(graph.nodes):
+            graph = replace(graph, outputs=(graph.nodes[generalisation.culprit[0]].name,))
     g = graph.without_dead_code()
     types = g.infer_types()
     read = {r for n in g.nodes for r in n.refs()}

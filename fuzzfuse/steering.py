@@ -27,7 +27,7 @@ What a trigger leaves out, on purpose:
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Iterator
 
 from .ir import Graph, ScalarInput
@@ -62,10 +62,13 @@ class Trigger:
         where any floor of an integer tensor crashes). A filler is dropped while another op
         remains, those fed by inputs alone first (each only made a value of its category, which a
         tensor argument of the trigger matches anyway), then those that consume the others; a
-        filler that is the last op left stays, as a wildcard of its kind."""
+        filler that is the last op left stays, as a wildcard of its kind. A wrong value's trigger
+        ends at its culprit, the first op whose value is wrong."""
         g = graph.renamed()
-        fillers = ({g.nodes[k].name: kind for k, kind in generalisation.ops if k < len(g.nodes)}
-                   if generalisation is not None and generalisation.applies_to(graph) else {})
+        found = generalisation is not None and generalisation.applies_to(graph)
+        fillers = {g.nodes[k].name: kind for k, kind in generalisation.ops if k < len(g.nodes)} if found else {}
+        if found and generalisation.culprit and generalisation.culprit[0] < len(g.nodes):
+            g = replace(g, outputs=(g.nodes[generalisation.culprit[0]].name,))  # what follows only observes it
         g = g.without_dead_code()
         types = g.infer_types()
         ranks = {types[i.name].rank for i in g.inputs if not isinstance(i, ScalarInput)}

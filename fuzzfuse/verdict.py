@@ -164,6 +164,8 @@ class CaseResult:
     steered: int = 0  # draws discarded for holding a known bug's trigger (fuzzfuse.steering)
     # Of the extra input sets, those run on new sizes or strides (the compiled code's dynamic shapes).
     reshaped_sets: int = 0
+    # A forward mismatch: the position of the output it reports (the first wrong one).
+    wrong_output: int | None = None
 
     def to_json(self) -> dict:
         return {"outcome": self.outcome.value, "signature": self.signature.to_json() if self.signature else None,
@@ -174,7 +176,7 @@ class CaseResult:
                 "cpu_seconds": self.cpu_seconds, "stderr_tail": self.stderr_tail,
                 "attribution": self.attribution.to_json() if self.attribution else None,
                 "input_sets": self.input_sets, "triples": self.triples,
-                "steered": self.steered, "reshaped_sets": self.reshaped_sets}
+                "steered": self.steered, "reshaped_sets": self.reshaped_sets, "wrong_output": self.wrong_output}
 
     @staticmethod
     def from_json(d: dict) -> "CaseResult":
@@ -187,7 +189,7 @@ class CaseResult:
             d.get("worker_seconds"), d.get("cpu_seconds"), str(d.get("stderr_tail") or ""),
             Attribution.from_json(d["attribution"]) if d.get("attribution") else None,
             int(d.get("input_sets") or 1), [str(t) for t in d.get("triples") or []], int(d.get("steered") or 0),
-            int(d.get("reshaped_sets") or 0))
+            int(d.get("reshaped_sets") or 0), d.get("wrong_output"))
 
     @property
     def key(self) -> str | None:
@@ -225,11 +227,11 @@ def crashed(backend: str, stage: Stage | str, cause: BaseException, tb: str, *, 
 
 
 def mismatched(backend: str, mismatch: Mismatch, what: str, context: str = "",
-               stage: Stage = Stage.RUN) -> CaseResult:
+               stage: Stage = Stage.RUN, output: int | None = None) -> CaseResult:
     """A fused output (or, at stage backward-run, a gradient) that float64 says is wrong; `what`
-    names it for people ("output 0 (v3)")."""
+    names it for people ("output 0 (v3)"), `output` its position among the graph's outputs."""
     return CaseResult(Outcome.MISMATCH, mismatch.signature(backend, stage),
-                      f"{what}: {mismatch.kind}: {mismatch.detail}" + context)
+                      f"{what}: {mismatch.kind}: {mismatch.detail}" + context, wrong_output=output)
 
 
 def documented(backend: str, difference: Difference, what: str, detail: str) -> CaseResult:

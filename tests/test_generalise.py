@@ -116,7 +116,8 @@ def test_one_nnc_bug_reduced_with_two_fillers_gets_one_key_and_a_two_op_bug_keep
             keys.append((sig.root_cause_key(case.graph), sig.root_cause_key(case.graph, general)))
     (add_before, add_after), (eq_before, eq_after), (_, neg_after) = keys
     assert add_before != eq_before and add_after == eq_after
-    assert add_after.endswith("ops:n0=frac(i0); n1=*binary(i0,n0)"), add_after
+    # frac's own value is already wrong (its culprit): the key ends there, what reads it is gone.
+    assert add_after.endswith("ops:n0=frac(i0)"), add_after
     assert neg_after.endswith("ops:n0=neg(i0); n1=frac(n0)"), neg_after
 
 
@@ -143,3 +144,61 @@ def test_a_generalised_crash_keeps_the_message_its_wildcards_were_tried_under():
     assert root_cause_key(empty, graph) == root_cause_key(failed, graph)  # by names: the message is generic
     keys = {root_cause_key(s, graph, general) for s in (empty, failed)}
     assert len(keys) == 2 and all("=*unary(i0)" in k for k in keys)
+
+
+def test_the_culprit_is_the_first_op_whose_own_value_is_wrong_and_the_key_ends_there():
+    """A stand-in fuser whose exp is wrong: with each op's value put first among the outputs, the
+    first probe whose first output is wrong names exp; the key and the codec keep it, and the key
+    is the same whatever observes exp's value (a mismatch of another kind there)."""
+    def graph_of(observer: str, *rest) -> Graph:
+        b = GraphBuilder()
+        x = b.tensor((3,), "float32", values=Values(seed=1))
+        return b.build([b.add(observer, b.add("exp", b.add("neg", x)), *rest)]).renamed()
+
+    probed = []
+
+    def first_wrong(graphs: list[Graph]) -> list[str | None]:
+        probed.extend(graphs)
+        first = [next(n for n in g.nodes if n.name == g.outputs[0]) for g in graphs]
+        return ["values" if n.op == "exp" else None for n in first]
+
+    keys = set()
+    for observer, rest, kind in (("log", (), "nan-inf"), ("lt", (1.0,), "values")):
+        graph = graph_of(observer, *rest)
+        general = generalise(graph, lambda gs: [False] * len(gs), NNC_OPS, first_wrong=first_wrong)
+        assert general.culprit == (1, "values"), general
+        assert Generalisation.from_json(json.loads(json.dumps(general.to_json()))) == general
+        sig = Signature("mismatch", "torchscript:nnc", "run", kind, "float" if observer == "log" else "bool")
+        keys.add(root_cause_key(sig, graph, general))
+        assert root_cause_key(sig, graph) != root_cause_key(sig, graph, general)
+    assert keys == {"mismatch:values|nnc|forward|in:i0:float32/nd/contiguous ops:n0=neg(i0); n1=exp(n0)"}, keys
+    assert [len(g.outputs) for g in probed] == [2, 2] * 2  # one probe per op before the last
+    with pytest.raises(Exception, match="bad culprit"):
+        Generalisation.from_json({**general.to_json(), "culprit": [0, "os.system"]})
+
+
+@pytest.mark.slow
+def test_nncs_round_of_a_half_is_one_key_whatever_observes_it():
+    """NNC rounds 0.5 to 1 (eager, half to even: 0). Seen through rsqrt it is a nan-inf mismatch,
+    through le a bool one, through exp a float one: three coarse signatures, one bug. On the real
+    fuser the culprit is round, and the three keys are one."""
+    from fuzzfuse.ir.values import encode_exact
+    from fuzzfuse.job import run_case
+    from fuzzfuse.backends import get_backend
+    import torch
+
+    keys, kinds = set(), set()
+    with Pools(1, 60.0) as pools:
+        for observer, rest in (("rsqrt", ()), ("le", (0.5,)), ("exp", ())):
+            b = GraphBuilder()
+            x = b.tensor((2,), "float32", values=Values(exact=encode_exact(torch.tensor([0.5, 2.5]))))
+            graph = b.build([b.add(observer, b.add("round", x), *rest)])
+            result = run_case(graph, get_backend("torchscript:nnc"))
+            assert result.outcome == Outcome.MISMATCH, result
+            kinds.add((result.signature.kind, result.signature.location))
+            case = Case(graph, "torchscript:nnc", outcome=result.outcome, signature=result.signature)
+            general = generalise_case(case, pools("torchscript:nnc"))
+            assert general.culprit == (0, "values"), general
+            keys.add(result.signature.root_cause_key(graph, general))
+    assert len(kinds) == 3
+    assert keys == {"mismatch:values|nnc|forward|in:i0:float/nd/contiguous/half ops:n0=round(i0)"}, keys

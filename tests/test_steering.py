@@ -204,3 +204,17 @@ def test_an_nnc_campaign_that_knows_the_corpus_runs_fused_code_in_most_cases(tmp
     known_crashes = sum(s["count"] for s in summary["signatures"] if s["outcome"] == "crash")
     assert summary["fused_share"] >= 0.8, summary["outcomes"]
     assert known_crashes / summary["cases"] < 0.06, summary["outcomes"]
+
+
+def test_a_wrong_values_trigger_ends_at_its_culprit():
+    """round of a half is wrong on NNC whatever reads it: the trigger is round, not round -> rsqrt,
+    so a draw with round -> le is steered around too."""
+    from fuzzfuse.reduce.generalise import Generalisation
+
+    floats = [tensor("x0", [2])]
+    reduced = graph(("v0", "round", ["x0"]), ("v1", "rsqrt", ["v0"]), inputs=floats)
+    culprit = Generalisation(reduced.renamed().digest(), culprit=(0, "values"))
+    trigger = Trigger.of(reduced, culprit)
+    assert trigger.ops == (("round", ("t:2",)),)
+    assert trigger.held_by(graph(("v0", "round", ["x0"]), ("v1", "le", ["v0", "x0"]), inputs=floats))
+    assert not Trigger.of(reduced).held_by(graph(("v0", "round", ["x0"]), ("v1", "le", ["v0", "x0"]), inputs=floats))

@@ -16,6 +16,14 @@ care are written as wildcards:
   dtypes of its category that the backend draws; when the failure survives one, the key writes the
   category (`float`) instead of the dtype.
 
+- where the failure is a wrong value: the first op whose own value is already wrong, its *culprit*.
+  The graph is run with each op's value as an extra, first output; the earliest op whose value
+  the oracle rejects is where the fuser first computes something wrong, and what comes after it
+  only observes that: NNC's round of 0.5 gives 1, seen through rsqrt as a nan-inf mismatch and
+  through le as a bool one, is one bug. The key is the graph up to the culprit, with the kind of
+  mismatch the culprit's value shows. No culprit where only the whole graph is wrong (an
+  algebraic rewrite across ops).
+
 Queries are bounded: MAX_QUERIES over the whole graph. The result (`Generalisation`) is recorded in
 the case beside the graph it was computed for (its digest), and ignored for any other graph, so a
 case re-reduced since, or recorded before generalisation existed, keys by its names as before.
@@ -31,10 +39,13 @@ from ..ir.graph import Graph, GraphError, TensorInput
 from ..ir.ops import OPS, OPS_BY_KIND
 from ..ir.types import category
 from ..ir.values import logical_values
+from ..oracle import MISMATCH_KINDS
 from .passes import admissible, op_rank, replaced
 from .shapes import exact_values
 
 Predicate = Callable[[list[Graph]], list[bool]]
+# For each graph, the kind of mismatch its first output shows ("values", "nan-inf"...), None if right.
+FirstWrong = Callable[[list[Graph]], list[str | None]]
 
 # Alternatives an op position is tried with, asked two at a time, and how many must keep the
 # failure for the position to be a filler: two, so that one lucky sibling (neg for abs on
@@ -50,19 +61,22 @@ CATEGORIES = ("bool", "int", "float")
 class Generalisation:
     """What a reduced graph's failure does not need: `ops`, (node position, op kind) for each
     filler; `dtypes`, (input position, dtype category) for each input whose dtype is free within its
-    category. `graph`: the digest of the (renamed) graph it was found on; `queries`: what it cost."""
+    category; `culprit`, (node position, mismatch kind) of the first op whose own value is wrong,
+    where that is not the graph's last. `graph`: the digest of the (renamed) graph it was found on;
+    `queries`: what it cost."""
 
     graph: str
     ops: tuple[tuple[int, str], ...] = ()
     dtypes: tuple[tuple[int, str], ...] = ()
     queries: int = 0
+    culprit: tuple[int, str] | None = None
 
     def applies_to(self, graph: Graph) -> bool:
         return self.graph == graph.renamed().digest()
 
     def to_json(self) -> dict:
         return {"graph": self.graph, "ops": [list(p) for p in self.ops], "dtypes": [list(p) for p in self.dtypes],
-                "queries": self.queries}
+                "queries": self.queries, **({"culprit": list(self.culprit)} if self.culprit else {})}
 
     @staticmethod
     def from_json(d: dict) -> "Generalisation":
@@ -79,22 +93,39 @@ class Generalisation:
                 out.append((p[0], p[1]))
             return tuple(out)
 
+        culprit = d.get("culprit")
+        if culprit is not None and not (isinstance(culprit, list) and len(culprit) == 2 and isinstance(culprit[0], int)
+                                        and culprit[0] >= 0 and culprit[1] in MISMATCH_KINDS):
+            raise GraphError(f"generalisation: bad culprit {culprit!r}")
         return Generalisation(d["graph"], pairs("ops", OPS_BY_KIND), pairs("dtypes", CATEGORIES),
-                              int(d.get("queries", 0)))
+                              int(d.get("queries", 0)), tuple(culprit) if culprit else None)
 
 
 def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtypes: Iterable[str] = (),
-               max_queries: int = MAX_QUERIES) -> Generalisation:
-    """The fillers and free dtypes of `graph`, a reduced graph that `is_interesting` (the reducer's
-    same-signature test) holds for. `ops`: the ops the backend draws, among which alternatives are
-    chosen; `dtypes`: the dtypes it draws, tried on the inputs (none: dtypes are not generalised)."""
+               max_queries: int = MAX_QUERIES, first_wrong: FirstWrong | None = None) -> Generalisation:
+    """The fillers, free dtypes and culprit of `graph`, a reduced graph that `is_interesting` (the
+    reducer's same-signature test) holds for. `ops`: the ops the backend draws, among which
+    alternatives are chosen; `dtypes`: the dtypes it draws, tried on the inputs (none: dtypes are
+    not generalised); `first_wrong`: for a wrong value, how its candidates' first outputs are
+    judged (none: no culprit is looked for)."""
     drawn, budget = set(ops), [max_queries]
 
-    def ask(candidates: list[Graph]) -> list[bool]:
+    def spent(candidates: list[Graph]) -> list[Graph]:
         candidates = candidates[:budget[0]]
         budget[0] -= len(candidates)
+        return candidates
+
+    def ask(candidates: list[Graph]) -> list[bool]:
+        candidates = spent(candidates)
         return is_interesting(candidates) if candidates else []
 
+    culprit = None
+    if first_wrong is not None and len(graph.nodes) > 1:
+        # Every op before the last, its value put first among the outputs, asked at once.
+        positions = [k for k, n in enumerate(graph.nodes[:-1]) if n.name not in graph.outputs]
+        probes = spent([replace(graph, outputs=(graph.nodes[k].name,) + graph.outputs) for k in positions])
+        kinds = first_wrong(probes) if probes else []
+        culprit = next(((k, kind) for k, kind in zip(positions, kinds) if kind is not None), None)
     fillers = []
     for position, node in enumerate(graph.nodes):
         alternatives = [g for name in sorted(drawn, key=op_rank) if name != node.op
@@ -115,7 +146,7 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
         candidates = [g for d in others[:ALTERNATIVES_PER_DTYPE] if (g := _retyped(graph, position, d)) is not None]
         if candidates and any(ask(candidates)):
             free.append((position, CATEGORIES[category(spec.dtype)]))
-    return Generalisation(graph.renamed().digest(), tuple(fillers), tuple(free), max_queries - budget[0])
+    return Generalisation(graph.renamed().digest(), tuple(fillers), tuple(free), max_queries - budget[0], culprit)
 
 
 def _retyped(graph: Graph, position: int, dtype: str) -> Graph | None:
