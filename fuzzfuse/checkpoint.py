@@ -22,7 +22,7 @@ from .corpus import CorpusError, read_json, write_json
 from .dedup import RootCauseBook
 from .reductions import REDUCE_SHARE
 from .strategies import Features
-from .untrusted import record, strings, take
+from .ir.untrusted import record, strings, take
 from .verdict import SignatureRecord
 
 STATE_SCHEMA = 1

@@ -14,7 +14,7 @@ from .backends.options import Options
 from .ir import Graph, GraphError
 from .oracle import Signature
 from .reduce.generalise import Generalisation
-from .untrusted import record, strings, take, text_map
+from .ir.untrusted import record, strings, take, text_map
 from .verdict import Outcome, Reproduction, Verification
 
 CASE_SCHEMA = 1
@@ -102,7 +102,7 @@ _CASE_FIELDS = ("schema", "kind", "graph", "backend", "seed", "outcome", "signat
 @dataclass
 class Case:
     """A graph plus where it came from and how it failed. On disk (`to_json`) every field keeps the
-    form case files have always had; a field no type declares is refused on load (untrusted.record)."""
+    form case files have always had; a field no type declares is refused on load (ir.untrusted.record)."""
 
     graph: Graph
     backend: str = ""

@@ -16,7 +16,7 @@ import torch
 
 from .ir.types import dtype_name
 from .tracebacks import cpp_location, error_location, innermost_error, python_location  # noqa: F401 (re-exported)
-from .untrusted import record, take
+from .ir.untrusted import record, take
 
 
 # Relative tolerance per dtype for the quick elementwise check, before fp64 arbitration.

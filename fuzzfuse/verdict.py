@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from .ir import Graph, GraphError
 from .oracle import Mismatch, Signature, cpp_location, exception_signature, normalize
-from .untrusted import record, strings, take
+from .ir.untrusted import record, strings, take
 
 MAX_MESSAGE = 20000
 MAX_RECORD_DETAIL = 500

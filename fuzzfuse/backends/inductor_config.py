@@ -16,7 +16,7 @@ from typing import Iterator
 
 import torch
 
-from ..untrusted import record, take
+from ..ir.untrusted import record, take
 from ..verdict import Difference
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..untrusted import record, strings, take
+from ..ir.untrusted import record, strings, take
 from .inductor_config import InductorConfig
 from .nvfuser_emit import STYLES
 

@@ -14,6 +14,7 @@ from typing import Any, Union
 import networkx as nx
 
 from .types import DTYPES, FLOAT_DTYPES, PY_KINDS, ValueType, scalar_kind
+from .untrusted import GraphError, record
 
 SCHEMA_VERSION = 1
 LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "sliced", "expanded")
@@ -27,10 +28,6 @@ DISTRIBUTIONS = ("normal", "uniform", "ones", "zeros", "arange", "specials", "lo
 # triage as a bucket's smallest repro. 2**31 is far above anything generated (GPU shapes stay near a
 # few million elements) and is where 32-bit indexing ends, so a real bug near it can still be kept.
 MAX_INPUT_ELEMENTS = 2**31
-
-
-class GraphError(ValueError):
-    """A graph or case file that does not describe a valid graph."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +50,7 @@ class Layout:
 
     @staticmethod
     def from_json(d: dict, rank: int) -> "Layout":
-        kind = _only(d, {"kind", "perm", "dim", "step", "dims"}, "layout").get("kind", "contiguous")
+        kind = record(d, "layout", {"kind", "perm", "dim", "step", "dims"}).get("kind", "contiguous")
         if kind not in LAYOUTS:
             raise GraphError(f"unknown layout {kind!r}")
         lay = Layout(
@@ -97,7 +94,7 @@ class Values:
 
     @staticmethod
     def from_json(d: dict) -> "Values":
-        if "exact" in _only(d, {"exact"} if "exact" in d else {"dist", "specials", "seed", "scale"}, "values"):
+        if "exact" in record(d, "values", {"exact"} if "exact" in d else {"dist", "specials", "seed", "scale"}):
             if not isinstance(d["exact"], str):
                 raise GraphError("exact values must be a base64 string")
             return Values(exact=d["exact"])
@@ -286,11 +283,11 @@ class Graph:
         try:
             if not isinstance(d, dict) or d.get("schema") != SCHEMA_VERSION:
                 raise GraphError(f"unsupported graph schema {d.get('schema') if isinstance(d, dict) else d!r}")
-            _only(d, {"schema", "inputs", "nodes", "outputs", "grad_seed"}, "graph")
+            record(d, "graph", {"schema", "inputs", "nodes", "outputs", "grad_seed"})
             inputs = tuple(_input_from_json(i) for i in d["inputs"])
             nodes = tuple(Node(_name(n["name"]), str(n["op"]), tuple(_arg(a) for a in n["args"]),
                                _attrs(n.get("attrs", {})))
-                          for n in (_only(n, {"name", "op", "args", "attrs"}, "node") for n in d["nodes"]))
+                          for n in (record(n, "node", {"name", "op", "args", "attrs"}) for n in d["nodes"]))
             outputs = tuple(_name(o) for o in d["outputs"])
             grad_seed = d.get("grad_seed", 0)
             if not isinstance(grad_seed, int) or isinstance(grad_seed, bool) or not 0 <= grad_seed < 2**63:
@@ -308,17 +305,6 @@ class Graph:
 
 
 # ---- JSON validation helpers -----------------------------------------------------------------
-def _only(d: Any, allowed: set[str], what: str) -> dict:
-    """`d` as an object holding no key outside `allowed`: a key this schema does not know would be
-    silently ignored, and the replay would then run something other than what the file says."""
-    if not isinstance(d, dict):
-        raise GraphError(f"{what} must be an object, not {type(d).__name__}")
-    unknown = sorted(set(d) - allowed)
-    if unknown:
-        raise GraphError(f"{what}: unknown field {unknown[0]!r}")
-    return d
-
-
 def _name(x: Any) -> str:
     if not isinstance(x, str) or not x.isidentifier():
         raise GraphError(f"bad value name {x!r}")
@@ -370,7 +356,7 @@ def _jsonable(v: Any) -> Any:
 
 
 def _input_from_json(d: dict) -> Input:
-    _only(d, {"kind", "name", "dtype", "value", "shape", "layout", "values", "requires_grad"}, "input")
+    record(d, "input", {"kind", "name", "dtype", "value", "shape", "layout", "values", "requires_grad"})
     name = _name(d["name"])
     if d.get("kind") == "scalar":
         dtype = d["dtype"]

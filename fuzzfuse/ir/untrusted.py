@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .ir import GraphError
-
 _REQUIRED = object()
+
+
+class GraphError(ValueError):
+    """A graph or case file that does not describe a valid graph: what every reader below raises,
+    with one line naming the field."""
 
 
 def record(d: object, what: str, known: Iterable[str]) -> dict:
