@@ -38,6 +38,9 @@ def attribute(backend: Backend, result: CaseResult, load: Callable[[str], Backen
     The result's `attribution` says what the route did."""
     if result.outcome not in ATTRIBUTED or backend.reference_route is None:
         return result
+    if result.restart_worker:  # a CUDA fault left this process unusable: the route cannot run here
+        return replace(result, attribution=Attribution(backend.reference_route, None,
+                                                       "not re-run: a CUDA fault left the worker's context unusable"))
     try:
         route = load(backend.reference_route)
     except Unavailable as e:

@@ -17,6 +17,7 @@ import torch
 from . import verdict
 from .attribution import attribute
 from .backends import Backend, BackendError, Compiled, get_backend
+from .backends.base import is_cuda_fault
 from .backends.options import Options
 from .ir import Graph, TensorInput, make_inputs, run_autograd, run_eager
 from .ir.values import input_set
@@ -96,7 +97,7 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: Options
             eager, tainted = run_eager(graph, inputs)
             ref64, _ = run_eager(graph, inputs, upcast=True)
     except Exception as e:  # eager itself failed: a generator defect, never a fuser bug
-        return verdict.invalid(backend.name, e, traceback.format_exc())
+        return verdict.invalid(backend.name, e, traceback.format_exc(), sticky=is_cuda_fault(e))
     timings["eager"] = time.perf_counter() - t
 
     t = time.perf_counter()

@@ -202,10 +202,11 @@ def _text(e: BaseException) -> str:
     return f"{e}"[:MAX_MESSAGE]
 
 
-def invalid(backend: str, error: BaseException, tb: str) -> CaseResult:
-    """Eager itself failed: a generator defect, never a fuser bug."""
+def invalid(backend: str, error: BaseException, tb: str, sticky: bool = False) -> CaseResult:
+    """Eager itself failed: a generator defect, never a fuser bug. sticky: it failed on a CUDA
+    context an earlier fault left unusable, so the worker must be replaced."""
     sig = exception_signature(backend, Stage.EAGER, type(error).__name__, str(error), tb, outcome=Outcome.INVALID)
-    return CaseResult(Outcome.INVALID, sig, _text(error))
+    return CaseResult(Outcome.INVALID, sig, _text(error), restart_worker=sticky)
 
 
 def no_backward(backend: str) -> CaseResult:

@@ -61,6 +61,19 @@ def test_user_backend_crashes_are_staged_where_they_were_raised():
     assert run_case(_graph("cos"), backend).outcome == "pass"
 
 
+def test_a_cuda_fault_from_any_backend_replaces_its_worker_and_is_not_rerun_there():
+    """A kernel fault poisons the process's CUDA context: whichever backend reports it, the worker
+    is replaced (else every later case of that worker fails in eager, as "invalid"), and the
+    reference route is not run in the poisoned process. A crash of another kind keeps its worker."""
+    backend = get_backend(BUGGY + "crash_backend")
+    fault = run_case(_graph("tanh"), backend)
+    assert fault.outcome == "crash" and fault.restart_worker is True
+    assert backend.reference_route == "dynamo:aot_eager"
+    assert fault.attribution.outcome is None and "CUDA fault" in fault.attribution.detail
+    other = run_case(_graph("exp"), backend)
+    assert other.outcome == "crash" and other.restart_worker is False
+
+
 @pytest.mark.slow
 def test_unknown_backends_are_unavailable_and_bad_input():
     with pytest.raises(Unavailable, match="has no attribute 'nope'"):

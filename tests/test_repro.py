@@ -21,6 +21,7 @@ from fuzzfuse.export import judge, read_verdict
 from fuzzfuse.ir import Values
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.minimize import refresh, verify_repro
+from fuzzfuse.pytest_plugin import unavailable
 from fuzzfuse.oracle import Signature, compare_output, exception_signature
 from fuzzfuse.tracebacks import error_location, printed_error
 from fuzzfuse.repro import repro_files, title
@@ -169,9 +170,17 @@ def test_a_repro_whose_bug_is_gone_passes_with_a_pass_verdict(tmp_path):
 
 
 MINIMIZED = Path(__file__).parent.parent / "minimized"
-# The committed repros of CPU backends (nvFuser's run on a GPU only).
-CPU_REPROS = sorted(d for d in MINIMIZED.glob("[!.]*") if (d / "case.json").is_file() and (d / "README.md").is_file()
-                    and "nvfuser" not in json.loads((d / "case.json").read_text())["backend"])
+
+
+def _committed_repros() -> list:
+    """Every committed repro; nvFuser's marked gpu (they run on a GPU only, and skip elsewhere)."""
+    params = []
+    for d in sorted(MINIMIZED.glob("[!.]*")):
+        if (d / "case.json").is_file() and (d / "README.md").is_file():
+            backend = json.loads((d / "case.json").read_text())["backend"]
+            marks = [pytest.mark.gpu] if "nvfuser" in backend else []
+            params.append(pytest.param(d, backend, marks=marks, id=d.name))
+    return params
 
 
 def _block(readme: str, heading: str) -> str:
@@ -179,10 +188,12 @@ def _block(readme: str, heading: str) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("directory", CPU_REPROS, ids=lambda d: d.name)
-def test_a_committed_reports_expected_and_actual_are_verbatim_in_its_repros_output(directory, tmp_path):
-    """Each committed CPU repro run in a fresh process, in a directory of its own (one test per
+@pytest.mark.parametrize("directory,backend", _committed_repros())
+def test_a_committed_reports_expected_and_actual_are_verbatim_in_its_repros_output(directory, backend, tmp_path):
+    """Each committed repro run in a fresh process, in a directory of its own (one test per
     repro, so pytest-xdist spreads them): its README quotes what it prints."""
+    if unavailable(backend):
+        pytest.skip(f"{backend}: {unavailable(backend)}")
     status = json.loads((directory / "case.json").read_text()).get("verification", {}).get("status")
     if status != "reproduces":
         pytest.skip(f"recorded as {status}: its output is not one run's")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -23,16 +24,28 @@ from ..verdict import Difference, Stage, Unsupported
 from .options import Options
 
 
+# What a CUDA kernel fault says, whichever library reports it: the process's CUDA context is left
+# unusable, so every later case in it would fail in eager (an Inductor campaign's one poisoned
+# worker once turned thousands of cases "invalid").
+CUDA_FAULT = re.compile(r"CUDA error|CUDA driver error|illegal memory access|misaligned address|"
+                        r"unspecified launch failure|cudaErrorLaunch|CUDA_ERROR_|device-side assert")
+
+
+def is_cuda_fault(error: BaseException) -> bool:
+    return bool(CUDA_FAULT.search(str(error)))
+
+
 class BackendError(Exception):
     """A fuser failed at `stage`; `cause` is the original exception. sticky: the process is left
-    unusable (a CUDA error poisons the context), so its worker must be replaced. context: appended
-    to the case's detail, never to the signature (e.g. the failing fusion's script)."""
+    unusable (a CUDA error poisons the context), so its worker must be replaced; a cause that is a
+    CUDA fault is always sticky, whichever backend raised it. context: appended to the case's
+    detail, never to the signature (e.g. the failing fusion's script)."""
 
     def __init__(self, stage: Stage | str, cause: BaseException, *, sticky: bool = False, context: str = ""):
         super().__init__(f"{stage}: {type(cause).__name__}: {cause}")
         self.stage = Stage(stage)
         self.cause = cause
-        self.sticky = sticky
+        self.sticky = sticky or is_cuda_fault(cause)
         self.context = context
 
 

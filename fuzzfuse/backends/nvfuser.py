@@ -34,7 +34,7 @@ from ..ir import OPS, Graph, TensorInput
 from ..ir.ops import reduced_dims
 from ..ir.types import DTYPES, INT_DTYPES
 from ..strategies import Features, ShapeConfig
-from .base import Backend, BackendError, Compiled, RunResult, Unavailable, machine_versions
+from .base import Backend, BackendError, Compiled, RunResult, Unavailable, is_cuda_fault, machine_versions
 from .nvfuser_dtypes import INT_IDENTITY, NV_DTYPE
 from .nvfuser_emit import STYLES, Emission, Unsupported, emit
 from .options import DISABLE_CHOICES, Options, checked_disable
@@ -42,8 +42,6 @@ from .options import DISABLE_CHOICES, Options, checked_disable
 _KERNEL = re.compile(r"__global__ void nvfuser_([a-z_]+?)_f\d+_c\d+_r\d+_g(\d+)\(")
 # A segmented fusion's dump lists its groups as `  <scheduler>{<expr ids>}`, between "groups:" and "edges:".
 _SEGMENT = re.compile(r"^\s+([a-z_]+)\{[\d, ]*\}\s*$", re.M)
-_RUN_ERROR = re.compile(r"CUDA error|illegal memory access|misaligned address|unspecified launch failure|"
-                        r"cudaErrorLaunch|CUDA_ERROR_|device-side assert")
 # Fusions whose kernels faulted stay referenced until their worker is replaced (a sticky CUDA error
 # replaces it): nvFuser's ~CudaExecutable checks cuModuleUnload, which reports the sticky error, and
 # aborts the process, so that freeing such a fusion turned its fault into a SIGABRT blamed on no
@@ -332,7 +330,7 @@ def _stage(fd, args: list, error: BaseException) -> str:
         compiled = bool(fd.fec.is_compiled(args))
     except Exception:
         compiled = False
-    if compiled or _RUN_ERROR.search(str(error)):
+    if compiled or is_cuda_fault(error):
         return "run"
     return "compile"
 
@@ -349,7 +347,7 @@ def execute(fd, args: list, disable: tuple[str, ...] = ()) -> list:
 def fusion_failure(stage: str, cause: BaseException, fd=None, context: str = "") -> BackendError:
     """The BackendError for a failed fusion; sticky on a CUDA error (the context may be unusable
     now, so the worker must be replaced, and `fd` must never be freed before: see _FAULTED)."""
-    err = BackendError(stage, cause, sticky=bool(_RUN_ERROR.search(str(cause))), context=context)
+    err = BackendError(stage, cause, context=context)
     if err.sticky and fd is not None:
         _FAULTED.append(fd)
     return err
