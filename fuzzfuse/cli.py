@@ -295,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "Those batches compile more kernels a case: a higher share trades cases/s for coverage")
     f.set_defaults(func=cmd_fuzz)
 
-    m = sub.add_parser("reduce", help="minimize failing cases into OUT/<signature-slug>/, one per signature")
+    m = sub.add_parser("reduce", help="minimize failing cases into OUT/<slug>/, one per reduced root cause")
     m.add_argument("cases", nargs="+", help="case JSON files or directories of them (a campaign's corpus/)")
     m.add_argument("--budget", type=AT_LEAST_ONE, help="most reducer queries per signature; default: to a fixpoint")
     m.add_argument("--backend", help="default: the case's own backend (a built-in one; a case file cannot choose "

@@ -24,6 +24,7 @@ from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, ReductionStats, cost, reduce, reduce_options
 from .reduce.generalise import Generalisation, generalise
+from .reductions import repro_slug
 from .rootcause import keeps_dtypes
 from .export import judge as judge_run, read_verdict, run_repro
 from .pool import case_pool, graph_job, run_jobs
@@ -350,11 +351,15 @@ is present, 0 once fixed).
 
 def minimize_files(paths: list[Path], out: Path, backend: str | None = None, workers: int = 2,
                    timeout: float = 60.0, max_queries: int | None = None, progress=None):
-    """Minimize the failing cases under `paths`, one per signature (its smallest case that still
-    fails as recorded: up to RETRIES_PER_SIGNATURE of them are tried, smallest first), sharing one
-    worker pool per backend. Yields (case path, minimized dir or the error that stopped that case:
-    CorpusError, ValueError, or NotInteresting for a case that no longer fails), so a batch of a
-    campaign's leftovers goes on past a bad file."""
+    """Minimize the failing cases under `paths`, sharing one worker pool per backend: reduce, then
+    dedup. A signature that names its root cause (a crash's assert) is reduced once (its smallest
+    case that still fails as recorded: up to RETRIES_PER_SIGNATURE of them are tried, smallest
+    first); one whose root cause is its reduced graph's form (a mismatch, a crash with no location)
+    is reduced case by case, and each lands in the directory of its reduced root cause, so that two
+    bugs under one coarse signature get two repros and one bug found twice keeps the smaller.
+    Yields (case path, minimized dir or the error that stopped that case: CorpusError, ValueError,
+    or NotInteresting for a case that no longer fails), so a batch of a campaign's leftovers goes
+    on past a bad file."""
     chosen: dict[tuple[str, str], list[tuple[Path, Case]]] = {}
     for path, case in iter_cases(paths):
         if isinstance(case, CorpusError):
@@ -368,7 +373,8 @@ def minimize_files(paths: list[Path], out: Path, backend: str | None = None, wor
         except Unavailable as e:  # a file naming code to import: bad input, like a corrupt one
             yield path, e
             continue
-        key = (name, replace(case.signature, backend=name).key())
+        signature = replace(case.signature, backend=name)
+        key = (name, signature.root_cause_key() or f"{signature.key()}|{path}")
         chosen.setdefault(key, []).append((path, case))
     # A repro is written and verified (fresh processes, mostly imports) while the next case reduces.
     with ThreadPoolExecutor(1) as saver:
@@ -384,7 +390,10 @@ def minimize_files(paths: list[Path], out: Path, backend: str | None = None, wor
                     if pending:
                         yield pending[0], pending[1].result()
                     path, case, result = found
-                    pending = (path, saver.submit(save_minimized, Path(out), case, result, name, timeout=timeout))
+                    slug = repro_slug(result.signature, result.signature.root_cause_key(result.graph,
+                                                                                          result.generalisation))
+                    pending = (path, saver.submit(save_minimized, Path(out), case, result, name, timeout=timeout,
+                                                  slug=slug))
         if pending:
             yield pending[0], pending[1].result()
 

@@ -314,7 +314,16 @@ def graph_form(graph: Graph, dtypes: str = "exact", focus: bool = False,
     needed = {r for n in kept for r in n.refs()}
     inputs = [i for i in g.inputs if i.name in needed or not (focus and producers)]
     label = {i.name: f"i{k}" for k, i in enumerate(inputs)}
+    if not focus:
+        # A unary filler that feeds another op is only how the value reached it (NNC fuses only
+        # graphs of two ops or more): the key reads through it, so that round of a half is one key
+        # whether a filler came before it or an observer after it.
+        through = [n for n in kept if wild_ops.get(n.name) == "*unary" and n.name in read
+                   and len(n.refs()) == 1 and n.name not in g.outputs]
+        kept = [n for n in kept if n not in through]
     label.update({n.name: f"n{k}" for k, n in enumerate(kept)})
+    for n in (through if not focus else ()):  # in graph order: what it reads is labelled already
+        label[n.name] = label[n.refs()[0]]
 
     def arg(a) -> str:
         if isinstance(a, str):

@@ -178,10 +178,12 @@ def test_the_culprit_is_the_first_op_whose_own_value_is_wrong_and_the_key_ends_t
 
 
 @pytest.mark.slow
-def test_nncs_round_of_a_half_is_one_key_whatever_observes_it():
+def test_nncs_round_of_a_half_is_one_key_whatever_observes_it_or_comes_before_it():
     """NNC rounds 0.5 to 1 (eager, half to even: 0). Seen through rsqrt it is a nan-inf mismatch,
     through le a bool one, through exp a float one: three coarse signatures, one bug. On the real
-    fuser the culprit is round, and the three keys are one."""
+    fuser the culprit is round, and the three keys are one. Reached through a filler before it
+    (abs -> round, where round is the output and so its own culprit), it is the same key: the key
+    reads through a unary wildcard."""
     from fuzzfuse.ir.values import encode_exact
     from fuzzfuse.job import run_case
     from fuzzfuse.backends import get_backend
@@ -200,5 +202,14 @@ def test_nncs_round_of_a_half_is_one_key_whatever_observes_it():
             general = generalise_case(case, pools("torchscript:nnc"))
             assert general.culprit == (0, "values"), general
             keys.add(result.signature.root_cause_key(graph, general))
+        b = GraphBuilder()
+        x = b.tensor((2,), "float32", values=Values(exact=encode_exact(torch.tensor([0.5, 2.5]))))
+        graph = b.build([b.add("round", b.add("abs", x))])
+        result = run_case(graph, get_backend("torchscript:nnc"))
+        case = Case(graph, "torchscript:nnc", outcome=result.outcome, signature=result.signature)
+        general = generalise_case(case, pools("torchscript:nnc"))
+        assert general.ops == ((0, "unary"),), general
+        filler_first = result.signature.root_cause_key(graph, general)
     assert len(kinds) == 3
-    assert keys == {"mismatch:values|nnc|forward|in:i0:float/nd/contiguous/half ops:n0=round(i0)"}, keys
+    assert keys == {filler_first} == {"mismatch:values|nnc|forward|in:i0:float/nd/contiguous/half ops:n0=round(i0)"}, \
+        (keys, filler_first)

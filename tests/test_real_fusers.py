@@ -1,6 +1,7 @@
 """Real fusers, end to end: campaigns find real bugs in NNC, oneDNN Graph and Inductor on this CPU
 build, reduce them, and write repros that fail on their own. No fixtures here."""
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -71,6 +72,37 @@ def test_big_inputs_collapse_first_on_a_real_nnc_crash():
     assert reduced.stats.passes["collapse"].successes >= 2  # zeros, then at least one halving
     assert all(i.values == Values("zeros") and math.prod(i.shape) <= 32 * 64 for i in reduced.graph.inputs)
     assert len(reduced.graph.nodes) == 2
+
+
+@pytest.mark.slow
+def test_reduce_gives_two_nnc_value_bugs_of_one_coarse_signature_two_repros_and_one_bug_one(tmp_path):
+    """Reduce, then dedup: NNC's round-half error (round -> neg) and its lost -0 (neg -> atan2)
+    share the coarse signature mismatch|torchscript:nnc|run|values|float, which once let one of them
+    stand for both. Each is reduced and lands in the directory of its own reduced root cause; the
+    same bug given twice (round -> neg under a third op) lands in one."""
+    from fuzzfuse.corpus import save_case
+    from fuzzfuse.minimize import minimize_files
+
+    repros = Path(__file__).parent.parent / "minimized"
+    round_neg = load_case(repros / "torchscript-nnc-mismatch-values-float-d13b663f" / "case.json")
+    neg_atan2 = load_case(repros / "torchscript-nnc-mismatch-values-float-c215ad76" / "case.json")
+    b = GraphBuilder()  # the committed repro's half, under ops that do not matter
+    x = b.tensor((), "float32", values=round_neg.graph.inputs[0].values)
+    round_neg_again = b.build([b.add("neg", b.add("round", b.add("abs", x))), b.add("exp", x)])
+    again = run_case(round_neg_again, backend_for("torchscript:nnc"))
+    assert again.signature.key() == round_neg.signature.key() == neg_atan2.signature.key()
+    for case in (round_neg, neg_atan2, Case(round_neg_again, "torchscript:nnc", outcome=again.outcome,
+                                            signature=again.signature, detail=again.detail)):
+        save_case(tmp_path / "corpus", case)
+    results = list(minimize_files([tmp_path / "corpus"], tmp_path / "min", workers=2, max_queries=40))
+    assert len(results) == 3 and all(isinstance(d, Path) for _, d in results), results
+    directories = {d for _, d in results}
+    assert len(directories) == 2
+    for d in directories:
+        saved = load_case(d / "case.json")
+        assert saved.verification.status == "reproduces"
+    ops = sorted(tuple(sorted(n.op for n in load_case(d / "case.json").graph.nodes)) for d in directories)
+    assert ops == [("atan2", "neg"), ("neg", "round")]
 
 
 @pytest.mark.slow
