@@ -292,11 +292,13 @@ def signed_zero_difference(fused: torch.Tensor, eager: torch.Tensor, ref64: torc
 
 
 def flush_denormals(t: torch.Tensor) -> torch.Tensor:
-    """An fp32 tensor with its denormals read as zeros of their sign (what FTZ/DAZ hardware does
-    to an operand); any other tensor as it is."""
-    if not isinstance(t, torch.Tensor) or t.dtype != torch.float32:
+    """An fp32 or bf16 tensor with its denormals read as zeros of their sign (what FTZ/DAZ
+    hardware does to an operand: a bf16 value is computed in fp32, whose exponent range it shares,
+    so its denormals are fp32 denormals there); any other tensor as it is (fp16 denormals are
+    normal numbers in fp32)."""
+    if not isinstance(t, torch.Tensor) or t.dtype not in (torch.float32, torch.bfloat16):
         return t
-    tiny = torch.finfo(torch.float32).tiny
+    tiny = torch.finfo(t.dtype).tiny
     return torch.where(t.abs() < tiny, torch.copysign(torch.zeros_like(t), t), t)
 
 

@@ -144,6 +144,28 @@ def test_a_flush_is_documented_when_each_element_is_right_flushed_or_not(inducto
     assert judged.outcome == Outcome.MISMATCH
 
 
+def test_a_bfloat16_denormal_flushed_is_the_same_documented_difference(inductor):
+    """Seen on the H200: ceil of a bfloat16 2.9e-39 gave 0 (eager: 1). Triton computes bf16 in
+    fp32, where the value is a denormal, and flushes it: the documented flush, as for an fp32
+    input, where the backend declares it; a mismatch where it does not."""
+    from fuzzfuse.job import flushed_references
+    x = torch.tensor([0.5, 2.938735877055719e-39, 2.5], dtype=torch.bfloat16)
+    b = GraphBuilder()
+    graph = b.build([b.add("ceil", b.tensor([3], "bfloat16", values=_exact(x)))])
+    eager, ref64 = [torch.ceil(x)], [torch.ceil(x.double())]
+    assert eager[0].tolist() == [1.0, 1.0, 3.0]
+
+    class Result:  # what Inductor's Triton kernel returned for it on the H200
+        outputs = [torch.tensor([1.0, 0.0, 3.0], dtype=torch.bfloat16)]
+        context = ""
+    flushing = inductor.for_case(UNSAFE_MATH)
+    judged = _judge_outputs(graph, graph.infer_types(), flushing, Result, eager, ref64, {}, False,
+                            lambda: flushed_references(graph, [x]))
+    assert judged.outcome == Outcome.DOCUMENTED and judged.signature.kind == Difference.DENORMAL_FLUSH.value
+    judged = _judge_outputs(graph, graph.infer_types(), inductor, Result, eager, ref64, {}, False)
+    assert judged.outcome == Outcome.MISMATCH
+
+
 @pytest.mark.slow
 def test_the_reducer_drops_the_flags_a_failure_does_not_need(inductor):
     """The denormal flush needs -funsafe-math-optimizations only: the other flags, dynamic and
