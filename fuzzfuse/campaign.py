@@ -237,14 +237,13 @@ class Campaign:
         self.stats.count_inputs(result.input_sets, result.triples, result.reshaped_sets)
         self.stats.add_sample(self.stats.finished, time.time())
         if result.compile_seconds:
-            kernels = result.evidence.get("kernels")  # a count, or TorchScript's kernel names
-            self.stats.add_compile(result.compile_seconds, len(kernels) if isinstance(kernels, list) else kernels)
+            self.stats.add_compile(result.compile_seconds, result.evidence.kernels)
         phases = {**result.timings, **{name: seconds for name, seconds in
                                        (("worker", result.worker_seconds), ("cpu", result.cpu_seconds))
                                        if seconds is not None}}
         for phase, seconds in phases.items():
             self.stats.add_sample(self.stats.phase_seconds[phase], seconds)
-        schedulers = result.evidence.get("schedulers") or []
+        schedulers = result.evidence.schedulers
         self.stats.coverage.update(schedulers)
         focus = self._focus.get(job.id // BATCH)
         seconds = result.worker_seconds or 0.0

@@ -25,7 +25,7 @@ from .oracle import (compare_output, flush_denormals, nearer_references, gradien
                      signed_zero_difference)
 from .pool import Job
 from .strategies import GenConfig, generate_steered, graph_triples
-from .verdict import CaseResult, Difference, Outcome, Stage, Unsupported
+from .verdict import CaseResult, Difference, Evidence, Outcome, Stage, Unsupported
 
 _backends: dict[str, Backend] = {}
 
@@ -141,7 +141,7 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: Options
     if result.fused is False or (grad_outputs is not None and result.backward_fused is False):
         # The backward is judged apart: it is a graph of its own.
         stage = Stage.RUN if result.fused is False else Stage.BACKWARD_RUN
-        evidence = result.evidence if stage == Stage.RUN else result.evidence.get("backward", {})
+        evidence = result.evidence if stage == Stage.RUN else (result.evidence.backward or Evidence())
         return judged(verdict.not_fused(backend.name, stage, evidence))
     timings["compare"] = time.perf_counter() - t
     if extra_sets and grad_outputs is None:

@@ -15,6 +15,7 @@ which also names the deaths a worker cannot report itself (hard-crash, hang).
 from __future__ import annotations
 
 import enum
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -136,6 +137,33 @@ class Attribution:
 
 
 @dataclass
+class Evidence:
+    """What a backend saw of the code that ran: whether fused code ran (`fused`; None where the
+    backend cannot tell), how many kernels (or fusion groups) it generated, the scheduler of each
+    segment (nvFuser's coverage), whether a fallback ran although something fused, the backward's
+    own evidence, and `details`: the backend's own record (kernel names, groups, emission style),
+    for people reading a report. The typed fields are what other modules read; `details` never is."""
+
+    fused: bool | None = None
+    kernels: int = 0
+    schedulers: tuple[str, ...] = ()
+    fallback: bool = False
+    backward: Evidence | None = None
+    details: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"fused": self.fused, "kernels": self.kernels, "schedulers": list(self.schedulers),
+                "fallback": self.fallback, "backward": self.backward.to_json() if self.backward else None,
+                "details": self.details}
+
+    @staticmethod
+    def from_json(d: dict) -> Evidence:
+        return Evidence(d.get("fused"), int(d.get("kernels") or 0), tuple(str(s) for s in d.get("schedulers") or ()),
+                        bool(d.get("fallback")), Evidence.from_json(d["backward"]) if d.get("backward") else None,
+                        dict(d.get("details") or {}))
+
+
+@dataclass
 class CaseResult:
     """One case's verdict and what the run measured. Optional fields stay at their defaults when
     the run never got that far (a hard crash has no timings; only a failing case carries its graph)."""
@@ -145,7 +173,7 @@ class CaseResult:
     detail: str = ""
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase in the worker
     fused: bool | None = None
-    evidence: dict = field(default_factory=dict)  # the backend's fusion evidence (JSON-able)
+    evidence: Evidence = field(default_factory=Evidence)
     compile_seconds: float = 0.0
     traceback: str = ""
     restart_worker: bool = False  # the worker's process is unusable (a sticky CUDA error)
@@ -169,7 +197,7 @@ class CaseResult:
 
     def to_json(self) -> dict:
         return {"outcome": self.outcome.value, "signature": self.signature.to_json() if self.signature else None,
-                "detail": self.detail, "timings": self.timings, "fused": self.fused, "evidence": self.evidence,
+                "detail": self.detail, "timings": self.timings, "fused": self.fused, "evidence": self.evidence.to_json(),
                 "compile_seconds": self.compile_seconds, "traceback": self.traceback,
                 "restart_worker": self.restart_worker, "graph": self.graph.to_json() if self.graph else None,
                 "size": self.size, "digest": self.digest, "worker_seconds": self.worker_seconds,
@@ -183,7 +211,7 @@ class CaseResult:
         return CaseResult(
             Outcome(d["outcome"]), Signature.from_json(d["signature"]) if d.get("signature") else None,
             str(d.get("detail") or ""), {str(k): float(v) for k, v in (d.get("timings") or {}).items()},
-            d.get("fused"), dict(d.get("evidence") or {}), float(d.get("compile_seconds") or 0.0),
+            d.get("fused"), Evidence.from_json(d.get("evidence") or {}), float(d.get("compile_seconds") or 0.0),
             str(d.get("traceback") or ""), bool(d.get("restart_worker")),
             Graph.from_json(d["graph"]) if d.get("graph") else None, d.get("size"), d.get("digest"),
             d.get("worker_seconds"), d.get("cpu_seconds"), str(d.get("stderr_tail") or ""),
@@ -241,13 +269,13 @@ def documented(backend: str, difference: Difference, what: str, detail: str) -> 
                       f"{what}: {difference.value}: {detail}")
 
 
-def not_fused(backend: str, stage: Stage, evidence: dict) -> CaseResult:
+def not_fused(backend: str, stage: Stage, evidence: Evidence) -> CaseResult:
     """Nothing fused: a fallback that ran although something fused is a finding, a fuser that
     declined the whole graph (no-fusion) is coverage data."""
-    kind = "fallback" if evidence.get("fallback") else "no-fusion"
+    kind = "fallback" if evidence.fallback else "no-fusion"
     which = "forward" if stage == Stage.RUN else "backward"
     return CaseResult(Outcome.UNFUSED, Signature(Outcome.UNFUSED, backend, stage, kind),
-                      f"nothing fused ({which}): {evidence}")
+                      f"nothing fused ({which}): {json.dumps(evidence.to_json(), default=str)}")
 
 
 # ---- the parent side: a pool reply as a verdict --------------------------------------------------

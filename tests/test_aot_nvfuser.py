@@ -168,8 +168,8 @@ def test_backend_plumbing_passes_a_correct_training_step():
     result = run_case(_linear_block(), _StandIn())
     assert result.outcome == "pass", result
     evidence = result.evidence
-    assert evidence["fused"] is True and evidence["backward"]["fused"] is True
-    assert evidence["schedulers"] == ["pointwise", "pointwise"]  # the forward's, then the backward's
+    assert evidence.fused is True and evidence.backward.fused is True
+    assert evidence.schedulers == ("pointwise", "pointwise")  # the forward's, then the backward's
 
 
 def test_backend_plumbing_catches_a_wrong_backward():
@@ -247,7 +247,7 @@ def test_an_infinite_constant_in_a_backward_graph_is_emitted_runnable():
     graph = _training(b.build([b.add("var", b.tensor((1,)), dims=[0], correction=1, keepdim=False)]))
     result = run_case(graph, _StandIn())
     assert result.outcome == "pass", result
-    assert result.evidence["backward"]["fused"] is True
+    assert result.evidence.backward.fused is True
 
 
 @pytest.mark.slow

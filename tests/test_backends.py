@@ -57,8 +57,8 @@ def test_pointwise_chain_fuses_and_matches_eager(scripted):
     graph = _pointwise_graph()
     result = scripted.run(graph, make_inputs(graph, scripted.device))
     assert result.fused is True, result.evidence
-    assert result.evidence["kernels"] and not result.evidence["fallback"]
-    assert result.evidence["fusion_groups"] >= 1
+    assert result.evidence.kernels and not result.evidence.fallback
+    assert result.evidence.details["fusion_groups"] >= 1
     _assert_matches_eager(graph, result.outputs)
 
 
@@ -72,7 +72,7 @@ def test_unfusable_graph_reports_unfused(scripted, ops):
     graph = b.build([v])
     result = scripted.run(graph, make_inputs(graph, scripted.device))
     assert result.fused is False
-    assert result.evidence["kernels"] == []
+    assert result.evidence.kernels == 0 and result.evidence.details["kernels"] == []
     _assert_matches_eager(graph, result.outputs)
 
 
@@ -86,7 +86,7 @@ def test_nnc_fuses_reductions(nnc):
     graph = b.build([total, b.add("mean", b.add("mul", e, x), dims=[0], keepdim=True)])
     result = nnc.run(graph, make_inputs(graph, nnc.device))
     assert result.fused is True
-    assert any("sum" in k or "mean" in k for k in result.evidence["kernels"]), result.evidence
+    assert any("sum" in k or "mean" in k for k in result.evidence.details["kernels"]), result.evidence
     _assert_matches_eager(graph, result.outputs)
 
 
@@ -144,7 +144,7 @@ def test_inductor_generates_kernels_and_matches_eager():
     inductor = get_backend("inductor")
     graph = _pointwise_graph()
     result = inductor.run(graph, make_inputs(graph, inductor.device))
-    assert result.fused is True and result.evidence["kernels"] >= 1
+    assert result.fused is True and result.evidence.kernels >= 1
     assert result.compile_seconds > 0
     _assert_matches_eager(graph, result.outputs)
 
@@ -154,7 +154,7 @@ def test_inductor_views_only_generates_no_kernel():
     b = GraphBuilder()
     graph = b.build([b.add("permute", b.tensor([3, 4]), dims=[1, 0])])
     result = inductor.run(graph, make_inputs(graph, inductor.device))
-    assert result.fused is False and result.evidence["kernels"] == 0
+    assert result.fused is False and result.evidence.kernels == 0
 
 
 def _sweep(backend, features: Features, seeds: int = 100):

@@ -158,8 +158,8 @@ def test_training_seed_passes_with_a_fused_backward(backend, seed):
     with case_pool(backend, 1, 300) as pool:
         result = judge(backend, run_jobs(pool, [graph_job(0, backend, graph, 300)])[0])
     assert result.outcome == "pass", result
-    backward = result.evidence["backward"]
-    assert backward["kernels"] and backward["fused"] and not backward.get("fallback"), backward
+    backward = result.evidence.backward
+    assert backward.kernels and backward.fused and not backward.fallback, backward
 
 
 def test_onednn_autodiff_fails_on_every_training_graph():
@@ -175,7 +175,7 @@ def test_nnc_drops_gradients_of_tensor_clamp_bounds(tmp_path):
     graph = clamp_by_tensors()
     result = run_case(graph, backend_for("torchscript:nnc"))
     assert result.outcome == "mismatch" and result.signature.stage == "backward-run", result
-    assert result.evidence["backward"]["kernels"]
+    assert result.evidence.backward.kernels
     case = Case(graph, "torchscript:nnc", outcome=Outcome.MISMATCH, signature=result.signature, detail=result.detail)
     reduced = reduce_case(case, "torchscript:nnc", workers=2)
     assert {n.op for n in reduced.graph.nodes} >= {"clamp"} and reduced.graph.requires_grad

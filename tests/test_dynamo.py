@@ -39,7 +39,7 @@ def test_correct_backends_pass_on_real_graphs_with_evidence(name):
         graph = generate(seed, GenConfig(shapes=backend.shapes))
         result = run_case(graph, backend)
         assert result.outcome == "pass", (seed, result)
-        assert result.fused is True and result.evidence["graphs"] == 1 and result.evidence["calls"] == 1
+        assert result.fused is True and result.evidence.details["graphs"] == 1 and result.evidence.details["calls"] == 1
 
 
 def test_a_graph_dynamo_need_not_compile_is_unfused():
@@ -47,7 +47,7 @@ def test_a_graph_dynamo_need_not_compile_is_unfused():
     x = b.tensor([3, 4])
     graph = b.build([x])  # the output is the input: dynamo hands the backend nothing
     result = run_case(graph, get_backend("dynamo:aot_eager"))
-    assert result.outcome == "unfused" and result.evidence["graphs"] == 0
+    assert result.outcome == "unfused" and result.evidence.details["graphs"] == 0
 
 
 def test_user_backend_crashes_are_staged_where_they_were_raised():

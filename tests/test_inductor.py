@@ -67,7 +67,7 @@ def test_dynamic_and_marked_dims_compile_symbolic_sizes(inductor):
     compiled = inductor.compile(graph, Options(inductor_config=InductorConfig(dynamic=True, mark_dynamic="last")))
     first = compiled.run([torch.randn(5, 33)])
     again = compiled.run([torch.randn(5, 33)])
-    assert first.fused and again.evidence["graphs"] == 0 and again.evidence["calls"] == 1
+    assert first.fused and again.evidence.details["graphs"] == 0 and again.evidence.details["calls"] == 1
 
 
 def test_draws_take_device_flags_only_on_their_device_and_round_trip():

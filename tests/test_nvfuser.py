@@ -950,9 +950,10 @@ def test_fusion_evidence_from_kernel_names_and_scheduled_ir():
     from pathlib import Path
 
     from fuzzfuse.backends.nvfuser import fusion_evidence, segment_schedulers
+    from fuzzfuse.verdict import Evidence
     code = "__global__ void nvfuser_pointwise_f0_c1_r0_g0(Tensor<float, 2, 2> T0) {\n}"
     unsegmented = "Inputs:\n  T0_g_float[iS0{i0}]\nOutputs:\n  T1_g_float[iS1{i0}]\n\n%kernel {\n} // %kernel\n"
-    assert fusion_evidence(code, unsegmented) == {"schedulers": ["pointwise"], "segments": 1, "kernels": 1}
+    assert fusion_evidence(code, unsegmented) == Evidence(kernels=1, schedulers=("pointwise",), details={"segments": 1})
     # What nvfuser_direct 0.2.36 printed for a fusion of two scalar segments (H200, 2026-11-30):
     # the groups' list, then each group's details, then each kernel's scheduled IR.
     dump = (Path(__file__).parent / "data" / "nvfuser_segmented_scheduled_ir.txt").read_text()
@@ -962,9 +963,9 @@ def test_fusion_evidence_from_kernel_names_and_scheduled_ir():
                        "  pointwise{0, 4}\n  expr_eval{5}\n  outer_persistent{1, 6, 7, 8}\n")
     code = ("__global__ void nvfuser_outer_persistent_f0_c1_r0_g2(Tensor<float, 2, 2> T0) {}\n"
             "__global__ void nvfuser_pointwise_f0_c1_r0_g0(Tensor<float, 2, 2> T0) {}\n")
-    assert fusion_evidence(code, seg) == {
-        "schedulers": ["pointwise", "expr_eval", "outer_persistent"], "segments": 3, "kernels": 2}
-    assert fusion_evidence("", "") == {"schedulers": ["expr_eval"], "segments": 1, "kernels": 0}
+    assert fusion_evidence(code, seg) == Evidence(kernels=2, schedulers=("pointwise", "expr_eval", "outer_persistent"),
+                                                  details={"segments": 3})
+    assert fusion_evidence("", "") == Evidence(kernels=0, schedulers=("expr_eval",), details={"segments": 1})
 
 
 def test_nothing_to_fuse():
@@ -1154,7 +1155,7 @@ def gpu_job(job: dict) -> dict:
     try:
         res = run_case(graph, _GPU_BACKEND)
         out.update(outcome=res.outcome.value, signature=res.signature.to_json() if res.signature else None,
-                   detail=res.detail[:3000], fused=res.fused, evidence=res.evidence)
+                   detail=res.detail[:3000], fused=res.fused, evidence=res.evidence.to_json())
     except Exception as e:  # an emitter or harness defect, never an nvFuser finding
         out.update(outcome="harness-error", detail=f"{type(e).__name__}: {e}"[:3000],
                    traceback=traceback.format_exc()[-3000:])
@@ -1251,17 +1252,17 @@ def test_fusion_evidence_on_gpu():
     b = GraphBuilder()
     graph = b.build([b.add("exp", b.add("add", b.tensor((64, 1000)), 1.0))])
     res = backend.run(graph, make_inputs(graph, "cuda"))
-    assert res.fused is True and res.evidence["schedulers"] == ["pointwise"] and res.evidence["kernels"] == 1
+    assert res.fused is True and res.evidence.schedulers == ("pointwise",) and res.evidence.kernels == 1
     b = GraphBuilder()
     x = b.tensor((32, 48))
     y = b.add("add", x, b.add("sum", x, dims=[0], keepdim=True))
     graph = b.build([b.add("mul", y, b.add("sum", y, dims=[1], keepdim=True))])
     res = backend.run(graph, make_inputs(graph, "cuda"))
-    assert res.fused is True and res.evidence["segments"] >= 2, res.evidence
+    assert res.fused is True and len(res.evidence.schedulers) >= 2, res.evidence
     b = GraphBuilder()
     graph = b.build([b.add("permute", b.add("reshape", b.tensor((6, 10)), shape=[10, 6]), dims=[1, 0])])
     res = backend.run(graph, make_inputs(graph, "cuda"))
-    assert res.fused is None and res.evidence["kernels"] == 0
+    assert res.fused is None and res.evidence.kernels == 0
 
 
 @pytest.mark.gpu
@@ -1275,13 +1276,13 @@ def test_matmul_expr_eval_off_leaves_a_matmul_to_the_matmul_scheduler_or_to_no_o
     b = GraphBuilder()
     graph = b.build([b.add("relu", b.add("matmul", b.tensor((64, 128), "float16"), b.tensor((128, 64), "float16")))])
     inputs = make_inputs(graph, "cuda")
-    assert "expr_eval" in backend.run(graph, inputs).evidence["schedulers"]
+    assert "expr_eval" in backend.run(graph, inputs).evidence.schedulers
     try:
         res = backend.run(graph, inputs, disable=("matmul_expr_eval",))
     except Unsupported:
         pass
     else:
-        assert "matmul" in res.evidence["schedulers"], res.evidence
+        assert "matmul" in res.evidence.schedulers, res.evidence
     b = GraphBuilder()  # fp32: the matmul scheduler refuses it, and nothing else may take it now
     graph = b.build([b.add("relu", b.add("matmul", b.tensor((8, 16)), b.tensor((16, 8))))])
     with pytest.raises(Unsupported):

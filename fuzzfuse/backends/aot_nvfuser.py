@@ -19,13 +19,14 @@ aot_autograd.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 import time
 
 from ..ir import Graph, ScalarInput, compile_source
 from ..ir.from_aten import Translation, translate
 from ..ir.interp import input_gradients, with_leaves
 from .aot import _tensor_function
-from .base import BackendError, Compiled, RunResult, Unavailable, Unsupported, generic_repro_code
+from .base import BackendError, Compiled, Evidence, RunResult, Unavailable, Unsupported, generic_repro_code
 from .nvfuser import NvFuserBackend, _stage, execute, first_run_evidence, fusion_failure
 from .nvfuser_emit import emit
 from .options import Options
@@ -55,7 +56,7 @@ class _Fusion:
         self.phase, self.translation, self.style, self.backend = phase, translation, style, backend
         self.fd = None
         self.script = ""  # the fusion as a standalone nvfuser_direct script, once emitted
-        self.evidence: dict = {}
+        self.evidence = Evidence()
         self.compile_seconds = 0.0
         self.error: BackendError | None = None
 
@@ -77,8 +78,7 @@ class _Fusion:
             raise self.failed("compile", e) from e
         outputs = self.execute(inputs)
         self.compile_seconds = time.perf_counter() - start
-        evidence, fused = first_run_evidence(self.fd, graph, inputs, outputs)
-        self.evidence = {**evidence, "fused": fused}
+        self.evidence, _ = first_run_evidence(self.fd, graph, inputs, outputs)
         return self.translation.outputs(outputs)
 
     def execute(self, inputs: list) -> list:
@@ -148,15 +148,15 @@ class AotNvFuserBackend(NvFuserBackend):
         xs = with_leaves(graph, inputs) if grad_outputs is not None else inputs
         out = self._call(fusions, lambda: fn(*[x for s, x in zip(graph.inputs, xs) if not isinstance(s, ScalarInput)]))
         forward = fusions["forward"]
-        evidence = {**forward.evidence, "style": style}
-        result = RunResult([o.detach() for o in out], forward.evidence["fused"], evidence, forward.compile_seconds)
+        evidence = replace(forward.evidence, details={**forward.evidence.details, "style": style})
+        result = RunResult([o.detach() for o in out], forward.evidence.fused, evidence, forward.compile_seconds)
         if grad_outputs is not None:
             grads = self._call(fusions, lambda: input_gradients(graph, xs, list(out), grad_outputs))
             backward = fusions.get("backward")
             # No backward fusion when no output gradient reaches an input: nothing to fuse.
-            evidence["backward"] = backward.evidence if backward else {"fused": None, "kernels": 0}
-            evidence["schedulers"] = evidence.get("schedulers", []) + evidence["backward"].get("schedulers", [])
-            result.grads, result.backward_fused = [g.detach() for g in grads], evidence["backward"]["fused"]
+            evidence.backward = backward.evidence if backward else Evidence(fused=None)
+            evidence.schedulers = evidence.schedulers + evidence.backward.schedulers
+            result.grads, result.backward_fused = [g.detach() for g in grads], evidence.backward.fused
             result.compile_seconds += backward.compile_seconds if backward else 0.0
         # For a mismatch's report: which fusions computed the numbers.
         result.context = "".join(f.report() for f in fusions.values() if f.script)

@@ -20,7 +20,7 @@ import torch
 
 from ..ir import Graph
 from ..strategies import Features, ShapeConfig
-from ..verdict import Difference, Stage, Unsupported
+from ..verdict import Difference, Evidence, Stage, Unsupported
 from .options import Options
 
 
@@ -58,11 +58,11 @@ class RunResult:
     outputs: list[torch.Tensor]
     # Did fused code run? None when the backend cannot tell (eager).
     fused: bool | None = None
-    # What the evidence was: kernel names, fusion groups, schedulers... (JSON-able).
-    evidence: dict = field(default_factory=dict)
+    # What the evidence was: kernels, schedulers, and the backend's own record.
+    evidence: Evidence = field(default_factory=Evidence)
     compile_seconds: float = 0.0
     # Backward cases only: the gradient of each requires_grad input (in input order), and whether
-    # the backward ran fused code (evidence["backward"] says why).
+    # the backward ran fused code (evidence.backward says why).
     grads: list[torch.Tensor] | None = None
     backward_fused: bool | None = None
     # Appended to a mismatch's detail, as BackendError.context is to a crash's: what an upstream

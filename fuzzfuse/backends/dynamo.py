@@ -26,7 +26,7 @@ import torch
 from ..ir import Graph, compile_source
 from ..ir.interp import input_gradients, with_leaves
 from ..strategies import ShapeConfig
-from .base import Backend, BackendError, Compiled, RunResult, Unavailable
+from .base import Backend, BackendError, Compiled, Evidence, RunResult, Unavailable
 from .options import Options
 
 # Registered backends that need more than torch: what `check_available` requires of them.
@@ -142,7 +142,7 @@ class DynamoBackend(Backend):
             out = compiled(*xs)
         except Exception as e:
             raise BackendError("run" if seen["running"] else "compile", _backend_exception(e)) from e
-        backward_evidence: dict = {}
+        backward_evidence = Evidence()
         if backward:
             try:
                 _, backward_evidence = self._first_backward(lambda: input_gradients(graph, xs, list(out), grad_outputs))
@@ -158,21 +158,23 @@ class DynamoBackend(Backend):
         # Fused: the backend compiled the graph and its callable produced the final outputs.
         # dynamo compiles nothing when no op needs computing (outputs that are inputs): unfused.
         calls = seen["calls"] - calls
-        evidence = {"graphs": seen["graphs"], "calls": calls, "compile_seconds": round(compile_seconds, 3)}
-        result = RunResult([o.detach() for o in out], seen["graphs"] > 0 and calls > 0, evidence, compile_seconds)
+        fused = seen["graphs"] > 0 and calls > 0
+        evidence = Evidence(fused=fused, details={"graphs": seen["graphs"], "calls": calls,
+                                                  "compile_seconds": round(compile_seconds, 3)})
+        result = RunResult([o.detach() for o in out], fused, evidence, compile_seconds)
         if backward:
             try:
                 grads = input_gradients(graph, xs, list(out), grad_outputs)
             except Exception as e:
                 raise BackendError("backward-run", e) from e
-            evidence["backward"] = backward_evidence
-            result.grads, result.backward_fused = [g.detach() for g in grads], backward_evidence.get("fused")
+            evidence.backward = backward_evidence
+            result.grads, result.backward_fused = [g.detach() for g in grads], backward_evidence.fused
         return result, compiled, seen
 
-    def _first_backward(self, call) -> tuple[list, dict]:
+    def _first_backward(self, call) -> tuple[list, Evidence]:
         """Run the first backward (AOT autograd compiles it now): its result, and evidence that the
-        backward fused ({"fused": None}: a generic backend cannot tell)."""
-        return call(), {"fused": None}
+        backward fused (fused None: a generic backend cannot tell)."""
+        return call(), Evidence(fused=None)
 
     def repro_code(self, graph: Graph) -> str:
         module, _, attr = self.spec.rpartition(":")
@@ -220,8 +222,10 @@ class DynamoCompiled(Compiled):
             out = self._compiled(*inputs)
         except Exception as e:
             raise BackendError("run" if self._seen["running"] else "compile", _backend_exception(e)) from e
-        evidence = {"graphs": self._seen["graphs"] - graphs, "calls": self._seen["calls"] - calls, "rerun": True}
-        return RunResult([o.detach() for o in out], evidence["calls"] > 0, evidence)
+        calls = self._seen["calls"] - calls
+        evidence = Evidence(fused=calls > 0, details={"graphs": self._seen["graphs"] - graphs, "calls": calls,
+                                                      "rerun": True})
+        return RunResult([o.detach() for o in out], calls > 0, evidence)
 
 
 def _backend_exception(e: BaseException) -> BaseException:

@@ -28,7 +28,7 @@ import torch
 
 from ..ir import Graph, TensorInput
 from ..verdict import Difference
-from .base import RunResult, Unavailable, machine_versions
+from .base import Evidence, RunResult, Unavailable, machine_versions
 from .dynamo import DynamoBackend, DynamoCompiled
 from .inductor_config import InductorConfig
 from .options import Options
@@ -90,19 +90,19 @@ class InductorBackend(DynamoBackend):
         kernels_before = metrics.generated_kernel_count
         result, compiled, seen = super().compile_and_run(graph, inputs, grad_outputs, dynamic)
         kernels = metrics.generated_kernel_count - kernels_before
-        kernels -= result.evidence.get("backward", {}).get("kernels", 0)  # the forward's own
-        result.evidence["kernels"] = kernels
-        result.fused = kernels > 0
+        kernels -= result.evidence.backward.kernels if result.evidence.backward else 0  # the forward's own
+        result.evidence.kernels = kernels
+        result.fused = result.evidence.fused = kernels > 0
         return result, compiled, seen
 
-    def _first_backward(self, call) -> tuple[list, dict]:
+    def _first_backward(self, call) -> tuple[list, Evidence]:
         """The backward graph compiles at the first backward call: it must generate kernels too."""
         import torch._inductor.metrics as metrics
 
         before = metrics.generated_kernel_count
         grads = call()
         kernels = metrics.generated_kernel_count - before
-        return grads, {"kernels": kernels, "fused": kernels > 0}
+        return grads, Evidence(fused=kernels > 0, kernels=kernels)
 
     # ---- the standalone repro: PyTorch's pt2 bug template ----------------------------------------
     def repro_code(self, graph: Graph) -> str:

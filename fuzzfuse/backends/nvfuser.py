@@ -34,7 +34,7 @@ from ..ir import OPS, Graph, TensorInput
 from ..ir.ops import reduced_dims
 from ..ir.types import DTYPES, INT_DTYPES
 from ..strategies import Features, ShapeConfig
-from .base import Backend, BackendError, Compiled, RunResult, Unavailable, is_cuda_fault, machine_versions
+from .base import Backend, BackendError, Compiled, Evidence, RunResult, Unavailable, is_cuda_fault, machine_versions
 from .nvfuser_dtypes import INT_IDENTITY, NV_DTYPE
 from .nvfuser_emit import STYLES, Emission, Unsupported, emit
 from .options import DISABLE_CHOICES, Options, checked_disable
@@ -72,12 +72,12 @@ def segment_schedulers(scheduled_ir: str) -> list[str]:
     return _SEGMENT.findall(scheduled_ir[start:end if end >= 0 else len(scheduled_ir)])
 
 
-def fusion_evidence(kernel_code: str, scheduled_ir: str) -> dict:
-    """{"schedulers": one per segment ("expr_eval" for an unsegmented fusion that ran no kernel),
-    "segments": n, "kernels": n} from the generated kernels' names and the scheduled IR."""
+def fusion_evidence(kernel_code: str, scheduled_ir: str) -> Evidence:
+    """The schedulers, one per segment ("expr_eval" for an unsegmented fusion that ran no kernel),
+    and the kernels, from the generated kernels' names and the scheduled IR."""
     kernels = {int(g): sched for sched, g in _KERNEL.findall(kernel_code)}
     schedulers = segment_schedulers(scheduled_ir) or [kernels[g] for g in sorted(kernels)] or ["expr_eval"]
-    return {"schedulers": schedulers, "segments": len(schedulers), "kernels": len(kernels)}
+    return Evidence(kernels=len(kernels), schedulers=tuple(schedulers), details={"segments": len(schedulers)})
 
 
 def _ops_of(*kinds: str) -> tuple[str, ...]:
@@ -258,11 +258,11 @@ class NvFuserBackend(Backend):
             raise fusion_failure(_stage(fd, args, e), e, fd) from e
         compile_seconds = time.perf_counter() - start
         evidence, fused = first_run_evidence(fd, graph, args, outputs)
-        evidence["style"] = style
+        evidence.details["style"] = style
         if disable:
-            evidence["disable"] = list(disable)
+            evidence.details["disable"] = list(disable)
         if emission.notes:
-            evidence["notes"] = emission.notes
+            evidence.details["notes"] = emission.notes
         return RunResult(list(outputs), fused, evidence, compile_seconds), fd, emission.source
 
     def repro_code(self, graph: Graph) -> str:
@@ -353,7 +353,7 @@ def fusion_failure(stage: str, cause: BaseException, fd=None, context: str = "")
     return err
 
 
-def first_run_evidence(fd, graph: Graph, args: list, outputs: list) -> tuple[dict, bool | None]:
+def first_run_evidence(fd, graph: Graph, args: list, outputs: list) -> tuple[Evidence, bool | None]:
     """After a fusion's first execute: the emitter's output dtypes checked, the segments and
     schedulers that ran, and whether fused code ran (see the module docstring)."""
     _check_dtypes(graph, outputs)
@@ -366,7 +366,8 @@ def first_run_evidence(fd, graph: Graph, args: list, outputs: list) -> tuple[dic
     except Exception:  # nothing scheduled: evidence from the kernels alone
         scheduled_ir = ""
     evidence = fusion_evidence(code, scheduled_ir)
-    return evidence, True if evidence["kernels"] else (None if nothing_to_fuse(graph) else False)
+    evidence.fused = True if evidence.kernels else (None if nothing_to_fuse(graph) else False)
+    return evidence, evidence.fused
 
 
 def _check_dtypes(graph: Graph, outputs: list) -> None:

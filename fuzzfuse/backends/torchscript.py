@@ -29,7 +29,7 @@ from ..ir import OPS, Graph, to_source
 from ..ir.ops import fused_by, fusion_anchors
 from ..ir.interp import input_gradients, with_leaves
 from ..strategies import Features, ShapeConfig
-from .base import Backend, BackendError, Compiled, RunResult, Unavailable, machine_versions
+from .base import Backend, BackendError, Compiled, Evidence, RunResult, Unavailable, machine_versions
 from .options import Options
 
 # Read once by libtorch (a static), so it must be in the environment before the first fusion group
@@ -180,32 +180,30 @@ def run_fused(inputs, grad_outputs):
         except Exception as e:
             raise BackendError("run", e) from e
         evidence = self._evidence(events)
-        result = RunResult([o.detach() for o in out], evidence["fused"], evidence, compile_seconds)
+        result = RunResult([o.detach() for o in out], evidence.fused, evidence, compile_seconds)
         if backward:
             try:
                 grads, events = self._events(lambda: input_gradients(graph, xs, list(out), grad_outputs))
             except Exception as e:
                 raise BackendError("backward-run", e) from e
-            evidence["backward"] = self._evidence(events)
-            result.grads, result.backward_fused = [g.detach() for g in grads], evidence["backward"]["fused"]
+            evidence.backward = self._evidence(events)
+            result.grads, result.backward_fused = [g.detach() for g in grads], evidence.backward.fused
         return result, fn
 
-    def _evidence(self, events: list[tuple[str, tuple[str, ...]]]) -> dict:
+    def _evidence(self, events: list[tuple[str, tuple[str, ...]]]) -> Evidence:
         kernels = [n for n, _ in events if n.startswith(self.kernel_prefix)]
         # A kernel that fails to compile may run its subgraph op by op inside the kernel's event
         # (NNC with PYTORCH_TENSOREXPR_FALLBACK=1); a failed type guard runs `fallback_function`.
         in_kernels = [n for n, up in events if n.startswith("aten::") and n not in _ALLOCATIONS
                       and any(a.startswith(self.kernel_prefix) for a in up)]
         fallback = bool(in_kernels) or any(n == "fallback_function" for n, _ in events)
-        return {
-            "fused": bool(kernels) and not fallback,
+        return Evidence(fused=bool(kernels) and not fallback, kernels=len(kernels), fallback=fallback, details={
             "kernels": kernels,
-            "fallback": fallback,
             "ops_inside_kernels": in_kernels,
             "fusion_groups": _group_count(self.group_kind),
             # aten ops the interpreter ran itself (direct children of the scripted function's event).
             "unfused_ops": [n for n, up in events if up == ("fn",) and n.startswith("aten::")],
-        }
+        })
 
     def versions(self) -> dict[str, str]:
         return {"torch": torch.__version__, "onednn": _onednn_version(), **machine_versions(self.device)}
@@ -228,7 +226,8 @@ class ScriptedCompiled(Compiled):
         except Exception as e:
             raise BackendError("run", e) from e
         evidence = self.backend._evidence(events)
-        return RunResult([o.detach() for o in out], evidence["fused"], {**evidence, "rerun": True})
+        evidence.details["rerun"] = True
+        return RunResult([o.detach() for o in out], evidence.fused, evidence)
 
 
 def _onednn_version() -> str:
@@ -370,5 +369,5 @@ class TorchScriptFrontendBackend(_ScriptedBackend):
                 ("_jit_set_texpr_fuser_enabled", False), ("_jit_set_llga_enabled", False),
                 ("_jit_override_can_fuse_on_cpu", False), ("_jit_override_can_fuse_on_gpu", False)]
 
-    def _evidence(self, events: list[tuple[str, tuple[str, ...]]]) -> dict:
-        return {"fused": None}
+    def _evidence(self, events: list[tuple[str, tuple[str, ...]]]) -> Evidence:
+        return Evidence(fused=None)
