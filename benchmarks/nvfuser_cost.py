@@ -94,8 +94,8 @@ def run_tasks(task_file: str, start: int, out_file: str, deadline: float) -> Non
                 lap("execute")
                 evidence, _ = first_run_evidence(fd, graph, list(inputs), outputs)  # as campaigns read it
                 lap("evidence")
-                rec.update(kernels=evidence["kernels"], segments=evidence["segments"],
-                           schedulers=evidence["schedulers"])
+                rec.update(kernels=evidence.kernels, segments=len(evidence.schedulers),
+                           schedulers=list(evidence.schedulers))
                 rec["outcome"] = "pass"
             except Exception as e:  # noqa: BLE001  (a fuser failure is a data point here)
                 rec["outcome"] = f"{type(e).__name__}: {str(e)[:200]}"

@@ -46,7 +46,7 @@ def fused_share(backend, op: str, dtypes: tuple[str, ...]) -> tuple[int, int]:
         except Exception:  # noqa: BLE001 - a crash says nothing about fusibility here
             continue
         ran += 1
-        unfused = {name.removeprefix("aten::") for name in result.evidence["unfused_ops"]}
+        unfused = {name.removeprefix("aten::") for name in result.evidence.details["unfused_ops"]}
         if result.fused and not unfused & _ATEN_NAMES.get(op, {op}):
             inside += 1
     return inside, ran
