@@ -111,10 +111,33 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
                                     lambda candidates: ask([(reduction.graph, o) for o in candidates]))
         general = generalised(reduction.graph, kept, backend, interesting_with(options),
                               first_wrong_with(options)) if generalise else None
-        return CaseReduction(reduction.graph, reduction.stats, kept, options, general)
+        graph, stats = reduction.graph, reduction.stats
+        if general is not None and general.culprit:
+            # The ops after the culprit only observe its wrong value (the key ends there already):
+            # where the culprit alone, as the output, fails with the kind its value showed, that
+            # smaller graph is the repro, reduced again under the signature it fails with.
+            alone = replace(graph, outputs=(graph.nodes[general.culprit[0]].name,)).without_dead_code()
+            reply = run_jobs(active, [graph_job(next(ids), backend, alone, timeout, options, bool(case.check_strides))])
+            shown = first_output_wrong(backend, reply[0])
+            if shown == general.culprit[1]:
+                kept = judge(backend, reply[0]).signature
+                target = kept.key()
+                again = reduce(alone, interesting_with(options), batch=max(1, workers), progress=progress,
+                               max_queries=max_queries)
+                graph, stats = again.graph, _combined(stats, again.stats)
+                general = generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options))
+        return CaseReduction(graph, stats, kept, options, general)
     finally:
         if own:
             active.close()
+
+
+def _combined(first: ReductionStats, then: ReductionStats) -> ReductionStats:
+    """Two reductions of one case, one after the other, as one: the first's start, the second's
+    end, both's queries."""
+    return replace(then, queries=first.queries + then.queries + 1, cache_hits=first.cache_hits + then.cache_hits,
+                   successes=first.successes + then.successes + 1, rounds=first.rounds + then.rounds,
+                   ops_before=first.ops_before, inputs_before=first.inputs_before, cost_before=first.cost_before)
 
 
 def reply_key(backend: str, reply: dict) -> str | None:

@@ -88,6 +88,29 @@ def test_wrong_values_reduce_to_one_exp():
 
 
 @pytest.mark.slow
+def test_a_wrong_value_seen_through_a_comparison_is_reduced_to_its_culprit():
+    """The user backend's sigmoid(sum(x)) is 10% too large; gt(.., 0.5) shows it as a wrong bool,
+    a mismatch of another kind, which the same-signature test alone could never drop. The culprit
+    (sigmoid, a wrong float) alone fails as a float mismatch: the repro is the two ops."""
+    import torch
+
+    from fuzzfuse.ir.values import encode_exact
+
+    backend = "dynamo:tests.buggy_dynamo_backends:wrong_backend"
+    b = GraphBuilder()
+    x = b.tensor((1, 4), values=Values(exact=encode_exact(torch.tensor([[-0.1, 0.0, 0.0, 0.0]]))))
+    graph = b.build([b.add("gt", b.add("sigmoid", b.add("sum", x, dims=[1], keepdim=True)), 0.5)])
+    result = run_case(graph, backend_for(backend))
+    assert (result.outcome, result.signature.kind, result.signature.location) == ("mismatch", "values", "bool")
+    case = Case(graph, backend, outcome=result.outcome, signature=result.signature, detail=result.detail)
+    reduced = reduce_case(case, backend, workers=2)
+    assert ops(reduced.graph) == ["sigmoid", "sum"]
+    assert (reduced.signature.kind, reduced.signature.location) == ("values", "float")
+    assert reduced.generalisation.culprit is None  # the culprit is the output itself now
+    assert reduced.signature.root_cause_key(reduced.graph, reduced.generalisation).endswith("=sigmoid(n0)")
+
+
+@pytest.mark.slow
 def test_hard_crash_reduces_to_one_tanh():
     graph = busy_graph(lambda b, v: b.add("tanh", v))
     case, result = reduce_with("SegfaultOnTanh", graph, case=Case(
