@@ -134,16 +134,24 @@ def root_cause_key(signature: Signature, graph: Graph | None = None,
     if not keyed_by_graph(signature) or graph is None:
         return None
     judged = signature.outcome in ("mismatch", "unfused")
-    if signature.outcome == "mismatch" and generalisation is not None and generalisation.culprit \
-            and generalisation.applies_to(graph):
-        # Keyed where the fuser first computes a wrong value, by what that value shows (graph_form
-        # stops there): the ops after it only observe it.
-        signature = replace(signature, kind=generalisation.culprit[1])
+    culprit = None
+    if signature.outcome == "mismatch" and generalisation is not None and generalisation.applies_to(graph):
+        if generalisation.culprit:
+            # Keyed where the fuser first computes a wrong value, by what that value shows (graph_form
+            # stops there): the ops after it only observe it.
+            signature = replace(signature, kind=generalisation.culprit[1])
+            culprit = generalisation.culprit[0]
+        elif generalisation.probed and len(graph.outputs) == 1:
+            names = [n.name for n in graph.nodes]
+            culprit = names.index(graph.outputs[0]) if graph.outputs[0] in names else None  # none before is wrong
     what = f"{signature.outcome}:{signature.kind}" if judged else signature.outcome
     # A wrong gradient is not the same bug as a wrong output; a crash's stage is folded.
     phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""
+    form = None
+    if culprit is not None and generalisation.alone and signature.kind in VALUE_KINDS and signature.stage == "run":
+        form = culprit_form(graph, culprit, _dtype_policy(signature), generalisation)
     # A mismatch's or fallback's ops are all evidence; a crash surfaces downstream of its cause.
-    form = graph_form(graph, _dtype_policy(signature), focus=not judged, generalisation=generalisation)
+    form = form or graph_form(graph, _dtype_policy(signature), focus=not judged, generalisation=generalisation)
     if not judged and "=*" in form:
         # A wildcard holds under the signature it was tried with: a crash's message (a mismatch's
         # kind is in `what`). Without it, "any unary op, then a consumer" says next to nothing.
@@ -282,6 +290,78 @@ def _op_attrs(node, shape: tuple[int, ...], out_rank: int, policy: str) -> str:
     if kind in ("view", "broadcast", "resize", "index", "matmul"):
         return f"[{_rank(out_rank)}]"
     return ""
+
+
+# The kinds of mismatch whose key is the culprit on its operands: wrong numbers (a wrong shape,
+# dtype or stride keeps the graph's form).
+VALUE_KINDS = ("values", "nan-inf")
+
+
+def culprit_form(graph: Graph, position: int, dtypes: str, generalisation: Generalisation) -> str | None:
+    """A wrong value's canonical form: the op that first computes it (its culprit, at `position`)
+    on the operands it received. Each operand is described as graph_form describes an input:
+    dtype, rank, layout kind, and the classes of special values in it, computed on the case's
+    inputs (a value the ops before made, they made right: they are not the culprit). What came before the
+    culprit only made those operands: NNC's frac of a negative value is one key whether sin, elu,
+    cos or a cat fed it. A single-op graph keys as graph_form keys it. None where the graph cannot
+    be interpreted here (graph_form keys it then)."""
+    from .ir.interp import interpret
+    from .ir.values import make_inputs
+
+    node = graph.nodes[position]
+    wild_ops = {graph.nodes[k].name: f"*{kind}" for k, kind in generalisation.ops if k < len(graph.nodes)}
+    if node.name in wild_ops:
+        return None  # any op there fails: it observes a wrong value the probes missed, it is not the cause
+    inputs = {i.name: i for i in graph.inputs}
+    refs = list(dict.fromkeys(r for r in node.refs()))
+    if any(r not in inputs for r in refs):
+        try:
+            env, _ = interpret(graph, make_inputs(graph))
+        except Exception:
+            return None
+    wild_dtypes = {graph.inputs[k].name: c for k, c in generalisation.dtypes if k < len(graph.inputs)}
+    # Input operands in the graph's input order (as graph_form labels them), computed ones after.
+    ordered = [i.name for i in graph.inputs if i.name in refs] + [r for r in refs if r not in inputs]
+    label = {name: f"i{k}" for k, name in enumerate(ordered)}
+    types = graph.infer_types()
+    described = []
+    for name in ordered:
+        spec = inputs.get(name)
+        if isinstance(spec, TensorInput):
+            specials = ",".join(special_classes(logical_values(spec)))
+            dtype = wild_dtypes.get(name, spec.dtype) if dtypes == "exact" else _dtype(spec.dtype, dtypes)
+            described.append(f"{label[name]}:{dtype}/{_rank(len(spec.shape))}/{spec.layout.kind}"
+                             f"{'/' + specials if specials else ''}{'/grad' if spec.requires_grad else ''}")
+        elif spec is not None:
+            described.append(f"{label[name]}:scalar {_dtype(spec.dtype, dtypes)}")
+        else:
+            value = env[name]
+            specials = ",".join(special_classes(value)) if isinstance(value, torch.Tensor) else ""
+            # Its dtype is as free as the inputs it was made from; made in the kernel, it is
+            # laid out as a contiguous input would be.
+            free = dtypes == "exact" and bool(_made_from(graph, name) & set(wild_dtypes))
+            dtype = _dtype(types[name].dtype, "category" if free else dtypes)
+            described.append(f"{label[name]}:{dtype}/{_rank(types[name].rank)}/contiguous"
+                             f"{'/' + specials if specials else ''}")
+
+    def arg(a) -> str:
+        return label[a] if isinstance(a, str) else ("const" if dtypes == "none" else f"{type(a).__name__}:{a!r}")
+    shape = types[node.args[0]].shape or () if node.args and isinstance(node.args[0], str) else ()
+    args = [arg(a) for a in node.args]
+    return "in:" + " ".join(described) + f" ops:n0={node.op}{_op_attrs(node, shape, types[node.name].rank, dtypes)}" \
+        f"({','.join(args)})"
+
+
+def _made_from(graph: Graph, name: str) -> set[str]:
+    """The graph inputs a value is computed from."""
+    producers = {n.name: n for n in graph.nodes}
+    seen, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        if current in producers:
+            todo.extend(r for r in producers[current].refs() if r not in seen)
+        seen.add(current)
+    return seen - set(producers)
 
 
 def graph_form(graph: Graph, dtypes: str = "exact", focus: bool = False,

@@ -20,9 +20,9 @@ care are written as wildcards:
   The graph is run with each op's value as an extra, first output; the earliest op whose value
   the oracle rejects is where the fuser first computes something wrong, and what comes after it
   only observes that: NNC's round of 0.5 gives 1, seen through rsqrt as a nan-inf mismatch and
-  through le as a bool one, is one bug. The key is the graph up to the culprit, with the kind of
-  mismatch the culprit's value shows. No culprit where only the whole graph is wrong (an
-  algebraic rewrite across ops).
+  through le as a bool one, is one bug. Where no op before the last is wrong, the last op is the
+  first wrong one (an algebraic rewrite across ops too shows there). A wrong value's key is its
+  culprit on the operands it received (fuzzfuse.rootcause.culprit_form).
 
 Queries are bounded: MAX_QUERIES over the whole graph. The result (`Generalisation`) is recorded in
 the case beside the graph it was computed for (its digest), and ignored for any other graph, so a
@@ -62,21 +62,25 @@ class Generalisation:
     """What a reduced graph's failure does not need: `ops`, (node position, op kind) for each
     filler; `dtypes`, (input position, dtype category) for each input whose dtype is free within its
     category; `culprit`, (node position, mismatch kind) of the first op whose own value is wrong,
-    where that is not the graph's last. `graph`: the digest of the (renamed) graph it was found on;
-    `queries`: what it cost."""
+    where that is not the graph's last; `probed`, whether the culprit was looked for (where it was
+    and none is found, the graph's last op is the first wrong one). `graph`: the digest of the
+    (renamed) graph it was found on; `queries`: what it cost."""
 
     graph: str
     ops: tuple[tuple[int, str], ...] = ()
     dtypes: tuple[tuple[int, str], ...] = ()
     queries: int = 0
     culprit: tuple[int, str] | None = None
+    probed: bool = False
+    alone: bool = False
 
     def applies_to(self, graph: Graph) -> bool:
         return self.graph == graph.renamed().digest()
 
     def to_json(self) -> dict:
         return {"graph": self.graph, "ops": [list(p) for p in self.ops], "dtypes": [list(p) for p in self.dtypes],
-                "queries": self.queries, **({"culprit": list(self.culprit)} if self.culprit else {})}
+                "queries": self.queries, **({"culprit": list(self.culprit)} if self.culprit else {}),
+                **({"probed": True} if self.probed else {}), **({"alone": True} if self.alone else {})}
 
     @staticmethod
     def from_json(d: dict) -> "Generalisation":
@@ -98,7 +102,8 @@ class Generalisation:
                                         and culprit[0] >= 0 and culprit[1] in MISMATCH_KINDS):
             raise GraphError(f"generalisation: bad culprit {culprit!r}")
         return Generalisation(d["graph"], pairs("ops", OPS_BY_KIND), pairs("dtypes", CATEGORIES),
-                              int(d.get("queries", 0)), tuple(culprit) if culprit else None)
+                              int(d.get("queries", 0)), tuple(culprit) if culprit else None, d.get("probed") is True,
+                              d.get("alone") is True)
 
 
 def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtypes: Iterable[str] = (),
@@ -126,6 +131,18 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
         probes = spent([replace(graph, outputs=(graph.nodes[k].name,) + graph.outputs) for k in positions])
         kinds = first_wrong(probes) if probes else []
         culprit = next(((k, kind) for k, kind in zip(positions, kinds) if kind is not None), None)
+    alone = False
+    if first_wrong is not None:
+        # Does the first wrong op fail on its operands alone, given as inputs holding the values
+        # the ops before it computed? Then they only made those values, and the key is the op on
+        # them; else the bug needs them (a fused pair: log then add), and the key keeps them.
+        position = culprit[0] if culprit else len(graph.nodes) - 1
+        probe = spent([g] if (g := operands_as_inputs(graph, position)) is not None else [])
+        if probe:
+            shown = first_wrong(probe)[0]
+            alone = shown is not None and shown == (culprit[1] if culprit else shown)
+        else:
+            alone = not any(r in {n.name for n in graph.nodes} for r in graph.nodes[position].refs())
     fillers = []
     for position, node in enumerate(graph.nodes):
         alternatives = [g for name in sorted(drawn, key=op_rank) if name != node.op
@@ -146,7 +163,39 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
         candidates = [g for d in others[:ALTERNATIVES_PER_DTYPE] if (g := _retyped(graph, position, d)) is not None]
         if candidates and any(ask(candidates)):
             free.append((position, CATEGORIES[category(spec.dtype)]))
-    return Generalisation(graph.renamed().digest(), tuple(fillers), tuple(free), max_queries - budget[0], culprit)
+    return Generalisation(graph.renamed().digest(), tuple(fillers), tuple(free), max_queries - budget[0], culprit,
+                          probed=first_wrong is not None, alone=alone)
+
+
+def operands_as_inputs(graph: Graph, position: int) -> Graph | None:
+    """The op at `position` on its operands given as graph inputs (their values as the ops before
+    computed them), its value the first output, followed by one more op that reads it (a fuser such
+    as NNC fuses only two ops or more); None where it reads only graph inputs already, or where the
+    values cannot be computed here."""
+    from ..ir.graph import Node
+    from ..ir.interp import interpret
+    from ..ir.values import Values, encode_exact, make_inputs
+
+    node = graph.nodes[position]
+    specs = {i.name: i for i in graph.inputs}
+    computed = [r for r in dict.fromkeys(node.refs()) if r not in specs]
+    if not computed:
+        return None
+    try:
+        env, _ = interpret(graph, make_inputs(graph))
+        types = graph.infer_types()
+        pinned = [TensorInput(r, tuple(env[r].shape), types[r].dtype, values=Values(exact=encode_exact(env[r].cpu())))
+                  for r in computed]
+    except Exception:
+        return None
+    inputs = [specs[r] for r in dict.fromkeys(node.refs()) if r in specs] + pinned
+    observer = Node(f"{node.name}_seen", "logical_not" if types[node.name].dtype == "bool" else "neg", (node.name,))
+    probe = Graph(tuple(inputs), (node, observer), (node.name, observer.name))
+    try:
+        probe.infer_types()
+    except Exception:
+        return None
+    return probe
 
 
 def _retyped(graph: Graph, position: int, dtype: str) -> Graph | None:
