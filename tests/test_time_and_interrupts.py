@@ -20,9 +20,13 @@ SMALL = Features(ops=("add", "mul", "neg", "exp", "tanh", "cos", "sum", "sigmoid
 
 
 def _fuzz_cli(*args, **kwargs):
+    """The CLI as a terminal starts it: with Ctrl-C's SIGINT at its default. A test run started in
+    the background of a script inherits SIGINT ignored (the shell's rule for background jobs), and
+    Python then never raises KeyboardInterrupt."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen([sys.executable, "-m", "fuzzfuse", "fuzz", *args], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kwargs)
 
 
 @pytest.mark.slow
