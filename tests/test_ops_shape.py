@@ -18,7 +18,7 @@ from fuzzfuse.ir.values import index_bounds
 from fuzzfuse.job import run_case
 from fuzzfuse.reduce.passes import admissible, shrink_shapes, simplify_dtypes_layouts, simplify_values
 from fuzzfuse.reduce.shapes import dim_classes
-from fuzzfuse.rootcause import graph_form
+from fuzzfuse.graphform import graph_form
 from fuzzfuse.strategies import Features, GenConfig, generate
 from fuzzfuse.verdict import Outcome, Unsupported
 

@@ -14,7 +14,8 @@ from fuzzfuse.ir.values import encode_exact
 from fuzzfuse.corpus import load_case
 from fuzzfuse.oracle import Signature, cpp_location, exception_signature, innermost_error, normalize
 from fuzzfuse.verdict import Outcome
-from fuzzfuse.rootcause import component, fold, graph_form, main, root_cause_key, signature_today, special_classes
+from fuzzfuse.graphform import graph_form, special_classes
+from fuzzfuse.rootcause import component, fold, main, root_cause_key, signature_today
 
 ERRORS = json.loads((Path(__file__).parent / "data" / "nvfuser_errors.json").read_text())
 

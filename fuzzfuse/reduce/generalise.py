@@ -22,7 +22,7 @@ care are written as wildcards:
   only observes that: NNC's round of 0.5 gives 1, seen through rsqrt as a nan-inf mismatch and
   through le as a bool one, is one bug. Where no op before the last is wrong, the last op is the
   first wrong one (an algebraic rewrite across ops too shows there). A wrong value's key is its
-  culprit on the operands it received (fuzzfuse.rootcause.culprit_form).
+  culprit on the operands it received (fuzzfuse.graphform.culprit_form).
 
 Queries are bounded: MAX_QUERIES over the whole graph. The result (`Generalisation`) is recorded in
 the case beside the graph it was computed for (its digest), and ignored for any other graph, so a
