@@ -10,7 +10,7 @@ import torch
 from .ir import OPS, Graph, TensorInput
 from .ir.types import category
 from .ir.values import logical_values
-from .reduce.generalise import Generalisation
+from .reduce.generalise import Generalisation, computed_operands
 
 # Magnitudes from which fp16/bf16 products overflow and no fraction survives; integers beyond
 # float32's exact range.
@@ -74,59 +74,75 @@ def _op_attrs(node, shape: tuple[int, ...], out_rank: int, policy: str) -> str:
 VALUE_KINDS = ("values", "nan-inf")
 
 
+def _wildcards(graph: Graph, generalisation: Generalisation) -> tuple[dict[str, str], dict[str, str]]:
+    """The filler ops (name -> `*kind`) and free input dtypes (name -> category) of a
+    generalisation found on this graph."""
+    return ({graph.nodes[k].name: f"*{kind}" for k, kind in generalisation.ops if k < len(graph.nodes)},
+            {graph.inputs[k].name: c for k, c in generalisation.dtypes if k < len(graph.inputs)})
+
+
+def _input(label: str, spec, dtypes: str, wild_dtypes: dict[str, str], rank: bool = True) -> str:
+    """An input as a key writes it: dtype (by policy, a free one as its category), rank, layout
+    kind, the special-value classes of its values, grad; a scalar by its dtype."""
+    if not isinstance(spec, TensorInput):
+        return f"{label}:scalar {_dtype(spec.dtype, dtypes)}"
+    specials = ",".join(special_classes(logical_values(spec)))
+    dtype = wild_dtypes.get(spec.name, spec.dtype) if dtypes == "exact" else _dtype(spec.dtype, dtypes)
+    return (f"{label}:{dtype}/{_rank(len(spec.shape)) + '/' if rank else ''}{spec.layout.kind}"
+            f"{'/' + specials if specials else ''}{'/grad' if spec.requires_grad else ''}")
+
+
+def _arg(a, label: dict[str, str], dtypes: str) -> str:
+    if isinstance(a, str):
+        return label[a]
+    # Shape rules read no values: a wrong shape is one bug whatever the constant.
+    return "const" if dtypes == "none" else f"{type(a).__name__}:{a!r}"
+
+
+def _op(node, types: dict, dtypes: str, name: str, args: list[str]) -> str:
+    """An op as a key writes it: `name` (the op's, or its wildcard) with the attributes that make
+    its behaviour, on `args`."""
+    shape = types[node.args[0]].shape or () if node.args and isinstance(node.args[0], str) else ()
+    return f"{name}{_op_attrs(node, shape, types[node.name].rank, dtypes)}({','.join(args)})"
+
+
 def culprit_form(graph: Graph, position: int, dtypes: str, generalisation: Generalisation) -> str | None:
     """A wrong value's canonical form: the op that first computes it (its culprit, at `position`)
     on the operands it received. Each operand is described as graph_form describes an input:
     dtype, rank, layout kind, and the classes of special values in it, computed on the case's
-    inputs (a value the ops before made, they made right: they are not the culprit). What came before the
-    culprit only made those operands: NNC's frac of a negative value is one key whether sin, elu,
-    cos or a cat fed it. A single-op graph keys as graph_form keys it. None where the graph cannot
-    be interpreted here (graph_form keys it then)."""
-    from .ir.interp import interpret
-    from .ir.values import make_inputs
-
+    inputs (a value the ops before made, they made right: they are not the culprit). What came
+    before the culprit only made those operands: NNC's frac of a negative value is one key whether
+    sin, elu, cos or a cat fed it. A single-op graph keys as graph_form keys it. None where the
+    graph cannot be interpreted here, or where the culprit is itself a wildcard (graph_form keys it
+    then). `generalisation` was found on `graph`."""
     node = graph.nodes[position]
-    wild_ops = {graph.nodes[k].name: f"*{kind}" for k, kind in generalisation.ops if k < len(graph.nodes)}
+    wild_ops, wild_dtypes = _wildcards(graph, generalisation)
     if node.name in wild_ops:
         return None  # any op there fails: it observes a wrong value the probes missed, it is not the cause
+    values = computed_operands(graph, position)
+    if values is None:
+        return None
     inputs = {i.name: i for i in graph.inputs}
-    refs = list(dict.fromkeys(r for r in node.refs()))
-    if any(r not in inputs for r in refs):
-        try:
-            env, _ = interpret(graph, make_inputs(graph))
-        except Exception:
-            return None
-    wild_dtypes = {graph.inputs[k].name: c for k, c in generalisation.dtypes if k < len(graph.inputs)}
+    refs = list(dict.fromkeys(node.refs()))
     # Input operands in the graph's input order (as graph_form labels them), computed ones after.
-    ordered = [i.name for i in graph.inputs if i.name in refs] + [r for r in refs if r not in inputs]
+    ordered = [i.name for i in graph.inputs if i.name in refs] + list(values)
     label = {name: f"i{k}" for k, name in enumerate(ordered)}
     types = graph.infer_types()
     described = []
     for name in ordered:
-        spec = inputs.get(name)
-        if isinstance(spec, TensorInput):
-            specials = ",".join(special_classes(logical_values(spec)))
-            dtype = wild_dtypes.get(name, spec.dtype) if dtypes == "exact" else _dtype(spec.dtype, dtypes)
-            described.append(f"{label[name]}:{dtype}/{_rank(len(spec.shape))}/{spec.layout.kind}"
-                             f"{'/' + specials if specials else ''}{'/grad' if spec.requires_grad else ''}")
-        elif spec is not None:
-            described.append(f"{label[name]}:scalar {_dtype(spec.dtype, dtypes)}")
-        else:
-            value = env[name]
-            specials = ",".join(special_classes(value)) if isinstance(value, torch.Tensor) else ""
-            # Its dtype is as free as the inputs it was made from; made in the kernel, it is
-            # laid out as a contiguous input would be.
-            free = dtypes == "exact" and bool(_made_from(graph, name) & set(wild_dtypes))
-            dtype = _dtype(types[name].dtype, "category" if free else dtypes)
-            described.append(f"{label[name]}:{dtype}/{_rank(types[name].rank)}/contiguous"
-                             f"{'/' + specials if specials else ''}")
-
-    def arg(a) -> str:
-        return label[a] if isinstance(a, str) else ("const" if dtypes == "none" else f"{type(a).__name__}:{a!r}")
-    shape = types[node.args[0]].shape or () if node.args and isinstance(node.args[0], str) else ()
-    args = [arg(a) for a in node.args]
-    return "in:" + " ".join(described) + f" ops:n0={node.op}{_op_attrs(node, shape, types[node.name].rank, dtypes)}" \
-        f"({','.join(args)})"
+        if name in inputs:
+            described.append(_input(label[name], inputs[name], dtypes, wild_dtypes))
+            continue
+        value = values[name]
+        specials = ",".join(special_classes(value)) if isinstance(value, torch.Tensor) else ""
+        # Its dtype is as free as the inputs it was made from; made in the kernel, it is laid out
+        # as a contiguous input would be.
+        free = dtypes == "exact" and bool(_made_from(graph, name) & set(wild_dtypes))
+        dtype = _dtype(types[name].dtype, "category" if free else dtypes)
+        described.append(f"{label[name]}:{dtype}/{_rank(types[name].rank)}/contiguous"
+                         f"{'/' + specials if specials else ''}")
+    op = _op(node, types, dtypes, node.op, [_arg(a, label, dtypes) for a in node.args])
+    return "in:" + " ".join(described) + f" ops:n0={op}"
 
 
 def _made_from(graph: Graph, name: str) -> set[str]:
@@ -154,13 +170,10 @@ def graph_form(graph: Graph, dtypes: str = "exact", focus: bool = False,
     that received a bad value), the ops that feed no other op are folded into "consumer" of the
     values they read: the oneDNN rewrite of `x + 0` on a bool tensor is one bug whether relu, abs,
     neg or mean then rejects the bool. Inputs only a consumer reads are left out."""
-    wild_ops: dict[str, str] = {}
-    wild_dtypes: dict[str, str] = {}
-    if generalisation is not None and generalisation.applies_to(graph):
-        wild_ops = {graph.nodes[k].name: f"*{kind}" for k, kind in generalisation.ops if k < len(graph.nodes)}
-        wild_dtypes = {graph.inputs[k].name: c for k, c in generalisation.dtypes if k < len(graph.inputs)}
-        if generalisation.culprit and generalisation.culprit[0] < len(graph.nodes):
-            graph = replace(graph, outputs=(graph.nodes[generalisation.culprit[0]].name,))
+    found = generalisation is not None and generalisation.applies_to(graph)
+    wild_ops, wild_dtypes = _wildcards(graph, generalisation) if found else ({}, {})
+    if found and generalisation.culprit and generalisation.culprit[0] < len(graph.nodes):
+        graph = replace(graph, outputs=(graph.nodes[generalisation.culprit[0]].name,))
     g = graph.without_dead_code()
     types = g.infer_types()
     read = {r for n in g.nodes for r in n.refs()}
@@ -171,43 +184,26 @@ def graph_form(graph: Graph, dtypes: str = "exact", focus: bool = False,
     needed = {r for n in kept for r in n.refs()}
     inputs = [i for i in g.inputs if i.name in needed or not (focus and producers)]
     label = {i.name: f"i{k}" for k, i in enumerate(inputs)}
-    if not focus:
-        # A unary filler that feeds another op is only how the value reached it (NNC fuses only
-        # graphs of two ops or more): the key reads through it, so that round of a half is one key
-        # whether a filler came before it or an observer after it.
-        through = [n for n in kept if wild_ops.get(n.name) == "*unary" and n.name in read
-                   and len(n.refs()) == 1 and n.name not in g.outputs]
-        kept = [n for n in kept if n not in through]
+    # A unary filler that feeds another op is only how the value reached it (NNC fuses only graphs
+    # of two ops or more): the key reads through it, so that round of a half is one key whether a
+    # filler came before it or an observer after it.
+    through = [] if focus else [n for n in kept if wild_ops.get(n.name) == "*unary" and n.name in read
+                                and len(n.refs()) == 1 and n.name not in g.outputs]
+    kept = [n for n in kept if n not in through]
     label.update({n.name: f"n{k}" for k, n in enumerate(kept)})
-    for n in (through if not focus else ()):  # in graph order: what it reads is labelled already
+    for n in through:  # in graph order: what it reads is labelled already
         label[n.name] = label[n.refs()[0]]
 
-    def arg(a) -> str:
-        if isinstance(a, str):
-            return label[a]
-        # Shape rules read no values: a wrong shape is one bug whatever the constant.
-        return "const" if dtypes == "none" else f"{type(a).__name__}:{a!r}"
-
-    described = []
-    for i in inputs:
-        if isinstance(i, TensorInput):
-            specials = ",".join(special_classes(logical_values(i)))
-            # A downstream failure's inputs keep whatever rank its consumer needed (mean needs one).
-            rank = "" if focus and producers else f"{_rank(len(i.shape))}/"
-            dtype = wild_dtypes.get(i.name, i.dtype) if dtypes == "exact" else _dtype(i.dtype, dtypes)
-            described.append(f"{label[i.name]}:{dtype}/{rank}{i.layout.kind}"
-                             f"{'/' + specials if specials else ''}{'/grad' if i.requires_grad else ''}")
-        else:
-            described.append(f"{label[i.name]}:scalar {_dtype(i.dtype, dtypes)}")
+    # A downstream failure's inputs keep whatever rank its consumer needed (mean needs one).
+    described = [_input(label[i.name], i, dtypes, wild_dtypes, rank=not (focus and producers)) for i in inputs]
     ops = []
     for n in kept:
-        shape = types[n.args[0]].shape or () if n.args and isinstance(n.args[0], str) else ()
-        args = [arg(a) for a in n.args]
+        args = [_arg(a, label, dtypes) for a in n.args]
         # A wildcard stands for every op of its kind, the mirrored ones (lt for gt) among them:
         # its operands' order says nothing.
-        ops.append(f"{label[n.name]}={wild_ops.get(n.name, n.op)}{_op_attrs(n, shape, types[n.name].rank, dtypes)}"
-                   f"({','.join(sorted(args) if n.name in wild_ops else args)})")
-    consumers = sorted({"consumer(" + ",".join(sorted({arg(a) for a in n.args if not isinstance(a, str)
-                                                       or a in label})) + ")"
+        name = wild_ops.get(n.name, n.op)
+        ops.append(f"{label[n.name]}={_op(n, types, dtypes, name, sorted(args) if n.name in wild_ops else args)}")
+    consumers = sorted({"consumer(" + ",".join(sorted({_arg(a, label, dtypes) for a in n.args
+                                                       if not isinstance(a, str) or a in label})) + ")"
                         for n in sinks if set(n.refs()) & kept_names})
     return "in:" + " ".join(described) + " ops:" + "; ".join(ops + consumers)

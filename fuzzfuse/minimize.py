@@ -116,13 +116,14 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
             # The ops after the culprit only observe its wrong value (the key ends there already):
             # where the culprit alone, as the output, fails with the kind its value showed, that
             # smaller graph is the repro, reduced again under the signature it fails with.
-            alone = replace(graph, outputs=(graph.nodes[general.culprit[0]].name,)).without_dead_code()
-            reply = run_jobs(active, [graph_job(next(ids), backend, alone, timeout, options, bool(case.check_strides))])
+            at_culprit = replace(graph, outputs=(graph.nodes[general.culprit[0]].name,)).without_dead_code()
+            reply = run_jobs(active, [graph_job(next(ids), backend, at_culprit, timeout, options,
+                                                bool(case.check_strides))])
             shown = first_output_wrong(backend, reply[0])
             if shown == general.culprit[1]:
                 kept = judge(backend, reply[0]).signature
                 target = kept.key()
-                again = reduce(alone, interesting_with(options), batch=max(1, workers), progress=progress,
+                again = reduce(at_culprit, interesting_with(options), batch=max(1, workers), progress=progress,
                                max_queries=max_queries)
                 graph, stats = again.graph, _combined(stats, again.stats)
                 general = generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options))

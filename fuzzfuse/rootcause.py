@@ -137,10 +137,7 @@ def root_cause_key(signature: Signature, graph: Graph | None = None,
             # Keyed where the fuser first computes a wrong value, by what that value shows (graph_form
             # stops there): the ops after it only observe it.
             signature = replace(signature, kind=generalisation.culprit[1])
-            culprit = generalisation.culprit[0]
-        elif generalisation.probed and len(graph.outputs) == 1:
-            names = [n.name for n in graph.nodes]
-            culprit = names.index(graph.outputs[0]) if graph.outputs[0] in names else None  # none before is wrong
+        culprit = generalisation.first_wrong_op(graph)
     what = f"{signature.outcome}:{signature.kind}" if judged else signature.outcome
     # A wrong gradient is not the same bug as a wrong output; a crash's stage is folded.
     phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""

@@ -77,6 +77,11 @@ class Generalisation:
     def applies_to(self, graph: Graph) -> bool:
         return self.graph == graph.renamed().digest()
 
+    def first_wrong_op(self, graph: Graph) -> int | None:
+        """The position of the first op whose value is wrong: the culprit's, or, where it was looked
+        for and none was found, the output's op."""
+        return first_wrong_position(graph, self.culprit) if self.culprit or self.probed else None
+
     def to_json(self) -> dict:
         return {"graph": self.graph, "ops": [list(p) for p in self.ops], "dtypes": [list(p) for p in self.dtypes],
                 "queries": self.queries, **({"culprit": list(self.culprit)} if self.culprit else {}),
@@ -132,17 +137,18 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
         kinds = first_wrong(probes) if probes else []
         culprit = next(((k, kind) for k, kind in zip(positions, kinds) if kind is not None), None)
     alone = False
-    if first_wrong is not None:
+    wrong_at = first_wrong_position(graph, culprit) if first_wrong is not None else None
+    if wrong_at is not None:
         # Does the first wrong op fail on its operands alone, given as inputs holding the values
         # the ops before it computed? Then they only made those values, and the key is the op on
-        # them; else the bug needs them (a fused pair: log then add), and the key keeps them.
-        position = culprit[0] if culprit else len(graph.nodes) - 1
-        probe = spent([g] if (g := operands_as_inputs(graph, position)) is not None else [])
-        if probe:
+        # them; else the bug needs them (a fused pair: log then add), and the key keeps them. An op
+        # that reads graph inputs only is alone already.
+        values = computed_operands(graph, wrong_at)
+        if values == {}:
+            alone = True
+        elif values and (g := operands_as_inputs(graph, wrong_at, values)) is not None and (probe := spent([g])):
             shown = first_wrong(probe)[0]
-            alone = shown is not None and shown == (culprit[1] if culprit else shown)
-        else:
-            alone = not any(r in {n.name for n in graph.nodes} for r in graph.nodes[position].refs())
+            alone = shown is not None and (culprit is None or shown == culprit[1])
     fillers = []
     for position, node in enumerate(graph.nodes):
         alternatives = [g for name in sorted(drawn, key=op_rank) if name != node.op
@@ -167,31 +173,48 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
                           probed=first_wrong is not None, alone=alone)
 
 
-def operands_as_inputs(graph: Graph, position: int) -> Graph | None:
-    """The op at `position` on its operands given as graph inputs (their values as the ops before
-    computed them), its value the first output, followed by one more op that reads it (a fuser such
-    as NNC fuses only two ops or more); None where it reads only graph inputs already, or where the
-    values cannot be computed here."""
-    from ..ir.graph import Node
+def first_wrong_position(graph: Graph, culprit: tuple[int, str] | None) -> int | None:
+    """Where the first wrong value is computed: the culprit's op, or, where no op before is wrong,
+    the op that computes the graph's one output (None for several outputs)."""
+    if culprit:
+        return culprit[0]
+    names = [n.name for n in graph.nodes]
+    return names.index(graph.outputs[0]) if len(graph.outputs) == 1 and graph.outputs[0] in names else None
+
+
+def computed_operands(graph: Graph, position: int) -> dict[str, torch.Tensor] | None:
+    """The values of the op's operands that the ops before it compute, on the case's inputs
+    ({} where it reads graph inputs only; None where the graph cannot be interpreted here)."""
     from ..ir.interp import interpret
-    from ..ir.values import Values, encode_exact, make_inputs
+    from ..ir.values import make_inputs
+
+    inputs = {i.name for i in graph.inputs}
+    computed = [r for r in dict.fromkeys(graph.nodes[position].refs()) if r not in inputs]
+    if not computed:
+        return {}
+    try:
+        env, _ = interpret(graph, make_inputs(graph))
+    except Exception:
+        return None
+    return {r: env[r] for r in computed}
+
+
+def operands_as_inputs(graph: Graph, position: int, values: dict[str, torch.Tensor]) -> Graph | None:
+    """The op at `position` on its computed operands given as graph inputs holding `values`, its
+    value the first output, followed by one more op that reads it (a fuser such as NNC fuses only
+    two ops or more); None where that graph cannot be made or does not type-check."""
+    from ..ir.graph import Node
+    from ..ir.values import Values, encode_exact
 
     node = graph.nodes[position]
     specs = {i.name: i for i in graph.inputs}
-    computed = [r for r in dict.fromkeys(node.refs()) if r not in specs]
-    if not computed:
-        return None
     try:
-        env, _ = interpret(graph, make_inputs(graph))
         types = graph.infer_types()
-        pinned = [TensorInput(r, tuple(env[r].shape), types[r].dtype, values=Values(exact=encode_exact(env[r].cpu())))
-                  for r in computed]
-    except Exception:
-        return None
-    inputs = [specs[r] for r in dict.fromkeys(node.refs()) if r in specs] + pinned
-    observer = Node(f"{node.name}_seen", "logical_not" if types[node.name].dtype == "bool" else "neg", (node.name,))
-    probe = Graph(tuple(inputs), (node, observer), (node.name, observer.name))
-    try:
+        pinned = [TensorInput(r, tuple(v.shape), types[r].dtype, values=Values(exact=encode_exact(v.cpu())))
+                  for r, v in values.items()]
+        inputs = [specs[r] for r in dict.fromkeys(node.refs()) if r in specs] + pinned
+        observer = Node(f"{node.name}_seen", "logical_not" if types[node.name].dtype == "bool" else "neg", (node.name,))
+        probe = Graph(tuple(inputs), (node, observer), (node.name, observer.name))
         probe.infer_types()
     except Exception:
         return None
