@@ -41,6 +41,10 @@ def test_a_fusers_features_are_the_ops_the_registry_says_it_fuses():
         assert features.connected  # each merges a producer into its consumer
         assert all(fuser in OPS[op].anchors_for for op in features.anchors)
     assert get_backend("torchscript:onednn").features.chains  # it fuses an op into its producer's one use
+    # bf16 only where oneDNN has bf16 kernels (AVX-512): on an AVX2 machine it declines every bf16 graph
+    import torch
+    assert ("bfloat16" in get_backend("torchscript:onednn").features.dtypes) == \
+        torch.ops.mkldnn._is_mkldnn_bf16_supported()
     assert get_backend("torchscript:onednn").features.anchors and not get_backend("torchscript:nnc").features.anchors
     assert "float16" not in get_backend("torchscript:nnc").features.dtypes  # NNC declines it on CPU
 
