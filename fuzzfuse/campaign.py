@@ -183,7 +183,9 @@ class Campaign:
     def options_for(self, index: int) -> Options:
         """Per-case backend choices, drawn from the seed (`Backend.draw_options`): nvFuser's
         lowering style, Inductor's configuration; a bug can hide behind one of them."""
-        return self.backend.draw_options(case_seed(self.stream, index))
+        options = self.backend.draw_options(case_seed(self.stream, index))
+        focus = self._focus.get(index // BATCH)  # decided by config_for, which comes first
+        return self.backend.focus_options(focus, options) if focus else options
 
     def _done_submitting(self) -> bool:
         if self.reductions.draining:

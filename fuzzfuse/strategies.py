@@ -23,14 +23,18 @@ from hypothesis import strategies as st
 
 from .ir import OPS, Graph, GraphError, Layout, TensorInput, Values
 from .ir.ops import choice, ints, permutations
-from .ir.builder import GraphBuilder, batch_norm, layer_norm, layer_norm_backward, squeeze_excite
+from .ir.builder import GraphBuilder, batch_norm, layer_norm, layer_norm_backward, matmul_epilogue, squeeze_excite
 from .ir.types import COMPUTE_DTYPES, FLOAT_DTYPES, FP8_DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
 from .steering import MAX_REDRAWS, Trigger, unsteered
 
 ALL_LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "sliced", "expanded")
 PATTERNS = ("layer_norm", "batch_norm", "squeeze_excite")
 # Drawn only where a backend's coverage recipe asks for them (the default stream stays as it was).
-FOCUS_PATTERNS = ("layer_norm_backward",)
+FOCUS_PATTERNS = ("layer_norm_backward", "matmul_epilogue")
+# A dense layer's sizes: mostly multiples of 8 (Hopper's TMA loads need 16-byte aligned rows of
+# fp16/bf16), some not (the scheduler must then refuse the matmul at run time, not miscompile it).
+MATMUL_SIZES = (8, 16, 24, 64, 128, 256, 7, 33)
+MATMUL_ACTIVATIONS = ("relu", "gelu", "sigmoid", "silu", "tanh")
 # Ops drawn beside the one a steered batch aims at (strategies.steer).
 STEER_PARTNERS = 3
 # Value distributions aimed at narrow triggers (ir/values.py), taken by one input in NARROW_EVERY;
@@ -243,6 +247,11 @@ def _broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
 
 
 def _try_pattern(draw: Callable, b: GraphBuilder, name: str, firsts: list[str]) -> str | None:
+    if name == "matmul_epilogue":  # new inputs of its own
+        try:
+            return _matmul_layer(draw, b, b.types[firsts[-1]].dtype)
+        except GraphError:
+            return None
     floats = [t for t in firsts if is_float(b.types[t].dtype) and b.types[t].rank >= 1]
     if not floats:
         return None
@@ -276,6 +285,29 @@ def _try_pattern(draw: Callable, b: GraphBuilder, name: str, firsts: list[str]) 
     return None
 
 
+def _matmul_layer(draw: Callable, b: GraphBuilder, dtype: str) -> str:
+    """A matmul or linear of new fp16/bf16 inputs (batched or not, the weight transposed or not)
+    with a drawn epilogue (builder.matmul_epilogue)."""
+    dtype = dtype if dtype in ("float16", "bfloat16") else choice(draw, ["float16", "bfloat16"])
+    m, n, k = (choice(draw, MATMUL_SIZES) for _ in range(3))
+    batch = (choice(draw, [2, 3]),) if draw(ints(0, 3)) == 0 else ()
+    linear = draw(ints(0, 2)) == 0
+
+    def operand(shape: tuple[int, ...], transposed: bool = False) -> str:
+        rank = len(shape)
+        layout = Layout("permuted", perm=tuple(range(rank - 2)) + (rank - 1, rank - 2)) if transposed else None
+        return b.tensor(shape, dtype, layout or "contiguous", draw(values(False)))
+
+    a = operand(batch + (m, k))
+    if linear:  # weight (N, K): a transposed (K, N) in memory when drawn so
+        w, bias = operand((n, k), draw(st.booleans())), operand((n,))
+    else:
+        w, bias = operand(batch + (k, n), draw(st.booleans())), operand((n,)) if draw(st.booleans()) else None
+    activation = choice(draw, MATMUL_ACTIVATIONS) if draw(st.booleans()) else None
+    residual = operand(batch + (m, n)) if draw(ints(0, 2)) == 0 else None
+    return matmul_epilogue(b, a, w, bias, linear, activation, residual)
+
+
 @st.composite
 def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
     """A random valid graph of pointwise, broadcast, reduction and view ops over mixed dtypes and
@@ -295,6 +327,8 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
     scalars = [b.scalar(choice(draw, [0.5, -2.0, 3.0])) for _ in range(draw(ints(0, 1)))]
     n_ops = draw(ints(min(feats.min_ops, config.max_ops), config.max_ops))
     choices = [("op", o) for o in feats.ops] + [("pattern", p) for p in feats.patterns]
+    # A focus pattern is what its coverage recipe exists for: drawn as often as all the ops together.
+    choices += [("pattern", p) for p in feats.patterns if p in FOCUS_PATTERNS for _ in feats.ops[1:]]
     attempts = 0
     while len(b.nodes) < n_ops and attempts < 4 * n_ops:
         attempts += 1
@@ -312,7 +346,8 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
         if not firsts:
             continue
         if kind == "pattern":
-            if draw(ints(0, 3)) == 0:
+            # A focus pattern is drawn only where a coverage recipe asks for it: always take it.
+            if name in FOCUS_PATTERNS or draw(ints(0, 3)) == 0:
                 _try_pattern(draw, b, name, firsts)
         else:
             out = _try_op(draw, b, name, config, firsts, tensors, scalars)

@@ -242,6 +242,36 @@ def test_nvfuser_focus_recipes_draw_what_their_scheduler_needs():
         assert focused.count(wanted) / len(focused) > 2 * base.count(wanted) / len(base), scheduler
 
 
+def test_nvfuser_matmul_focus_draws_dense_layers_of_graph_inputs_with_matmul_expr_eval_off():
+    """What nvFuser's Hopper matmul scheduler takes: an fp16/bf16 matmul or linear whose operands
+    are fusion inputs (a prologue op beyond set/broadcast/squeeze is refused), and matmul_expr_eval
+    off in every case of the batch (else ATen takes the matmul first)."""
+    import dataclasses
+
+    from fuzzfuse.backends.nvfuser import NvFuserBackend
+    from fuzzfuse.backends.options import DISABLE_CHOICES, Options
+    from fuzzfuse.strategies import GenConfig, generate
+
+    recipe = dict(NvFuserBackend.coverage_focus["matmul"])
+    shapes = dataclasses.replace(NvFuserBackend.shapes, **recipe.pop("shapes", {}))
+    features = dataclasses.replace(NvFuserBackend.features, **recipe)
+    layers = 0
+    for seed in range(40):
+        graph = generate(seed, GenConfig(features=features, shapes=shapes))
+        inputs = {i.name: i for i in graph.inputs}
+        for node in graph.nodes:
+            if node.op in ("matmul", "linear"):
+                operands = [inputs.get(a) for a in node.args[:2]]
+                assert all(o is not None and o.dtype in ("float16", "bfloat16") for o in operands), graph
+                layers += 1
+    assert layers >= 20
+    backend = NvFuserBackend()
+    drawn = [backend.draw_options(seed) for seed in range(8)]
+    assert any(o.disable is None for o in drawn)
+    assert all(backend.focus_options("matmul", o).disable == DISABLE_CHOICES for o in drawn)
+    assert backend.focus_options("reduction", Options(style="direct")) == Options(style="direct")
+
+
 def test_backward_campaigns_pick_a_backend_with_a_backward():
     from fuzzfuse.backends import default_backend
     from fuzzfuse.backends.aot_nvfuser import AotNvFuserBackend

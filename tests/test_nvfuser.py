@@ -1075,7 +1075,9 @@ def test_matmul_expr_eval_is_a_per_case_switch_the_repro_and_the_reducer_know():
     graph = b.build([b.add("relu", b.add("matmul", b.tensor((64, 128), "float16"), b.tensor((128, 64), "float16")))])
     code = backend.for_case(off).repro_code(graph)
     compile(code, "<repro>", "exec")
-    assert "_disable_options=['matmul_expr_eval']" in code and f"style={off.style}" in code
+    # fuse_matmul per fusion too, as nvFuser's own test of the switch: the process may lack NVFUSER_ENABLE
+    assert "_enable_options=['fuse_matmul'], _disable_options=['matmul_expr_eval']" in code
+    assert f"style={off.style}" in code
     assert "_disable_options" not in backend.for_case(Options(style="direct")).repro_code(graph)
     assert backend.disable == ()  # for_case copies: the campaign's backend keeps its defaults
     with pytest.raises(ValueError, match="unknown nvFuser disable option"):
@@ -1267,22 +1269,18 @@ def test_fusion_evidence_on_gpu():
 
 @pytest.mark.gpu
 def test_matmul_expr_eval_off_leaves_a_matmul_to_the_matmul_scheduler_or_to_no_one():
-    """By default ATen (expr_eval) runs a matmul; with matmul_expr_eval off, the matmul scheduler
-    takes it or nothing does (Unsupported, never a crash). On the H200 with nvfuser_direct 0.2.36
-    even fp16 64x128 @ 128x64 + relu found no scheduler, while a 10-minute campaign reached the
-    matmul scheduler once: which matmuls it takes is what campaigns find out."""
+    """By default ATen (expr_eval) runs a matmul; with matmul_expr_eval off (and fuse_matmul on, per
+    fusion), the matmul scheduler takes an fp16 matmul with an epilogue, and nothing takes an fp32
+    one (Unsupported, never a crash). This test runs in pytest's own process, without the workers'
+    NVFUSER_ENABLE: the per-fusion _enable_options alone must reach the scheduler."""
     backend = _nvfuser_backend()
     from fuzzfuse.ir import make_inputs
     b = GraphBuilder()
     graph = b.build([b.add("relu", b.add("matmul", b.tensor((64, 128), "float16"), b.tensor((128, 64), "float16")))])
     inputs = make_inputs(graph, "cuda")
     assert "expr_eval" in backend.run(graph, inputs).evidence.schedulers
-    try:
-        res = backend.run(graph, inputs, disable=("matmul_expr_eval",))
-    except Unsupported:
-        pass
-    else:
-        assert "matmul" in res.evidence.schedulers, res.evidence
+    res = backend.run(graph, inputs, disable=("matmul_expr_eval",))
+    assert "matmul" in res.evidence.schedulers, res.evidence
     b = GraphBuilder()  # fp32: the matmul scheduler refuses it, and nothing else may take it now
     graph = b.build([b.add("relu", b.add("matmul", b.tensor((8, 16)), b.tensor((16, 8))))])
     with pytest.raises(Unsupported):

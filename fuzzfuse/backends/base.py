@@ -175,6 +175,11 @@ class Backend:
         case's seed: one of `styles` (nvFuser's lowering), if any."""
         return Options(style=self.styles[seed % len(self.styles)]) if self.styles else Options()
 
+    def focus_options(self, focus: str, options: Options) -> Options:
+        """A case's choices in a batch aimed at scheduler `focus` (`coverage_focus`): those drawn,
+        or what that scheduler needs to be reached at all."""
+        return options
+
     def describe_options(self, options: Options) -> list[str]:
         """The per-case choices of `options` by name, for the campaign's counts of what it drew."""
         return [f"style={options.style}"] if options.style is not None else []

@@ -37,7 +37,7 @@ from ..strategies import Features, ShapeConfig
 from .base import Backend, BackendError, Compiled, Evidence, RunResult, Unavailable, is_cuda_fault, machine_versions
 from .nvfuser_dtypes import INT_IDENTITY, NV_DTYPE
 from .nvfuser_emit import STYLES, Emission, Unsupported, emit
-from .options import DISABLE_CHOICES, Options, checked_disable
+from .options import DISABLE_CHOICES, Options, checked_disable, execute_switches
 
 _KERNEL = re.compile(r"__global__ void nvfuser_([a-z_]+?)_f\d+_c\d+_r\d+_g(\d+)\(")
 # A segmented fusion's dump lists its groups as `  <scheduler>{<expr ids>}`, between "groups:" and "edges:".
@@ -156,11 +156,11 @@ class NvFuserBackend(Backend):
                       "shapes": {"large_dims": (32, 33, 64, 127, 129, 255, 1025), "large_prob": 0.6}},
         # Slices, pads and cats among pointwise ops (a resize op alone is a view or expr_eval).
         "resize": {"ops": _ops_of("resize") + ("add", "mul", "exp", "neg", "cast", "sigmoid"), "patterns": ()},
-        # The matmul scheduler takes fp16/bf16 matrix-matrix products with a pointwise epilogue
-        # (a lone matmul goes to ATen); K and N the generator draws, M from the shapes here.
-        "matmul": {"ops": _ops_of("matmul") + ("add", "mul", "relu", "cast", "sigmoid"), "patterns": (),
-                   "dtypes": ("float16", "bfloat16"), "layouts": ("contiguous",),
-                   "shapes": {"min_rank": 2, "large_dims": (64, 128, 256, 512), "large_prob": 0.5}},
+        # The matmul scheduler (with matmul_expr_eval off: half the cases) takes fp16/bf16
+        # matrix-matrix products of fusion inputs with a pointwise epilogue: a dense layer's tail
+        # (strategies' matmul_epilogue pattern), grown by a few pointwise ops.
+        "matmul": {"ops": ("add", "mul", "relu", "cast"), "patterns": ("matmul_epilogue",),
+                   "dtypes": ("float16", "bfloat16"), "layouts": ("contiguous",)},
     }
 
     # The nvFuser switches campaigns turn off per case, half the time (`DISABLE_CHOICES`).
@@ -181,6 +181,11 @@ class NvFuserBackend(Backend):
         if self.disable_choices and (seed // len(self.styles)) % 2:
             options = replace(options, disable=tuple(self.disable_choices))
         return options
+
+    def focus_options(self, focus: str, options: Options) -> Options:
+        """Batches aimed at the matmul scheduler turn matmul_expr_eval off in every case: with it
+        on, ATen takes every matmul segment first."""
+        return replace(options, disable=tuple(self.disable_choices)) if focus == "matmul" else options
 
     def describe_options(self, options: Options) -> list[str]:
         return super().describe_options(options) + [f"disable={name}" for name in options.disable or ()]
@@ -269,7 +274,7 @@ class NvFuserBackend(Backend):
         """`run_fused(inputs) -> (outputs, fused)` for a standalone repro: the nvfuser_direct
         definition this backend runs, in the backend's current style."""
         source = self.emit(graph).source
-        disable = f", _disable_options={list(self.disable)!r}" if self.disable else ""
+        disable = "".join(f", {k}={v!r}" for k, v in execute_switches(self.disable).items())
         return f'''
 import os  # noqa: E402
 os.environ.setdefault("NVFUSER_ENABLE", {self.env["NVFUSER_ENABLE"]!r})  # before nvFuser reads its options
@@ -338,7 +343,7 @@ def _stage(fd, args: list, error: BaseException) -> str:
 def execute(fd, args: list, disable: tuple[str, ...] = ()) -> list:
     """fd.execute, synchronized: a kernel's fault is raised here, by the fusion that caused it, and
     not by whatever touches the GPU next (kernels run asynchronously)."""
-    outputs = fd.execute(args, _disable_options=list(disable)) if disable else fd.execute(args)
+    outputs = fd.execute(args, **execute_switches(disable))
     if any(isinstance(o, torch.Tensor) and o.is_cuda for o in outputs):
         torch.cuda.synchronize()
     return outputs

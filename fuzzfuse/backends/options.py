@@ -22,6 +22,21 @@ from .nvfuser_emit import STYLES
 # only with it off. Without it, a matmul the matmul scheduler refuses (fp32, a matrix-vector
 # product) has no scheduler at all: that is the switch's contract, reported as unsupported.
 DISABLE_CHOICES = ("matmul_expr_eval",)
+# What a switch turned off needs turned on, per fusion too (`_enable_options`): the matmul scheduler
+# takes a MatmulOp/LinearOp only with fuse_matmul (csrc/scheduler/matmul_utils.cpp), so without it a
+# matmul with matmul_expr_eval off has no scheduler at all. nvFuser's own test of the switch
+# (tests/python/direct/test_python_direct.py) passes both; the process-wide NVFUSER_ENABLE is read
+# once per process, and a test or a user's script may have imported nvFuser without it.
+ENABLE_WITH = {"matmul_expr_eval": ("fuse_matmul",)}
+
+
+def execute_switches(disable) -> dict[str, list[str]]:
+    """fd.execute's keyword arguments for a case's switches: those turned off, and what they need
+    turned on ({} for none)."""
+    if not disable:
+        return {}
+    enable = [name for off in disable for name in ENABLE_WITH.get(off, ())]
+    return {**({"_enable_options": enable} if enable else {}), "_disable_options": list(disable)}
 
 
 def checked_disable(names) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """Build graphs op by op, type-checked as they grow, and the composite patterns users write
-(layer norm over any dim and its hand-written backward, batch norm over N/H/W, squeeze-excite) as
-subgraphs of registry ops.
+(layer norm over any dim and its hand-written backward, batch norm over N/H/W, squeeze-excite, a
+matmul with a layer's epilogue) as subgraphs of registry ops.
 
 Composites are macros over primitive ops rather than ops of their own: a fuser sees exactly the
 primitive sequence a user's module produces, and the reducer can take them apart.
@@ -119,3 +119,19 @@ def squeeze_excite(b: GraphBuilder, x: str, residual: str | None = None) -> str:
     squeezed = b.add("mean", a, dims=[2, 3], keepdim=True)
     y = b.add("mul", a, b.add("sigmoid", squeezed))
     return b.add("add", y, residual) if residual is not None else y
+
+
+def matmul_epilogue(b: GraphBuilder, a: str, w: str, bias: str | None = None, linear: bool = False,
+                    activation: str | None = None, residual: str | None = None) -> str:
+    """A dense layer's tail: a matmul (or linear, which takes the bias itself) of two graph inputs,
+    then the pointwise epilogue a layer puts after it (bias, activation, residual). This is the
+    shape nvFuser's matmul scheduler fuses: on Hopper it takes only operands that are fusion inputs
+    and an epilogue whose every other input is an epilogue input."""
+    y = b.add("linear", a, w, bias) if linear else b.add("matmul", a, w)
+    if bias is not None and not linear:
+        y = b.add("add", y, bias)
+    if activation is not None:
+        y = b.add(activation, y)
+    if residual is not None:
+        y = b.add("add", y, residual)
+    return y
