@@ -247,7 +247,9 @@ def _broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
 
 
 def _try_pattern(draw: Callable, b: GraphBuilder, name: str, firsts: list[str]) -> str | None:
-    if name == "matmul_epilogue":  # new inputs of its own
+    if name == "matmul_epilogue":  # new inputs of its own; one layer a graph (see _matmul_layer)
+        if any(OPS[n.op].kind == "matmul" for n in b.nodes):
+            return None
         try:
             return _matmul_layer(draw, b, b.types[firsts[-1]].dtype)
         except GraphError:
@@ -287,7 +289,9 @@ def _try_pattern(draw: Callable, b: GraphBuilder, name: str, firsts: list[str]) 
 
 def _matmul_layer(draw: Callable, b: GraphBuilder, dtype: str) -> str:
     """A matmul or linear of new fp16/bf16 inputs (batched or not, the weight transposed or not)
-    with a drawn epilogue (builder.matmul_epilogue)."""
+    with a drawn epilogue (builder.matmul_epilogue). One a graph: a second layer fed by the first
+    makes a segment whose operand another segment computes, which nvFuser 0.2.36's Hopper matmul
+    check cannot size (runtime_info.h:69, a known root cause) in nearly every such case."""
     dtype = dtype if dtype in ("float16", "bfloat16") else choice(draw, ["float16", "bfloat16"])
     m, n, k = (choice(draw, MATMUL_SIZES) for _ in range(3))
     batch = (choice(draw, [2, 3]),) if draw(ints(0, 3)) == 0 else ()

@@ -1162,7 +1162,10 @@ def gpu_job(job: dict) -> dict:
         out.update(outcome="harness-error", detail=f"{type(e).__name__}: {e}"[:3000],
                    traceback=traceback.format_exc()[-3000:])
     if out["outcome"] != "pass":
-        out["source"] = emit(graph, job["style"]).source
+        try:
+            out["source"] = emit(graph, job["style"]).source
+        except Unsupported as e:  # the case's own outcome says so (an op nvFuser has no lowering for)
+            out["source"] = f"(not lowered: {e})"
         out["graph"] = graph.to_json()
     return out
 
@@ -1330,32 +1333,46 @@ def test_full_reduction_operands_on_nvfuser(gpu_results):
 
 @pytest.mark.gpu
 def test_workarounds_are_still_needed():
-    """The emitter upcasts NO_HALF ops and makes INT_IDENTITY ops a `set` because nvFuser cannot
-    compile them. When one of these starts working, its workaround can go (and the direct style
-    gets more direct)."""
-    _nvfuser_backend()
+    """The emitter upcasts NO_HALF ops, makes INT_IDENTITY ops a `set` and sends the fp8 casts
+    nvFuser refuses through float32, because nvFuser cannot compile them. When one of these starts
+    working, its workaround can go (and the direct style gets more direct)."""
+    backend = _nvfuser_backend()
     import nvfuser_direct as nvf
     from fuzzfuse.backends.nvfuser_dtypes import INT_IDENTITY, NO_HALF
     reductions = {"sum", "prod", "min", "var"}
+    composites = {"argmax", "argmin"}  # no fd.ops of their own: the emitter's recipe, unworked-around
     now_working = []
     for op, dtype in [(o, "Half") for o in sorted(NO_HALF)] + [(o, "Int") for o in sorted(INT_IDENTITY)]:
-        with nvf.FusionDefinition() as fd:
-            t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=getattr(nvf.DataType, dtype))
-            fn = getattr(fd.ops, op)
-            if op in reductions:
-                out = fn(t, dims=[1])
-            elif op == "clamp":
-                lo, hi = (fd.define_scalar(v, dtype=nvf.DataType.Float) for v in (-1.0, 1.0))
-                out = fn(t, lo, hi)
-            else:
-                out = fn(t)
-            fd.add_output(out)
         x = torch.ones(4, 9, device="cuda", dtype=torch.float16 if dtype == "Half" else torch.int64)
+        if op in composites:
+            b = GraphBuilder()
+            graph = b.build([b.add(op, b.tensor((4, 9), "float16"), dim=1, keepdim=False)])
+            fd = backend.define(emit(graph, "faithful").source, graph)
+        else:
+            with nvf.FusionDefinition() as fd:
+                t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=getattr(nvf.DataType, dtype))
+                fn = getattr(fd.ops, op)
+                if op in reductions:
+                    out = fn(t, dims=[1])
+                elif op == "clamp":
+                    lo, hi = (fd.define_scalar(v, dtype=nvf.DataType.Float) for v in (-1.0, 1.0))
+                    out = fn(t, lo, hi)
+                else:
+                    out = fn(t)
+                fd.add_output(out)
         try:
             fd.execute([x])
             now_working.append((op, dtype))
         except RuntimeError as e:
             assert "NVRTC" in str(e) or "nvrtc" in str(e).lower() or "compile" in str(e).lower(), str(e)[:500]
+    for src, dst in [("Int32", "Float8_e4m3fn"), ("Float8_e5m2", "Int"), ("Float8_e4m3fn", "Float8_e5m2")]:
+        try:
+            with nvf.FusionDefinition() as fd:
+                t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=getattr(nvf.DataType, src))
+                fd.add_output(fd.ops.cast(t, dtype=getattr(nvf.DataType, dst)))
+            now_working.append((f"cast to {dst}", src))
+        except RuntimeError as e:
+            assert "Illegal Cast value" in str(e), str(e)[:500]
     assert not now_working, f"nvFuser now compiles {now_working}: drop their workarounds in nvfuser_dtypes"
 
 
@@ -1371,7 +1388,7 @@ def test_every_op_on_nvfuser_matches_eager(gpu_results, name):
                and (r.get("signature") or {}).get("stage") == "compile"]
     if exposed:
         print(f"\n{name}: the faithful style exposes\n{_summary(exposed)}")
-    bad = [r for r in rows if r["outcome"] != "pass" and r not in exposed and
+    bad = [r for r in rows if r["outcome"] not in ("pass", "documented-difference") and r not in exposed and
            (name, r.get("dtype"), (r.get("signature") or {}).get("kind")) not in KNOWN_OP_FAILURES]
     assert not bad, _summary(bad)
 
@@ -1386,7 +1403,7 @@ def test_random_graphs_on_nvfuser(gpu_results):
     harness = [r for r in ran if r["outcome"] in HARNESS]
     assert not harness, _summary(harness)
     # Unsupported is no failure: the emitter declines integer matmuls (CUDA has none to compare with).
-    failures = [r for r in ran if r["outcome"] not in ("pass", "unsupported")]
+    failures = [r for r in ran if r["outcome"] not in ("pass", "unsupported", "documented-difference")]
     print(f"\n{len(ran)} random graphs ran, {len(failures)} nvFuser failures:\n{_summary(failures)}")
     assert len(ran) >= 0.9 * len(rows)
     assert len(failures) <= 0.1 * len(ran), _summary(failures)

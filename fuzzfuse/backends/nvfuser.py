@@ -105,6 +105,14 @@ def nothing_to_fuse(graph: Graph) -> bool:
     return True
 
 
+def _aten_alone(graph: Graph, evidence: Evidence) -> bool:
+    """One op (views aside) that nvFuser's expr_eval scheduler ran through ATen: it does so by
+    design for a lone matmul, linear, bmm, gather, scatter, cumsum or slice, so nothing was left to
+    fuse (with other ops beside it, ATen taking all of them is reported as unfused)."""
+    computing = [n for n in graph.nodes if OPS[n.op].kind not in ("view", "broadcast")]
+    return len(computing) <= 1 and set(evidence.schedulers) <= {"expr_eval", "no_op"}
+
+
 class NvFuserBackend(Backend):
     name = "nvfuser"
     device = "cuda"
@@ -158,8 +166,9 @@ class NvFuserBackend(Backend):
         "resize": {"ops": _ops_of("resize") + ("add", "mul", "exp", "neg", "cast", "sigmoid"), "patterns": ()},
         # The matmul scheduler (with matmul_expr_eval off: half the cases) takes fp16/bf16
         # matrix-matrix products of fusion inputs with a pointwise epilogue: a dense layer's tail
-        # (strategies' matmul_epilogue pattern), grown by a few pointwise ops.
-        "matmul": {"ops": ("add", "mul", "relu", "cast"), "patterns": ("matmul_epilogue",),
+        # (strategies' matmul_epilogue pattern), grown by unary ops (a binary one would often take
+        # a value another segment computes: the known runtime_info.h:69 again).
+        "matmul": {"ops": ("relu", "cast", "tanh", "sigmoid"), "patterns": ("matmul_epilogue",),
                    "dtypes": ("float16", "bfloat16"), "layouts": ("contiguous",)},
     }
 
@@ -371,7 +380,8 @@ def first_run_evidence(fd, graph: Graph, args: list, outputs: list) -> tuple[Evi
     except Exception:  # nothing scheduled: evidence from the kernels alone
         scheduled_ir = ""
     evidence = fusion_evidence(code, scheduled_ir)
-    evidence.fused = True if evidence.kernels else (None if nothing_to_fuse(graph) else False)
+    evidence.fused = True if evidence.kernels else (None if nothing_to_fuse(graph) or _aten_alone(graph, evidence)
+                                                    else False)
     return evidence, evidence.fused
 
 

@@ -143,7 +143,7 @@ def _linear(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
 def _arg_reduction(e: NvFuserEmitter, node: Node, args: list, out: ValueType, peak_op: str) -> Val:
     """The first position along the dim that holds the max (min), or the first NaN: min over
     where(x == peak or isnan(x), position, size)."""
-    x = e.upcast(args[0], peak_op)
+    x = e.upcast(args[0], node.op)
     rank = len(x.shape)
     d = _dim(node, rank)
     kept = tuple(s for i, s in enumerate(x.shape) if i != d)
