@@ -71,6 +71,9 @@ class Features:
     # After an op, one that an algebraic simplifier folds with it (ir.ops.ALGEBRAIC_FOLDS), where
     # `ops` holds one, takes its result: a simplifier's rewrite is tested only on such adjacent pairs.
     fold_bait: bool = False
+    # The device the cases run on: an op whose eager form has no kernel there for the operands'
+    # dtype (Op.cuda_missing) is not drawn.
+    device: str = "cpu"
 
 
 @dataclass(frozen=True)
@@ -212,7 +215,7 @@ def _try_op(draw: Callable, b: GraphBuilder, op_name: str, cfg: GenConfig, first
         fits = [t for t in tensors if _broadcastable(b.types[t].shape, target)]
         args.append(_pick(draw, fits) if fits else first)
     types = [b.types[a] if isinstance(a, str) else ValueType(None, scalar_kind(a)) for a in args]
-    if not op.accepts(types, tuple(args)):
+    if not op.accepts(types, tuple(args)) or (cfg.features.device == "cuda" and types[0].dtype in op.cuda_missing):
         return None
     attrs = op.draw_attrs(draw, types) if op.draw_attrs else {}
     if op_name == "cast" and attrs["dtype"] not in cfg.features.dtypes:

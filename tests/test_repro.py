@@ -215,11 +215,13 @@ def _machine_neutral(text: str) -> str:
     """What may differ between two runs of the same repro: where torch is installed (a compiler
     error quotes its headers by path), the temporary directory a compiler ran in (tempfile's
     random names), the compiler's command line (-march=native's ISA flags and the install's paths
-    are the machine's: AMX appears on one AVX-512 machine and not on another), and trailing blanks
-    (Markdown drops them)."""
+    are the machine's: AMX appears on one AVX-512 machine and not on another), the address of a
+    device buffer that nvFuser's input-binding error prints ("pointer: 140236652806656"), and
+    trailing blanks (Markdown drops them)."""
     text = re.sub(r"^g\+\+ .*$", "g++ <command line>", text, flags=re.M)
     text = re.sub(r"\S*/site-packages/", "<site-packages>/", text)
     text = re.sub(r"/tmp[a-z0-9_]{8}/", "/<tmp>/", text)
+    text = re.sub(r"\bpointer: \d+", "pointer: <address>", text)
     # Inductor names its kernel sources and precompiled headers by a hash of their text and flags,
     # which hold the install path.
     text = re.sub(r"(?:(?<=/)\w{2}/)?\w{40,}\.(main\.cpp|main\.so|cpp|so|h)\b", r"<hash>.\1", text)

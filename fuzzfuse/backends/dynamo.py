@@ -16,6 +16,7 @@ plain data). The standalone repro imports the module the same way, and wraps the
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import inspect
@@ -82,6 +83,7 @@ class DynamoBackend(Backend):
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         # Compile time dominates and barely depends on size; keep CPU tensors moderate. GPU shapes
         # cross block and vectorization boundaries.
+        self.features = dataclasses.replace(self.features, device=self.device)
         self.shapes = (ShapeConfig(max_dim=8, max_numel=4096) if self.device == "cpu"
                        else ShapeConfig(max_dim=8, large_dims=(127, 128, 1023, 4099), large_prob=0.1,
                                         max_numel=1 << 20))

@@ -127,7 +127,7 @@ class NvFuserBackend(Backend):
     styles = STYLES
     option_fields: tuple[str, ...] = ("style", "disable")
     # The dtypes nvfuser_direct defines tensors of: fp8 too, no 8/16-bit integers (nvfuser_dtypes).
-    features = Features(dtypes=tuple(d for d in DTYPES if d in NV_DTYPE))
+    features = Features(dtypes=tuple(d for d in DTYPES if d in NV_DTYPE), device="cuda")
     reference_route: str | None = None  # fuzzfuse.attribution: nothing beneath it to blame
     # A FusionDefinition executes again for microseconds, on new sizes too (NvFuserCompiled).
     reuses_compiled = True

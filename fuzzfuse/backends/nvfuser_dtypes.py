@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..ir.types import DTYPES, FP8_DTYPES, INT_DTYPES, is_float
+from ..ir.types import DTYPES, INT_DTYPES, is_float
 
 # fuzzfuse dtype name -> nvfuser_direct DataType member.
 # nvfuser_direct has no 8- or 16-bit integer DataType (python_direct/enum.cpp): int8, int16 and
@@ -117,14 +117,6 @@ NO_HALF = {"relu", "floor", "ceil", "round", "trunc", "frac", "silu", "isnan", "
            "sum", "prod", "min", "var", "argmax", "argmin"}
 
 
-def fp8_cast_via_float(src: str, dst: str) -> bool:
-    """Whether a cast is one nvFuser refuses (csrc/ops/arith.cpp:34, "Illegal Cast value"): between
-    an fp8 type and an integer, a bool or the other fp8 type. PyTorch converts those through float
-    (c10's Float8 types convert to and from float only), so going through float32 is its result."""
-    floats = ("float16", "bfloat16", "float32", "float64")
-    return src != dst and (src in FP8_DTYPES or dst in FP8_DTYPES) and not (src in floats or dst in floats)
-
-
 # Ops nvFuser cannot compile on integer tensors (NVRTC: "more than one instance of overloaded
 # function floor"); PyTorch defines them as the identity on integers, so that is what is emitted.
 INT_IDENTITY = {"floor", "ceil", "round", "trunc"}
@@ -164,4 +156,4 @@ def model(op: str, operands: list[Val]) -> str | None:
 
 
 __all__ = ["NV_DTYPE", "HALF", "NO_HALF", "INT_IDENTITY", "FLOAT_UNARY", "FLOAT_BINARY", "REDUCE", "Val", "DT",
-           "scalar_dtype", "nv_common_dtype", "model", "fp8_cast_via_float"]
+           "scalar_dtype", "nv_common_dtype", "model"]

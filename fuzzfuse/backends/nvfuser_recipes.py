@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 from ..ir.graph import Node
 from ..ir.types import ValueType, is_float, normalize_dims
 from ..verdict import Unsupported
-from .nvfuser_dtypes import DT, HALF, Val, fp8_cast_via_float, scalar_dtype
+from .nvfuser_dtypes import DT, HALF, Val, scalar_dtype
 
 if TYPE_CHECKING:
     from .nvfuser_emit import NvFuserEmitter
@@ -248,11 +248,8 @@ RECIPES["log_softmax"] = lambda e, node, args, out: _softmax_common(e, node, arg
 
 @recipe("cast")
 def _cast(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
-    """Always emitted, also to the same dtype (nvFuser makes that a `set`); an fp8 cast nvFuser
-    refuses goes through float32, as PyTorch's does, but in the faithful style."""
+    """Always emitted, also to the same dtype (nvFuser makes that a `set`)."""
     x = args[0]
-    if e.workarounds and fp8_cast_via_float(x.dtype, out.dtype):
-        x = e.cast(x, "float32")
     return e.op("cast", x, nv_dtype=out.dtype, shape=out.shape, dtype=DT(out.dtype))
 
 

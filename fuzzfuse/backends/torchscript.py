@@ -264,7 +264,7 @@ class NNCBackend(_ScriptedBackend):
         dtypes = Features().dtypes
         if self.device == "cpu":
             dtypes = tuple(d for d in dtypes if d not in ("float16", "bfloat16", "uint8"))
-        self.features = Features(ops=fused_by("nnc"), dtypes=dtypes, min_ops=2, connected=True)
+        self.features = Features(ops=fused_by("nnc"), dtypes=dtypes, min_ops=2, connected=True, device=self.device)
         # Every op and dtype, still connected: where NNC starts fusing more, it shows here.
         self.outside_features = dataclasses.replace(self.features, ops=tuple(OPS), dtypes=Features().dtypes)
 

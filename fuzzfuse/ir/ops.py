@@ -75,6 +75,9 @@ class Op:
     # The ops whose result, as this op's operand, an algebraic simplifier folds away (filled in
     # from ALGEBRAIC_FOLDS): exp after log, neg after neg, abs after abs.
     folds_after: frozenset[str] = frozenset()
+    # Operand dtypes eager PyTorch has no CUDA kernel for (an integer matmul: "addmm_cuda" not
+    # implemented for 'Long'): with no reference to judge against, a CUDA backend draws none.
+    cuda_missing: frozenset[str] = frozenset()
 
 
 OPS: dict[str, Op] = {}

@@ -277,7 +277,8 @@ def _matmul_operands(draw: Callable, first: ValueType) -> list[ValueType]:
 register(Op("matmul", "matmul", 2, lambda ts, at: ValueType(_matmul_shape(ts[0].shape, ts[1].shape), ts[0].dtype),
             torch.matmul, lambda args, at: f"torch.matmul({args[0]}, {args[1]})",
             lambda ts, args: _same_dtype_numeric(ts, args) and 1 <= ts[0].rank <= 4 and 1 <= ts[1].rank <= 4,
-            nvfuser="@matmul", draw_operands=_matmul_operands, fusers=frozenset({"onednn"})))
+            nvfuser="@matmul", draw_operands=_matmul_operands, fusers=frozenset({"onednn"}),
+            cuda_missing=frozenset(INT_DTYPES)))
 
 
 def _bmm_infer(ts: Types, at: Attrs) -> ValueType:
@@ -289,7 +290,7 @@ def _bmm_infer(ts: Types, at: Attrs) -> ValueType:
 
 register(Op("bmm", "matmul", 2, _bmm_infer, torch.bmm, lambda args, at: f"torch.bmm({args[0]}, {args[1]})",
             lambda ts, args: _same_dtype_numeric(ts, args) and ts[0].rank == 3, nvfuser="@matmul",
-            fusers=frozenset({"onednn"}), anchors_for=frozenset({"onednn"}),
+            fusers=frozenset({"onednn"}), cuda_missing=frozenset(INT_DTYPES), anchors_for=frozenset({"onednn"}),
             draw_operands=lambda draw, first: [ValueType((first.shape[0], first.shape[-1], choice(draw, _MATMUL_N)),
                                                          first.dtype)] if first.rank == 3 else [first],
             axis_map=lambda ts, at, out: [(0, 0, 0), (1, 0, 0), (0, 1, 1), (1, 2, 2)]))
@@ -311,6 +312,7 @@ def _linear_operands(draw: Callable, first: ValueType) -> list[ValueType]:
 register(Op("linear", "matmul", 3, _linear_infer, F.linear, lambda args, at: f"torch.nn.functional.linear({', '.join(args)})",
             lambda ts, args: _same_dtype_numeric(ts, args) and _float_only(ts, args) and ts[0].rank >= 1,
             nvfuser="@linear", draw_operands=_linear_operands, fusers=frozenset({"onednn"}),
+            cuda_missing=frozenset(INT_DTYPES),
             anchors_for=frozenset({"onednn"}),
             axis_map=lambda ts, at, out: [(0, i, i) for i in range(ts[0].rank - 1)] + [(2, 0, out.rank - 1)]))
 
