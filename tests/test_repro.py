@@ -103,6 +103,18 @@ def test_a_repros_check_gives_the_campaigns_verdict_on_integers_and_shapes(fused
     assert _verdict(_exp_graph(), tensors[1].to(torch.int64), tensors[1], tensors[2], capsys) == "dtype"
 
 
+@pytest.mark.parametrize("fused, eager, ref", [
+    ([-math.inf, 1.0], [math.inf, 1.0], [math.inf, 1.0]),  # the wrong infinity
+    ([-math.inf, 1.0], [-math.inf, 1.0], [-math.inf, 1.0]),  # right: passes
+])
+def test_a_repros_check_judges_fp8_outputs(fused, eager, ref, capsys):
+    """fp8 has no isposinf on CPU: the H200 campaign's cast of -inf to float8_e5m2 wrote a repro
+    whose check() raised instead of judging, so it printed no verdict and could not be verified."""
+    tensors = [torch.tensor(v).to(torch.float8_e5m2) for v in (fused, eager)] + [torch.tensor(ref, dtype=torch.float64)]
+    theirs = compare_output(0, *tensors)
+    assert _verdict(_exp_graph(), *tensors, capsys) == (theirs.kind if theirs else None)
+
+
 def test_verification_needs_the_recorded_signature_not_just_a_failing_exit(tmp_path):
     """The NNC mismatch repro exits 1 either way; recorded as another kind it does not reproduce."""
     directory = tmp_path / "mismatch"
@@ -132,19 +144,25 @@ def test_a_refreshed_report_shows_the_repros_own_output_verbatim_and_names_the_o
     assert run.stdout.splitlines()[-1].startswith("fuzzfuse-verdict: ")
 
 
-def test_a_repro_pinned_to_a_capability_this_machine_lacks_skips_with_the_reason(tmp_path):
+@pytest.mark.parametrize("capability", ["zvector", "avx512"])
+def test_a_repro_pinned_to_a_capability_this_machine_lacks_skips_with_the_reason(tmp_path, capability):
     """Exit 125 (git bisect run's skip) and a skip verdict; pinned repros also turn Inductor's
-    caches off, which do not key on the capability."""
+    caches off, which do not key on the capability. The CPU itself is asked: with
+    ATEN_CPU_CAPABILITY=avx512 set, torch reports AVX512 on an AVX2 machine, and such repros ran
+    AVX-512 kernels there and died by SIGILL."""
+    if capability == "avx512" and torch.cpu._is_avx512_supported():
+        pytest.skip("this machine's CPU has AVX-512: an avx512 repro runs here")
     files = repro_files(_exp_graph(), get_backend("torchscript:nnc"), Signature("mismatch", ""),
-                        {"cpu_capability": "zvector"})
+                        {"cpu_capability": capability})
     source = files["repro.py"]
     assert source.index('os.environ["ATEN_CPU_CAPABILITY"] = CPU_CAPABILITY') < source.index("import torch")
     assert 'os.environ["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] = "1"' in source
     (tmp_path / "repro.py").write_text(source)
     run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 125
+    assert run.returncode == 125, run.stdout + run.stderr
     verdict = judge("mismatch", "values", "float", run.returncode, run.stdout, run.stderr)
-    assert verdict.startswith("skipped: the bug needs CPU capability zvector; this machine has ")
+    best = "avx512" if torch.cpu._is_avx512_supported() else "avx2" if torch.cpu._is_avx2_supported() else "default"
+    assert verdict == f"skipped: the bug needs CPU capability {capability}; this machine's CPU has {best}"
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the repro would run")
