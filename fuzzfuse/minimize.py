@@ -231,14 +231,39 @@ def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, 
     return directory
 
 
+# ATen's x86 CPU capabilities (ATEN_CPU_CAPABILITY), lowest first.
+CPU_CAPABILITIES = ("default", "avx2", "avx512")
+
+
+def lowest_capability(directory: Path, case: Case, fuser, timeout: float) -> Case:
+    """The case pinned to the lowest CPU capability under which its repro fails as recorded (one
+    run at each level below the recorded one, lowest first): a bug found on an AVX-512 machine
+    usually fails under `default` too, and a repro pinned to avx512 can only skip on an AVX2 one."""
+    recorded = case.versions.get("cpu_capability")
+    if recorded not in CPU_CAPABILITIES:
+        return case
+    for level in CPU_CAPABILITIES[:CPU_CAPABILITIES.index(recorded)]:
+        lower = replace(case, versions={**case.versions, "cpu_capability": level})
+        with tempfile.TemporaryDirectory(prefix=f".{directory.name}.", dir=directory.parent) as trial:
+            files = repro_files(lower.graph, fuser, lower.signature, lower.versions, timeout=timeout)
+            (Path(trial) / "repro.py").write_text(files["repro.py"])
+            if "inputs.pt" in files:
+                torch.save(files["inputs.pt"], Path(trial) / "inputs.pt")
+            if verify_repro(Path(trial), lower.signature, 1, timeout=timeout + 120)[0].status is Reproduction.REPRODUCES:
+                return lower
+    return case
+
+
 def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS, timeout: float = 60.0) -> Case:
     """Write `case` (already minimized) as directory/{case.json, repro.py, README.md}, the repro
-    verified in fresh processes; the case with its verification."""
+    verified in fresh processes, and a CPU case pinned to the lowest capability it fails under; the
+    case with its verification."""
     fuser = get_backend(case.backend).for_case(case.options)  # the repro runs the case's choices
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    case = lowest_capability(directory, case, fuser, timeout)
     # A hang repro gives up (exit 1) after the case timeout; verification allows for start-up too.
     files = repro_files(case.graph, fuser, case.signature, case.versions, timeout=timeout)
     # Staged in a hidden folder and moved in whole: a stop mid-way leaves no half repro behind.
-    directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
     staging.chmod(umask_mode(directory=True))
     try:
