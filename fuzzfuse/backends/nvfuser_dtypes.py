@@ -115,8 +115,6 @@ def nv_common_dtype(vals: list[Val], float_op: bool = False, half_to_float: bool
 # tests/test_nvfuser.py::test_workarounds_are_still_needed says when one of them starts to compile.
 NO_HALF = {"relu", "floor", "ceil", "round", "trunc", "frac", "silu", "isnan", "isinf", "clamp",
            "sum", "prod", "min", "var", "argmax", "argmin"}
-
-
 # Ops nvFuser cannot compile on integer tensors (NVRTC: "more than one instance of overloaded
 # function floor"); PyTorch defines them as the identity on integers, so that is what is emitted.
 INT_IDENTITY = {"floor", "ceil", "round", "trunc"}
