@@ -184,12 +184,12 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
 
 
 def flushed_references(graph: Graph, inputs: list) -> tuple[list, list] | None:
-    """Eager and float64 on the inputs with their fp32 denormals flushed (eager on CPU also under
-    FTZ/DAZ, so that its intermediates flush as a fuser's do): what a fuser that flushes by design
-    must match. None when eager fails there."""
-    flushed = [flush_denormals(x) for x in inputs]
+    """Eager and float64 on the inputs with their fp32 denormals flushed, on CPU float64 ones too
+    (eager on CPU also under FTZ/DAZ, so that its intermediates flush as a fuser's do): what a
+    fuser that flushes by design must match. None when eager fails there."""
+    on_cpu = all(not isinstance(x, torch.Tensor) or x.device.type == "cpu" for x in inputs)
+    flushed = [flush_denormals(x, doubles=on_cpu) for x in inputs]
     try:
-        on_cpu = all(not isinstance(x, torch.Tensor) or x.device.type == "cpu" for x in inputs)
         torch.set_flush_denormal(on_cpu)
         eager, _ = run_eager(graph, flushed)
         torch.set_flush_denormal(False)

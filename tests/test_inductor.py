@@ -119,6 +119,22 @@ def test_cpu_inductor_denormal_flush_is_documented_only_under_the_flag_that_flus
     assert verdict.outcome == Outcome.MISMATCH
 
 
+def test_a_float64_denormal_read_as_zero_on_cpu_is_the_documented_flush(inductor):
+    """Seen in a 10-minute CPU campaign: eq(0.0, 5.56e-309 as float64) gave True under
+    cpp.enable_unsafe_math_opt_flag. x86's DAZ, which -funsafe-math-optimizations sets (gcc < 13),
+    reads double denormals as zero too: the same documented flush, not a bug; without the flag it
+    passes."""
+    b = GraphBuilder()
+    x = b.tensor([], "float32", values=_exact(torch.tensor(0.0)))
+    y = b.tensor([], "float64", values=_exact(torch.tensor(5.562684646268003e-309, dtype=torch.float64)))
+    graph = b.build([b.add("eq", x, y)])
+    flushed = run_case(graph, inductor, options=UNSAFE_MATH)
+    if flushed.outcome == Outcome.PASS:
+        pytest.skip("this compiler does not set FTZ/DAZ under -funsafe-math-optimizations (gcc >= 13)")
+    assert flushed.outcome == Outcome.DOCUMENTED and flushed.signature.kind == Difference.DENORMAL_FLUSH.value
+    assert run_case(graph, inductor).outcome == Outcome.PASS
+
+
 def test_a_flush_is_documented_when_each_element_is_right_flushed_or_not(inductor):
     """Seen on the H200: elu(alpha=0.5) -> logical_not of [1.02e-38, -2.2e-39] gave [False, True].
     Triton flushed elu's denormal result (the second) but passed the first input through `where`
