@@ -231,6 +231,13 @@ def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, 
     return directory
 
 
+def _write_repro(directory: Path, files: dict) -> None:
+    """A repro's own files (repro_files): the script, and its inputs where too large to inline."""
+    (directory / "repro.py").write_text(files["repro.py"])
+    if "inputs.pt" in files:
+        torch.save(files["inputs.pt"], directory / "inputs.pt")
+
+
 # ATen's x86 CPU capabilities (ATEN_CPU_CAPABILITY), lowest first.
 CPU_CAPABILITIES = ("default", "avx2", "avx512")
 
@@ -245,10 +252,7 @@ def lowest_capability(directory: Path, case: Case, fuser, timeout: float) -> Cas
     for level in CPU_CAPABILITIES[:CPU_CAPABILITIES.index(recorded)]:
         lower = replace(case, versions={**case.versions, "cpu_capability": level})
         with tempfile.TemporaryDirectory(prefix=f".{directory.name}.", dir=directory.parent) as trial:
-            files = repro_files(lower.graph, fuser, lower.signature, lower.versions, timeout=timeout)
-            (Path(trial) / "repro.py").write_text(files["repro.py"])
-            if "inputs.pt" in files:
-                torch.save(files["inputs.pt"], Path(trial) / "inputs.pt")
+            _write_repro(Path(trial), repro_files(lower.graph, fuser, lower.signature, lower.versions, timeout=timeout))
             if verify_repro(Path(trial), lower.signature, 1, timeout=timeout + 120)[0].status is Reproduction.REPRODUCES:
                 return lower
     return case
@@ -267,9 +271,7 @@ def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS,
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
     staging.chmod(umask_mode(directory=True))
     try:
-        (staging / "repro.py").write_text(files["repro.py"])
-        if "inputs.pt" in files:
-            torch.save(files["inputs.pt"], staging / "inputs.pt")
+        _write_repro(staging, files)
         verification, out, err = verify_repro(staging, case.signature, verify_runs, timeout=timeout + 120)
         case = replace(case, verification=verification)
         write_json(staging / "case.json", case.to_json())

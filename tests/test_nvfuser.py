@@ -1394,9 +1394,15 @@ def test_workarounds_are_still_needed():
     assert not now_working, f"nvFuser now compiles {now_working}: drop their workarounds in nvfuser_dtypes"
 
 
+@pytest.fixture(scope="module")
+def known_root_causes():
+    """Root-cause keys -> the committed repro holding each (what a campaign's --known matches)."""
+    return known_repros([str(MINIMIZED)])
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", sorted(OPS))
-def test_every_op_on_nvfuser_matches_eager(gpu_results, name):
+def test_every_op_on_nvfuser_matches_eager(gpu_results, known_root_causes, name):
     """Every dtype the op takes, both styles where they differ: exact for ints and bools, within
     fp64-arbitrated tolerances for floats (the oracle's)."""
     rows = [r for r in gpu_results if r.get("op") == name]
@@ -1407,7 +1413,7 @@ def test_every_op_on_nvfuser_matches_eager(gpu_results, name):
     if exposed:
         print(f"\n{name}: the faithful style exposes\n{_summary(exposed)}")
     # A failure whose root cause a committed repro holds is a known nvFuser bug, not this op's news.
-    known = known_repros([str(MINIMIZED)])
+    known = known_root_causes
     held = [r for r in rows if r.get("root_cause") in known and r not in exposed]
     if held:
         print(f"\n{name}: known nvFuser bugs\n" + "\n".join(f"{r['tag']} [{r['style']}]: {known[r['root_cause']]}"
