@@ -231,49 +231,48 @@ def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, 
     return directory
 
 
-def _write_repro(directory: Path, files: dict) -> None:
-    """A repro's own files (repro_files): the script, and its inputs where too large to inline."""
-    (directory / "repro.py").write_text(files["repro.py"])
-    if "inputs.pt" in files:
-        torch.save(files["inputs.pt"], directory / "inputs.pt")
-
-
 # ATen's x86 CPU capabilities (ATEN_CPU_CAPABILITY), lowest first.
 CPU_CAPABILITIES = ("default", "avx2", "avx512")
 
 
-def lowest_capability(directory: Path, case: Case, fuser, timeout: float) -> Case:
-    """The case pinned to the lowest CPU capability under which its repro fails as recorded (one
-    run at each level below the recorded one, lowest first): a bug found on an AVX-512 machine
-    usually fails under `default` too, and a repro pinned to avx512 can only skip on an AVX2 one."""
+def pin_candidates(case: Case) -> list[Case]:
+    """The case pinned to each CPU capability below the recorded one, lowest first, then as
+    recorded: a bug found on an AVX-512 machine usually fails under `default` too, and a repro
+    pinned to avx512 can only skip on an AVX2 one. Just the case where nothing is pinned."""
     recorded = case.versions.get("cpu_capability")
     if recorded not in CPU_CAPABILITIES:
-        return case
-    for level in CPU_CAPABILITIES[:CPU_CAPABILITIES.index(recorded)]:
-        lower = replace(case, versions={**case.versions, "cpu_capability": level})
-        with tempfile.TemporaryDirectory(prefix=f".{directory.name}.", dir=directory.parent) as trial:
-            _write_repro(Path(trial), repro_files(lower.graph, fuser, lower.signature, lower.versions, timeout=timeout))
-            if verify_repro(Path(trial), lower.signature, 1, timeout=timeout + 120)[0].status is Reproduction.REPRODUCES:
-                return lower
-    return case
+        return [case]
+    return [replace(case, versions={**case.versions, "cpu_capability": level})
+            for level in CPU_CAPABILITIES[:CPU_CAPABILITIES.index(recorded)]] + [case]
 
 
 def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS, timeout: float = 60.0) -> Case:
     """Write `case` (already minimized) as directory/{case.json, repro.py, README.md}, the repro
-    verified in fresh processes, and a CPU case pinned to the lowest capability it fails under; the
-    case with its verification."""
+    verified in fresh processes; the case with its verification. A CPU case is pinned to the lowest
+    capability it fails under: each candidate (`pin_candidates`) is verified in turn and the first
+    that reproduces is written (the case as recorded at the latest), so a bug that fails under
+    `default` costs no more runs than an unpinned one."""
     fuser = get_backend(case.backend).for_case(case.options)  # the repro runs the case's choices
     directory.parent.mkdir(parents=True, exist_ok=True)
-    case = lowest_capability(directory, case, fuser, timeout)
-    # A hang repro gives up (exit 1) after the case timeout; verification allows for start-up too.
-    files = repro_files(case.graph, fuser, case.signature, case.versions, timeout=timeout)
-    # Staged in a hidden folder and moved in whole: a stop mid-way leaves no half repro behind.
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
-    staging.chmod(umask_mode(directory=True))
+    for candidate in pin_candidates(case):
+        # A hang repro gives up (exit 1) after the case timeout; verification allows for start-up too.
+        files = repro_files(candidate.graph, fuser, candidate.signature, candidate.versions, timeout=timeout)
+        # Staged in a hidden folder and moved in whole: a stop mid-way leaves no half repro behind.
+        staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+        staging.chmod(umask_mode(directory=True))
+        try:
+            (staging / "repro.py").write_text(files["repro.py"])
+            if "inputs.pt" in files:
+                torch.save(files["inputs.pt"], staging / "inputs.pt")
+            verification, out, err = verify_repro(staging, candidate.signature, verify_runs, timeout=timeout + 120)
+            if verification.status is Reproduction.REPRODUCES or candidate is case:
+                break
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        shutil.rmtree(staging, ignore_errors=True)
     try:
-        _write_repro(staging, files)
-        verification, out, err = verify_repro(staging, case.signature, verify_runs, timeout=timeout + 120)
-        case = replace(case, verification=verification)
+        case = replace(candidate, verification=verification)
         write_json(staging / "case.json", case.to_json())
         ran_with = {**fuser.versions(), **{k: v for k, v in case.versions.items() if k == "cpu_capability"}}
         (staging / "README.md").write_text(bug_report(case, files["repro.py"], out, err, ran_with))

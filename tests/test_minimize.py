@@ -232,18 +232,23 @@ def test_a_constant_input_is_spelled_out_in_the_repro_however_large(tmp_path):
 
 def test_a_cpu_repro_is_pinned_to_the_lowest_capability_it_fails_under(tmp_path):
     """NNC's elu -> fmod bug fails under ATEN_CPU_CAPABILITY=default: recorded with avx2 (as a
-    campaign on an AVX2 machine records it), it is pinned to default, so that it runs on any x86
-    machine; a case pinned to default already stays so, and one with no pin (a GPU case) is left."""
+    campaign on an AVX2 machine records it), its repro is written pinned to default, so that it
+    runs on any x86 machine; a case pinned to default already, or not pinned (a GPU case), has no
+    other candidate."""
+    import json
     from pathlib import Path
 
-    from fuzzfuse.backends import get_backend
-    from fuzzfuse.minimize import lowest_capability
+    from fuzzfuse.minimize import pin_candidates, write_minimized
     committed = Path(__file__).parent.parent / "minimized" / "torchscript-nnc-mismatch-values-float-6b7dcdc4"
     case = load_case(committed / "case.json")
     assert case.versions["cpu_capability"] == "default"
     found_with_avx2 = replace(case, versions={**case.versions, "cpu_capability": "avx2"})
-    fuser = get_backend(case.backend).for_case(case.options)
-    assert lowest_capability(tmp_path / "repro", found_with_avx2, fuser, 60.0).versions["cpu_capability"] == "default"
-    assert lowest_capability(tmp_path / "repro", case, fuser, 60.0) is case
+    assert [c.versions["cpu_capability"] for c in pin_candidates(found_with_avx2)] == ["default", "avx2"]
+    written = write_minimized(tmp_path / "repro", found_with_avx2)
+    assert written.versions["cpu_capability"] == "default" and written.verification.status.value == "reproduces"
+    assert json.loads((tmp_path / "repro" / "case.json").read_text())["versions"]["cpu_capability"] == "default"
+    assert "CPU_CAPABILITY = 'default'" in (tmp_path / "repro" / "repro.py").read_text()
+    assert [p.name for p in tmp_path.iterdir()] == ["repro"]  # no staging folder left behind
+    assert pin_candidates(case) == [case]
     unpinned = replace(case, versions={k: v for k, v in case.versions.items() if k != "cpu_capability"})
-    assert lowest_capability(tmp_path / "repro", unpinned, fuser, 60.0) is unpinned
+    assert pin_candidates(unpinned) == [unpinned]
