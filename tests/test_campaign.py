@@ -326,8 +326,14 @@ def test_one_coarse_bucket_with_two_bugs_is_reduced_into_two_root_causes_and_kno
     assert len(repros) == len(causes) and all((tmp_path / "first" / r / "repro.py").exists() for r in repros)
     again = Campaign(BUGGY + "WrongOnExpAndOnCos", tmp_path / "again", known=[str(tmp_path / "first" / "minimized")],
                      **kwargs).run()
-    assert again["root_causes"] and all(c["known"] for c in again["root_causes"])
-    assert not (tmp_path / "again" / "minimized").exists()
+    # Known exactly when the first campaign reduced that root cause: exp's nan-inf form (above) is
+    # drawn or not as steering learns mid-run, which the machine's load decides, and where the
+    # second campaign reduces it first, it is new there and gets its repro.
+    reduced_first = {c["key"] for c in summary["root_causes"] if c["minimized"]}
+    again_causes = {tuple(c["trigger"]): c for c in again["root_causes"]}
+    assert all(again_causes[trigger]["known"] for trigger in (("exp",), ("cos",))), again_causes.keys()
+    for cause in again["root_causes"]:
+        assert bool(cause["known"]) == (cause["key"] in reduced_first) != bool(cause["minimized"]), cause
 
 
 def test_a_confirmed_signature_that_no_longer_fails_is_left_unreduced_and_the_campaign_ends_well(
