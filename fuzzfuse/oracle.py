@@ -312,9 +312,17 @@ def nearer_references(fused, eager, ref64, flushed_eager, flushed_ref64):
     if not all(isinstance(t, torch.Tensor) for t in tensors) or len({tuple(t.shape) for t in tensors}) > 1:
         return flushed_eager, flushed_ref64
     value = fused.double()
-    nearer = (value - flushed_ref64.double()).abs() < (value - ref64.double()).abs()
-    nearer |= value.isnan() & flushed_ref64.double().isnan()
+    nearer = _distance(value, flushed_ref64.double()) < _distance(value, ref64.double())
     return torch.where(nearer, flushed_eager, eager), torch.where(nearer, flushed_ref64, ref64)
+
+
+def _distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """|a - b|, with equal values (infinities of one sign too) and two NaNs at 0, and a NaN
+    against a number at infinity: a flushed operand often turns a number into an infinity (rsqrt
+    of a denormal) or a NaN into one (log of a flushed negative denormal), and `inf - inf` or
+    `x - nan` would make the run that the fused value matches look no nearer."""
+    same = (a == b) | (a.isnan() & b.isnan())
+    return torch.where(same, torch.zeros_like(a), (a - b).abs().nan_to_num(nan=math.inf))
 
 
 def gradient_reduction_sizes(graph, types) -> dict[str, int]:

@@ -182,6 +182,43 @@ def test_a_bfloat16_denormal_flushed_is_the_same_documented_difference(inductor)
     assert judged.outcome == Outcome.MISMATCH
 
 
+@pytest.mark.parametrize("ops, value, fused", [
+    (("rsqrt",), 2.938735877055719e-39, float("inf")),  # eager 1.8e19
+    (("rsqrt",), -3.5607918835480056e-39, float("-inf")),  # eager nan
+    (("floor", "log"), -3.737593710791868e-39, float("-inf")),  # eager floor -1, log nan
+    (("tanh", "sqrt"), -2.9812582789556553e-39, -0.0),  # eager nan
+])
+def test_a_flush_that_makes_an_infinity_or_ends_a_nan_is_documented(inductor, ops, value, fused):
+    """Seen on the H200 (each reduced to these ops, Triton's outputs below): a flushed operand
+    turns a number into an infinity (rsqrt of a denormal) or keeps a NaN from arising (a negative
+    denormal read as -0). The run on flushed inputs gives exactly the fused value; the oracle
+    once measured "nearer" as |fused - reference|, which is NaN for inf - inf or against a NaN
+    reference, and filed these as mismatches."""
+    from fuzzfuse.job import flushed_references
+    x = torch.tensor([1.5, value], dtype=torch.float32)
+    b = GraphBuilder()
+    out = b.tensor([2], values=_exact(x))
+    for op in ops:
+        out = b.add(op, out)
+    graph = b.build([out])
+
+    def run(t):
+        for op in ops:
+            t = getattr(torch, op)(t)
+        return t
+    eager, ref64 = [run(x)], [run(x.double())]
+
+    class Result:  # what Inductor's Triton kernel returned on the H200
+        outputs = [torch.tensor([run(torch.tensor(1.5)).item(), fused], dtype=torch.float32)]
+        context = ""
+    flushing = inductor.for_case(UNSAFE_MATH)
+    judged = _judge_outputs(graph, graph.infer_types(), flushing, Result, eager, ref64, {}, False,
+                            lambda: flushed_references(graph, [x]))
+    assert judged.outcome == Outcome.DOCUMENTED and judged.signature.kind == Difference.DENORMAL_FLUSH.value
+    judged = _judge_outputs(graph, graph.infer_types(), inductor, Result, eager, ref64, {}, False)
+    assert judged.outcome == Outcome.MISMATCH
+
+
 @pytest.mark.slow
 def test_the_reducer_drops_the_flags_a_failure_does_not_need(inductor):
     """The denormal flush needs -funsafe-math-optimizations only: the other flags, dynamic and
