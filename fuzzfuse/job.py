@@ -19,7 +19,7 @@ from .attribution import attribute
 from .backends import Backend, BackendError, Compiled, get_backend
 from .backends.base import is_cuda_fault
 from .backends.options import Options
-from .ir import Graph, TensorInput, make_inputs, run_autograd, run_eager
+from .ir import Graph, TensorInput, make_inputs, run_autograd, run_eager, run_fp32_compute
 from .ir.values import input_set
 from .oracle import (compare_output, flush_denormals, nearer_references, gradient_reduction_sizes, reduction_sizes,
                      signed_zero_difference)
@@ -126,9 +126,8 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: Options
 
     t = time.perf_counter()
     types = graph.infer_types()
-    flushes = Difference.DENORMAL_FLUSH in backend.documented_differences(options)
     failure = _judge_outputs(graph, types, backend, result, eager, ref64, tainted, check_strides,
-                             (lambda: flushed_references(graph, inputs)) if flushes else None)
+                             *design_references(backend, options, graph, inputs, eager))
     if failure:
         return judged(failure)
     # Gradients are not judged downstream of undefined behaviour (a where on a NaN cast's result).
@@ -149,14 +148,26 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: Options
     return ran
 
 
+def design_references(backend: Backend, options: Options, graph: Graph, inputs: list, eager: list) -> tuple:
+    """(flushed, widened): for each semantic the backend changes by design under these options, a
+    function computing what it must then match (None where it does not declare it), run only at
+    a mismatch: eager and float64 on flushed inputs (`flushed_references`), and the outputs with
+    fp16/bf16 intermediates in float32 (`run_fp32_compute`)."""
+    declared = backend.documented_differences(options)
+    flushed = (lambda: flushed_references(graph, inputs)) if Difference.DENORMAL_FLUSH in declared else None
+    widened = ((lambda: run_fp32_compute(graph, inputs, [e.dtype for e in eager]))
+               if Difference.FP32_INTERMEDIATES in declared else None)
+    return flushed, widened
+
+
 def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: list, ref64: list, tainted: dict,
-                   check_strides: bool, flushed=None) -> CaseResult | None:
+                   check_strides: bool, flushed=None, widened=None) -> CaseResult | None:
     """The mismatch verdict of the first wrong output; else a documented difference (a zero of
-    the other sign, or, where the backend declares that it flushes denormals (`flushed`: the
-    references on flushed inputs, computed at the first need), an output that is right once
-    denormals are flushed); None when every output is right."""
+    the other sign, or, where the backend declares the semantic (`design_references`, each
+    computed at the first need), an output that is right once denormals are flushed (`flushed`)
+    or right as float32 intermediates make it (`widened`)); None when every output is right."""
     reduced = reduction_sizes(graph, types)
-    documented, references = None, None
+    documented, references, wide = None, None, None
     for i, name in enumerate(graph.outputs):
         fused = result.outputs[i] if i < len(result.outputs) else None
         what = f"output {i} ({name})"
@@ -175,12 +186,26 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
                 documented = documented or verdict.documented(backend.name, Difference.DENORMAL_FLUSH, what,
                                                               f"{mismatch.detail}; right once fp32 denormals flush")
                 continue
+        if mismatch and widened is not None and mismatch.kind in ("values", "nan-inf"):
+            wide = wide if wide is not None else _or_none(widened)
+            if wide and not compare_output(i, fused, wide[i], ref64[i], reduced[name]):
+                documented = documented or verdict.documented(backend.name, Difference.FP32_INTERMEDIATES, what,
+                                                              f"{mismatch.detail}; right with float32 intermediates")
+                continue
         if mismatch:
             return verdict.mismatched(backend.name, mismatch, what, result.context, output=i)
         sign = documented is None and signed_zero_difference(fused, eager[i], ref64[i])
         if sign:
             documented = verdict.documented(backend.name, Difference.SIGNED_ZERO, what, sign)
     return documented
+
+
+def _or_none(reference):
+    """A reference run's outputs, or [] where eager fails on it (undefined there)."""
+    try:
+        return reference()
+    except Exception:
+        return []
 
 
 def flushed_references(graph: Graph, inputs: list) -> tuple[list, list] | None:
@@ -264,9 +289,8 @@ def extra_input_sets(graph: Graph, backend: Backend, compiled: Compiled, first: 
                 ref64, _ = run_eager(variant, inputs, upcast=True)
             except Exception:
                 continue
-            flushes = Difference.DENORMAL_FLUSH in backend.documented_differences(compiled.options)
             failure = _judge_outputs(variant, types, backend, result, eager, ref64, tainted, check_strides,
-                                     (lambda: flushed_references(variant, inputs)) if flushes else None)
+                                     *design_references(backend, compiled.options, variant, inputs, eager))
             if failure:
                 return _extra_failure(failure, first, variant, k, not _same_specs(graph, variant))
         first.input_sets += 1

@@ -68,6 +68,10 @@ class Difference(str, enum.Enum):
 
     DENORMAL_FLUSH = "denormal-flush"  # fp32 denormal inputs or results read as (signed) zero
     SIGNED_ZERO = "signed-zero"  # a zero of the other sign (fast-math's -fno-signed-zeros)
+    # fp16/bf16 intermediates kept in float32 and rounded once at the output, where eager rounds
+    # after every op (Inductor unless emulate_precision_casts): it decides only where the output is
+    # ill-conditioned (sin of a bf16 expm1(19)), else float32 is the nearer to float64.
+    FP32_INTERMEDIATES = "fp32-intermediates"
     # Values only the type of is defined (fuzzfuse.ir.interp taints them): downstream of a float->int
     # cast of NaN, inf or an out-of-range value, or of a float reduction that overflows or cancels
     # in some order of its terms.

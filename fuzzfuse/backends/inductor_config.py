@@ -132,14 +132,16 @@ class InductorConfig:
         return marks
 
     def documented_differences(self, device: str) -> frozenset[Difference]:
-        """The flushes of denormals this configuration makes by design (README, Outcomes: the
-        policy): Triton flushes fp32 denormals unless eager_numerics.disable_ftz; on CPU, gcc < 13
-        links crtfastmath (FTZ/DAZ) into kernels built with -funsafe-math-optimizations."""
+        """The semantics this configuration changes by design (README, Outcomes: the policy):
+        Triton flushes fp32 denormals unless eager_numerics.disable_ftz; on CPU, gcc < 13 links
+        crtfastmath (FTZ/DAZ) into kernels built with -funsafe-math-optimizations; on both,
+        fp16/bf16 intermediates stay in float32 unless emulate_precision_casts."""
         flags = dict(self.flags)
+        differences = set() if flags.get("emulate_precision_casts") else {Difference.FP32_INTERMEDIATES}
         if (device == "cuda" and not flags.get("eager_numerics.disable_ftz")) or \
                 (device == "cpu" and flags.get("cpp.enable_unsafe_math_opt_flag")):
-            return frozenset({Difference.DENORMAL_FLUSH})
-        return frozenset()
+            differences.add(Difference.DENORMAL_FLUSH)
+        return frozenset(differences)
 
     def simpler(self) -> Iterator["InductorConfig"]:
         """Candidates one step closer to Inductor's defaults (the reducer keeps those that still

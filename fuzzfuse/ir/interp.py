@@ -127,6 +127,25 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[dict
     return env, tainted
 
 
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def run_fp32_compute(graph: Graph, inputs: list, dtypes: list[torch.dtype]) -> list[torch.Tensor]:
+    """The outputs as a fuser that keeps fp16/bf16 intermediates in float32 computes them: every
+    fp16/bf16 input and result read as float32 (explicit casts to them still round), each output
+    rounded once to its eager dtype (`dtypes`). Inductor does this unless emulate_precision_casts."""
+    env: dict = {}
+    for spec, value in zip(graph.inputs, inputs):
+        low = isinstance(value, torch.Tensor) and value.dtype in LOW_PRECISION
+        env[spec.name] = value.float() if low else value
+    for node in graph.nodes:
+        args = [env[a] if isinstance(a, str) else a for a in node.args]
+        attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in node.attrs.items()}
+        out = OPS[node.op].eager(*args, **attrs)
+        env[node.name] = out.float() if out.dtype in LOW_PRECISION else out
+    return [env[o].to(dtype) for o, dtype in zip(graph.outputs, dtypes)]
+
+
 def run_eager(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[list[torch.Tensor], dict[str, str]]:
     """The outputs, and those of them tainted (`interpret`), with why."""
     env, tainted = interpret(graph, inputs, upcast=upcast)
