@@ -1424,16 +1424,21 @@ def test_every_op_on_nvfuser_matches_eager(gpu_results, known_root_causes, name)
 
 
 @pytest.mark.gpu
-def test_random_graphs_on_nvfuser(gpu_results):
+def test_random_graphs_on_nvfuser(gpu_results, known_root_causes):
     """A few hundred generate() graphs with the nvFuser shape policy: no emitter or harness defect
-    (the emitted dtypes always match PyTorch's), and the nvFuser failures stay rare (each is a
-    finding; the report lists them)."""
+    (the emitted dtypes always match PyTorch's), and the nvFuser failures that no committed repro
+    holds stay rare (each is a finding; the report lists them). Known bugs are listed, not
+    counted: graphs drawn as campaigns draw them reach the known matmul and segmentation crashes
+    often (21 of 200 on the H200, most of them held)."""
     rows = [r for r in gpu_results if "seed" in r]
     ran = [r for r in rows if r["outcome"] != "skipped-large"]
     harness = [r for r in ran if r["outcome"] in HARNESS]
     assert not harness, _summary(harness)
     # Unsupported is no failure: the emitter declines integer matmuls (CUDA has none to compare with).
     failures = [r for r in ran if r["outcome"] not in ("pass", "unsupported", "documented-difference")]
-    print(f"\n{len(ran)} random graphs ran, {len(failures)} nvFuser failures:\n{_summary(failures)}")
+    held = [r for r in failures if r.get("root_cause") in known_root_causes]
+    new = [r for r in failures if r not in held]
+    print(f"\n{len(ran)} random graphs ran, {len(held)} known nvFuser bugs, {len(new)} other failures:\n"
+          + "\n".join(f"{r['tag']}: {known_root_causes[r['root_cause']]}" for r in held) + f"\n{_summary(new)}")
     assert len(ran) >= 0.9 * len(rows)
-    assert len(failures) <= 0.1 * len(ran), _summary(failures)
+    assert len(new) <= 0.1 * len(ran), _summary(new)
