@@ -305,7 +305,8 @@ def flush_denormals(t: torch.Tensor, doubles: bool = False) -> torch.Tensor:
 
 def nearer_references(fused, eager, ref64, flushed_eager, flushed_ref64):
     """(eager, float64) references taken per element from the run on flushed inputs where that run
-    is nearer the fused value, else from the plain run. A fuser that flushes by design flushes
+    is nearer the fused value (or its eager, under FTZ/DAZ on CPU, gives it exactly), else from the
+    plain run. A fuser that flushes by design flushes
     what some ops read or write and not others (Inductor's Triton flushes an elu's denormal result,
     not a denormal that passes through `where`), so one output can hold elements of both kinds."""
     tensors = (fused, eager, ref64, flushed_eager, flushed_ref64)
@@ -313,6 +314,9 @@ def nearer_references(fused, eager, ref64, flushed_eager, flushed_ref64):
         return flushed_eager, flushed_ref64
     value = fused.double()
     nearer = _distance(value, flushed_ref64.double()) < _distance(value, ref64.double())
+    # What eager gives flushed where float64 cannot tell (a bool or integer of a flushed result:
+    # eq(0, silu(FLT_MIN)) is True under FTZ, and float64's silu(FLT_MIN) is no denormal).
+    nearer |= (_distance(value, flushed_eager.double()) == 0) & (_distance(value, eager.double()) > 0)
     return torch.where(nearer, flushed_eager, eager), torch.where(nearer, flushed_ref64, ref64)
 
 

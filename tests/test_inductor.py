@@ -182,6 +182,21 @@ def test_a_bfloat16_denormal_flushed_is_the_same_documented_difference(inductor)
     assert judged.outcome == Outcome.MISMATCH
 
 
+def test_a_bool_of_a_flushed_result_is_the_documented_flush(inductor):
+    """Seen in a 90-s CPU campaign here: eq(0, silu(FLT_MIN)) is True under
+    cpp.enable_unsafe_math_opt_flag. FLT_MIN is no denormal, silu's result is, and FTZ flushes it:
+    eager under FTZ/DAZ gives True as well, while float64 (no denormal there) cannot tell the runs
+    apart; without the flag it passes."""
+    b = GraphBuilder()
+    x = b.tensor([2], values=_exact(torch.tensor([1.1754943508222875e-38, 0.5])))
+    graph = b.build([b.add("eq", b.tensor([], values=_exact(torch.tensor(0.0))), b.add("silu", x))])
+    flushed = run_case(graph, inductor, options=UNSAFE_MATH)
+    if flushed.outcome == Outcome.PASS:
+        pytest.skip("this compiler does not set FTZ/DAZ under -funsafe-math-optimizations (gcc >= 13)")
+    assert flushed.outcome == Outcome.DOCUMENTED and flushed.signature.kind == Difference.DENORMAL_FLUSH.value
+    assert run_case(graph, inductor).outcome == Outcome.PASS
+
+
 @pytest.mark.parametrize("ops, value, fused", [
     (("rsqrt",), 2.938735877055719e-39, float("inf")),  # eager 1.8e19
     (("rsqrt",), -3.5607918835480056e-39, float("-inf")),  # eager nan
