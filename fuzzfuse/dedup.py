@@ -25,6 +25,7 @@ from .ir import Graph
 from .oracle import Signature
 from .reduce.generalise import Generalisation
 from .rootcause import root_cause_key
+from .verdict import Outcome
 
 # Unreduced hits kept per coarse bucket: enough to find the causes a bucket hides, bounded for
 # campaigns that run for days.
@@ -101,11 +102,14 @@ class RootCauseBook:
                        novel_only: bool = False) -> PendingHit | None:
         """The eligible pending hit to reduce next: first those that hold no trigger their bucket
         has shown (likely a new cause), the smallest first; then (unless novel_only) the rest, the
-        buckets reduced least first."""
+        buckets reduced least first. A hang goes after the other hits of its rank: each of its
+        queries that still hangs costs the whole per-query timeout (one hang's reduction took the
+        rest of an H200 lease's run while 53 mismatches waited)."""
         hits = [h for h in self.pending if eligible(h) and (self.novel(h) or not novel_only)]
         if not hits:
             return None
-        return min(hits, key=lambda h: (not self.novel(h), len(self.triggers.get(h.coarse_key, [])), h.size))
+        return min(hits, key=lambda h: (not self.novel(h), h.coarse_key.startswith(f"{Outcome.HANG.value}|"),
+                                        len(self.triggers.get(h.coarse_key, [])), h.size))
 
     def settle(self, hit: PendingHit, signature: Signature, reduced: Graph | None,
                reduced_case: str | None = None, generalisation: Generalisation | None = None) -> RootCause | None:

@@ -56,6 +56,16 @@ def test_hits_that_hold_no_trigger_of_their_bucket_are_reduced_first():
     assert book.next_to_reduce().case == "corpus/new.json"
 
 
+def test_a_hang_is_reduced_after_the_other_new_hits_even_when_smaller():
+    hang = Signature("hang", "inductor", "run", "timeout")
+    book = RootCauseBook()
+    book.offer(hang, graph("exp"), "corpus/hang.json")
+    book.offer(MISMATCH, graph("exp", "log1p", "sin"), "corpus/mismatch.json")
+    assert book.next_to_reduce().case == "corpus/mismatch.json"
+    book.settle(book.pending[1], MISMATCH, graph("log1p"))
+    assert book.next_to_reduce().case == "corpus/hang.json"
+
+
 def test_a_hit_that_stopped_failing_is_dropped_not_guessed():
     book = RootCauseBook()
     book.offer(MISMATCH, graph("exp"), "corpus/a.json")
