@@ -205,7 +205,10 @@ def compare_output(i: int, fused: torch.Tensor, eager: torch.Tensor, ref64: torc
 def strides_defined(eager: torch.Tensor) -> bool:
     """Whether eager's output strides are a layout a fuser must reproduce: a dense, non-overlapping
     tensor. An output that is a view with stride-0 (expanded) dims or gaps (a slice of an input)
-    is eager aliasing its input, and a fuser may return it materialized."""
+    is eager aliasing its input, and a fuser may return it materialized; an empty one has no
+    element a stride could place."""
+    if eager.numel() == 0:
+        return False
     expected = 1
     dims = sorted((eager.stride(d), eager.shape[d]) for d in range(eager.dim()) if eager.shape[d] > 1)
     for stride, size in dims:

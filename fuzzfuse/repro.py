@@ -87,6 +87,26 @@ def verdict(outcome, **detail):
     return {{"pass": 0, "skip": 125}}.get(outcome, 1)
 """
 
+# A strides mismatch's check, after the values' (oracle.strides_defined and _stride_mismatch).
+_STRIDES = """
+
+def check_strides(what, actual, expected):
+    \"\"\"Assert that `actual` has eager's strides where eager's are a layout (a dense,
+    non-overlapping, non-empty tensor), in its dims of size above 1.\"\"\"
+    dims = sorted((expected.stride(d), expected.shape[d]) for d in range(expected.dim()) if expected.shape[d] > 1)
+    if expected.numel() == 0 or dims != [(math.prod(s for _, s in dims[:k]), size) for k, (_, size) in enumerate(dims)]:
+        return
+    significant = [d for d in range(expected.dim()) if expected.shape[d] > 1]
+    if [actual.stride(d) for d in significant] == [expected.stride(d) for d in significant]:
+        return
+    print(f"expected {what} strides: {expected.stride()} (eager)")
+    print(f"actual {what} strides: {actual.stride()} ({BACKEND})")
+    cls = "bool" if expected.dtype == torch.bool else "float" if expected.is_floating_point() else "int"
+    verdict("mismatch", kind="strides", location=cls, stage="run", expected=str(expected.stride()),
+            actual=str(actual.stride()))
+    raise AssertionError(f"{what}: {BACKEND} gives strides {actual.stride()}, eager {expected.stride()}")
+"""
+
 _UPCAST = "[x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]"
 
 _MAIN = """
@@ -101,7 +121,7 @@ def main():
         crashed(e)
     for i, (a, e, r) in enumerate(zip(actual, expected, fp64_ref)):
         check(f"output {{i}}", a, e, r, *TOLERANCE[i])
-    return fused
+{strides}    return fused
 """
 
 # After main: a mismatch has raised AssertionError and a crash has exited; what is left is whether
@@ -428,7 +448,11 @@ def repro_files(graph: Graph, backend, signature: Signature, versions: dict[str,
             grad_tolerance=tolerances([i.dtype for i in wanted], [grad_reduced[i.name] for i in wanted])))
     setup = (_PINNED if pinned else "") + (_NEEDS_CUDA if backend.device == "cuda" else "") + (_HANG.format(timeout=timeout) if hang else "")
     main = _MAIN_BACKWARD if graph.requires_grad else _MAIN
-    parts.append(main.format(setup=setup, upcast=_UPCAST, fn64="fn_float64" if float64 != graph else "fn") + _ENTRY)
+    strides = signature.outcome == "mismatch" and signature.kind == "strides"
+    if strides:
+        parts.append(_STRIDES)
+    parts.append(main.format(setup=setup, upcast=_UPCAST, fn64="fn_float64" if float64 != graph else "fn",
+                             strides='        check_strides(f"output {i}", a, e)\n' if strides else "") + _ENTRY)
     files: dict[str, object] = {"repro.py": "".join(parts)}
     if external:
         files["inputs.pt"] = [None if _fill(spec) else v.contiguous() if isinstance(v, torch.Tensor) else v

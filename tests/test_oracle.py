@@ -141,6 +141,15 @@ def test_strides_checked_only_on_request():
     assert compare_output(0, x.clone(), cl, cl.double(), check_strides=True).kind == "strides"
 
 
+def test_an_empty_output_has_no_strides_to_compare():
+    """Seen in a CPU Inductor campaign: neg -> a slice of size 0 -> x[None] 'returned the wrong
+    strides'; no element sits where a stride would place it."""
+    empty = torch.zeros(1, 1, 1, 2, 0)
+    other = torch.empty_strided(empty.shape, (5, 5, 5, 3, 1))
+    assert empty.stride() != other.stride()
+    assert compare_output(0, other, empty, empty.double(), check_strides=True) is None
+
+
 def test_an_empty_error_message_is_named_by_the_op_torchscript_points_at():
     """NNC raises some errors with no message: the op under TorchScript's "<--- HERE" keeps two
     such failures apart (the text is from a real aot:nnc crash)."""

@@ -229,6 +229,40 @@ def test_a_committed_reports_expected_and_actual_are_verbatim_in_its_repros_outp
             f"{heading} of {directory.name}/README.md is not in its output:\n{block}\n---\n{run.stdout}"
 
 
+STRIDE_CASES = {
+    "transposed": (lambda x: x.t().contiguous().t(), lambda x: x),
+    "channels_last": (lambda x: x.contiguous(), lambda x: x.contiguous(memory_format=torch.channels_last)),
+    "same": (lambda x: x.clone(), lambda x: x),
+    "expanded eager": (lambda x: x.clone(), lambda x: x[:, :1].expand(x.shape)),
+    "empty": (lambda x: x[:0].t().contiguous().t(), lambda x: x[:0]),
+    "size-1 dims": (lambda x: x[:1].t().contiguous().t(), lambda x: x[:1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRIDE_CASES))
+def test_a_strides_repros_check_agrees_with_the_oracle(name):
+    """A strides mismatch's repro checks strides as oracle.compare_output does (before, a repro
+    had no stride check, so every strides reduction ended as 'does not reproduce')."""
+    b = GraphBuilder()
+    graph = b.build([b.add("neg", b.tensor([4, 6, 2, 3] if name == "channels_last" else [4, 6]))])
+    source = repro_files(graph, get_backend("torchscript:nnc"),
+                         Signature("mismatch", "torchscript:nnc", "run", "strides", "float"), {})["repro.py"]
+    assert 'check_strides(f"output {i}", a, e)' in source
+    namespace = {}
+    exec(compile(source, "repro.py", "exec"), namespace)  # defines the functions; __name__ is not __main__
+    fused_of, eager_of = STRIDE_CASES[name]
+    x = torch.randn([4, 6, 2, 3] if name == "channels_last" else [4, 6])
+    fused, eager = fused_of(x), eager_of(x)
+    oracle = compare_output(0, fused, eager, eager.double(), check_strides=True)
+    try:
+        namespace["check_strides"]("output 0", fused, eager)
+        raised = False
+    except AssertionError:
+        raised = True
+    assert raised == (oracle is not None and oracle.kind == "strides")
+    assert raised == (name in ("transposed", "channels_last"))
+
+
 def _machine_neutral(text: str) -> str:
     """What may differ between two runs of the same repro: where torch is installed (a compiler
     error quotes its headers by path), the temporary directory a compiler ran in (tempfile's
