@@ -44,6 +44,22 @@ def inductor():
     return get_backend("inductor")
 
 
+def _assert_flush_documented_only_where_declared(inductor, graph, x, fused, eager, ref64):
+    """`fused` (what a flushing kernel returned) is the documented flush for Inductor under the
+    flag that flushes, and a mismatch for a backend that does not declare it."""
+    from fuzzfuse.job import flushed_references
+
+    class Result:
+        outputs, context = fused, ""
+    flushing = inductor.for_case(UNSAFE_MATH)
+    assert Difference.DENORMAL_FLUSH in flushing.documented_differences(UNSAFE_MATH)
+    judged = _judge_outputs(graph, graph.infer_types(), flushing, Result, eager, ref64, {}, False,
+                            lambda: flushed_references(graph, [x]))
+    assert judged.outcome == Outcome.DOCUMENTED and judged.signature.kind == Difference.DENORMAL_FLUSH.value
+    judged = _judge_outputs(graph, graph.infer_types(), inductor, Result, eager, ref64, {}, False)
+    assert judged.outcome == Outcome.MISMATCH
+
+
 def test_a_flag_takes_effect_for_the_next_case_and_is_gone_after_it(inductor):
     """Vectorized C++ kernels are counted by Inductor itself: none under cpp.simdlen=1 (no ISA that wide: scalar code),
     some again for the next case with the defaults (the patch was restored, dynamo reset)."""
@@ -140,7 +156,6 @@ def test_a_flush_is_documented_when_each_element_is_right_flushed_or_not(inducto
     Triton flushed elu's denormal result (the second) but passed the first input through `where`
     unflushed: neither the plain nor the flushed run matches the whole output, each element matches
     one of them. A fuser that does not declare the flush still gets a mismatch."""
-    from fuzzfuse.job import flushed_references
     x = torch.tensor([1.0179598169435058e-38, -2.2073757877491675e-39], dtype=torch.float32)
     b = GraphBuilder()
     graph = b.build([b.add("logical_not", b.add("elu", b.tensor([2], values=_exact(x)), alpha=0.5))])
@@ -148,38 +163,24 @@ def test_a_flush_is_documented_when_each_element_is_right_flushed_or_not(inducto
     ref64 = [torch.logical_not(torch.nn.functional.elu(x.double(), alpha=0.5))]
     assert eager[0].tolist() == [False, False]
 
-    class Result:  # what Inductor's Triton kernel returned for it on the H200
-        outputs = [torch.tensor([False, True])]
-        context = ""
-    flushing = inductor.for_case(UNSAFE_MATH)
-    assert Difference.DENORMAL_FLUSH in flushing.documented_differences(UNSAFE_MATH)
-    judged = _judge_outputs(graph, graph.infer_types(), flushing, Result, eager, ref64, {}, False,
-                            lambda: flushed_references(graph, [x]))
-    assert judged.outcome == Outcome.DOCUMENTED and judged.signature.kind == Difference.DENORMAL_FLUSH.value
-    judged = _judge_outputs(graph, graph.infer_types(), inductor, Result, eager, ref64, {}, False)
-    assert judged.outcome == Outcome.MISMATCH
+    # what Inductor's Triton kernel returned for it on the H200
+    fused = [torch.tensor([False, True])]
+    _assert_flush_documented_only_where_declared(inductor, graph, x, fused, eager, ref64)
 
 
 def test_a_bfloat16_denormal_flushed_is_the_same_documented_difference(inductor):
     """Seen on the H200: ceil of a bfloat16 2.9e-39 gave 0 (eager: 1). Triton computes bf16 in
     fp32, where the value is a denormal, and flushes it: the documented flush, as for an fp32
     input, where the backend declares it; a mismatch where it does not."""
-    from fuzzfuse.job import flushed_references
     x = torch.tensor([0.5, 2.938735877055719e-39, 2.5], dtype=torch.bfloat16)
     b = GraphBuilder()
     graph = b.build([b.add("ceil", b.tensor([3], "bfloat16", values=_exact(x)))])
     eager, ref64 = [torch.ceil(x)], [torch.ceil(x.double())]
     assert eager[0].tolist() == [1.0, 1.0, 3.0]
 
-    class Result:  # what Inductor's Triton kernel returned for it on the H200
-        outputs = [torch.tensor([1.0, 0.0, 3.0], dtype=torch.bfloat16)]
-        context = ""
-    flushing = inductor.for_case(UNSAFE_MATH)
-    judged = _judge_outputs(graph, graph.infer_types(), flushing, Result, eager, ref64, {}, False,
-                            lambda: flushed_references(graph, [x]))
-    assert judged.outcome == Outcome.DOCUMENTED and judged.signature.kind == Difference.DENORMAL_FLUSH.value
-    judged = _judge_outputs(graph, graph.infer_types(), inductor, Result, eager, ref64, {}, False)
-    assert judged.outcome == Outcome.MISMATCH
+    # what Inductor's Triton kernel returned for it on the H200
+    fused = [torch.tensor([1.0, 0.0, 3.0], dtype=torch.bfloat16)]
+    _assert_flush_documented_only_where_declared(inductor, graph, x, fused, eager, ref64)
 
 
 def test_a_bool_of_a_flushed_result_is_the_documented_flush(inductor):
@@ -209,7 +210,6 @@ def test_a_flush_that_makes_an_infinity_or_ends_a_nan_is_documented(inductor, op
     denormal read as -0). The run on flushed inputs gives exactly the fused value; the oracle
     once measured "nearer" as |fused - reference|, which is NaN for inf - inf or against a NaN
     reference, and filed these as mismatches."""
-    from fuzzfuse.job import flushed_references
     x = torch.tensor([1.5, value], dtype=torch.float32)
     b = GraphBuilder()
     out = b.tensor([2], values=_exact(x))
@@ -223,15 +223,9 @@ def test_a_flush_that_makes_an_infinity_or_ends_a_nan_is_documented(inductor, op
         return t
     eager, ref64 = [run(x)], [run(x.double())]
 
-    class Result:  # what Inductor's Triton kernel returned on the H200
-        outputs = [torch.tensor([run(torch.tensor(1.5)).item(), fused], dtype=torch.float32)]
-        context = ""
-    flushing = inductor.for_case(UNSAFE_MATH)
-    judged = _judge_outputs(graph, graph.infer_types(), flushing, Result, eager, ref64, {}, False,
-                            lambda: flushed_references(graph, [x]))
-    assert judged.outcome == Outcome.DOCUMENTED and judged.signature.kind == Difference.DENORMAL_FLUSH.value
-    judged = _judge_outputs(graph, graph.infer_types(), inductor, Result, eager, ref64, {}, False)
-    assert judged.outcome == Outcome.MISMATCH
+    # what Inductor's Triton kernel returned on the H200
+    fused = [torch.tensor([run(torch.tensor(1.5)).item(), fused], dtype=torch.float32)]
+    _assert_flush_documented_only_where_declared(inductor, graph, x, fused, eager, ref64)
 
 
 def test_bfloat16_intermediates_kept_in_float32_are_documented_unless_emulate_precision_casts(inductor):
