@@ -103,8 +103,8 @@ class RootCauseBook:
         """The eligible pending hit to reduce next: first those that hold no trigger their bucket
         has shown (likely a new cause), the smallest first; then (unless novel_only) the rest, the
         buckets reduced least first. A hang goes after the other hits of its rank: each of its
-        queries that still hangs costs the whole per-query timeout (one hang's reduction took the
-        rest of an H200 lease's run while 53 mismatches waited)."""
+        queries that still hangs costs the whole per-query timeout, and one hang's reduction can
+        take what time a run has left while many mismatches wait."""
         hits = [h for h in self.pending if eligible(h) and (self.novel(h) or not novel_only)]
         if not hits:
             return None

@@ -309,9 +309,9 @@ def flush_denormals(t: torch.Tensor, doubles: bool = False) -> torch.Tensor:
 def nearer_references(fused, eager, ref64, flushed_eager, flushed_ref64):
     """(eager, float64) references taken per element from the run on flushed inputs where that run
     is nearer the fused value (or its eager, under FTZ/DAZ on CPU, gives it exactly), else from the
-    plain run. A fuser that flushes by design flushes
-    what some ops read or write and not others (Inductor's Triton flushes an elu's denormal result,
-    not a denormal that passes through `where`), so one output can hold elements of both kinds."""
+    plain run. A fuser that flushes by design flushes what some ops read or write and not others
+    (Inductor's Triton flushes an elu's denormal result, not a denormal that passes through
+    `where`), so one output can hold elements of both kinds."""
     tensors = (fused, eager, ref64, flushed_eager, flushed_ref64)
     if not all(isinstance(t, torch.Tensor) for t in tensors) or len({tuple(t.shape) for t in tensors}) > 1:
         return flushed_eager, flushed_ref64

@@ -6,6 +6,6 @@ from .types import DTYPES, FLOAT_DTYPES, INT_DTYPES, ValueType, result_type
 from .values import make_input, make_inputs
 
 __all__ = ["SCHEMA_VERSION", "Graph", "GraphError", "Layout", "Node", "ScalarInput", "TensorInput", "Values",
-           "compile_source", "interpret", "run_autograd", "run_eager", "run_fp32_compute", "to_source", "OPS", "OPS_BY_KIND", "Op",
-           "DTYPES",
+           "compile_source", "interpret", "run_autograd", "run_eager", "run_fp32_compute", "to_source",
+           "OPS", "OPS_BY_KIND", "Op", "DTYPES",
            "FLOAT_DTYPES", "INT_DTYPES", "ValueType", "result_type", "make_input", "make_inputs"]
