@@ -250,6 +250,19 @@ def test_bfloat16_intermediates_kept_in_float32_are_documented_unless_emulate_pr
     assert judged.outcome == Outcome.MISMATCH
 
 
+def test_an_op_whose_dtype_defines_its_result_is_no_wider_intermediate(inductor):
+    """nextafter(inf, 1) in bf16 is bf16's largest value (3.39e38); CPU Inductor computes it in
+    float32 (3.40e38, which rounds to inf in bf16): a committed bug
+    (inductor-mismatch-nan-inf-float-3994f8c3), which the float32-intermediates reference must not
+    explain away: it keeps nextafter in its own dtype (Op.exact_in_dtype)."""
+    b = GraphBuilder()
+    one = b.tensor([], "bfloat16", values=_exact(torch.tensor(1.0, dtype=torch.bfloat16)))
+    inf = b.tensor([], "bfloat16", values=_exact(torch.tensor(float("inf"), dtype=torch.bfloat16)))
+    graph = b.build([b.add("nextafter", inf, one)])
+    found = run_case(graph, inductor)
+    assert found.outcome == Outcome.MISMATCH and found.signature.kind == "nan-inf"
+
+
 @pytest.mark.slow
 def test_the_reducer_drops_the_flags_a_failure_does_not_need(inductor):
     """The denormal flush needs -funsafe-math-optimizations only: the other flags, dynamic and

@@ -133,13 +133,18 @@ LOW_PRECISION = (torch.float16, torch.bfloat16)
 def run_fp32_compute(graph: Graph, inputs: list, dtypes: list[torch.dtype]) -> list[torch.Tensor]:
     """The outputs as a fuser that keeps fp16/bf16 intermediates in float32 computes them: every
     fp16/bf16 input and result read as float32 (explicit casts to them still round), each output
-    rounded once to its eager dtype (`dtypes`). Inductor does this unless emulate_precision_casts."""
+    rounded once to its eager dtype (`dtypes`). Inductor does this unless emulate_precision_casts.
+    An op whose result its dtype defines (`Op.exact_in_dtype`) still computes in its own dtype."""
     env: dict = {}
     for spec, value in zip(graph.inputs, inputs):
         low = isinstance(value, torch.Tensor) and value.dtype in LOW_PRECISION
         env[spec.name] = value.float() if low else value
+    types = graph.infer_types()
     for node in graph.nodes:
         args = [env[a] if isinstance(a, str) else a for a in node.args]
+        if OPS[node.op].exact_in_dtype:
+            own = DTYPES[types[node.name].dtype]
+            args = [a.to(own) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
         attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in node.attrs.items()}
         out = OPS[node.op].eager(*args, **attrs)
         env[node.name] = out.float() if out.dtype in LOW_PRECISION else out

@@ -78,6 +78,10 @@ class Op:
     # Operand dtypes eager PyTorch has no CUDA kernel for (an integer matmul: "addmm_cuda" not
     # implemented for 'Long'): with no reference to judge against, a CUDA backend draws none.
     cuda_missing: frozenset[str] = frozenset()
+    # Whether the result is defined by the operands' dtype, not only by their values (nextafter:
+    # the next value representable in that dtype): computing it in float32 for fp16/bf16 operands
+    # is wrong, not merely more precise (fuzzfuse.ir.interp.run_fp32_compute keeps its dtype).
+    exact_in_dtype: bool = False
 
 
 OPS: dict[str, Op] = {}
@@ -288,7 +292,8 @@ _BINARY_GRAD = {"atan2": _float_only}
 for _n, (_rule, _acc) in _BINARY.items():
     register(Op(_n, "binary", 2, _rule, getattr(torch, _n), _call(f"torch.{_n}"),
                 _acc or (lambda t, a: True), scalar_positions=() if _n in _TENSOR_ONLY else (1,),
-                nvfuser=_NVFUSER_BINARY.get(_n, _n), differentiable=_BINARY_GRAD.get(_n, lambda t, a: True)))
+                nvfuser=_NVFUSER_BINARY.get(_n, _n), differentiable=_BINARY_GRAD.get(_n, lambda t, a: True),
+                exact_in_dtype=_n == "nextafter"))
 
 for _mode in ("trunc", "floor"):
     register(Op(f"div_{_mode}", "binary", 2, _promote,
