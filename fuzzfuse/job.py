@@ -19,7 +19,7 @@ from .attribution import attribute
 from .backends import Backend, BackendError, Compiled, get_backend
 from .backends.base import is_cuda_fault
 from .backends.options import Options
-from .ir import Graph, TensorInput, make_inputs, run_autograd, run_eager, run_fp32_compute
+from .ir import Graph, TensorInput, interpret, make_inputs, run_autograd, run_eager, run_fp32_compute
 from .ir.values import input_set
 from .oracle import (compare_output, flush_denormals, nearer_references, gradient_reduction_sizes, reduction_sizes,
                      signed_zero_difference)
@@ -149,23 +149,33 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: Options
 
 
 def design_references(backend: Backend, options: Options, graph: Graph, inputs: list, eager: list) -> tuple:
-    """(flushed, widened): for each semantic the backend changes by design under these options, a
-    function computing what it must then match (None where it does not declare it), run only at
-    a mismatch: eager and float64 on flushed inputs (`flushed_references`), and the outputs with
-    fp16/bf16 intermediates in float32 (`run_fp32_compute`)."""
+    """(flushed, widened, invalid): for each semantic the backend changes by design under these
+    options, a function computing what decides it (None where the backend does not declare it),
+    run only at a mismatch: eager and float64 on flushed inputs (`flushed_references`), the
+    outputs with fp16/bf16 intermediates in float32 (`run_fp32_compute`), and whether eager's run
+    holds a NaN or an infinity (`holds_nonfinite`)."""
     declared = backend.documented_differences(options)
     flushed = (lambda: flushed_references(graph, inputs)) if Difference.DENORMAL_FLUSH in declared else None
     widened = ((lambda: run_fp32_compute(graph, inputs, [e.dtype for e in eager]))
                if Difference.FP32_INTERMEDIATES in declared else None)
-    return flushed, widened
+    invalid = (lambda: holds_nonfinite(graph, inputs)) if Difference.UNSAFE_MATH in declared else None
+    return flushed, widened, invalid
+
+
+def holds_nonfinite(graph: Graph, inputs: list) -> bool:
+    """Whether an input or a value eager computes is a float NaN or infinity."""
+    values = list(interpret(graph, inputs)[0].values())
+    return any(isinstance(v, torch.Tensor) and v.is_floating_point() and not bool(torch.isfinite(v).all())
+               for v in values)
 
 
 def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: list, ref64: list, tainted: dict,
-                   check_strides: bool, flushed=None, widened=None) -> CaseResult | None:
+                   check_strides: bool, flushed=None, widened=None, invalid=None) -> CaseResult | None:
     """The mismatch verdict of the first wrong output; else a documented difference (a zero of
     the other sign, or, where the backend declares the semantic (`design_references`, each
     computed at the first need), an output that is right once denormals are flushed (`flushed`)
-    or right as float32 intermediates make it (`widened`)); None when every output is right."""
+    or right as float32 intermediates make it (`widened`), or any output of a run that holds a
+    NaN or an infinity under unsafe math (`invalid`)); None when every output is right."""
     reduced = reduction_sizes(graph, types)
     documented, references, wide = None, None, None
     for i, name in enumerate(graph.outputs):
@@ -192,6 +202,10 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
                 documented = documented or verdict.documented(backend.name, Difference.FP32_INTERMEDIATES, what,
                                                               f"{mismatch.detail}; right with float32 intermediates")
                 continue
+        if mismatch and invalid is not None and mismatch.kind in ("values", "nan-inf") and _or_none(invalid):
+            documented = documented or verdict.documented(backend.name, Difference.UNSAFE_MATH, what,
+                                                          f"{mismatch.detail}; eager's run holds a NaN or an infinity")
+            continue
         if mismatch:
             return verdict.mismatched(backend.name, mismatch, what, result.context, output=i)
         sign = documented is None and signed_zero_difference(fused, eager[i], ref64[i])
@@ -201,7 +215,7 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
 
 
 def _or_none(reference):
-    """A reference run's outputs, or [] where eager fails on it (undefined there)."""
+    """A reference run's result, or [] where eager fails on it (undefined there)."""
     try:
         return reference()
     except Exception:

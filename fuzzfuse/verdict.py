@@ -72,6 +72,10 @@ class Difference(str, enum.Enum):
     # after every op (Inductor unless emulate_precision_casts): it decides only where the output is
     # ill-conditioned (sin of a bf16 expm1(19)), else float32 is the nearer to float64.
     FP32_INTERMEDIATES = "fp32-intermediates"
+    # Any result of a graph whose eager run holds a NaN or an infinity, under gcc's
+    # -funsafe-math-optimizations (CPU Inductor's cpp.enable_unsafe_math_opt_flag), which "assume[s]
+    # that arguments and results are valid": sqrt of a negative number may give 0.
+    UNSAFE_MATH = "unsafe-math"
     # Values only the type of is defined (fuzzfuse.ir.interp taints them): downstream of a float->int
     # cast of NaN, inf or an out-of-range value, or of a float reduction that overflows or cancels
     # in some order of its terms.

@@ -250,6 +250,21 @@ def test_bfloat16_intermediates_kept_in_float32_are_documented_unless_emulate_pr
     assert judged.outcome == Outcome.MISMATCH
 
 
+def test_a_nan_under_unsafe_math_is_the_documented_difference(inductor):
+    """Seen in a 10-minute CPU campaign here: sqrt of int64 [-10, 2, ...] gave 0 where eager gives
+    nan, under cpp.enable_unsafe_math_opt_flag. gcc's -funsafe-math-optimizations assumes valid
+    arguments and results: documented for a run that holds a NaN or an infinity, a pass without
+    the flag."""
+    b = GraphBuilder()
+    x = b.tensor([8], "int64", values=_exact(torch.tensor([-10, 2, 3, -4, -3, -5, -3, -1])))
+    graph = b.build([b.add("sqrt", x)])
+    unsafe = run_case(graph, inductor, options=UNSAFE_MATH)
+    if unsafe.outcome == Outcome.PASS:
+        pytest.skip("this compiler keeps sqrt's NaN under -funsafe-math-optimizations")
+    assert unsafe.outcome == Outcome.DOCUMENTED and unsafe.signature.kind == Difference.UNSAFE_MATH.value
+    assert run_case(graph, inductor).outcome == Outcome.PASS
+
+
 def test_an_op_whose_dtype_defines_its_result_is_no_wider_intermediate(inductor):
     """nextafter(inf, 1) in bf16 is bf16's largest value (3.39e38); CPU Inductor computes it in
     float32 (3.40e38, which rounds to inf in bf16): a committed bug

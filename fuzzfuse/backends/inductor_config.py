@@ -134,12 +134,15 @@ class InductorConfig:
     def documented_differences(self, device: str) -> frozenset[Difference]:
         """The semantics this configuration changes by design (README, Outcomes: the policy):
         Triton flushes fp32 denormals unless eager_numerics.disable_ftz; on CPU, gcc < 13 links
-        crtfastmath (FTZ/DAZ) into kernels built with -funsafe-math-optimizations; on both,
-        fp16/bf16 intermediates stay in float32 unless emulate_precision_casts."""
+        crtfastmath (FTZ/DAZ) into kernels built with -funsafe-math-optimizations, which also
+        assumes valid arguments and results (no NaN or infinity); on both, fp16/bf16 intermediates
+        stay in float32 unless emulate_precision_casts."""
         flags = dict(self.flags)
         differences = set() if flags.get("emulate_precision_casts") else {Difference.FP32_INTERMEDIATES}
-        if (device == "cuda" and not flags.get("eager_numerics.disable_ftz")) or \
-                (device == "cpu" and flags.get("cpp.enable_unsafe_math_opt_flag")):
+        unsafe_math = device == "cpu" and flags.get("cpp.enable_unsafe_math_opt_flag")
+        if unsafe_math:
+            differences.add(Difference.UNSAFE_MATH)
+        if unsafe_math or (device == "cuda" and not flags.get("eager_numerics.disable_ftz")):
             differences.add(Difference.DENORMAL_FLUSH)
         return frozenset(differences)
 
