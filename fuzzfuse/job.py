@@ -164,9 +164,8 @@ def design_references(backend: Backend, options: Options, graph: Graph, inputs: 
 
 def holds_nonfinite(graph: Graph, inputs: list) -> bool:
     """Whether an input or a value eager computes is a float NaN or infinity."""
-    values = list(interpret(graph, inputs)[0].values())
     return any(isinstance(v, torch.Tensor) and v.is_floating_point() and not bool(torch.isfinite(v).all())
-               for v in values)
+               for v in interpret(graph, inputs)[0].values())
 
 
 def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: list, ref64: list, tainted: dict,
@@ -177,7 +176,7 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
     or right as float32 intermediates make it (`widened`), or any output of a run that holds a
     NaN or an infinity under unsafe math (`invalid`)); None when every output is right."""
     reduced = reduction_sizes(graph, types)
-    documented, references, wide = None, None, None
+    documented, references, wide, nonfinite = None, None, None, None
     for i, name in enumerate(graph.outputs):
         fused = result.outputs[i] if i < len(result.outputs) else None
         what = f"output {i} ({name})"
@@ -202,10 +201,12 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
                 documented = documented or verdict.documented(backend.name, Difference.FP32_INTERMEDIATES, what,
                                                               f"{mismatch.detail}; right with float32 intermediates")
                 continue
-        if mismatch and invalid is not None and mismatch.kind in ("values", "nan-inf") and _or_none(invalid):
-            documented = documented or verdict.documented(backend.name, Difference.UNSAFE_MATH, what,
-                                                          f"{mismatch.detail}; eager's run holds a NaN or an infinity")
-            continue
+        if mismatch and invalid is not None and mismatch.kind in ("values", "nan-inf"):
+            nonfinite = nonfinite if nonfinite is not None else bool(_or_none(invalid))
+            if nonfinite:
+                documented = documented or verdict.documented(
+                    backend.name, Difference.UNSAFE_MATH, what, f"{mismatch.detail}; eager's run holds a NaN or an infinity")
+                continue
         if mismatch:
             return verdict.mismatched(backend.name, mismatch, what, result.context, output=i)
         sign = documented is None and signed_zero_difference(fused, eager[i], ref64[i])
