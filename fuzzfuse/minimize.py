@@ -13,7 +13,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -173,13 +173,35 @@ def generalised(graph: Graph, signature: Signature, backend: str,
                       first_wrong=first_wrong if wrong_value else None)
 
 
+class Verified(NamedTuple):
+    """A repro's verification and what a report may quote of its runs: `output` and `errors` are
+    the stdout and stderr of the first run that reproduced (else of the first run), its printed
+    lines cut where the reproducing runs began to differ (`varies`), its verdict line kept."""
+
+    verification: Verification
+    output: str
+    errors: str
+    varies: bool = False
+
+
+def agreed_output(outputs: list[str]) -> tuple[str, bool]:
+    """The first of `outputs` (stdouts of runs that failed alike) up to the first line the runs
+    printed differently, with its verdict line; whether one did. A report quotes only what every
+    run prints: nvFuser's bfs.h:261 message lists the visited ID groups in a different order on
+    each run, so a README quoting one run's list was not in the next run's output."""
+    split = [[ln for ln in out.splitlines() if not ln.startswith("fuzzfuse-verdict: ")] for out in outputs]
+    same = 0
+    while all(same < len(lines) and lines[same] == split[0][same] for lines in split):
+        same += 1
+    verdict = [ln for ln in outputs[0].splitlines() if ln.startswith("fuzzfuse-verdict: ")]
+    return "\n".join(split[0][:same] + verdict) + "\n", any(lines != split[0] for lines in split)
+
+
 def verify_repro(directory: Path, signature: Signature, runs: int = VERIFY_RUNS,
-                 timeout: float = 600.0) -> tuple[Verification, str, str]:
+                 timeout: float = 600.0) -> Verified:
     """Run repro.py `runs` times, each in a fresh process in a clean directory holding only the
     repro's own files, and judge each run as the regression corpus does: it reproduces when its
     verdict line names the case's signature (outcome, kind, location), not merely when it exits 1.
-    (the verification record, and the stdout and stderr of the first run that reproduced, else of
-    the first run).
     The runs go concurrently: on a GPU box each one is mostly a torch import, and a campaign
     verifies every signature it reduces."""
     def run_once(_) -> tuple[int | None, str, str, str]:
@@ -201,9 +223,11 @@ def verify_repro(directory: Path, signature: Signature, runs: int = VERIFY_RUNS,
     else:
         status = Reproduction.REPRODUCES if all(same) else Reproduction.FLAKY if any(same) else \
             Reproduction.DOES_NOT_REPRODUCE
-    _, out, err, _ = next((r for r in results if r[-1] == "as recorded"), results[0])
-    return Verification(status, tuple(r[0] if r[0] is not None else "timeout" for r in results), tuple(verdicts),
-                        runs), out, err
+    verification = Verification(status, tuple(r[0] if r[0] is not None else "timeout" for r in results),
+                                tuple(verdicts), runs)
+    alike = [r for r in results if r[-1] == "as recorded"] or results[:1]
+    output, varies = agreed_output([out for _, out, _, _ in alike])
+    return Verified(verification, output, alike[0][2], varies)
 
 
 def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, verify_runs: int = VERIFY_RUNS,
@@ -264,7 +288,8 @@ def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS,
             (staging / "repro.py").write_text(files["repro.py"])
             if "inputs.pt" in files:
                 torch.save(files["inputs.pt"], staging / "inputs.pt")
-            verification, out, err = verify_repro(staging, candidate.signature, verify_runs, timeout=timeout + 120)
+            verified = verify_repro(staging, candidate.signature, verify_runs, timeout=timeout + 120)
+            verification = verified.verification
             if verification.status is Reproduction.REPRODUCES or candidate is case:
                 break
         except BaseException:
@@ -275,7 +300,8 @@ def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS,
         case = replace(candidate, verification=verification)
         write_json(staging / "case.json", case.to_json())
         ran_with = {**fuser.versions(), **{k: v for k, v in case.versions.items() if k == "cpu_capability"}}
-        (staging / "README.md").write_text(bug_report(case, files["repro.py"], out, err, ran_with))
+        (staging / "README.md").write_text(bug_report(case, files["repro.py"], verified.output, verified.errors,
+                                                         ran_with, verified.varies))
         for kept in ("FIXED",):  # what a person added beside the repro stays
             if (directory / kept).exists():
                 shutil.copy(directory / kept, staging / kept)
@@ -358,13 +384,14 @@ def with_variants(report: str, case: Case) -> str:
     return head + found + rest
 
 
-def bug_report(case: Case, repro: str, output: str, errors: str = "", versions: dict[str, str] | None = None) -> str:
+def bug_report(case: Case, repro: str, output: str, errors: str = "", versions: dict[str, str] | None = None,
+               varies: bool = False) -> str:
     """A report ready to paste upstream: the title names the op(s) and the symptom, and Expected and
     Actual are the repro's own printed lines, verbatim (`output`, `errors`: its stdout and stderr
     at verification; a crash is located from the traceback on stderr), as
     is any fusion it printed (aot:nvfuser's, of the minimized graph). `versions`: those of the run
     shown (the machine's: its GPU, or the CPU capability the repro ran at), beside those it was
-    found with."""
+    found with. `varies`: the runs printed more, differently each time (`agreed_output`)."""
     sig = case.signature
     before, expected, actual = sections(output)
     actual, cut = actual[:REPORT_LINES], len(actual) - REPORT_LINES
@@ -384,7 +411,7 @@ is present, 0 once fixed).
 {chr(10).join(expected) or "(none printed)"}
 ```
 
-**Actual** (printed by the repro{f"; {cut} more lines follow" if cut > 0 else ""}):
+**Actual** (printed by the repro{f"; {cut} more lines follow" if cut > 0 else ""}{"; the lines after these differ from run to run" if varies else ""}):
 
 ```
 {chr(10).join(actual) or "(nothing printed)"}

@@ -17,7 +17,7 @@ from dataclasses import replace
 import torch
 
 from .ir import Graph, TensorInput, make_inputs, to_source
-from .ir.graph import Layout
+from .ir.graph import Layout, Node
 from .ir.types import DTYPES, is_float
 from .ir.values import INLINE_LIMIT
 from .oracle import headline, innermost_error, nvrtc_error
@@ -288,10 +288,25 @@ def inputs_source(graph: Graph, values: list, external: bool) -> str:
 
 
 def float64_graph(graph: Graph) -> Graph:
-    """The arbiter: the same graph with every floating cast made a float64 cast."""
-    nodes = tuple(replace(n, attrs={**n.attrs, "dtype": "float64"}) if n.op == "cast" and is_float(n.attrs["dtype"])
-                  else n for n in graph.nodes)
-    return replace(graph, nodes=nodes)
+    """The arbiter as the oracle computes it (`ir.interp.interpret`, upcast=True): the same graph
+    with every floating cast made a float64 cast, and every float an op makes out of integers or
+    bools (exp2 of an int8 tensor is float32) widened to float64. Without the widening, the repro
+    of exp2(int8) -> linear with float32 weights failed in its own reference (linear refuses
+    float32 with float64) and printed no verdict."""
+    types = graph.infer_types()
+    nodes: list[Node] = []
+    widened: dict[str, str] = {}
+    for node in graph.nodes:
+        n = replace(node, args=tuple(widened.get(a, a) if isinstance(a, str) else a for a in node.args))
+        if n.op == "cast" and is_float(n.attrs["dtype"]):
+            n = replace(n, attrs={**n.attrs, "dtype": "float64"})
+        nodes.append(n)
+        made = types[n.name].dtype
+        if (n.op != "cast" and made is not None and is_float(made) and made != "float64"
+                and not any(types[a].dtype is not None and is_float(types[a].dtype) for a in node.refs())):
+            widened[n.name] = f"{n.name}_float64"
+            nodes.append(Node(widened[n.name], "cast", (n.name,), {"dtype": "float64"}))
+    return replace(graph, nodes=tuple(nodes), outputs=tuple(widened.get(o, o) for o in graph.outputs))
 
 
 # The exit status of a repro that cannot run as its bug needs here (git bisect run's "skip").

@@ -20,7 +20,7 @@ from fuzzfuse.corpus import load_case
 from fuzzfuse.export import judge, read_verdict
 from fuzzfuse.ir import Values
 from fuzzfuse.ir.builder import GraphBuilder
-from fuzzfuse.minimize import refresh, verify_repro
+from fuzzfuse.minimize import agreed_output, refresh, verify_repro
 from fuzzfuse.pytest_plugin import unavailable
 from fuzzfuse.oracle import Signature, compare_output, exception_signature
 from fuzzfuse.tracebacks import error_location, printed_error
@@ -120,8 +120,8 @@ def test_verification_needs_the_recorded_signature_not_just_a_failing_exit(tmp_p
     directory = tmp_path / "mismatch"
     shutil.copytree(MISMATCH, directory)
     signature = load_case(directory / "case.json").signature
-    verification, output, _ = verify_repro(directory, signature, runs=1)
-    assert verification.status == "reproduces" and read_verdict(output)["kind"] == signature.kind
+    verification, output, _, varies = verify_repro(directory, signature, runs=1)
+    assert verification.status == "reproduces" and read_verdict(output)["kind"] == signature.kind and not varies
     other = "values" if signature.kind == "nan-inf" else "nan-inf"
     verification, *_ = verify_repro(directory, replace(signature, kind=other), runs=1)
     assert verification.status == "does not reproduce"
@@ -142,6 +142,42 @@ def test_a_refreshed_report_shows_the_repros_own_output_verbatim_and_names_the_o
     assert heading == "# " + title(case.graph, case.backend, read_verdict(run.stdout, run.stderr))
     assert heading.startswith("# NNC: ") and all(n.op in heading for n in case.graph.nodes)
     assert run.stdout.splitlines()[-1].startswith("fuzzfuse-verdict: ")
+
+
+@pytest.mark.slow
+def test_a_repros_float64_reference_widens_the_floats_an_op_makes_from_integers(tmp_path):
+    """exp2 of int8 is float32, and the float64 reference met float64 weights with it: linear
+    refused the pair, so the H200's repro of exp2(int8) -> linear printed no verdict and was
+    recorded as not reproducing. Its reference is now the oracle's (`interpret`, upcast=True);
+    real CPU Inductor judges it."""
+    b = GraphBuilder()
+    x, w, bias = b.tensor((1, 4), "int8", values=Values(seed=1)), b.tensor((3, 4), values=Values(seed=2)), b.tensor((3,))
+    graph = b.build([b.add("linear", b.add("exp2", x), w, bias)])
+    (tmp_path / "repro.py").write_text(repro_files(graph, get_backend("inductor"), Signature("mismatch", "values"),
+                                                   {})["repro.py"])
+    run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert read_verdict(run.stdout) == {"outcome": "pass"}, run.stderr[-2000:]
+
+
+# Two runs of the committed bfs.h:261 repro on the H200: nvFuser lists the visited ID groups of its
+# failed traversal in another order on each run.
+_BFS = ("expected: nvfuser compiles and runs fn\n"
+        "actual: RuntimeError:  INTERNAL ASSERT FAILED at /workspace/Fuser/csrc/bfs.h:261, please report a bug\n"
+        "BFS traversal could not visit some nodes:  idg{54 58} (from:  idg{29 31 36 38 43 45}), visited: ( VISITED)\n"
+        "Exception raised from traverse at /workspace/Fuser/csrc/bfs.h:261 (most recent call first):\n"
+        'fuzzfuse-verdict: {"outcome": "crash", "kind": "RuntimeError"}\n')
+
+
+def test_a_report_quotes_only_the_lines_every_verifying_run_printed():
+    """The README of the bfs.h:261 repro quoted one run's order, and the verbatim check failed on
+    the GPU: what the runs print alike is quoted, up to the first line that differs, and the verdict
+    line stays for the title."""
+    runs = [_BFS.replace("VISITED", "idg{55 56 57 59} idg{2 7 12 24} idg{30 37 44}"),
+            _BFS.replace("VISITED", "idg{55 56 57 59} idg{30 37 44} idg{2 7 12 24}")]
+    output, varies = agreed_output(runs)
+    assert varies and output.splitlines() == runs[0].splitlines()[:2] + runs[0].splitlines()[-1:]
+    assert read_verdict(output) == read_verdict(runs[1])
+    assert agreed_output(runs[:1] * 3) == (runs[0], False)
 
 
 @pytest.mark.parametrize("capability", ["zvector", "avx512"])
