@@ -224,21 +224,33 @@ def _or_none(reference):
 
 
 def flushed_references(graph: Graph, inputs: list) -> tuple[list, list] | None:
-    """Eager and float64 on the inputs with their fp32 denormals flushed, on CPU float64 ones too
-    (eager on CPU also under FTZ/DAZ, so that its intermediates flush as a fuser's do): what a
-    fuser that flushes by design must match. None when eager fails there."""
-    on_cpu = all(not isinstance(x, torch.Tensor) or x.device.type == "cpu" for x in inputs)
-    flushed = [flush_denormals(x, doubles=on_cpu) for x in inputs]
-    try:
-        torch.set_flush_denormal(on_cpu)
-        eager, _ = run_eager(graph, flushed)
-        torch.set_flush_denormal(False)
-        ref64, _ = run_eager(graph, flushed, upcast=True)
-    except Exception:
-        return None
-    finally:
-        torch.set_flush_denormal(False)
-    return eager, ref64
+    """Eager and float64 on the inputs with their fp32 denormals flushed: what a fuser that flushes
+    by design must match. Eager runs on CPU under FTZ/DAZ, so that its intermediates flush as a
+    fuser's do; on CPU, x86's DAZ reads float64 denormals as zero too. CUDA inputs run there as
+    well, the results brought back: eager's CUDA kernels do not flush (Triton's exp2 ->
+    logical_and of a denormal result is False, and eager CUDA on flushed inputs said True). A CUDA
+    graph holding float64 values (Triton flushes fp32 only), or one CPU eager fails on, runs on
+    CUDA on flushed inputs. None when eager fails."""
+    device = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
+    routes = [(inputs, True)]
+    if device.type != "cpu":
+        doubles = any(t.dtype == "float64" for t in graph.infer_types().values())
+        routes = [] if doubles else [([x.cpu() if isinstance(x, torch.Tensor) else x for x in inputs], True)]
+        routes.append((inputs, False))
+    for where, ftz in routes:
+        flushed = [flush_denormals(x, doubles=ftz) for x in where]
+        try:
+            torch.set_flush_denormal(ftz)
+            eager, _ = run_eager(graph, flushed)
+            torch.set_flush_denormal(False)
+            ref64, _ = run_eager(graph, flushed, upcast=True)
+        except Exception:
+            continue
+        finally:
+            torch.set_flush_denormal(False)
+        back = lambda outs: [o.to(device) if isinstance(o, torch.Tensor) else o for o in outs]  # noqa: E731
+        return back(eager), back(ref64)
+    return None
 
 
 @dataclass

@@ -60,6 +60,28 @@ def _assert_flush_documented_only_where_declared(inductor, graph, x, fused, eage
     assert judged.outcome == Outcome.MISMATCH
 
 
+@pytest.mark.gpu
+def test_a_triton_flush_of_a_denormal_intermediate_is_the_documented_flush():
+    """exp2(-128) is a denormal that Triton flushes: logical_and(x, exp2(x)) is False where eager
+    CUDA, which does not flush, gives True. The H200 campaign reduced it as a bug, for its flushed
+    reference ran eager CUDA on flushed inputs, whose intermediates keep denormals; it runs on CPU
+    under FTZ/DAZ now. Without the flush (eager_numerics.disable_ftz) the same graph passes."""
+    from fuzzfuse.backends import Unavailable
+    from fuzzfuse.backends.inductor import InductorBackend
+
+    backend = InductorBackend("cuda")
+    try:
+        backend.check_available()
+    except Unavailable as e:
+        pytest.skip(str(e))
+    b = GraphBuilder()
+    x = b.tensor([], values=_exact(torch.tensor(-128.0)))
+    graph = b.build([b.add("logical_and", x, b.add("exp2", x))])
+    flushing = run_case(graph, backend)
+    assert flushing.outcome == Outcome.DOCUMENTED and flushing.signature.kind == Difference.DENORMAL_FLUSH.value
+    assert run_case(graph, backend, options=_options(**{"eager_numerics.disable_ftz": True})).outcome == Outcome.PASS
+
+
 def test_a_flag_takes_effect_for_the_next_case_and_is_gone_after_it(inductor):
     """Vectorized C++ kernels are counted by Inductor itself: none under cpp.simdlen=1 (no ISA that wide: scalar code),
     some again for the next case with the defaults (the patch was restored, dynamo reset)."""
