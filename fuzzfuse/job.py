@@ -223,19 +223,26 @@ def _or_none(reference):
         return []
 
 
+def _holds_double_denormal(graph: Graph, inputs: list) -> bool:
+    """Whether an input or a value eager computes is a float64 tensor holding a denormal."""
+    tiny = torch.finfo(torch.float64).tiny
+    return any(isinstance(v, torch.Tensor) and v.dtype == torch.float64 and bool(((v != 0) & (v.abs() < tiny)).any())
+               for v in interpret(graph, inputs)[0].values())
+
+
 def flushed_references(graph: Graph, inputs: list) -> tuple[list, list] | None:
     """Eager and float64 on the inputs with their fp32 denormals flushed: what a fuser that flushes
     by design must match. Eager runs on CPU under FTZ/DAZ, so that its intermediates flush as a
     fuser's do; on CPU, x86's DAZ reads float64 denormals as zero too. CUDA inputs run there as
     well, the results brought back: eager's CUDA kernels do not flush (Triton's exp2 ->
     logical_and of a denormal result is False, and eager CUDA on flushed inputs said True). A CUDA
-    graph holding float64 values (Triton flushes fp32 only), or one CPU eager fails on, runs on
-    CUDA on flushed inputs. None when eager fails."""
+    graph whose eager run holds a float64 denormal (Triton flushes fp32 only, and x86's FTZ/DAZ
+    both), or one CPU eager fails on, runs on CUDA on flushed inputs. None when eager fails."""
     device = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
     routes = [(inputs, True)]
     if device.type != "cpu":
-        doubles = any(t.dtype == "float64" for t in graph.infer_types().values())
-        routes = [] if doubles else [([x.cpu() if isinstance(x, torch.Tensor) else x for x in inputs], True)]
+        routes = [] if _holds_double_denormal(graph, inputs) else \
+            [([x.cpu() if isinstance(x, torch.Tensor) else x for x in inputs], True)]
         routes.append((inputs, False))
     for where, ftz in routes:
         flushed = [flush_denormals(x, doubles=ftz) for x in where]

@@ -15,7 +15,7 @@ from fuzzfuse.corpus import Case
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.ir.graph import Values
 from fuzzfuse.ir.values import encode_exact
-from fuzzfuse.job import _judge_outputs, design_references, run_case
+from fuzzfuse.job import _holds_double_denormal, _judge_outputs, design_references, run_case
 from fuzzfuse.minimize import reduce_case
 from fuzzfuse.oracle import Signature
 from fuzzfuse.repro import repro_files
@@ -80,6 +80,17 @@ def test_a_triton_flush_of_a_denormal_intermediate_is_the_documented_flush():
     flushing = run_case(graph, backend)
     assert flushing.outcome == Outcome.DOCUMENTED and flushing.signature.kind == Difference.DENORMAL_FLUSH.value
     assert run_case(graph, backend, options=_options(**{"eager_numerics.disable_ftz": True})).outcome == Outcome.PASS
+    # A float64 value without denormals does not keep the reference on CUDA: atan2(1, 3.4e38) is
+    # an fp32 denormal, flushed, and logical_and with a float64 one is False (the H200's 6ac3e94b).
+    b = GraphBuilder()
+    x, y, z = b.tensor([3], values=_exact(torch.tensor([-2.5, 1e4, 3.4028234663852886e38]))), b.tensor([3]), \
+        b.tensor([3], "float64")
+    graph = b.build([b.add("logical_and", z, b.add("atan2", y, x))])
+    inputs = [torch.tensor([-2.5, 1e4, 3.4028234663852886e38], device="cuda"), torch.ones(3, device="cuda"),
+              torch.ones(3, dtype=torch.float64, device="cuda")]
+    assert not _holds_double_denormal(graph, inputs)
+    flushing = run_case(graph, backend)
+    assert flushing.outcome == Outcome.DOCUMENTED and flushing.signature.kind == Difference.DENORMAL_FLUSH.value
 
 
 def test_a_flag_takes_effect_for_the_next_case_and_is_gone_after_it(inductor):
