@@ -162,10 +162,15 @@ def design_references(backend: Backend, options: Options, graph: Graph, inputs: 
     return flushed, widened, invalid
 
 
+def _eager_holds(graph: Graph, inputs: list, holds) -> bool:
+    """Whether an input or a value eager computes is a tensor that `holds` (a predicate) is true of:
+    what a backend's documented semantics depend on is often an intermediate, not an output."""
+    return any(isinstance(v, torch.Tensor) and holds(v) for v in interpret(graph, inputs)[0].values())
+
+
 def holds_nonfinite(graph: Graph, inputs: list) -> bool:
     """Whether an input or a value eager computes is a float NaN or infinity."""
-    return any(isinstance(v, torch.Tensor) and v.is_floating_point() and not bool(torch.isfinite(v).all())
-               for v in interpret(graph, inputs)[0].values())
+    return _eager_holds(graph, inputs, lambda v: v.is_floating_point() and not bool(torch.isfinite(v).all()))
 
 
 def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: list, ref64: list, tainted: dict,
@@ -226,8 +231,7 @@ def _or_none(reference):
 def _holds_double_denormal(graph: Graph, inputs: list) -> bool:
     """Whether an input or a value eager computes is a float64 tensor holding a denormal."""
     tiny = torch.finfo(torch.float64).tiny
-    return any(isinstance(v, torch.Tensor) and v.dtype == torch.float64 and bool(((v != 0) & (v.abs() < tiny)).any())
-               for v in interpret(graph, inputs)[0].values())
+    return _eager_holds(graph, inputs, lambda v: v.dtype == torch.float64 and bool(((v != 0) & (v.abs() < tiny)).any()))
 
 
 def flushed_references(graph: Graph, inputs: list) -> tuple[list, list] | None:
