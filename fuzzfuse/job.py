@@ -6,6 +6,7 @@ torch alive across the many cases a worker runs. The parent side is `fuzzfuse.po
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 import traceback
@@ -155,11 +156,23 @@ def design_references(backend: Backend, options: Options, graph: Graph, inputs: 
     outputs with fp16/bf16 intermediates in float32 (`run_fp32_compute`), and whether eager's run
     holds a NaN or an infinity (`holds_nonfinite`)."""
     declared = backend.documented_differences(options)
-    flushed = (lambda: flushed_references(graph, inputs)) if Difference.DENORMAL_FLUSH in declared else None
-    widened = ((lambda: run_fp32_compute(graph, inputs, [e.dtype for e in eager]))
+    flushed = _once(lambda: flushed_references(graph, inputs)) if Difference.DENORMAL_FLUSH in declared else None
+    widened = (_once(lambda: run_fp32_compute(graph, inputs, [e.dtype for e in eager]))
                if Difference.FP32_INTERMEDIATES in declared else None)
-    invalid = (lambda: holds_nonfinite(graph, inputs)) if Difference.UNSAFE_MATH in declared else None
+    invalid = _once(lambda: holds_nonfinite(graph, inputs)) if Difference.UNSAFE_MATH in declared else None
     return flushed, widened, invalid
+
+
+def _once(reference):
+    """`reference` computed at its first call and kept (several outputs of a graph may need it),
+    [] where eager fails on it (undefined there)."""
+    @functools.cache
+    def computed():
+        try:
+            return reference()
+        except Exception:
+            return []
+    return computed
 
 
 def _eager_holds(graph: Graph, inputs: list, holds) -> bool:
@@ -177,11 +190,11 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
                    check_strides: bool, flushed=None, widened=None, invalid=None) -> CaseResult | None:
     """The mismatch verdict of the first wrong output; else a documented difference (a zero of
     the other sign, or, where the backend declares the semantic (`design_references`, each
-    computed at the first need), an output that is right once denormals are flushed (`flushed`)
+    computed at its first call), an output that is right once denormals are flushed (`flushed`)
     or right as float32 intermediates make it (`widened`), or any output of a run that holds a
     NaN or an infinity under unsafe math (`invalid`)); None when every output is right."""
     reduced = reduction_sizes(graph, types)
-    documented, references, wide, nonfinite = None, None, None, None
+    documented = None
     for i, name in enumerate(graph.outputs):
         fused = result.outputs[i] if i < len(result.outputs) else None
         what = f"output {i} ({name})"
@@ -194,21 +207,20 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
                                                           mismatch.detail)
             continue
         if mismatch and flushed is not None:
-            references = references if references is not None else flushed()
+            references = flushed()
             if references and not compare_output(i, fused, *nearer_references(fused, eager[i], ref64[i], references[0][i],
                                                                               references[1][i]), reduced[name]):
                 documented = documented or verdict.documented(backend.name, Difference.DENORMAL_FLUSH, what,
                                                               f"{mismatch.detail}; right once fp32 denormals flush")
                 continue
         if mismatch and widened is not None and mismatch.kind in ("values", "nan-inf"):
-            wide = wide if wide is not None else _or_none(widened)
+            wide = widened()
             if wide and not compare_output(i, fused, wide[i], ref64[i], reduced[name]):
                 documented = documented or verdict.documented(backend.name, Difference.FP32_INTERMEDIATES, what,
                                                               f"{mismatch.detail}; right with float32 intermediates")
                 continue
         if mismatch and invalid is not None and mismatch.kind in ("values", "nan-inf"):
-            nonfinite = nonfinite if nonfinite is not None else bool(_or_none(invalid))
-            if nonfinite:
+            if invalid():
                 documented = documented or verdict.documented(
                     backend.name, Difference.UNSAFE_MATH, what, f"{mismatch.detail}; eager's run holds a NaN or an infinity")
                 continue
@@ -218,14 +230,6 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
         if sign:
             documented = verdict.documented(backend.name, Difference.SIGNED_ZERO, what, sign)
     return documented
-
-
-def _or_none(reference):
-    """A reference run's result, or [] where eager fails on it (undefined there)."""
-    try:
-        return reference()
-    except Exception:
-        return []
 
 
 def _holds_double_denormal(graph: Graph, inputs: list) -> bool:
