@@ -20,9 +20,9 @@ from .attribution import attribute
 from .backends import Backend, BackendError, Compiled, get_backend
 from .backends.base import is_cuda_fault
 from .backends.options import Options
-from .ir import Graph, TensorInput, interpret, make_inputs, run_autograd, run_eager, run_fp32_compute
+from .ir import Graph, TensorInput, flush_denormals, interpret, make_inputs, run_autograd, run_eager, run_fp32_compute
 from .ir.values import input_set
-from .oracle import (compare_output, flush_denormals, nearer_references, gradient_reduction_sizes, reduction_sizes,
+from .oracle import (compare_output, nearer_references, gradient_reduction_sizes, reduction_sizes,
                      signed_zero_difference)
 from .pool import Job
 from .strategies import GenConfig, generate_steered, graph_triples
@@ -242,30 +242,41 @@ def flushed_references(graph: Graph, inputs: list) -> tuple[list, list] | None:
     """Eager and float64 on the inputs with their fp32 denormals flushed: what a fuser that flushes
     by design must match. Eager runs on CPU under FTZ/DAZ, so that its intermediates flush as a
     fuser's do; on CPU, x86's DAZ reads float64 denormals as zero too. CUDA inputs run there as
-    well, the results brought back: eager's CUDA kernels do not flush (Triton's exp2 ->
-    logical_and of a denormal result is False, and eager CUDA on flushed inputs said True). A CUDA
-    graph whose eager run holds a float64 denormal (Triton flushes fp32 only, and x86's FTZ/DAZ
-    both), or one CPU eager fails on, runs on CUDA on flushed inputs. None when eager fails."""
+    well, the results brought back, as Triton flushes (`flushed_run`): eager's CUDA kernels do not
+    flush (Triton's exp2 -> logical_and of a denormal result is False, and eager CUDA on flushed
+    inputs said True). A CUDA graph whose eager run holds a float64 denormal (Triton flushes fp32
+    only, and x86's FTZ/DAZ both), or one CPU eager fails on, runs on CUDA on flushed inputs. None
+    when eager fails."""
     device = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
-    routes = [(inputs, True)]
+    routes = [(inputs, True, False)]  # (inputs, FTZ/DAZ, as Triton flushes)
     if device.type != "cpu":
         routes = [] if _holds_double_denormal(graph, inputs) else \
-            [([x.cpu() if isinstance(x, torch.Tensor) else x for x in inputs], True)]
-        routes.append((inputs, False))
-    for where, ftz in routes:
-        flushed = [flush_denormals(x, doubles=ftz) for x in where]
+            [([x.cpu() if isinstance(x, torch.Tensor) else x for x in inputs], True, True)]
+        routes.append((inputs, False, False))
+    for where, daz, as_triton in routes:
         try:
-            torch.set_flush_denormal(ftz)
-            eager, _ = run_eager(graph, flushed)
-            torch.set_flush_denormal(False)
-            ref64, _ = run_eager(graph, flushed, upcast=True)
+            eager, ref64 = flushed_run(graph, where, daz=daz, as_triton=as_triton)
         except Exception:
             continue
-        finally:
-            torch.set_flush_denormal(False)
         back = lambda outs: [o.to(device) if isinstance(o, torch.Tensor) else o for o in outs]  # noqa: E731
         return back(eager), back(ref64)
     return None
+
+
+def flushed_run(graph: Graph, inputs: list, *, daz: bool, as_triton: bool = False) -> tuple[list, list]:
+    """Eager on `inputs` with their denormals flushed, under the CPU's FTZ/DAZ where `daz` (so that
+    intermediates flush too), and float64 on the flushed inputs. as_triton: the flush Triton does,
+    the inputs as they are, flushed where arithmetic reads them (DAZ) and not where comparisons
+    do (fuzzfuse.ir.interp.interpret, flush_as_triton): tan(x) == x is False for a denormal x on
+    the H200, which flushing x itself would make True."""
+    flushed = [flush_denormals(x, doubles=daz) for x in inputs]
+    try:
+        torch.set_flush_denormal(daz)
+        eager, _ = run_eager(graph, inputs if as_triton else flushed, flush_as_triton=as_triton)
+    finally:
+        torch.set_flush_denormal(False)
+    ref64, _ = run_eager(graph, flushed, upcast=True)
+    return eager, ref64
 
 
 @dataclass

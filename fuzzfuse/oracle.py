@@ -294,18 +294,6 @@ def signed_zero_difference(fused: torch.Tensor, eager: torch.Tensor, ref64: torc
     return f"{int(flipped.sum())} zeros of the other sign, e.g. {idx}: fused {fused[idx].item()} eager {eager[idx].item()}"
 
 
-def flush_denormals(t: torch.Tensor, doubles: bool = False) -> torch.Tensor:
-    """An fp32 or bf16 tensor with its denormals read as zeros of their sign (what FTZ/DAZ
-    hardware does to an operand: a bf16 value is computed in fp32, whose exponent range it shares,
-    so its denormals are fp32 denormals there), and with `doubles` a float64 one too (x86's DAZ,
-    which -funsafe-math-optimizations sets on CPU, reads double denormals as zero as well; Triton
-    flushes fp32 only); any other tensor as it is (fp16 denormals are normal numbers in fp32)."""
-    if not isinstance(t, torch.Tensor) or t.dtype not in (torch.float32, torch.bfloat16) + (torch.float64,) * doubles:
-        return t
-    tiny = torch.finfo(t.dtype).tiny
-    return torch.where(t.abs() < tiny, torch.copysign(torch.zeros_like(t), t), t)
-
-
 def nearer_references(fused, eager, ref64, flushed_eager, flushed_ref64):
     """(eager, float64) references taken per element from the run on flushed inputs where that run
     is nearer the fused value (or its eager, under FTZ/DAZ on CPU, gives it exactly), else from the

@@ -44,9 +44,10 @@ def inductor():
     return get_backend("inductor")
 
 
-def _assert_flush_documented_only_where_declared(inductor, graph, x, fused, eager, ref64):
+def _assert_flush_documented_only_where_declared(inductor, graph, x, fused, eager, ref64, flushed=None):
     """`fused` (what a flushing kernel returned) is the documented flush for Inductor under the
-    flag that flushes, and a mismatch for a backend that does not declare it."""
+    flag that flushes, and a mismatch for a backend that does not declare it. `flushed`: the
+    flushed reference (default: the CPU's, every read flushed)."""
     from fuzzfuse.job import flushed_references
 
     class Result:
@@ -54,7 +55,7 @@ def _assert_flush_documented_only_where_declared(inductor, graph, x, fused, eage
     flushing = inductor.for_case(UNSAFE_MATH)
     assert Difference.DENORMAL_FLUSH in flushing.documented_differences(UNSAFE_MATH)
     judged = _judge_outputs(graph, graph.infer_types(), flushing, Result, eager, ref64, {}, False,
-                            lambda: flushed_references(graph, [x]))
+                            flushed or (lambda: flushed_references(graph, [x])))
     assert judged.outcome == Outcome.DOCUMENTED and judged.signature.kind == Difference.DENORMAL_FLUSH.value
     judged = _judge_outputs(graph, graph.infer_types(), inductor, Result, eager, ref64, {}, False)
     assert judged.outcome == Outcome.MISMATCH
@@ -89,6 +90,12 @@ def test_a_triton_flush_of_a_denormal_intermediate_is_the_documented_flush():
     inputs = [torch.tensor([-2.5, 1e4, 3.4028234663852886e38], device="cuda"), torch.ones(3, device="cuda"),
               torch.ones(3, dtype=torch.float64, device="cuda")]
     assert not _holds_double_denormal(graph, inputs)
+    flushing = run_case(graph, backend)
+    assert flushing.outcome == Outcome.DOCUMENTED and flushing.signature.kind == Difference.DENORMAL_FLUSH.value
+    # Triton's eq reads the denormal x that its tan flushes: tan(x) == x is False (the H200's 2a67f66b).
+    b = GraphBuilder()
+    x = b.tensor([2], values=_exact(torch.tensor([9.214186204124655e-39, -1.1047601674594851e-38])))
+    graph = b.build([b.add("eq", x, b.add("tan", x))])
     flushing = run_case(graph, backend)
     assert flushing.outcome == Outcome.DOCUMENTED and flushing.signature.kind == Difference.DENORMAL_FLUSH.value
 
@@ -199,6 +206,40 @@ def test_a_flush_is_documented_when_each_element_is_right_flushed_or_not(inducto
     # what Inductor's Triton kernel returned for it on the H200
     fused = [torch.tensor([False, True])]
     _assert_flush_documented_only_where_declared(inductor, graph, x, fused, eager, ref64)
+
+
+def _tan_eq(b, x):
+    return b.add("eq", x, b.add("tan", x))
+
+
+def _floor_halved_xor(b, x):
+    return b.add("logical_xor", x, b.add("div_floor", x, -2.0))
+
+
+@pytest.mark.parametrize("build, x, triton", [
+    # what Inductor's Triton kernels returned for them on the H200 (3 of 3 fresh processes each)
+    (_tan_eq, torch.tensor([9.214186204124655e-39, -1.1047601674594851e-38]), torch.tensor([False, False])),
+    (_floor_halved_xor, torch.tensor(3.819956429331023e-39), torch.tensor(True)),
+], ids=["tan-eq", "div_floor-logical_xor"])
+def test_a_triton_comparison_reads_the_denormal_its_arithmetic_flushes(inductor, build, x, triton):
+    """Seen on the H200, in the 10-minute campaign's hits: tan(x) == x is False for a denormal x,
+    and logical_xor(x, div(x, -2.0, rounding_mode="floor")) is True (eager: True, False). Triton
+    flushes what tan and div read and write, not what eq and logical_xor read. A reference that
+    flushes every read, as x86's DAZ does, says True and False, so these flushes were reduced as
+    bugs; with comparisons reading their operands as they are, each is the documented flush. A
+    fuser that does not declare the flush still gets a mismatch."""
+    from fuzzfuse.ir.interp import run_eager
+    from fuzzfuse.job import flushed_run
+
+    b = GraphBuilder()
+    graph = b.build([build(b, b.tensor(list(x.shape), values=_exact(x)))])
+    (eager, _), (ref64, _) = run_eager(graph, [x]), run_eager(graph, [x], upcast=True)
+    assert not torch.equal(eager[0], triton)
+    every_read, _ = flushed_run(graph, [x], daz=True)
+    assert not torch.equal(every_read[0], triton)
+    _assert_flush_documented_only_where_declared(
+        inductor, graph, x, [triton], eager, ref64,
+        flushed=lambda: flushed_run(graph, [x], daz=True, as_triton=True))
 
 
 def test_a_bfloat16_denormal_flushed_is_the_same_documented_difference(inductor):

@@ -7,7 +7,7 @@ import math
 import torch
 
 from .graph import Graph, Node, ScalarInput, TensorInput
-from .ops import OPS, lit, reduced_dims
+from .ops import MOVES_DATA, OPS, lit, reduced_dims
 from .types import DTYPES, is_float
 
 
@@ -90,11 +90,24 @@ def _order_dependent(node: Node, x) -> bool:
     return False
 
 
+def flush_denormals(t: torch.Tensor, doubles: bool = False) -> torch.Tensor:
+    """An fp32 or bf16 tensor with its denormals read as zeros of their sign (what FTZ/DAZ
+    hardware does to an operand: a bf16 value is computed in fp32, whose exponent range it shares,
+    so its denormals are fp32 denormals there), and with `doubles` a float64 one too (x86's DAZ,
+    which -funsafe-math-optimizations sets on CPU, reads double denormals as zero as well; Triton
+    flushes fp32 only); any other tensor as it is (fp16 denormals are normal numbers in fp32)."""
+    if not isinstance(t, torch.Tensor) or t.dtype not in (torch.float32, torch.bfloat16) + (torch.float64,) * doubles:
+        return t
+    tiny = torch.finfo(t.dtype).tiny
+    return torch.where(t.abs() < tiny, torch.copysign(torch.zeros_like(t), t), t)
+
+
 # Why a value is tainted (the values of fuzzfuse.verdict.Difference that name them).
 UNDEFINED_BEHAVIOUR, REDUCTION_ORDER = "undefined-behaviour", "reduction-order"
 
 
-def interpret(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[dict, dict[str, str]]:
+def interpret(graph: Graph, inputs: list, *, upcast: bool = False,
+              flush_as_triton: bool = False) -> tuple[dict, dict[str, str]]:
     """All values of the graph by name, and the names tainted by undefined behaviour (a float->int
     cast out of range, an int32 overflow) or by an order-dependent reduction (`_order_dependent`),
     with why: values only their type is defined of.
@@ -102,6 +115,12 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[dict
     upcast=True runs every floating computation in float64: the arbiter that tells a fuser's error
     from the rounding eager itself shows. It reports no taint: what is undefined or order-dependent
     is decided on eager's own values, at eager's precision.
+
+    flush_as_triton=True, under the CPU's FTZ/DAZ (torch.set_flush_denormal(True)), flushes as
+    Triton does: what its arithmetic reads and writes, not what its comparisons read. The ops that
+    compare (`Op.compares`) run with FTZ/DAZ off, and the results of the ops that compute (every
+    kind but those that move data, MOVES_DATA) are flushed besides: FTZ leaves some alone (ATen's
+    tan of a denormal returns it), and Triton's tan gives 0.
     """
     env: dict = {}
     for spec, value in zip(graph.inputs, inputs):
@@ -113,7 +132,17 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[dict
         args = [env[a] if isinstance(a, str) else a for a in node.args]
         attrs = _upcast_attrs(node) if upcast else node.attrs
         attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()}
-        out = OPS[node.op].eager(*args, **attrs)
+        op = OPS[node.op]
+        if flush_as_triton and op.compares:
+            torch.set_flush_denormal(False)
+            try:
+                out = op.eager(*args, **attrs)
+            finally:
+                torch.set_flush_denormal(True)
+        else:
+            out = op.eager(*args, **attrs)
+        if flush_as_triton and op.kind not in MOVES_DATA:
+            out = flush_denormals(out)
         upstream = [tainted[a] for a in node.refs() if a in tainted]
         if upstream:
             tainted[node.name] = upstream[0]
@@ -151,9 +180,10 @@ def run_fp32_compute(graph: Graph, inputs: list, dtypes: list[torch.dtype]) -> l
     return [env[o].to(dtype) for o, dtype in zip(graph.outputs, dtypes)]
 
 
-def run_eager(graph: Graph, inputs: list, *, upcast: bool = False) -> tuple[list[torch.Tensor], dict[str, str]]:
+def run_eager(graph: Graph, inputs: list, *, upcast: bool = False,
+              flush_as_triton: bool = False) -> tuple[list[torch.Tensor], dict[str, str]]:
     """The outputs, and those of them tainted (`interpret`), with why."""
-    env, tainted = interpret(graph, inputs, upcast=upcast)
+    env, tainted = interpret(graph, inputs, upcast=upcast, flush_as_triton=flush_as_triton)
     return [env[o] for o in graph.outputs], {o: tainted[o] for o in graph.outputs if o in tainted}
 
 

@@ -82,9 +82,17 @@ class Op:
     # the next value representable in that dtype): computing it in float32 for fp16/bf16 operands
     # is wrong, not merely more precise (fuzzfuse.ir.interp.run_fp32_compute keeps its dtype).
     exact_in_dtype: bool = False
+    # Whether the result only says how the operands compare, or whether they are nonzero (eq..ge,
+    # logical_*, isnan): Triton reads a compared fp32 denormal as it is, where its arithmetic
+    # flushes one (tan(x) == x is False for a denormal x), and the flushed reference does the same
+    # (fuzzfuse.ir.interp.interpret, flush_as_triton).
+    compares: bool = False
 
 
 OPS: dict[str, Op] = {}
+# The kinds whose results are their operands' elements, moved: no arithmetic, so nothing a flush
+# of denormals touches (a Triton load or store keeps them).
+MOVES_DATA = frozenset({"view", "broadcast", "resize", "index"})
 
 # What each TorchScript fuser fuses, measured on torch 2.13 CPU with every op in a two-op chain
 # (float32, also float64/int/bool for NNC, bfloat16 for oneDNN). NNC (tensorexpr_fuser.cpp) has
@@ -268,7 +276,7 @@ _NVFUSER_UNARY = {"gelu": "@gelu"}
 for _n, (_fn, _rule, _acc) in _UNARY.items():
     _src = f"torch.nn.functional.{_n}" if _n in ("gelu", "silu") else f"torch.{_n}"
     register(Op(_n, "unary", 1, _rule, _fn, _call(_src), _acc or (lambda t, a: True),
-                nvfuser=_NVFUSER_UNARY.get(_n, _n)))
+                nvfuser=_NVFUSER_UNARY.get(_n, _n), compares=_rule is _boolean))
 
 # ---- binary --------------------------------------------------------------------------------------
 _BINARY = {
@@ -293,7 +301,7 @@ for _n, (_rule, _acc) in _BINARY.items():
     register(Op(_n, "binary", 2, _rule, getattr(torch, _n), _call(f"torch.{_n}"),
                 _acc or (lambda t, a: True), scalar_positions=() if _n in _TENSOR_ONLY else (1,),
                 nvfuser=_NVFUSER_BINARY.get(_n, _n), differentiable=_BINARY_GRAD.get(_n, lambda t, a: True),
-                exact_in_dtype=_n == "nextafter"))
+                exact_in_dtype=_n == "nextafter", compares=_rule is _boolean))
 
 for _mode in ("trunc", "floor"):
     register(Op(f"div_{_mode}", "binary", 2, _promote,
