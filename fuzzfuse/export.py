@@ -24,6 +24,7 @@ import ast
 import base64
 import inspect
 import json
+import os
 import re
 import signal
 import subprocess
@@ -37,6 +38,11 @@ from .tracebacks import cpp_location, error_location, innermost_error, printed_e
 # it was fixed); without it the bug is open.
 FIXED = "FIXED"
 TIMEOUT = 600.0
+# The variables naming the on-disk kernel caches torch.compile keeps across processes (Inductor's,
+# and Triton's inside it). A run points them at directories of its own: a kernel that another
+# process compiled (an earlier campaign, a repro left to finish a minutes-long compile) must not
+# answer for this run, or a compile that hangs no longer does, once it has finished anywhere.
+KERNEL_CACHES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 OPEN_REASON = "open fuser bug: XFAIL while it fails as recorded; XPASS means fixed? move it to the fixed set ({how})"
 
 
@@ -96,10 +102,12 @@ class StillFails(Exception):
 
 
 def run_repro(workdir, timeout, env=None):
-    """Run workdir/repro.py in a fresh interpreter: (exit status or None on timeout, stdout, stderr)."""
+    """Run workdir/repro.py in a fresh interpreter: (exit status or None on timeout, stdout, stderr).
+    Fresh means its kernel caches too (KERNEL_CACHES, made inside workdir, a temporary directory)."""
+    caches = {name: os.path.join(workdir, "kernel-cache", name.lower()) for name in KERNEL_CACHES}
     try:
         run = subprocess.run([sys.executable, "repro.py"], cwd=workdir, capture_output=True, text=True,
-                             timeout=timeout, env=env)
+                             timeout=timeout, env={**(os.environ if env is None else env), **caches})
     except subprocess.TimeoutExpired as e:
         text = [s.decode(errors="replace") if isinstance(s, bytes) else s or "" for s in (e.stdout, e.stderr)]
         return None, text[0], text[1]
@@ -199,6 +207,7 @@ the bug is present and 0 once it is fixed.
 """
 import base64
 import json
+import os
 import re
 import signal
 import subprocess
@@ -207,6 +216,7 @@ import sys
 import pytest
 
 TIMEOUT = {timeout}
+KERNEL_CACHES = {caches!r}
 
 
 '''
@@ -252,7 +262,7 @@ def export_pytest(root: Path, out: Path, backend: str | None = None, timeout: fl
     if not dirs:
         raise ValueError(f"{root}: no minimized repros (*/case.json with repro.py)"
                          + (f" for backend {backend}" if backend else ""))
-    parts = [_HEADER.format(count=len(dirs), source=root.name or root, timeout=timeout)]
+    parts = [_HEADER.format(count=len(dirs), source=root.name or root, timeout=timeout, caches=KERNEL_CACHES)]
     parts += [inspect.getsource(f) + "\n\n" for f in (StillFails, run_repro, judged_run, read_verdict, judge, settle,
                                                        tail, printed_error, error_location, cpp_location,
                                                        innermost_error, python_location)]

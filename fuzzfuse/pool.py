@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from .backends import get_backend
 from .backends.options import Options
+from .export import KERNEL_CACHES
 from .ir import Graph
 from .strategies import GenConfig, config_from_json, config_to_json
 from .worker import WorkerPool
@@ -53,9 +54,10 @@ def worker_env(backend_name: str) -> dict[str, str]:
 
 def case_pool(backend_name: str, workers: int, timeout: float, devices: list[str] | None = None) -> WorkerPool:
     """Isolated workers that run cases on one backend (job.run_job), its environment set, spread
-    over `devices` (GPU indices) when given."""
+    over `devices` (GPU indices) when given. Their kernel caches are the pool's own (export.
+    KERNEL_CACHES): what they reuse was compiled in this run."""
     return WorkerPool(workers, "fuzzfuse.job:run_job", timeout=timeout, env=worker_env(backend_name),
-                      init="fuzzfuse.job:init_worker", devices=devices)
+                      init="fuzzfuse.job:init_worker", devices=devices, private_dirs=KERNEL_CACHES)
 
 
 def run_jobs(pool: WorkerPool, jobs: list[Job]) -> list[dict]:

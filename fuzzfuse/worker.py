@@ -169,7 +169,8 @@ class WorkerPool:
     handler, init: "package.module:function", imported in the worker; init() runs once per
     worker before its first job.  env: extra variables set in the worker before any import.
     devices: GPUs to spread the workers over, round robin (worker i sees only devices[i % n], as its
-    cuda:0; a restarted worker keeps its device).
+    cuda:0; a restarted worker keeps its device).  private_dirs: variables set to directories of
+    the pool's own, shared by its workers and removed with it (a fuser's on-disk caches).
     timeout: seconds a job may run unless it carries its own "timeout".  start_timeout: the limit
     for a worker to start.  A worker that cannot start raises RuntimeError (a setup bug).
     Not thread-safe: use it from one thread, preferably as a context manager.
@@ -177,16 +178,16 @@ class WorkerPool:
 
     def __init__(self, workers: int, handler: str, timeout: float = 60.0,
                  env: dict[str, str] | None = None, init: str | None = None, start_timeout: float = 180.0,
-                 devices: list[str] | None = None):
+                 devices: list[str] | None = None, private_dirs: Iterable[str] = ()):
         self.handler, self.init, self.timeout = handler, init, timeout
         self.devices = list(devices or [])
         # Starting means importing torch and warming a fuser: slow on a loaded machine, and
         # unrelated to how long one job may take.
         self.start_timeout = start_timeout
         self.restarts = 0
-        self._env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),
-                     "PYTHONUNBUFFERED": "1", **(env or {})}
         self._tmpdir = tempfile.mkdtemp(prefix="fuzzfuse-workers-")
+        self._env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "PYTHONUNBUFFERED": "1",
+                     **(env or {}), **{name: os.path.join(self._tmpdir, name.lower()) for name in private_dirs}}
         self._queue: collections.deque[dict] = collections.deque()
         self._done: collections.deque[dict] = collections.deque()
         self._workers: list[_Worker] = []

@@ -2,8 +2,10 @@
 configurations before (real CPU Inductor), a case file cannot name a flag that chooses code, the
 reducer drops the flags a failure does not need, the repro runs the case's configuration, and the
 semantics Inductor changes by design are classified as documented differences, not bugs."""
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -383,3 +385,48 @@ def test_the_repro_compiles_with_the_case_configuration(inductor, tmp_path):
         run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
         codes.append(run.returncode)
     assert codes == [1, 0]
+
+
+def _cache_listing(root) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.exists() else []
+
+
+def test_a_case_pool_compiles_into_a_kernel_cache_of_its_own(tmp_path, monkeypatch):
+    """A kernel the machine's cache already holds (an earlier run compiled it) is compiled again by
+    the pool's workers, into the pool's own directory, which goes with the pool: otherwise a
+    compile that hangs stops hanging, for the reducer too, once any process has let it finish."""
+    from fuzzfuse.pool import case_pool, graph_job, run_jobs
+    from fuzzfuse.verdict import judge
+
+    machine = tmp_path / "machine-cache"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(machine))
+    graph = _ceil_of_denormals()
+    with case_pool("inductor", 1, 300) as pool:
+        before = _cache_listing(machine)
+        own = Path(pool.env_of(0)["TORCHINDUCTOR_CACHE_DIR"])
+        assert judge("inductor", run_jobs(pool, [graph_job(0, "inductor", graph, 300)])[0]).outcome == Outcome.PASS
+        assert any(name.endswith(".so") for name in _cache_listing(own))
+        assert _cache_listing(machine) == before
+    assert not own.exists()
+
+
+def test_a_repro_run_starts_with_an_empty_kernel_cache_of_its_own(tmp_path):
+    """export.run_repro (verification, the regression corpus, exported files): whatever cache the
+    caller's environment names, the repro compiles into an empty one inside its work directory."""
+    from fuzzfuse.export import run_repro
+
+    machine, work = tmp_path / "machine-cache", tmp_path / "work"
+    work.mkdir()
+    (work / "repro.py").write_text(
+        "import os, torch\n"
+        "from torch._inductor.runtime.cache_dir_utils import cache_dir\n"
+        "count = lambda: sum(len(files) for *_, files in os.walk(cache_dir()))\n"
+        "before = count()\n"
+        "torch.compile(lambda x: x.sin() + 1)(torch.ones(8))\n"
+        "print(cache_dir(), before, count())\n")
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(machine), "TRITON_CACHE_DIR": str(machine / "triton")}
+    code, out, err = run_repro(work, 300, env)
+    assert code == 0, err
+    where, before, after = out.split()
+    assert Path(where).is_relative_to(work) and before == "0" and int(after) > 0
+    assert not machine.exists()

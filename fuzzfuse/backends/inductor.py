@@ -11,7 +11,10 @@ What Inductor keeps between the cases of one worker, and what that means for wha
 - `torch._inductor.config`: patched for the case and restored after it, whatever it raised;
 - compiled kernels, in memory and on disk, keyed by their source and compile command: a kernel
   whose source another case already produced is loaded, not compiled again. What is skipped is the
-  C++/Triton compiler run on identical source, never Inductor's own lowering and scheduling;
+  C++/Triton compiler run on identical source, never Inductor's own lowering and scheduling. The
+  disk cache is the worker pool's own (pool.case_pool), removed with it, and a repro's runs each
+  have their own (export.run_repro): a kernel whose compile hangs is compiled by every run that
+  meets it, not loaded once some process outside the run let it finish;
 - Triton's autotuning results, keyed by kernel source (CUDA): a kernel tuned once keeps the block
   sizes it chose then, so coordinate descent tuning explores each kernel source only once;
 - the thread's FTZ/DAZ bits, which a C++ kernel built with -funsafe-math-optimizations sets when
