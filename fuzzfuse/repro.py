@@ -195,6 +195,11 @@ _HANG = """    def hung():
         faulthandler.dump_traceback()
         print(f"expected: {{BACKEND}} finishes within {timeout:g} s")
         print(f"actual: still running after {timeout:g} s")
+        # Where: the main thread's innermost frames (a report line; the stacks above are on stderr).
+        frame = sys._current_frames().get(threading.main_thread().ident)
+        short = lambda path: path.split("-packages" + os.sep)[-1] if "-packages" + os.sep in path else os.path.basename(path)  # noqa: E731
+        print("still in: " + " <- ".join(f"{{f.name}} ({{short(f.filename)}}:{{f.lineno}})"
+                                         for f in reversed(traceback.extract_stack(frame)[-3:] if frame else [])))
         os._exit(verdict("hang", kind="timeout"))
 
     timer = threading.Timer({timeout}, hung)

@@ -1,6 +1,7 @@
 """Reduction end to end, through isolated workers: each deliberately buggy backend's failure is
 reduced to its known minimal trigger without slipping to another signature, and saved as a repro
 that fails on its own. Real-fuser reductions are in test_real_fusers.py."""
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -129,8 +130,11 @@ def test_hang_reduces_to_one_cos(tmp_path):
                 signature=Signature("hang", BUGGY + "HangOnCos", "run", "timeout"))
     _, result = reduce_with("HangOnCos", graph, timeout=3.0, case=case)
     assert ops(result.graph) == ["cos"]
-    directory = save_minimized(tmp_path, case, result, BUGGY + "HangOnCos", verify_runs=1, timeout=3.0)
+    directory = save_minimized(tmp_path, case, result, BUGGY + "HangOnCos", verify_runs=2, timeout=3.0)
     assert load_case(directory / "case.json").verification.status == "reproduces"  # gives up, exit 1
+    # The report says where the fuser was (its sleep, in the backend's misbehave), in the same
+    # words in every run (a line the runs print differently is not quoted).
+    assert re.search(r"^still in: misbehave \(buggy_backends\.py:\d+\) <- .* <- run_fused \(repro\.py:\d+\)$", (directory / "README.md").read_text(), re.M)
 
 
 def test_no_slippage_between_two_bugs():
