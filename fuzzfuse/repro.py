@@ -197,7 +197,8 @@ _HANG = """    def hung():
         print(f"actual: still running after {timeout:g} s")
         # Where: the main thread's innermost frames (a report line; the stacks above are on stderr).
         frame = sys._current_frames().get(threading.main_thread().ident)
-        short = lambda path: path.split("-packages" + os.sep)[-1] if "-packages" + os.sep in path else os.path.basename(path)  # noqa: E731
+        packages = "-packages" + os.sep  # in site- or dist-packages: the path from the package on
+        short = lambda path: path.split(packages)[-1] if packages in path else os.path.basename(path)  # noqa: E731
         print("still in: " + " <- ".join(f"{{f.name}} ({{short(f.filename)}}:{{f.lineno}})"
                                          for f in reversed(traceback.extract_stack(frame)[-3:] if frame else [])))
         os._exit(verdict("hang", kind="timeout"))

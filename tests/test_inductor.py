@@ -392,9 +392,10 @@ def _cache_listing(root) -> list[str]:
 
 
 def test_a_case_pool_compiles_into_a_kernel_cache_of_its_own(tmp_path, monkeypatch):
-    """A kernel the machine's cache already holds (an earlier run compiled it) is compiled again by
-    the pool's workers, into the pool's own directory, which goes with the pool: otherwise a
-    compile that hangs stops hanging, for the reducer too, once any process has let it finish."""
+    """Whatever cache the environment names (the machine's, where an earlier run may have left the
+    kernel), the pool's workers compile into the pool's own directory, which goes with the pool:
+    otherwise a compile that hangs stops hanging, for the reducer too, once any process has let it
+    finish."""
     from fuzzfuse.pool import case_pool, graph_job, run_jobs
     from fuzzfuse.verdict import judge
 

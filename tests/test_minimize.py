@@ -134,7 +134,8 @@ def test_hang_reduces_to_one_cos(tmp_path):
     assert load_case(directory / "case.json").verification.status == "reproduces"  # gives up, exit 1
     # The report says where the fuser was (its sleep, in the backend's misbehave), in the same
     # words in every run (a line the runs print differently is not quoted).
-    assert re.search(r"^still in: misbehave \(buggy_backends\.py:\d+\) <- .* <- run_fused \(repro\.py:\d+\)$", (directory / "README.md").read_text(), re.M)
+    where = r"^still in: misbehave \(buggy_backends\.py:\d+\) <- .* <- run_fused \(repro\.py:\d+\)$"
+    assert re.search(where, (directory / "README.md").read_text(), re.M)
 
 
 def test_no_slippage_between_two_bugs():
