@@ -22,7 +22,7 @@ from .backends.base import is_cuda_fault
 from .backends.options import Options
 from .ir import Graph, TensorInput, flush_denormals, interpret, make_inputs, run_autograd, run_eager, run_fp32_compute
 from .ir.values import input_set
-from .oracle import (compare_output, nearer_references, gradient_reduction_sizes, reduction_sizes,
+from .oracle import (compare_output, nearer_references, nearest_run, gradient_reduction_sizes, reduction_sizes,
                      signed_zero_difference)
 from .pool import Job
 from .strategies import GenConfig, generate_steered, graph_triples
@@ -128,7 +128,8 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: Options
     t = time.perf_counter()
     types = graph.infer_types()
     failure = _judge_outputs(graph, types, backend, result, eager, ref64, tainted, check_strides,
-                             *design_references(backend, options, graph, inputs, eager))
+                             *design_references(backend, options, graph, inputs, eager),
+                             rounded=_once(lambda: rounding_runs(graph, inputs, eager)))
     if failure:
         return judged(failure)
     # Gradients are not judged downstream of undefined behaviour (a where on a NaN cast's result).
@@ -163,6 +164,19 @@ def design_references(backend: Backend, options: Options, graph: Graph, inputs: 
     return flushed, widened, invalid
 
 
+# How many runs that round other ways than eager judge whether an output is ill-conditioned.
+ROUNDING_RUNS = 32
+
+
+def rounding_runs(graph: Graph, inputs: list, eager: list) -> list[list]:
+    """The outputs of ROUNDING_RUNS runs of the graph at eager's precision, each op's result rounded
+    up or down at random where it is inexact (fuzzfuse.ir.interp, rounding), in eager's dtypes:
+    what float32 arithmetic that rounds other ways than eager's may give, right as much as eager."""
+    generator = torch.Generator().manual_seed(0)
+    runs = [run_eager(graph, inputs, upcast=True, rounding=generator)[0] for _ in range(ROUNDING_RUNS)]
+    return [[o.to(e.dtype) if isinstance(e, torch.Tensor) else o for o, e in zip(outputs, eager)] for outputs in runs]
+
+
 def _once(reference):
     """`reference` computed at its first call and kept (several outputs of a graph may need it),
     [] where eager fails on it (undefined there)."""
@@ -187,12 +201,14 @@ def holds_nonfinite(graph: Graph, inputs: list) -> bool:
 
 
 def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: list, ref64: list, tainted: dict,
-                   check_strides: bool, flushed=None, widened=None, invalid=None) -> CaseResult | None:
+                   check_strides: bool, flushed=None, widened=None, invalid=None, rounded=None) -> CaseResult | None:
     """The mismatch verdict of the first wrong output; else a documented difference (a zero of
     the other sign, or, where the backend declares the semantic (`design_references`, each
     computed at its first call), an output that is right once denormals are flushed (`flushed`)
     or right as float32 intermediates make it (`widened`), or any output of a run that holds a
-    NaN or an infinity under unsafe math (`invalid`)); None when every output is right."""
+    NaN or an infinity under unsafe math (`invalid`); for any backend, wrong values as near
+    float64 as runs that round other ways than eager (`rounded`, `rounding_runs`): ill-conditioned);
+    None when every output is right."""
     reduced = reduction_sizes(graph, types)
     documented = None
     for i, name in enumerate(graph.outputs):
@@ -223,6 +239,14 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
             if invalid():
                 documented = documented or verdict.documented(
                     backend.name, Difference.UNSAFE_MATH, what, f"{mismatch.detail}; eager's run holds a NaN or an infinity")
+                continue
+        if mismatch and rounded is not None and mismatch.kind == "values":
+            runs = rounded()
+            if runs and not compare_output(i, fused, nearest_run(fused, [eager[i], *(r[i] for r in runs)]), ref64[i],
+                                           reduced[name]):
+                documented = documented or verdict.documented(
+                    backend.name, Difference.ILL_CONDITIONED, what,
+                    f"{mismatch.detail}; as near float64 as a run that rounds other ways than eager")
                 continue
         if mismatch:
             return verdict.mismatched(backend.name, mismatch, what, result.context, output=i)
@@ -343,7 +367,8 @@ def extra_input_sets(graph: Graph, backend: Backend, compiled: Compiled, first: 
             except Exception:
                 continue
             failure = _judge_outputs(variant, types, backend, result, eager, ref64, tainted, check_strides,
-                                     *design_references(backend, compiled.options, variant, inputs, eager))
+                                     *design_references(backend, compiled.options, variant, inputs, eager),
+                                     rounded=_once(lambda: rounding_runs(variant, inputs, eager)))
             if failure:
                 return _extra_failure(failure, first, variant, k, not _same_specs(graph, variant))
         first.input_sets += 1

@@ -311,6 +311,16 @@ def nearer_references(fused, eager, ref64, flushed_eager, flushed_ref64):
     return torch.where(nearer, flushed_eager, eager), torch.where(nearer, flushed_ref64, ref64)
 
 
+def nearest_run(fused, runs: list):
+    """Per element, the value of the run in `runs` (eager's and other evaluations of the same
+    outputs, each of its dtype and shape) nearest the fused value."""
+    if not isinstance(fused, torch.Tensor) or any(tuple(r.shape) != tuple(fused.shape) for r in runs):
+        return runs[0]
+    value = fused.double()
+    distances = torch.stack([_distance(value, r.double()) for r in runs])
+    return torch.stack(list(runs)).gather(0, distances.argmin(0, keepdim=True))[0]
+
+
 def _distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """|a - b|, with equal values (infinities of one sign too) and two NaNs at 0, and a NaN
     against a number at infinity: a flushed operand often turns a number into an infinity (rsqrt

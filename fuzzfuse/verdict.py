@@ -81,6 +81,11 @@ class Difference(str, enum.Enum):
     # in some order of its terms.
     UNDEFINED_BEHAVIOUR = "undefined-behaviour"
     REDUCTION_ORDER = "reduction-order"
+    # An output that eager's precision cannot decide: runs of the graph at eager's precision that
+    # round other ways than eager (each op's result to its dtype, up or down: another libm, another
+    # order of a sum's terms) land as far from float64 as the fuser (tan of an expm1 near 1e7,
+    # whose float32 ulp is a radian). Never a fuser's design: the oracle's limit, for every fuser.
+    ILL_CONDITIONED = "ill-conditioned"
 
     def __str__(self) -> str:
         return self.value

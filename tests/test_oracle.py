@@ -310,3 +310,66 @@ def test_ordinary_reductions_are_judged(op, values, attrs):
     graph = _reduction_graph(op, values, **attrs)
     _, tainted = run_eager(graph, make_inputs(graph))
     assert tainted == {}
+
+
+def _tan_of_an_amplified_sum(seed: int):
+    """tan(sum(x, 1) * 3e5) over 40 float32 terms a row: one float32 ulp of a row's sum moves the
+    tangent's argument by about 0.14 rad, so the order the terms are summed in decides the output."""
+    b = GraphBuilder()
+    x = b.tensor((4, 40), values=Values(seed=seed))
+    return b.build([b.add("tan", b.add("mul", b.add("sum", x, dims=[1], keepdim=False), 3e5))])
+
+
+def _judged(graph, fused: list, rounded: bool):
+    from fuzzfuse.backends.base import RunResult
+    from fuzzfuse.backends.eager import EagerBackend
+    from fuzzfuse.job import _judge_outputs, rounding_runs
+
+    inputs = make_inputs(graph)
+    eager, _ = run_eager(graph, inputs)
+    ref64, _ = run_eager(graph, inputs, upcast=True)
+    runs = (lambda: rounding_runs(graph, inputs, eager)) if rounded else None
+    return _judge_outputs(graph, graph.infer_types(), EagerBackend(), RunResult(outputs=fused), eager, ref64, {},
+                          False, rounded=runs)
+
+
+def test_a_sum_in_another_order_that_float32_cannot_decide_is_ill_conditioned():
+    """The same float32 terms summed in the reverse order (real float32 arithmetic, as a fuser's
+    vectorized order sums them) differ from eager's sum by ulps, which tan amplifies: the plain
+    oracle reports some of these rows as wrong values; runs that round and order the sum other
+    ways than eager land as far from float64, so they are the documented ill-conditioning."""
+    flagged, classified = [], []
+    for seed in range(100):
+        graph = _tan_of_an_amplified_sum(seed)
+        x = make_inputs(graph)[0]
+        other_order = [torch.tan(x.flip(1).sum(1) * 3e5)]
+        plain = _judged(graph, other_order, rounded=False)
+        if plain is None:
+            continue
+        assert plain.outcome == Outcome.MISMATCH and plain.signature.kind == "values"
+        flagged.append(seed)
+        judged = _judged(graph, other_order, rounded=True)
+        assert judged.outcome in (Outcome.MISMATCH, Outcome.DOCUMENTED)
+        if judged.outcome == Outcome.DOCUMENTED:
+            assert judged.signature.kind == "ill-conditioned"
+            classified.append(seed)
+    assert len(flagged) >= 5, flagged
+    assert len(classified) >= 0.8 * len(flagged), (flagged, classified)
+
+
+def test_a_wrong_value_no_rounding_explains_stays_a_mismatch():
+    """The H200's Inductor gives 2^127 for pow(7.58e-39, -1) (minimized/...-a60c841b), where eager
+    and float64 give 1.319e38; and a fused exp of a sum 1% off. Runs that round other ways than
+    eager stay within ulps of both, so each is still reported."""
+    b = GraphBuilder()
+    e = b.tensor((2,), "int32", values=Values(exact=encode_exact(torch.tensor([0, -1], dtype=torch.int32))))
+    x = b.tensor((2,), "float32", values=Values(exact=encode_exact(
+        torch.tensor([6.672267223599509e-39, 7.581529159444417e-39]))))
+    power = b.build([b.add("pow", x, e)])
+    judged = _judged(power, [torch.tensor([1.0, 1.7014118e38])], rounded=True)
+    assert judged.outcome == Outcome.MISMATCH and judged.signature.kind == "values"
+    b = GraphBuilder()
+    exp_sum = b.build([b.add("exp", b.add("sum", b.tensor((4, 40), values=Values(seed=1)), dims=[1], keepdim=False))])
+    eager, _ = run_eager(exp_sum, make_inputs(exp_sum))
+    judged = _judged(exp_sum, [eager[0] * 1.01], rounded=True)
+    assert judged.outcome == Outcome.MISMATCH and judged.signature.kind == "values"

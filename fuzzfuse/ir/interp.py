@@ -106,8 +106,32 @@ def flush_denormals(t: torch.Tensor, doubles: bool = False) -> torch.Tensor:
 UNDEFINED_BEHAVIOUR, REDUCTION_ORDER = "undefined-behaviour", "reduction-order"
 
 
-def interpret(graph: Graph, inputs: list, *, upcast: bool = False,
-              flush_as_triton: bool = False) -> tuple[dict, dict[str, str]]:
+def _round_faithfully(value: torch.Tensor, dtype: str, generator: torch.Generator) -> torch.Tensor:
+    """A float64 result rounded to its op's float32, float16 or bfloat16 dtype up or down, at random
+    per element, where it is not representable there (a faithful rounding, as another libm or
+    another order of a reduction's terms rounds): an exact result stays exact."""
+    low = DTYPES[dtype]
+    if low not in (torch.float32, torch.float16, torch.bfloat16) or not value.is_floating_point():
+        return value
+    near = value.to(low)
+    other = torch.nextafter(near, torch.where(near.double() < value, math.inf, -math.inf).to(low))
+    coin = (torch.rand(value.shape, generator=generator) < 0.5).to(value.device)
+    return torch.where(coin & (near.double() != value), other, near).double()
+
+
+def _reordered(node: Node, x: torch.Tensor, dtype: str, generator: torch.Generator) -> torch.Tensor:
+    """A reduction's operand (float64 values of `dtype`) back in its dtype, its terms shuffled along
+    each reduced dim: the reduction then rounds as eager's in another order of its terms (a fuser's
+    split or vectorized order), which one faithful rounding of the exact result does not cover
+    (CPU Inductor's 40-term float32 sums differ from eager's by up to 10 ulps)."""
+    x = x.to(DTYPES[dtype])
+    for dim in reduced_dims(node.attrs, x.dim()) if x.dim() else []:
+        x = x.index_select(dim, torch.randperm(x.shape[dim], generator=generator).to(x.device))
+    return x
+
+
+def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_triton: bool = False,
+              rounding: torch.Generator | None = None) -> tuple[dict, dict[str, str]]:
     """All values of the graph by name, and the names tainted by undefined behaviour (a float->int
     cast out of range, an int32 overflow) or by an order-dependent reduction (`_order_dependent`),
     with why: values only their type is defined of.
@@ -121,6 +145,13 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False,
     compare (`Op.compares`) run with FTZ/DAZ off, and the results of the ops that compute (every
     kind but those that move data, MOVES_DATA) are flushed besides: FTZ leaves some alone (ATen's
     tan of a denormal returns it), and Triton's tan gives 0.
+
+    rounding (with upcast=True): every op's float64 result is rounded to the op's own 32- or 16-bit
+    float dtype, up or down as `rounding` draws (`_round_faithfully`), before the next op reads it,
+    and a sum or product reduces its terms in its own dtype in an order `rounding` shuffles
+    (`_reordered`): a run of the graph at eager's precision with other roundings than eager's
+    (values in float64 tensors). Where such runs land far from float64, so may eager's and a
+    fuser's, both right.
     """
     env: dict = {}
     for spec, value in zip(graph.inputs, inputs):
@@ -128,12 +159,18 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False,
             value = value.double()
         env[spec.name] = value
     tainted: dict[str, str] = {}
+    types = graph.infer_types() if rounding is not None else {}
     for node in graph.nodes:
         args = [env[a] if isinstance(a, str) else a for a in node.args]
         attrs = _upcast_attrs(node) if upcast else node.attrs
         attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()}
         op = OPS[node.op]
-        if flush_as_triton and op.compares:
+        reorders = (rounding is not None and op.kind == "reduction" and op.accumulates in ("sum", "product")
+                    and isinstance(args[0], torch.Tensor) and args[0].is_floating_point())
+        if reorders:
+            own = {k: list(v) if isinstance(v, tuple) else v for k, v in node.attrs.items()}
+            out = op.eager(_reordered(node, args[0], types[node.args[0]].dtype, rounding), *args[1:], **own)
+        elif flush_as_triton and op.compares:
             torch.set_flush_denormal(False)
             try:
                 out = op.eager(*args, **attrs)
@@ -152,6 +189,8 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False,
             tainted[node.name] = REDUCTION_ORDER
         if upcast and out.is_floating_point():
             out = out.double()  # ops that make the default float from ints/bools (exp of a bool...)
+        if rounding is not None:
+            out = _round_faithfully(out, types[node.name].dtype, rounding)
         env[node.name] = out
     return env, tainted
 
@@ -180,10 +219,10 @@ def run_fp32_compute(graph: Graph, inputs: list, dtypes: list[torch.dtype]) -> l
     return [env[o].to(dtype) for o, dtype in zip(graph.outputs, dtypes)]
 
 
-def run_eager(graph: Graph, inputs: list, *, upcast: bool = False,
-              flush_as_triton: bool = False) -> tuple[list[torch.Tensor], dict[str, str]]:
+def run_eager(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_triton: bool = False,
+              rounding: torch.Generator | None = None) -> tuple[list[torch.Tensor], dict[str, str]]:
     """The outputs, and those of them tainted (`interpret`), with why."""
-    env, tainted = interpret(graph, inputs, upcast=upcast, flush_as_triton=flush_as_triton)
+    env, tainted = interpret(graph, inputs, upcast=upcast, flush_as_triton=flush_as_triton, rounding=rounding)
     return [env[o] for o in graph.outputs], {o: tainted[o] for o in graph.outputs if o in tainted}
 
 
