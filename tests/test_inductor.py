@@ -435,9 +435,9 @@ def test_a_repro_run_starts_with_an_empty_kernel_cache_of_its_own(tmp_path):
 
 def test_cpu_inductors_sum_order_amplified_past_float32_is_ill_conditioned_not_a_mismatch(inductor):
     """Real CPU Inductor sums 40 float32 terms in its vectorized order, eager in its own: the sums
-    differ by ulps, which tan(sum * 3e5) amplifies to any value. The plain oracle reported such
-    cases as wrong values (4 of the first 65 seeds on an AVX-512 machine); judged whole
-    (run_case), the first of them are the documented ill-conditioning."""
+    differ by ulps, which tan(sum * 3e5) amplifies to any value. The plain oracle reports some of
+    these cases as wrong values; judged whole (run_case), the first two are the documented
+    ill-conditioning."""
     from fuzzfuse.ir import make_inputs, run_eager
     from fuzzfuse.oracle import compare_output
 

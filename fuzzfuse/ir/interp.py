@@ -122,8 +122,8 @@ def _round_faithfully(value: torch.Tensor, dtype: str, generator: torch.Generato
 def _reordered(node: Node, x: torch.Tensor, dtype: str, generator: torch.Generator) -> torch.Tensor:
     """A reduction's operand (float64 values of `dtype`) back in its dtype, its terms shuffled along
     each reduced dim: the reduction then rounds as eager's in another order of its terms (a fuser's
-    split or vectorized order), which one faithful rounding of the exact result does not cover
-    (CPU Inductor's 40-term float32 sums differ from eager's by up to 10 ulps)."""
+    split or vectorized order), which one faithful rounding of the exact result does not cover: a
+    sum's rounding errors add up over its terms."""
     x = x.to(DTYPES[dtype])
     for dim in reduced_dims(node.attrs, x.dim()) if x.dim() else []:
         x = x.index_select(dim, torch.randperm(x.shape[dim], generator=generator).to(x.device))
