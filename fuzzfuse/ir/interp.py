@@ -168,8 +168,7 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
         reorders = (rounding is not None and op.kind == "reduction" and op.accumulates in ("sum", "product")
                     and isinstance(args[0], torch.Tensor) and args[0].is_floating_point())
         if reorders:
-            own = {k: list(v) if isinstance(v, tuple) else v for k, v in node.attrs.items()}
-            out = op.eager(_reordered(node, args[0], types[node.args[0]].dtype, rounding), *args[1:], **own)
+            out = op.eager(_reordered(node, args[0], types[node.args[0]].dtype, rounding), *args[1:], **attrs)
         elif flush_as_triton and op.compares:
             torch.set_flush_denormal(False)
             try:
