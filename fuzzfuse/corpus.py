@@ -132,6 +132,14 @@ class Case:
     # which its root-cause key writes as wildcards. None: not generalised (keyed by its names).
     generalisation: Generalisation | None = None
 
+    @property
+    def device(self) -> str:
+        """The device its fused code ran on, as its generation config recorded it ("" where it did
+        not): a wrong value's identity names it (fuzzfuse.identity)."""
+        features = (self.config or {}).get("features")
+        device = features.get("device") if isinstance(features, dict) else None
+        return device if isinstance(device, str) else ""
+
     def to_json(self) -> dict:
         strides = {"check_strides": self.check_strides} if self.check_strides is not None else {}
         return {"schema": CASE_SCHEMA, "kind": "fuzzfuse-case", "graph": self.graph.to_json(),

@@ -24,7 +24,7 @@ from typing import Callable
 from .ir import Graph
 from .oracle import Signature
 from .reduce.generalise import Generalisation
-from .rootcause import root_cause_key
+from .identity import KnownBugs, root_cause_key
 from .verdict import Outcome
 
 # Unreduced hits kept per coarse bucket: enough to find the causes a bucket hides, bounded for
@@ -77,8 +77,9 @@ def graph_ops(graph: Graph) -> list[str]:
 class RootCauseBook:
     """Root causes by key, and the hits still waiting for a reduction."""
 
-    def __init__(self, known: dict[str, str] | None = None):
-        self.known = dict(known or {})  # root-cause key -> repro directory
+    def __init__(self, known: KnownBugs | None = None, device: str = ""):
+        self.known = known if known is not None else KnownBugs()
+        self.device = device  # where the campaign's fused code runs: a wrong value's identity names it
         self.causes: dict[str, RootCause] = {}
         self.pending: list[PendingHit] = []
         # coarse key -> ops of every reduced case of that bucket (the triggers found there)
@@ -119,7 +120,7 @@ class RootCauseBook:
         self.pending.remove(hit)
         if reduced is None:
             return None
-        key = root_cause_key(signature, reduced, generalisation)
+        key = root_cause_key(signature, reduced, generalisation, self.device)
         if key is None:  # the reduced graph still says nothing more: the coarse key is all we have
             key = signature.key()
         trigger = graph_ops(reduced)
@@ -132,7 +133,7 @@ class RootCauseBook:
     def _count(self, key: str, coarse_key: str, trigger: list[str]) -> RootCause:
         cause = self.causes.get(key)
         if cause is None:
-            cause = self.causes[key] = RootCause(key, known=self.known.get(key), trigger=trigger)
+            cause = self.causes[key] = RootCause(key, known=self.known.find(key), trigger=trigger)
         if coarse_key not in cause.coarse_keys:
             cause.coarse_keys.append(coarse_key)
         cause.hits += 1
@@ -144,12 +145,12 @@ class RootCauseBook:
             counts[hit.coarse_key] = counts.get(hit.coarse_key, 0) + 1
         return counts
 
-    def know(self, known: dict[str, str]) -> None:
+    def know(self, known: KnownBugs) -> None:
         """Take a campaign's --known repros (root-cause key -> directory): a resumed campaign may
         name other directories than its first run did, and a cause one of them holds is known."""
-        self.known = dict(known)
+        self.known = known
         for cause in self.causes.values():
-            cause.known = self.known.get(cause.key, cause.known)
+            cause.known = self.known.find(cause.key) or cause.known
 
     def to_json(self) -> dict:
         return {"causes": [c.to_json() for c in self.causes.values()],

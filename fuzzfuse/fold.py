@@ -1,101 +1,240 @@
-"""Fold a directory of minimized repros into one directory per root cause.
+"""Fold a directory of minimized repros into one directory per bug, and split what was folded wrongly.
 
-A repro directory is named by the signature that found it, and one bug is found under many
-signatures (one per op name in the message, per dtype pair, per route). `fold` groups the repros by
-root-cause key (fuzzfuse.rootcause, with each recorded signature re-keyed as today's oracle keys it,
-and each graph's fillers written as wildcards where its case records a generalisation),
-keeps the smallest repro of each group that reproduced, and lists the others in its case.json
-(`also_seen_as`: their signature, root-cause key, ops, former directory and reduced graph), which
-`--known` counts as the kept repro's own (and a campaign steers away from: fuzzfuse.steering). The folded directories are removed; their history is in version control.
+A repro directory holds one bug: its own case and the forms of it found since (`also_seen_as`:
+each form's signature, ops, former directory and reduced graph). Which failures are one bug is
+`fuzzfuse.identity.same_bug`'s answer alone, so folding needs no hand:
 
-Groups a maintainer merges by reading (one gap of nvFuser's expression evaluator seen at three
-asserts, say) are given as `merges`: lists of directory names folded into one, whatever their keys.
+- every member of every directory (its case, each listed form) is identified anew by today's rules;
+- the members of one bug gather in one directory: the one whose own repro reproduced and is
+  smallest stays, the others become its listed forms (their directories go; version control keeps
+  them);
+- a listed form of another bug leaves: it joins the directory of its bug, or, where no directory
+  holds that bug, gets one of its own, written and verified from its graph (`write_minimized`: the
+  backend must run here; elsewhere it is reported and stays where it is);
+- a listed form recorded as not reproducing, a duplicate entry, and an entry naming its own
+  directory are dropped.
+
+A form whose identity cannot be told (folded before its graph was kept) stays where it is.
 """
 from __future__ import annotations
 
 import argparse
 import shutil
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .backends import Unavailable
 from .corpus import Case, CorpusError, Variant, load_case, write_json
-from .minimize import with_variants
+from .identity import BugIdentity, case_identity, root_cause_key, variant_identity
+from .minimize import with_variants, write_minimized
+from .reductions import repro_slug
 from .rekey import variant_entry
 from .reduce import cost
 from .verdict import Reproduction
 
 
-def _rank(case: Case) -> tuple:
-    """Which repro of a group stays: one that reproduced, then the smallest."""
-    return (case.verification is None or case.verification.status != Reproduction.REPRODUCES, cost(case.graph))
+@dataclass
+class Repro:
+    """A directory of the corpus: its case and identity, and its listed forms with theirs."""
+
+    directory: Path
+    case: Case
+    identity: BugIdentity | None
+    forms: list[tuple[Variant, BugIdentity | None]]
+
+    def reproduces(self) -> bool:
+        return self.case.verification is not None and self.case.verification.status is Reproduction.REPRODUCES
 
 
-def plan(root: Path, merges: list[list[str]] | None = None) -> list[list[tuple[Path, Case, Variant]]]:
-    """The groups of repros under `root` that share a root cause (or a maintainer's merge), each
-    with its kept repro first."""
-    repros: dict[str, tuple[Path, Case, Variant]] = {}
+@dataclass
+class Bug:
+    """The members of one bug found over the corpus: the directories whose own case it is (kept one
+    first) and the forms listed anywhere."""
+
+    identity: BugIdentity
+    repros: list[Repro] = field(default_factory=list)
+    forms: list[Variant] = field(default_factory=list)
+
+
+@dataclass
+class FoldReport:
+    """What `fold` did (or, dry, would do), in a maintainer's words, line by line."""
+
+    folded: list[tuple[str, list[str]]] = field(default_factory=list)  # kept directory, directories folded in
+    moved: list[tuple[str, str, str]] = field(default_factory=list)  # form, from directory, to directory
+    split: list[tuple[str, str]] = field(default_factory=list)  # new directory, from directory
+    not_split: list[tuple[str, str, str]] = field(default_factory=list)  # form, directory, why
+    dropped: list[tuple[str, str, str]] = field(default_factory=list)  # form, directory, why
+
+    def lines(self) -> list[str]:
+        out = [f"{kept} <- {len(names)}: {' '.join(names)}" for kept, names in self.folded]
+        out += [f"moved {form}: {src} -> {dst}" for form, src, dst in self.moved]
+        out += [f"split {src} -> {new}" for new, src in self.split]
+        out += [f"not split {form} out of {src}: {why}" for form, src, why in self.not_split]
+        out += [f"dropped {form} from {src}: {why}" for form, src, why in self.dropped]
+        out.append(f"{sum(len(f) for _, f in self.folded)} repro(s) folded into {len(self.folded)}, "
+                   f"{len(self.moved)} form(s) moved, {len(self.split)} split out, {len(self.dropped)} dropped")
+        return out
+
+
+def read_corpus(root: Path) -> list[Repro]:
+    repros = []
     for directory in sorted(p for p in Path(root).iterdir() if (p / "case.json").is_file()):
         case = load_case(directory / "case.json")
         if case.signature:
-            repros[directory.name] = (directory, case, variant_entry(directory.name, case))
-    group_of: dict[str, str] = {name: entry.root_cause for name, (_, _, entry) in repros.items()}
-    for merge in merges or []:
-        missing = [name for name in merge if name not in repros]
-        if missing:
-            raise CorpusError(f"fold: no repro {missing[0]} under {root}")
-        for name in merge:
-            old = group_of[name]
-            for other, group in list(group_of.items()):
-                if group == old:
-                    group_of[other] = "merge:" + merge[0]
-    groups: dict[str, list[tuple[Path, Case, Variant]]] = {}
-    for name, member in repros.items():
-        groups.setdefault(group_of[name], []).append(member)
-    return [sorted(members, key=lambda m: _rank(m[1])) for members in groups.values()]
+            forms = [(v, variant_identity(v, case.device)) for v in case.also_seen_as]
+            repros.append(Repro(directory, case, case_identity(case), forms))
+    return repros
 
 
-def fold(root: Path, merges: list[list[str]] | None = None, dry_run: bool = False) -> list[tuple[str, list[str]]]:
-    """Fold every group of more than one repro into its kept one; (kept, folded names) per group."""
-    done = []
-    for keep, *others in plan(root, merges):
-        if not others:
+def plan(repros: list[Repro], report: FoldReport) -> tuple[dict[str, Bug], dict[str, list[Variant]]]:
+    """The bugs over the corpus by identity key, and the forms that stay where they are (their
+    identity cannot be told) by directory name. Forms recorded as not reproducing, duplicates and
+    self-entries are dropped into `report`."""
+    bugs: dict[str, Bug] = {}
+    staying: dict[str, list[Variant]] = {}
+    for repro in repros:
+        if repro.identity is None:
             continue
-        directory, case, _ = keep
-        done.append((directory.name, [d.name for d, _, _ in others]))
+        bugs.setdefault(repro.identity.key(), Bug(repro.identity)).repros.append(repro)
+    for repro in repros:
+        seen = set()
+        name = repro.directory.name
+        for form, identity in repro.forms:
+            if form.directory == name or (form.key, form.directory) in seen:
+                report.dropped.append((form.directory, name, "listed twice" if form.directory != name
+                                       else "its own directory"))
+                continue
+            seen.add((form.key, form.directory))
+            if form.verification is not None and form.verification is not Reproduction.REPRODUCES:
+                report.dropped.append((form.directory, name, f"recorded as {form.verification.value}"))
+                continue
+            if identity is None:
+                staying.setdefault(name, []).append(form)
+                continue
+            bugs.setdefault(identity.key(), Bug(identity)).forms.append(form)
+    for bug in bugs.values():
+        bug.repros.sort(key=lambda r: (not r.reproduces(), cost(r.case.graph)))
+    return bugs, staying
+
+
+def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float = 60.0) -> FoldReport:
+    """Fold `root` into one directory per bug (the module's docstring says how)."""
+    report = FoldReport()
+    repros = read_corpus(root)
+    home = {r.directory.name: r for r in repros}
+    bugs, staying = plan(repros, report)
+    writes: dict[Path, Case] = {}
+    # First the bugs only listed forms hold: each gets a directory, or its forms stay where they are.
+    for key, bug in sorted(bugs.items()):
+        if bug.repros:
+            continue
+        forms = _unique(bug.forms)
+        made = None
         if dry_run:
+            report.split.append((f"(new) {key[:100]}", forms[0].directory))
+        else:
+            made = _split_out(root, forms, home, verify_runs, timeout, report)
+        if made is None:
+            for form in forms:
+                source = next(r for r in repros if any(v is form for v, _ in r.forms))
+                staying.setdefault(source.directory.name, []).append(form)
             continue
-        seen = list(case.also_seen_as)
-        for _, other, entry in others:
-            seen += [entry] + list(other.also_seen_as)
-        hits = case.hits + sum(other.hits for _, other, _ in others)
-        kept = replace(case, also_seen_as=seen, hits=hits)
-        write_json(directory / "case.json", kept.to_json())
-        if (directory / "README.md").is_file():
-            (directory / "README.md").write_text(with_variants((directory / "README.md").read_text(), kept))
-        for other_dir, _, _ in others:
-            shutil.rmtree(other_dir)
-    return done
+        directory, case, rest = made
+        writes[directory] = replace(case, also_seen_as=rest)
+    for key, bug in sorted(bugs.items()):
+        if not bug.repros:
+            continue
+        forms = _unique(bug.forms)
+        keep, *others = bug.repros
+        folded_in = [variant_entry(r.directory.name, r.case) for r in others]
+        if others:
+            report.folded.append((keep.directory.name, [r.directory.name for r in others]))
+        own = {(v.key, v.directory) for v, i in keep.forms if i is not None and i.key() == key}
+        for form in forms:
+            if (form.key, form.directory) not in own:
+                source = next((r.directory.name for r in repros if any(v is form for v, _ in r.forms)), "?")
+                if source != keep.directory.name:
+                    report.moved.append((form.directory, source, keep.directory.name))
+        kept_where = [staying.get(r.directory.name, []) for r in bug.repros]
+        listed = _unique(folded_in + forms + [v for stay in kept_where for v in stay])
+        listed = [v for v in listed if v.directory != keep.directory.name]
+        hits = keep.case.hits + sum(r.case.hits for r in others)
+        writes[keep.directory] = replace(keep.case, also_seen_as=listed, hits=hits)
+        for r in others:
+            writes.setdefault(r.directory, None)  # removed below, unless it keeps another bug
+    for repro in repros:  # a directory whose case is pending keeps what it had, less what left
+        if repro.identity is None:
+            writes[repro.directory] = replace(repro.case, also_seen_as=staying.get(repro.directory.name, []))
+    if dry_run:
+        return report
+    for directory, case in writes.items():
+        if case is None:
+            shutil.rmtree(directory)
+            continue
+        before = home.get(directory.name)
+        if before is None or (case.also_seen_as, case.hits) != (before.case.also_seen_as, before.case.hits):
+            write_json(directory / "case.json", case.to_json())
+            if (directory / "README.md").is_file():
+                (directory / "README.md").write_text(with_variants((directory / "README.md").read_text(), case))
+    return report
+
+
+def _unique(forms: list[Variant]) -> list[Variant]:
+    seen, out = set(), []
+    for v in forms:
+        if (v.key, v.directory) not in seen:
+            seen.add((v.key, v.directory))
+            out.append(v)
+    return out
+
+
+def _split_out(root: Path, forms: list[Variant], home: dict[str, Repro], verify_runs: int, timeout: float,
+               report: FoldReport) -> tuple[Path, Case, list[Variant]] | None:
+    """A directory of its own for a bug only listed forms hold: the smallest form with a graph is
+    written and verified as a repro (with the options and config of the directory it was listed
+    in); None where none can be (no graph kept, the backend does not run here, or it no longer
+    reproduces)."""
+    for form in sorted((f for f in forms if f.graph is not None), key=lambda f: cost(f.graph)):
+        source = next((r for r in home.values() if any(v is form for v, _ in r.forms)), None)
+        if source is None:
+            continue
+        case = replace(source.case, graph=form.graph, backend=form.backend, signature=form.signature, detail="",
+                       generalisation=form.generalisation, also_seen_as=[], hits=1, verification=None)
+        directory = root / _slug(form, case)
+        try:
+            written = write_minimized(directory, case, verify_runs, timeout)
+        except Unavailable as e:
+            report.not_split.append((form.directory, source.directory.name, str(e).split("\n")[0]))
+            return None
+        if written.verification is None or written.verification.status is not Reproduction.REPRODUCES:
+            shutil.rmtree(directory, ignore_errors=True)
+            report.dropped.append((form.directory, source.directory.name, "does not reproduce as recorded now"))
+            continue
+        report.split.append((directory.name, source.directory.name))
+        return directory, written, [f for f in forms if f is not form]
+    return None
+
+
+def _slug(form: Variant, case: Case) -> str:
+    return repro_slug(form.signature, root_cause_key(form.signature, form.graph, form.generalisation, case.device))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fuzzfuse.fold", description=__doc__.split("\n\n")[0])
     parser.add_argument("directory", help="a directory of minimized repros (each <name>/case.json)")
-    parser.add_argument("--merge", action="append", nargs="+", metavar="NAME", default=[],
-                        help="repro directories that are one bug whatever their keys (repeatable)")
-    parser.add_argument("--dry-run", action="store_true", help="print the groups, change nothing")
+    parser.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
     args = parser.parse_args(argv)
     if not Path(args.directory).is_dir():
         print(f"fuzzfuse: error: no such directory: {args.directory}", file=sys.stderr)
         return 2
     try:
-        done = fold(Path(args.directory), args.merge, args.dry_run)
+        report = fold(Path(args.directory), args.dry_run)
     except CorpusError as e:
         print(f"fuzzfuse: error: {e}", file=sys.stderr)
         return 2
-    for kept, folded in done:
-        print(f"{kept} <- {len(folded)}: {' '.join(folded)}")
-    print(f"{sum(len(f) for _, f in done)} repro(s) folded into {len(done)}")
+    print("\n".join(report.lines()))
     return 0
 
 

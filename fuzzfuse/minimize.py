@@ -24,8 +24,8 @@ from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, ReductionStats, cost, reduce, reduce_options
 from .reduce.generalise import Generalisation, generalise
+from .identity import root_cause_key
 from .reductions import repro_slug
-from .rootcause import keeps_dtypes
 from .export import judge as judge_run, read_verdict, run_repro
 from .pool import case_pool, graph_job, run_jobs
 from .repro import repro_files, title
@@ -164,12 +164,13 @@ def generalised(graph: Graph, signature: Signature, backend: str,
                 is_interesting: Callable[[list[Graph]], list[bool]],
                 first_wrong: Callable[[list[Graph]], list[str | None]] | None = None) -> Generalisation | None:
     """The fillers, free dtypes and culprit of a reduced graph (fuzzfuse.reduce.generalise), among
-    the ops and dtypes `backend` draws. An anchored crash's key does not read the graph, but
-    steering does (its trigger drops the fillers: fuzzfuse.steering), so its ops are generalised
-    too; dtypes only where the key names them; a culprit only for a wrong forward value."""
+    the ops `backend` draws. An anchored crash's identity does not read the graph, but steering
+    does (its trigger drops the fillers: fuzzfuse.steering), so its ops are generalised too; no
+    dtype (an identity names a dtype's class, never the dtype); a culprit only for a wrong forward
+    value."""
     features = get_backend(backend).features
     wrong_value = signature.outcome == "mismatch" and signature.stage == "run"
-    return generalise(graph, is_interesting, features.ops, features.dtypes if keeps_dtypes(signature) else (),
+    return generalise(graph, is_interesting, features.ops,
                       first_wrong=first_wrong if wrong_value else None)
 
 
@@ -451,7 +452,7 @@ def minimize_files(paths: list[Path], out: Path, backend: str | None = None, wor
             yield path, e
             continue
         signature = replace(case.signature, backend=name)
-        key = (name, signature.root_cause_key() or f"{signature.key()}|{path}")
+        key = (name, root_cause_key(signature) or f"{signature.key()}|{path}")
         chosen.setdefault(key, []).append((path, case))
     # A repro is written and verified (fresh processes, mostly imports) while the next case reduces.
     with ThreadPoolExecutor(1) as saver:
@@ -467,8 +468,8 @@ def minimize_files(paths: list[Path], out: Path, backend: str | None = None, wor
                     if pending:
                         yield pending[0], pending[1].result()
                     path, case, result = found
-                    slug = repro_slug(result.signature, result.signature.root_cause_key(result.graph,
-                                                                                          result.generalisation))
+                    slug = repro_slug(result.signature, root_cause_key(result.signature, result.graph,
+                                                                       result.generalisation, case.device))
                     pending = (path, saver.submit(save_minimized, Path(out), case, result, name, timeout=timeout,
                                                   slug=slug))
         if pending:

@@ -53,13 +53,6 @@ class Signature:
     def to_json(self) -> dict:
         return asdict(self)
 
-    def root_cause_key(self, graph=None, generalisation=None) -> str | None:
-        """What triage, dedup and "known" compare (see fuzzfuse.rootcause): None while the
-        signature needs its reduced graph and none is given."""
-        from .rootcause import root_cause_key
-
-        return root_cause_key(self, graph, generalisation)
-
     @staticmethod
     def from_json(d: dict) -> "Signature":
         """Validated: a case file or a summary is untrusted input (a field absent is empty)."""

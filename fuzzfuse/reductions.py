@@ -28,7 +28,8 @@ from .corpus import CorpusError, iter_cases, load_case, save_case
 from .dedup import PendingHit, RootCause, RootCauseBook
 from .oracle import Signature
 from .reduce import ReductionStats
-from .rootcause import anchored, signature_today, variant_root_cause
+from .identity import KnownBugs, root_cause_key, variant_identity
+from .rootcause import anchored, signature_today
 from .verdict import MinimizedRepro, SignatureRecord
 
 if TYPE_CHECKING:
@@ -55,11 +56,11 @@ class Reducing:
     stats: ReductionStats
 
 
-def known_repros(directories: list[str]) -> dict[str, str]:
-    """Coarse and root-cause keys -> the repro directory that holds them, over the minimized repros
-    under `directories` (a bad file there is bad input: CorpusError). A repro's graph is reduced,
-    so its root-cause key is known; the variants a folded repro lists count as its own."""
-    keys: dict[str, str] = {}
+def known_repros(directories: list[str]) -> KnownBugs:
+    """The bugs of the minimized repros under `directories`, by identity and coarse key (a bad file
+    there is bad input: CorpusError). A repro's graph is reduced, so its identity is known; the
+    variants a folded repro lists count as its own."""
+    keys = KnownBugs()
     for path, case in iter_cases(directories):
         if isinstance(case, CorpusError):
             raise case
@@ -68,17 +69,19 @@ def known_repros(directories: list[str]) -> dict[str, str]:
         recorded = case.signature
         sig = signature_today(recorded, case.detail)
         directory = str(path.parent)
-        keys[recorded.key()] = keys[sig.key()] = directory
-        # Its own graph's key, generalised where the case records how, and by names: a campaign
-        # that reduced the bug without generalising it (--reduce-budget spent) still finds it.
+        keys.add(recorded.key(), directory)
+        keys.add(sig.key(), directory)
+        # Its own graph's identity, generalised where the case records how, and without: a
+        # campaign that reduced the bug without generalising it (--reduce-budget spent) still finds it.
         for general in {case.generalisation, None}:
-            root = sig.root_cause_key(case.graph, general)
+            root = root_cause_key(sig, case.graph, general, case.device)
             if root:
-                keys.setdefault(root, directory)
+                keys.add(root, directory)
         for variant in case.also_seen_as:
-            for key in (variant.key, variant.root_cause, variant_root_cause(variant)):
+            identity = variant_identity(variant, case.device)
+            for key in (variant.key, identity.key() if identity else None):
                 if key:
-                    keys.setdefault(key, directory)
+                    keys.add(key, directory)
     return keys
 
 
@@ -94,11 +97,11 @@ def repro_slug(signature: Signature, root_cause: str | None) -> str:
 class CampaignReductions:
     """The reducer side of a campaign: its book of root causes and the reductions it runs."""
 
-    def __init__(self, campaign: "Campaign", known: dict[str, str], share: float = REDUCE_SHARE):
+    def __init__(self, campaign: "Campaign", known: KnownBugs, share: float = REDUCE_SHARE):
         if not 0 <= share <= 1:
             raise ValueError(f"--reduce-share must be a fraction of wall time from 0 to 1, not {share}")
         self.campaign, self.known, self.share = campaign, known, share
-        self.book = RootCauseBook(known)
+        self.book = RootCauseBook(known, campaign.features.device)
         self.draining = False  # workers finish what they hold before a reduction takes them
         self.current: Reducing | None = None
         self.verifying: str | None = None  # what a repro being verified was reduced from
@@ -138,7 +141,7 @@ class CampaignReductions:
         for key, entry in self.campaign.stats.signatures.items():
             if not (entry.awaits_reduction and anchored(entry.signature)):
                 continue
-            root = entry.signature.root_cause_key()
+            root = root_cause_key(entry.signature)
             cause = self.book.causes.get(root)
             if root in roots or (cause is not None and (cause.known or cause.minimized)):
                 continue
@@ -222,7 +225,7 @@ class CampaignReductions:
         if isinstance(result, Exception):
             entry.unreduced = str(result)
             return
-        root = entry.signature.root_cause_key()
+        root = root_cause_key(entry.signature)
         self.campaign.steering.learn(result.graph, result.generalisation)
         entry.minimized = self._save(pool, case, result, progress, repro_slug(entry.signature, root), key)
         self.book.causes[root].minimized = entry.minimized.path

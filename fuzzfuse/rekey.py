@@ -22,6 +22,7 @@ from .minimize import VERIFY_RUNS, first_output_wrong, generalised, reduce_case,
 from .pool import case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation
+from .identity import root_cause_key
 from .rootcause import signature_today
 from .worker import WorkerPool
 
@@ -56,11 +57,11 @@ def rereduce(directory: Path, pools: Pools, workers: int = 2, verify_runs: int =
     directory = Path(directory)
     case = load_case(directory / "case.json")
     sig = signature_today(case.signature, case.detail)
-    before = sig.root_cause_key(case.graph, case.generalisation) or sig.key()
+    before = root_cause_key(sig, case.graph, case.generalisation, case.device) or sig.key()
     reduction = reduce_case(case, case.backend, workers=workers, timeout=timeout, pool=pools(case.backend))
     reduced = reduction.graph.renamed()
     kept = reduction.signature
-    after = kept.root_cause_key(reduced, reduction.generalisation) or kept.key()
+    after = root_cause_key(kept, reduced, reduction.generalisation, case.device) or kept.key()
     if cost(reduced) >= cost(case.graph.renamed()):
         return before, _record_generalisation(directory, case, pools, timeout)
     seen = list(case.also_seen_as)
@@ -78,7 +79,7 @@ def variant_entry(name: str, case: Case) -> Variant:
     and root-cause keys (today's), ops, former directory, verification, reduced graph and the
     graph's generalisation."""
     sig = signature_today(case.signature, case.detail)
-    return Variant(sig.key(), sig.root_cause_key(case.graph, case.generalisation) or sig.key(), case.backend,
+    return Variant(sig.key(), root_cause_key(sig, case.graph, case.generalisation, case.device) or sig.key(), case.backend,
                    tuple(sorted({n.op for n in case.graph.nodes})), name,
                    case.verification.status if case.verification else None, case.graph, case.generalisation)
 
@@ -110,7 +111,7 @@ def record_generalisation(directory: Path, pools: Pools, timeout: float = 60.0) 
     key before and after."""
     case = load_case(Path(directory) / "case.json")
     sig = signature_today(case.signature, case.detail)
-    before = sig.root_cause_key(case.graph, case.generalisation) or sig.key()
+    before = root_cause_key(sig, case.graph, case.generalisation, case.device) or sig.key()
     return before, _record_generalisation(Path(directory), case, pools, timeout)
 
 
@@ -120,7 +121,7 @@ def _record_generalisation(directory: Path, case: Case, pools: Pools, timeout: f
     case = replace(case, generalisation=general, also_seen_as=seen)
     write_json(directory / "case.json", case.to_json())
     sig = signature_today(case.signature, case.detail)
-    return sig.root_cause_key(case.graph, general) or sig.key()
+    return root_cause_key(sig, case.graph, general, case.device) or sig.key()
 
 
 def _generalised_variant(variant: Variant, case: Case, pools: Pools, timeout: float) -> Variant:
@@ -134,7 +135,7 @@ def _generalised_variant(variant: Variant, case: Case, pools: Pools, timeout: fl
         general = generalise_case(probe, pools(sig.backend), timeout)
     except (NotInteresting, Unavailable, ValueError):
         return variant
-    return replace(variant, root_cause=sig.root_cause_key(variant.graph, general) or sig.key(),
+    return replace(variant, root_cause=root_cause_key(sig, variant.graph, general, case.device) or sig.key(),
                    generalisation=general if general is not None else variant.generalisation)
 
 

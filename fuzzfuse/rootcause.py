@@ -1,42 +1,28 @@
-"""Root-cause keys: what triage, dedup and "known" compare, one key a bug.
+"""Folding a failure's words into what names its bug: the component a backend's route reaches, a
+crash's native assert, a specific message with op names, dtypes and numbers folded out.
 
-A signature's coarse key (`Signature.key()`) is what the reducer preserves while it shrinks: it
-keeps every word of the normalized message, so that a reduction never slips to another failure.
-That makes it a surface, not a bug: one missing evaluator op is a dozen keys (one per op name), one
-oneDNN rewrite a dozen more (one per downstream error text), and every float mismatch of a backend
-is one key. The root-cause key folds what does not tell bugs apart:
+A signature's coarse key (`Signature.key()`) keeps every word of the normalized message, so that a
+reduction never slips to another failure. That makes it a surface, not a bug: one missing evaluator
+op is a dozen keys (one per op name), one oneDNN rewrite a dozen more. These rules fold what does
+not tell bugs apart; fuzzfuse.identity builds a bug's identity from them.
 
-- A crash anchored at a native assert (a C++ location of the fuser, not an ATen argument check)
-  is keyed by its component, location and message with op names, dtypes, identifiers and numbers
+- A crash anchored at a native assert (a C++ location of the fuser, not an ATen argument check) is
+  named by its component, location and message with op names, dtypes, identifiers and numbers
   folded out. Route (nvfuser / aot:nvfuser), stage (compile / run) and outcome (raised / aborted)
   are folded too: one assert is one bug whichever way it was reached.
 - A crash with no native location whose message is specific (NNC's "Invalid integral op_type",
-  oneDNN's "IValue is not a Scalar") is keyed by that message, folded the same way: the fuser
-  raised it, and one message is one bug whatever op or route reached it. A message is not
-  specific when it says nothing (an empty error, "(in aten.OP)"), when it names an op or a dtype
-  (an op rejecting its operands, downstream of the cause), or when it is one a fuser raises for
-  any failure of a stage or a library check (GENERIC_MESSAGES: oneDNN's "partition compile
-  failed", TorchScript's interpreter wrapper, ATen's size checks).
-- Any other failure (a mismatch, a crash known only by a Python frame and an unspecific message, a
-  hang) has no anchor. Its key is the canonical form of its *reduced* graph (fuzzfuse.graphform),
-  so it is pending (None) until a reduced graph is given: an unreduced hit is never "known".
-
-`python -m fuzzfuse.rootcause minimized/` prints the root-cause groups of a directory of repros.
+  oneDNN's "IValue is not a Scalar") is named by that message, folded the same way. A message is
+  not specific when it says nothing (an empty error, "(in aten.OP)"), when it names an op or a
+  dtype (an op rejecting its operands, downstream of the cause), or when it is one a fuser raises
+  for any failure of a stage or a library check (GENERIC_MESSAGES).
 """
 from __future__ import annotations
 
-import argparse
 import re
-import sys
-from collections import Counter, defaultdict
 from dataclasses import replace
-from pathlib import Path
 
-from .corpus import CorpusError, Variant, iter_cases
-from .graphform import VALUE_KINDS, culprit_form, graph_form
-from .ir import OPS, Graph
+from .ir import OPS
 from .oracle import Signature, cpp_location, normalize, nvrtc_error
-from .reduce.generalise import Generalisation
 
 # Routes to one fuser are one component: the same assert reached through aot_autograd is the same bug.
 COMPONENTS = {
@@ -105,63 +91,6 @@ def anchored(signature: Signature) -> bool:
     """Whether a crash names its root cause without a reduction: a native assert or a specific
     message."""
     return native_assert(signature) or bool(specific_message(signature))
-
-
-def keyed_by_graph(signature: Signature) -> bool:
-    """Whether a failure's root-cause key is its reduced graph's form (then worth generalising)."""
-    return not anchored(signature) and signature.outcome in ("crash", "hard-crash", "hang", "mismatch", "unfused",
-                                                             "flaky")
-
-
-def keeps_dtypes(signature: Signature) -> bool:
-    """Whether a failure's key names each input's exact dtype (a wrong value depends on it), so
-    that a dtype the failure does not need is worth generalising to its category."""
-    return _dtype_policy(signature) == "exact"
-
-
-def root_cause_key(signature: Signature, graph: Graph | None = None,
-                   generalisation: Generalisation | None = None) -> str | None:
-    """The key of the bug behind `signature`; None when it needs a reduced graph and none is given
-    (pending, never known), or when the outcome is no failure. `generalisation`: the fillers and
-    free dtypes found on `graph` (fuzzfuse.reduce.generalise), written as wildcards."""
-    if native_assert(signature):
-        return "|".join(("assert", component(signature.backend), signature.location, fold(signature.message)))
-    if specific_message(signature):
-        return "|".join(("message", component(signature.backend), specific_message(signature)))
-    if not keyed_by_graph(signature) or graph is None:
-        return None
-    judged = signature.outcome in ("mismatch", "unfused")
-    culprit = None
-    if signature.outcome == "mismatch" and generalisation is not None and generalisation.applies_to(graph):
-        if generalisation.culprit:
-            # Keyed where the fuser first computes a wrong value, by what that value shows (graph_form
-            # stops there): the ops after it only observe it.
-            signature = replace(signature, kind=generalisation.culprit[1])
-        culprit = generalisation.first_wrong_op(graph)
-    what = f"{signature.outcome}:{signature.kind}" if judged else signature.outcome
-    # A wrong gradient is not the same bug as a wrong output; a crash's stage is folded.
-    phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""
-    form = None
-    if culprit is not None and generalisation.alone and signature.kind in VALUE_KINDS and signature.stage == "run":
-        form = culprit_form(graph, culprit, _dtype_policy(signature), generalisation)
-    # A mismatch's or fallback's ops are all evidence; a crash surfaces downstream of its cause.
-    form = form or graph_form(graph, _dtype_policy(signature), focus=not judged, generalisation=generalisation)
-    if not judged and "=*" in form:
-        # A wildcard holds under the signature it was tried with: a crash's message (a mismatch's
-        # kind is in `what`). Without it, "any unary op, then a consumer" says next to nothing.
-        what = f"{what}:{fold(signature.message)}"
-    return "|".join((what, component(signature.backend), phase, form))
-
-
-def _dtype_policy(signature: Signature) -> str:
-    """How much of the dtypes a failure's key keeps. Numbers depend on the exact dtype; a wrong
-    shape never does (shape rules read no dtype), and structural failures (crashes, wrong output
-    dtypes) depend on its category: the same crash for float16 and float32 inputs is one bug."""
-    if signature.outcome == "mismatch" and signature.kind in ("values", "nan-inf"):
-        return "exact"
-    if signature.outcome == "mismatch" and signature.kind in ("shape", "strides"):
-        return "none"
-    return "category"
 
 
 # ---- folding a message ------------------------------------------------------------------------
@@ -243,91 +172,3 @@ def signature_today(signature: Signature, detail: str) -> Signature:
     if signature.outcome != "crash" or not location or (location == signature.location and not nvrtc_error(error)):
         return signature
     return replace(signature, location=location, message=normalize(error))
-
-
-def variant_root_cause(variant: Variant) -> str | None:
-    """A folded variant's root-cause key (`also_seen_as[]`) as today's rules give it from its coarse
-    key alone (an anchored crash's), or from its graph and that graph's generalisation, so that a
-    variant folded before a rule anchored it, or before generalisation, still counts."""
-    return root_cause_key(variant.signature, variant.graph, variant.generalisation)
-
-
-def groups(paths: list[str], variants: bool = False) -> tuple[dict[str, list[tuple[str, str, str]]], list[str], list[str]]:
-    """root-cause key -> [(directory, backend, coarse key)], the directories whose recorded
-    signature today's oracle re-keys, and the files that could not be read. variants: each folded
-    variant of a repro is a member too, named `directory<-former directory`: whether the keys
-    group what a maintainer folded by hand."""
-    found: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
-    rekeyed, bad = [], []
-    for path, case in iter_cases(paths):
-        if isinstance(case, CorpusError):
-            bad.append(str(case))
-            continue
-        if path.name != "case.json" or not case.signature:
-            continue
-        recorded = case.signature
-        signature = signature_today(recorded, case.detail)
-        if signature != recorded:
-            rekeyed.append(f"{path.parent.name}: {recorded.location} -> {signature.location}: {signature.message}")
-        key = root_cause_key(signature, case.graph, case.generalisation) or f"pending|{signature.key()}"
-        found[key].append((path.parent.name, case.backend, signature.key()))
-        for variant in case.also_seen_as if variants else ():
-            key = variant_root_cause(variant) or variant.root_cause or variant.key
-            found[key].append((f"{path.parent.name}<-{variant.directory}", variant.backend, variant.key))
-    return found, rekeyed, bad
-
-
-def report(paths: list[str], variants: bool = False) -> str:
-    found, rekeyed, bad = groups(paths, variants)
-    members = [m for ms in found.values() for m in ms]
-    lines = [f"{len(members)} {'repros and variants' if variants else 'repros'}: {len({m[2] for m in members})} "
-             f"coarse keys -> {len(found)} root causes"]
-    if variants:
-        families = defaultdict(set)
-        for key, ms in found.items():
-            for m in ms:
-                families[m[0].split("<-")[0]].add(key)
-        split = sorted(f for f, keys in families.items() if len(keys) > 1)
-        lines.append(f"  {len(families)} directories (one root cause each, as folded): {len(split)} of them "
-                     f"key apart, in {sum(len(families[f]) for f in split)} keys")
-    for comp in sorted({component(m[1]) for m in members}):
-        mine = [m for m in members if component(m[1]) == comp]
-        roots = sum(1 for ms in found.values() if component(ms[0][1]) == comp)
-        per_backend = ", ".join(f"{b} {c}" for b, c in sorted(Counter(m[1] for m in mine).items()))
-        lines.append(f"  {comp}: {len(mine)} repros ({per_backend}), {len({m[2] for m in mine})} coarse keys, "
-                     f"{roots} root causes")
-    for backend in sorted({m[1] for m in members}):
-        mine = [m for m in members if m[1] == backend]
-        roots = sum(1 for ms in found.values() if any(m[1] == backend for m in ms))
-        lines.append(f"    {backend}: {len(mine)} repros, {len({m[2] for m in mine})} coarse keys, "
-                     f"in {roots} root causes")
-    if rekeyed:
-        lines += ["", f"re-keyed by today's oracle ({len(rekeyed)}):"] + [f"  {r}" for r in rekeyed]
-    lines += ["", "groups, largest first:"]
-    for key, ms in sorted(found.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        backends = ", ".join(f"{b} {c}" for b, c in sorted(Counter(m[1] for m in ms).items()))
-        lines.append(f"[{len(ms)}] {key}")
-        lines.append(f"    {backends}; {len({m[2] for m in ms})} coarse keys")
-        lines += [f"    {m[0]}" for m in sorted(ms)]
-    if bad:
-        lines += ["", "unreadable:"] + [f"  {b}" for b in bad]
-    return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fuzzfuse.rootcause",
-                                     description="The root-cause groups of directories of minimized repros.")
-    parser.add_argument("paths", nargs="+", help="directories of repros (each <slug>/case.json)")
-    parser.add_argument("--variants", action="store_true",
-                        help="count each folded variant (also_seen_as) as a member of its own")
-    args = parser.parse_args(argv)
-    missing = [p for p in args.paths if not Path(p).exists()]
-    if missing:
-        print(f"error: no such path: {missing[0]}", file=sys.stderr)
-        return 2
-    print(report(args.paths, args.variants))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -34,6 +34,7 @@ from rich.text import Text
 
 from .corpus import CorpusError, case_files, load_case, read_json
 from .oracle import Signature
+from .identity import root_cause_key
 from .rootcause import signature_today
 from .verdict import Outcome, Reproduction, SignatureRecord
 
@@ -181,7 +182,7 @@ def _merge_case(buckets: dict[str, Bucket], root: Path, path: Path, case) -> Non
     # Keyed as today's oracle words the recorded error (an NVRTC error's call types, say).
     sig = signature_today(case.signature, case.detail)
     minimized = path.name == "case.json" and (path.parent / "repro.py").is_file()
-    key = sig.root_cause_key(case.graph if minimized else None, case.generalisation) or sig.key()
+    key = root_cause_key(sig, case.graph if minimized else None, case.generalisation, case.device) or sig.key()
     b = buckets.setdefault(key, Bucket(key, sig))
     b.see(case.hits if minimized else 1, case.found or None, case.found or None,
           _rel(path.parent.parent if minimized else path.parent, root), case.detail)

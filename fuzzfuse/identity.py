@@ -1,0 +1,369 @@
+"""One bug, one identity: what every part of fuzzfuse compares to say that two failures are one bug.
+
+A failure's signature (`oracle.Signature`) is a surface: the reducer keeps it while it shrinks, so
+that a reduction never slips to another failure, but one bug shows through many surfaces. Its
+identity (`BugIdentity`) is what a maintainer would call the bug, and `same_bug` is the one
+function that compares two of them; the campaign's known-matching, reduce, fold, replay, export,
+triage and the pytest plugin all ask it (or its index key, `BugIdentity.key`).
+
+- A crash anchored at a native assert is that assert: component, innermost location and folded
+  message. Two locations are never one bug; a wrapper is unwrapped (oracle), never merged.
+- A crash with no native location whose message is specific is that message, folded.
+- A wrong result (a mismatch) is its **culprit**: the op that first computes something eager does
+  not, with the class of dtype it computes in, the symptom (wrong numbers, a wrong dtype, shape or
+  strides), the phase (forward or backward) and the device. Ops after the culprit (sign, eq,
+  reciprocal, a cast, div_trunc(v, v)) only make its wrong value visible: they are observers, not
+  the bug, and so are the special value, the constant, the shape and the route that exposed it.
+  The culprit is found where the failure was reduced (fuzzfuse.reduce.generalise probes each op's
+  own value); where that found none, it is the first op of the reduced graph that is no filler:
+  the reducer replaces every op it can by an input holding eager's value of it, so an op that is
+  still there computes something eager does not.
+- Any other failure (a hang, a fallback, a crash known only by a Python frame and an unspecific
+  message) is its reduced graph's canonical form (fuzzfuse.graphform).
+
+An unreduced hit has no identity (None): it is pending, never known.
+"""
+from __future__ import annotations
+
+import argparse
+import enum
+import sys
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from .corpus import Case, CorpusError, Variant, iter_cases
+from .graphform import graph_form
+from .ir import Graph, TensorInput
+from .ir.types import category
+from .ir.untrusted import record, take
+from .oracle import Signature
+from .reduce.generalise import Generalisation
+from .rootcause import component, fold, native_assert, signature_today, specific_message
+
+# The outcomes that are failures (a pass, an invalid case or a documented difference has no identity).
+FAILURES = ("crash", "hard-crash", "hang", "mismatch", "unfused", "flaky")
+CATEGORY_NAMES = ("bool", "int", "float")
+
+
+class Anchor(str, enum.Enum):
+    """What names a bug: its assert, its message, its culprit op, or its whole reduced graph."""
+
+    ASSERT = "assert"
+    MESSAGE = "message"
+    CULPRIT = "culprit"
+    GRAPH = "graph"
+
+
+class Symptom(str, enum.Enum):
+    """How a bug shows. A crash is one symptom whether it raised or aborted the process; wrong
+    numbers are one whether they are finite or not (one lowering gives -inf for one operand and a
+    wrong finite value for the next)."""
+
+    CRASH = "crash"
+    HANG = "hang"
+    WRONG_VALUE = "wrong-value"
+    WRONG_DTYPE = "wrong-dtype"
+    WRONG_SHAPE = "wrong-shape"
+    WRONG_STRIDES = "wrong-strides"
+    UNFUSED = "unfused"
+    FLAKY = "flaky"
+
+
+_MISMATCH_SYMPTOMS = {"values": Symptom.WRONG_VALUE, "nan-inf": Symptom.WRONG_VALUE, "dtype": Symptom.WRONG_DTYPE,
+                      "shape": Symptom.WRONG_SHAPE, "strides": Symptom.WRONG_STRIDES}
+
+
+def symptom_of(signature: Signature) -> Symptom:
+    if signature.outcome == "mismatch":
+        return _MISMATCH_SYMPTOMS.get(signature.kind, Symptom.WRONG_VALUE)
+    if signature.outcome in ("crash", "hard-crash"):
+        return Symptom.CRASH
+    return Symptom(signature.outcome)
+
+
+@dataclass(frozen=True)
+class BugIdentity:
+    """A bug as a maintainer names it (see the module's docstring). `where`: the assert location,
+    the folded message, the culprit op or the graph's form; `detail`: the assert's folded message,
+    the culprit's dtype class, or a crash's folded message beside its graph; `phase`: forward or
+    backward, for a wrong result; `device`: where the fused code ran ("" where unrecorded, and for
+    anchored crashes: an assert is one bug on every device)."""
+
+    component: str
+    anchor: Anchor
+    symptom: Symptom
+    where: str
+    detail: str = ""
+    phase: str = ""
+    device: str = ""
+
+    def key(self) -> str:
+        """The index form of the identity: equal keys are the same bug (`same_bug` also matches an
+        identity whose device is unrecorded)."""
+        return "|".join((self.anchor.value, self.component, self.device, self.symptom.value, self.phase,
+                         self.where, self.detail))
+
+    def describe(self) -> str:
+        """One line a person reads: "inductor (cuda): remainder on float computes wrong values"."""
+        on = f" ({self.device})" if self.device else ""
+        if self.anchor is Anchor.ASSERT:
+            return f"{self.component}{on}: assert at {self.where}: {self.detail}"
+        if self.anchor is Anchor.MESSAGE:
+            return f"{self.component}{on}: {self.where}"
+        if self.anchor is Anchor.CULPRIT:
+            phase = " (backward)" if self.phase == "backward" else ""
+            return f"{self.component}{on}: {self.where} on {self.detail}{phase}: {self.symptom.value}"
+        return f"{self.component}{on}: {self.symptom.value} of {self.where}"
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "anchor": self.anchor.value, "symptom": self.symptom.value}
+
+    @staticmethod
+    def from_json(d: dict) -> "BugIdentity":
+        """Validated: a case file is untrusted input."""
+        d = record(d, "identity", BugIdentity.__dataclass_fields__)
+        fields = {k: take(d, k, str, "identity", "") for k in BugIdentity.__dataclass_fields__}
+        try:
+            return BugIdentity(**{**fields, "anchor": Anchor(fields["anchor"]), "symptom": Symptom(fields["symptom"])})
+        except ValueError as e:
+            from .ir.graph import GraphError
+
+            raise GraphError(f"identity: {e}") from None
+
+
+def same_bug(a: BugIdentity | None, b: BugIdentity | None) -> bool:
+    """Whether two failures are one bug: the one answer to that question in fuzzfuse. A pending
+    failure (None) is the same bug as nothing. An identity whose device is unrecorded (a repro
+    saved before devices were) matches its twin on any device."""
+    if a is None or b is None:
+        return False
+    if a.device and b.device and a.device != b.device:
+        return False
+    return replace(a, device="") == replace(b, device="")
+
+
+def identify(signature: Signature | None, graph: Graph | None = None,
+             generalisation: Generalisation | None = None, device: str = "") -> BugIdentity | None:
+    """The identity of the bug behind `signature`; None when the outcome is no failure, or when it
+    needs a reduced graph and none is given (pending). `graph`: the reduced graph;
+    `generalisation`: its fillers, free dtypes and probed culprit (fuzzfuse.reduce.generalise),
+    used where it was found on this graph; `device`: where the fused code ran."""
+    if signature is None or signature.outcome not in FAILURES:
+        return None
+    comp = component(signature.backend)
+    if native_assert(signature):
+        return BugIdentity(comp, Anchor.ASSERT, Symptom.CRASH, signature.location, fold(signature.message))
+    if specific_message(signature):
+        return BugIdentity(comp, Anchor.MESSAGE, Symptom.CRASH, specific_message(signature))
+    if graph is None:
+        return None
+    general = generalisation if generalisation is not None and generalisation.applies_to(graph) else None
+    symptom = symptom_of(signature)
+    judged = signature.outcome in ("mismatch", "unfused")
+    phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""
+    if signature.outcome == "mismatch":
+        position = culprit_position(graph, general)
+        if position is not None:
+            node = graph.nodes[position]
+            return BugIdentity(comp, Anchor.CULPRIT, symptom, node.op, dtype_class(graph, position), phase, device)
+    if signature.outcome in ("crash", "hard-crash"):
+        # A crash without an anchor is named by its folded message and the ops it needs (the
+        # fillers left out), in the classes of dtype they compute in: its inputs' layouts, special
+        # values and constants, and what consumed the bad value, are how it was reached.
+        return BugIdentity(comp, Anchor.GRAPH, symptom, needed_ops(graph, general), fold(signature.message),
+                           phase, device)
+    if signature.outcome == "unfused":
+        # A fallback is named by the ops it declined and the layouts of the inputs that made it
+        # decline (a sliced or expanded operand): its constants and values are not read.
+        layouts = sorted({i.layout.kind for i in graph.without_dead_code().inputs if isinstance(i, TensorInput)})
+        return BugIdentity(comp, Anchor.GRAPH, symptom, needed_ops(graph, general), "/".join(layouts), phase, device)
+    form = graph_form(graph, _dtype_policy(signature), focus=not judged, generalisation=general)
+    return BugIdentity(comp, Anchor.GRAPH, symptom, form, "", phase, device)
+
+
+def culprit_position(graph: Graph, generalisation: Generalisation | None) -> int | None:
+    """Where a wrong result starts. Where the reducer probed each op's own value
+    (fuzzfuse.reduce.generalise): the first op found wrong; else the last op, where it fails alone
+    on the operands eager computes for it (the ops before only made a special operand); else the
+    first op that is no filler (the module's docstring says why). Where nothing was probed: the
+    graph's one op that is no filler. None where that cannot be told: every op is a filler, or
+    several ops remain and nothing says which matters (NNC and oneDNN Graph fuse two ops or more,
+    so a reduced graph of theirs keeps one beside the op that matters)."""
+    live = {n.name for n in graph.without_dead_code().nodes}
+    fillers = {k for k, _ in generalisation.ops} if generalisation is not None else set()
+    candidates = [k for k, n in enumerate(graph.nodes) if n.name in live and k not in fillers]
+    if generalisation is None or not generalisation.probed:
+        return candidates[0] if len(candidates) == 1 else None
+    if generalisation.culprit and generalisation.culprit[0] in candidates:
+        return generalisation.culprit[0]
+    last = generalisation.first_wrong_op(graph)
+    if generalisation.alone and last in candidates:
+        return last
+    return candidates[0] if candidates else None
+
+
+def needed_ops(graph: Graph, generalisation: Generalisation | None) -> str:
+    """The ops a reduced graph needs, each with its dtype class, in graph order ("*" where every op
+    is a filler)."""
+    fillers = {k for k, _ in generalisation.ops} if generalisation is not None else set()
+    live = {n.name for n in graph.without_dead_code().nodes}
+    ops = [f"{n.op}:{dtype_class(graph, k)}" for k, n in enumerate(graph.nodes) if n.name in live and k not in fillers]
+    return " ".join(ops) or "*"
+
+
+def dtype_class(graph: Graph, position: int) -> str:
+    """The class of dtype an op computes in: the category of its widest tensor operand ("float",
+    "int", "bool"), and of its result where that differs ("int->float" for a cast; a comparison is
+    "float->bool"). The exact dtype is a form: one lowering is wrong for float32 and float64 alike."""
+    node = graph.nodes[position]
+    types = graph.infer_types()
+    operands = [types[r].dtype for r in node.refs() if r in types and types[r].dtype]
+    result = types[node.name].dtype if node.name in types else ""
+    if not operands:
+        return CATEGORY_NAMES[category(result)] if result else ""
+    widest = max(category(d) for d in operands)
+    out = category(result) if result else widest
+    return CATEGORY_NAMES[widest] if out == widest else f"{CATEGORY_NAMES[widest]}->{CATEGORY_NAMES[out]}"
+
+
+def _dtype_policy(signature: Signature) -> str:
+    """How much of the dtypes a graph-keyed identity keeps: a wrong shape reads none, anything
+    else the category (the same fallback for float16 and float32 inputs is one bug)."""
+    if signature.outcome == "mismatch" and signature.kind in ("shape", "strides"):
+        return "none"
+    return "category"
+
+
+def root_cause_key(signature: Signature | None, graph: Graph | None = None,
+                   generalisation: Generalisation | None = None, device: str = "") -> str | None:
+    """The index key of `identify`'s identity (None where it has none): what a dict of known bugs
+    is keyed by."""
+    identity = identify(signature, graph, generalisation, device)
+    return identity.key() if identity is not None else None
+
+
+def variant_identity(variant: Variant, device: str = "") -> BugIdentity | None:
+    """A folded variant's identity (`also_seen_as[]`), from its recorded signature and, where it
+    kept them, its graph and that graph's generalisation; `device`: its directory's."""
+    return identify(variant.signature, variant.graph, variant.generalisation, device)
+
+
+def case_identity(case: Case) -> BugIdentity | None:
+    """A saved case's identity as today's oracle names it (its recorded error re-read by
+    `signature_today`), on its reduced graph."""
+    if case.signature is None:
+        return None
+    return identify(signature_today(case.signature, case.detail), case.graph, case.generalisation, case.device)
+
+
+class KnownBugs:
+    """Repro directories by the identity of the bug each holds (and by the coarse keys their
+    signatures had), looked up by `same_bug`'s rule: an identity names a device or none, and a bug
+    recorded without one (a repro saved before devices were) is every device's."""
+
+    def __init__(self, entries: dict[str, str] | None = None):
+        self._keys: dict[str, str] = {}
+        self._any_device: dict[str, str] = {}
+        for key, directory in (entries or {}).items():
+            self.add(key, directory)
+
+    def add(self, key: str, directory: str) -> None:
+        """Record `key` (an identity key or a coarse signature key) as held by `directory`; the
+        first directory recorded for a key keeps it."""
+        self._keys.setdefault(key, directory)
+        self._any_device.setdefault(_without_device(key), directory)
+
+    def find(self, key: str | None) -> str | None:
+        """The directory that holds the bug of `key`, or None."""
+        if key is None:
+            return None
+        if key in self._keys:
+            return self._keys[key]
+        blank = _without_device(key)
+        if blank == key:  # a key naming no device: a bug recorded on any device is it
+            return self._any_device.get(key)
+        return self._keys.get(blank)
+
+    def items(self):
+        return self._keys.items()
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+def _without_device(key: str) -> str:
+    """An identity key with its device left blank (any other key as it is)."""
+    parts = key.split("|", 3)
+    if len(parts) == 4 and parts[0] in {a.value for a in Anchor}:
+        return "|".join((parts[0], parts[1], "", parts[3]))
+    return key
+
+
+# ---- the corpus, grouped ------------------------------------------------------------------------
+
+def groups(paths: list[str], variants: bool = False) -> tuple[dict[str, list[tuple[str, str, str]]], list[str]]:
+    """identity key -> [(directory, backend, coarse key)], and the files that could not be read.
+    variants: each folded variant of a repro is a member too, named `directory<-former directory`:
+    a directory whose members key apart holds more than one bug."""
+    found: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    bad = []
+    for path, case in iter_cases(paths):
+        if isinstance(case, CorpusError):
+            bad.append(str(case))
+            continue
+        if path.name != "case.json" or not case.signature:
+            continue
+        identity = case_identity(case)
+        found[identity.key() if identity else f"pending|{case.signature.key()}"].append(
+            (path.parent.name, case.backend, case.signature.key()))
+        for variant in case.also_seen_as if variants else ():
+            identity = variant_identity(variant, case.device)
+            found[identity.key() if identity else f"pending|{variant.key}"].append(
+                (f"{path.parent.name}<-{variant.directory}", variant.backend, variant.key))
+    return found, bad
+
+
+def report(paths: list[str], variants: bool = False) -> str:
+    found, bad = groups(paths, variants)
+    members = [m for ms in found.values() for m in ms]
+    lines = [f"{len(members)} {'repros and variants' if variants else 'repros'}: {len({m[2] for m in members})} "
+             f"coarse keys -> {len(found)} bugs"]
+    if variants:
+        families = defaultdict(set)
+        for key, ms in found.items():
+            for m in ms:
+                families[m[0].split("<-")[0]].add(key)
+        split = sorted(f for f, keys in families.items() if len(keys) > 1)
+        lines.append(f"  {len(families)} directories: {len(split)} of them hold more than one bug")
+    for comp in sorted({component(m[1]) for m in members}):
+        mine = [m for m in members if component(m[1]) == comp]
+        bugs = sum(1 for ms in found.values() if component(ms[0][1]) == comp)
+        per_backend = ", ".join(f"{b} {c}" for b, c in sorted(Counter(m[1] for m in mine).items()))
+        lines.append(f"  {comp}: {len(mine)} repros ({per_backend}), {bugs} bugs")
+    lines += ["", "bugs, largest first:"]
+    for key, ms in sorted(found.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        lines.append(f"[{len(ms)}] {key}")
+        lines += [f"    {m[0]}" for m in sorted(ms)]
+    if bad:
+        lines += ["", "unreadable:"] + [f"  {b}" for b in bad]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fuzzfuse.identity",
+                                     description="The bugs of directories of minimized repros, one line each.")
+    parser.add_argument("paths", nargs="+", help="directories of repros (each <slug>/case.json)")
+    parser.add_argument("--variants", action="store_true",
+                        help="count each folded variant (also_seen_as) as a member of its own")
+    args = parser.parse_args(argv)
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing:
+        print(f"fuzzfuse: error: no such path: {missing[0]}", file=sys.stderr)
+        return 2
+    print(report(args.paths, args.variants))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
