@@ -273,6 +273,21 @@ def test_int32_overflow_is_undefined_behaviour_and_ordinary_int32_math_is_judged
         assert run_eager(graph, make_inputs(graph))[1] == {}, graph
 
 
+def test_int64_overflow_is_undefined_behaviour_like_int32s_and_narrow_ints_stay_judged():
+    """A CPU Inductor campaign reported add(x, x) -> argmax of int64 [[INT64_MAX, 1]] as a new bug:
+    signed int64 overflow is as undefined in C++ as int32's. int8 and int16 arithmetic runs in int
+    and narrows on store, which wraps as eager does: still judged."""
+    def graph_of(op, dtype, values, *more):
+        b = GraphBuilder()
+        x = b.tensor((len(values),), dtype, values=Values(exact=encode_exact(torch.tensor(values, dtype=DTYPES[dtype]))))
+        return b.build([b.add(op, x, *more)])
+    for graph in (graph_of("add", "int64", [2**63 - 1, 1], 1), graph_of("neg", "int64", [-2**63, 3])):
+        assert run_eager(graph, make_inputs(graph))[1] == {graph.outputs[0]: "undefined-behaviour"}, graph
+    for graph in (graph_of("add", "int64", [2**61, 5], 2**61), graph_of("neg", "int16", [-2**15, 3]),
+                  graph_of("add", "int8", [127], 1)):
+        assert run_eager(graph, make_inputs(graph))[1] == {}, graph
+
+
 def test_the_sign_of_a_sum_of_zeros_is_the_accumulators_choice():
     """Seen on the H200: rsqrt(sum([-0.])) is inf in eager (its sum starts from +0) and -inf in
     nvFuser (-0, the only term). Both identities are IEEE sums of the same terms, so the sum is

@@ -28,18 +28,26 @@ def _casts_out_of_range(node: Node, x: torch.Tensor) -> bool:
     return bool((~torch.isfinite(xd) | (xd < info.min) | (xd > info.max)).any())
 
 
-def _overflows_int32(node: Node, args: list, attrs: dict, out) -> bool:
-    """An int32 result that wrapped: the op on the same operands widened to int64 gives another
-    value. Signed overflow (neg or abs of INT32_MIN, a sum past 2^31, a shift into the sign bit) is
-    undefined behaviour in C++: a fuser may compute it wider, or assume it never happens."""
-    if not isinstance(out, torch.Tensor) or out.dtype != torch.int32:
+def _overflows_signed(node: Node, args: list, attrs: dict, out) -> bool:
+    """A signed int32 or int64 result that wrapped. Signed overflow (neg or abs of INT32_MIN, a sum
+    past 2^31 or 2^63, a shift into the sign bit) is undefined behaviour in C++: a fuser may compute
+    it wider, or assume it never happens. int32: the op on the same operands widened to int64 gives
+    another value; int64 (nothing wider): the op in float64 leaves int64's range (a result within
+    float64's rounding of 2^63 counts as leaving it). int8 and int16
+    are left judged: C++ computes them in int and narrows the result, which wraps as eager does."""
+    if not isinstance(out, torch.Tensor) or out.dtype not in (torch.int32, torch.int64):
         return False
-    wide = [a.long() if isinstance(a, torch.Tensor) and a.dtype == torch.int32 else a for a in args]
+    wider = torch.int64 if out.dtype == torch.int32 else torch.float64
+    wide = [a.to(wider) if isinstance(a, torch.Tensor) and a.dtype in (torch.int32, torch.int64) else a for a in args]
     try:
         exact = OPS[node.op].eager(*wide, **attrs)
     except (RuntimeError, TypeError, ValueError):
         return False
-    return isinstance(exact, torch.Tensor) and exact.shape == out.shape and not torch.equal(exact, out.long())
+    if not isinstance(exact, torch.Tensor) or exact.shape != out.shape:
+        return False
+    if out.dtype == torch.int32:
+        return not torch.equal(exact, out.long())
+    return bool(exact.is_floating_point() and ((exact >= 2.0 ** 63) | (exact < -2.0 ** 63)).any())
 
 
 def _accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -133,8 +141,8 @@ def _reordered(node: Node, x: torch.Tensor, dtype: str, generator: torch.Generat
 def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_triton: bool = False,
               rounding: torch.Generator | None = None) -> tuple[dict, dict[str, str]]:
     """All values of the graph by name, and the names tainted by undefined behaviour (a float->int
-    cast out of range, an int32 overflow) or by an order-dependent reduction (`_order_dependent`),
-    with why: values only their type is defined of.
+    cast out of range, a signed int32 or int64 overflow) or by an order-dependent reduction
+    (`_order_dependent`), with why: values only their type is defined of.
 
     upcast=True runs every floating computation in float64: the arbiter that tells a fuser's error
     from the rounding eager itself shows. It reports no taint: what is undefined or order-dependent
@@ -182,7 +190,7 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
         upstream = [tainted[a] for a in node.refs() if a in tainted]
         if upstream:
             tainted[node.name] = upstream[0]
-        elif not upcast and (_casts_out_of_range(node, args[0]) or _overflows_int32(node, args, attrs, out)):
+        elif not upcast and (_casts_out_of_range(node, args[0]) or _overflows_signed(node, args, attrs, out)):
             tainted[node.name] = UNDEFINED_BEHAVIOUR
         elif not upcast and _order_dependent(node, args[0]):
             tainted[node.name] = REDUCTION_ORDER
