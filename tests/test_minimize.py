@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from fuzzfuse.identity import root_cause_key
 from fuzzfuse.corpus import Case, load_case
 from fuzzfuse.ir import Layout, Values
 from fuzzfuse.ir.builder import GraphBuilder
@@ -108,7 +109,7 @@ def test_a_wrong_value_seen_through_a_comparison_is_reduced_to_its_culprit():
     assert ops(reduced.graph) == ["sigmoid", "sum"]
     assert (reduced.signature.kind, reduced.signature.location) == ("values", "float")
     assert reduced.generalisation.culprit is None  # the culprit is the output itself now
-    assert reduced.signature.root_cause_key(reduced.graph, reduced.generalisation).endswith("=sigmoid(n0)")
+    assert root_cause_key(reduced.signature, reduced.graph, reduced.generalisation).endswith("=sigmoid(n0)")
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from fuzzfuse.identity import root_cause_key
 from fuzzfuse.backends.base import Unavailable
 from fuzzfuse.backends.nvfuser import NvFuserBackend
 from fuzzfuse.backends.nvfuser_dtypes import NV_DTYPE
@@ -1183,7 +1184,7 @@ def gpu_job(job: dict) -> dict:
         out.update(outcome=res.outcome.value, signature=res.signature.to_json() if res.signature else None,
                    detail=res.detail[:3000], fused=res.fused, evidence=res.evidence.to_json())
         if res.signature:  # what a campaign's --known would match it by
-            out["root_cause"] = signature_today(res.signature, res.detail).root_cause_key(graph, None)
+            out["root_cause"] = root_cause_key(signature_today(res.signature, res.detail), graph, None)
     except Exception as e:  # an emitter or harness defect, never an nvFuser finding
         out.update(outcome="harness-error", detail=f"{type(e).__name__}: {e}"[:3000],
                    traceback=traceback.format_exc()[-3000:])
