@@ -77,8 +77,8 @@ def graph_ops(graph: Graph) -> list[str]:
 class RootCauseBook:
     """Root causes by key, and the hits still waiting for a reduction."""
 
-    def __init__(self, known: KnownBugs | None = None, device: str = ""):
-        self.known = known if known is not None else KnownBugs()
+    def __init__(self, known: KnownBugs | dict[str, str] | None = None, device: str = ""):
+        self.known = known if isinstance(known, KnownBugs) else KnownBugs(known)
         self.device = device  # where the campaign's fused code runs: a wrong value's identity names it
         self.causes: dict[str, RootCause] = {}
         self.pending: list[PendingHit] = []
@@ -145,10 +145,10 @@ class RootCauseBook:
             counts[hit.coarse_key] = counts.get(hit.coarse_key, 0) + 1
         return counts
 
-    def know(self, known: KnownBugs) -> None:
+    def know(self, known: KnownBugs | dict[str, str]) -> None:
         """Take a campaign's --known repros (root-cause key -> directory): a resumed campaign may
         name other directories than its first run did, and a cause one of them holds is known."""
-        self.known = known
+        self.known = known if isinstance(known, KnownBugs) else KnownBugs(known)
         for cause in self.causes.values():
             cause.known = self.known.find(cause.key) or cause.known
 
