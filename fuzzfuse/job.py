@@ -21,8 +21,9 @@ from .backends import Backend, BackendError, Compiled, get_backend
 from .backends.base import is_cuda_fault
 from .backends.options import Options
 from .ir import Graph, TensorInput, flush_denormals, interpret, make_inputs, run_autograd, run_eager, run_fp32_compute
+from .ir.interp import scalar_reference
 from .ir.values import input_set
-from .oracle import (compare_output, nearer_references, nearest_run, gradient_reduction_sizes, reduction_sizes,
+from .oracle import (ATOL, RTOL, compare_output, nearer_references, nearest_run, gradient_reduction_sizes, reduction_sizes,
                      signed_zero_difference)
 from .pool import Job
 from .strategies import GenConfig, generate_steered, graph_triples
@@ -129,7 +130,8 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: Options
     types = graph.infer_types()
     failure = _judge_outputs(graph, types, backend, result, eager, ref64, tainted, check_strides,
                              *design_references(backend, options, graph, inputs, eager),
-                             rounded=_once(lambda: rounding_runs(graph, inputs, eager)))
+                             rounded=_once(lambda: rounding_runs(graph, inputs, eager)),
+                             scalar=lambda output, positions: scalar_reference(graph, inputs, output, positions))
     if failure:
         return judged(failure)
     # Gradients are not judged downstream of undefined behaviour (a where on a NaN cast's result).
@@ -201,14 +203,17 @@ def holds_nonfinite(graph: Graph, inputs: list) -> bool:
 
 
 def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: list, ref64: list, tainted: dict,
-                   check_strides: bool, flushed=None, widened=None, invalid=None, rounded=None) -> CaseResult | None:
+                   check_strides: bool, flushed=None, widened=None, invalid=None, rounded=None,
+                   scalar=None) -> CaseResult | None:
     """The mismatch verdict of the first wrong output; else a documented difference (a zero of
     the other sign, or, where the backend declares the semantic (`design_references`, each
     computed at its first call), an output that is right once denormals are flushed (`flushed`)
     or right as float32 intermediates make it (`widened`), or any output of a run that holds a
     NaN or an infinity under unsafe math (`invalid`); for any backend, wrong values as near
     float64 as runs that round other ways than eager (`rounded`, `rounding_runs`): ill-conditioned);
-    None when every output is right."""
+    None when every output is right. A wrong value that eager computes and the fused output does
+    not, by the scalar arbiter (`scalar`: ir.interp.scalar_reference), is eager's own bug: the
+    mismatch is eager's (`eager_fault`)."""
     reduced = reduction_sizes(graph, types)
     documented = None
     for i, name in enumerate(graph.outputs):
@@ -248,12 +253,43 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
                     backend.name, Difference.ILL_CONDITIONED, what,
                     f"{mismatch.detail}; as near float64 as a run that rounds other ways than eager")
                 continue
+        if mismatch and scalar is not None and mismatch.kind in ("values", "nan-inf") \
+                and eager_fault(fused, eager[i], lambda positions: scalar(i, positions)):
+            return verdict.mismatched(EAGER_FAULT, mismatch, what, f"{result.context}\n\n{EAGER_FAULT_NOTE}", output=i)
         if mismatch:
             return verdict.mismatched(backend.name, mismatch, what, result.context, output=i)
         sign = documented is None and signed_zero_difference(fused, eager[i], ref64[i])
         if sign:
             documented = verdict.documented(backend.name, Difference.SIGNED_ZERO, what, sign)
     return documented
+
+
+# Where the scalar arbiter finds eager's value wrong and the fused one right, the mismatch is
+# eager's: a bug of ATen's vectorized kernels, reported to PyTorch, never to the fuser.
+EAGER_FAULT = "eager"
+EAGER_FAULT_NOTE = ("attributed to eager: computed from one-element inputs (ATen's scalar loop), float64 agrees "
+                    "with the fused output and not with eager's, whose vectorized kernel is wrong here")
+# How many wrong elements the scalar arbiter recomputes.
+SCALAR_CHECKS = 8
+
+
+def eager_fault(fused, eager: torch.Tensor, scalar) -> bool:
+    """Whether eager, not the fuser, is wrong: at the elements where they differ (the first
+    SCALAR_CHECKS), the scalar arbiter (`scalar(positions)`, None where it cannot judge) agrees
+    with the fused value and not with eager's."""
+    if not (isinstance(fused, torch.Tensor) and fused.shape == eager.shape and fused.dtype == eager.dtype
+            and eager.is_floating_point()):
+        return False
+    a, e = fused.detach().cpu().double().flatten(), eager.detach().cpu().double().flatten()
+    differ = (~torch.isclose(a, e, rtol=RTOL[eager.dtype], atol=ATOL[eager.dtype], equal_nan=True)).nonzero().flatten()
+    positions = differ[:SCALAR_CHECKS].tolist()
+    references = scalar(positions) if positions else None
+    if not references:
+        return False
+    r = torch.stack([t.double().reshape(()) for t in references])
+    close = lambda x: torch.isclose(x[positions], r, rtol=RTOL[eager.dtype], atol=ATOL[eager.dtype],  # noqa: E731
+                                    equal_nan=True)
+    return bool(close(a).all() and not close(e).any())
 
 
 def _holds_double_denormal(graph: Graph, inputs: list) -> bool:

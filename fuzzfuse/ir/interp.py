@@ -312,3 +312,26 @@ def compile_source(graph: Graph, name: str = "fn"):
 
 __all__ = ["interpret", "run_eager", "to_source", "compile_source", "node_source", "ScalarInput", "with_leaves",
            "grad_inputs", "upstream_gradients", "input_gradients", "run_autograd"]
+
+
+# ---- the scalar arbiter ---------------------------------------------------------------------------
+# Op kinds whose every output element reads only the input elements at its own position.
+ELEMENTWISE_KINDS = ("unary", "binary", "ternary", "cast")
+
+
+def scalar_reference(graph: Graph, inputs: list, output: int, positions: list[int]) -> list[torch.Tensor] | None:
+    """The float64 values of output `output` at the flat `positions`, each computed from 0-d
+    inputs: ATen runs a one-element tensor through its scalar loop, not its at::vec kernels, so
+    this reference shares no vectorized fault with eager and the float64 run (AVX2's fmod of a huge
+    by a tiny value is nan in both). None where the graph is not elementwise (a reduction or a view
+    reads other positions)."""
+    if any(OPS[n.op].kind not in ELEMENTWISE_KINDS for n in graph.nodes):
+        return None
+    shape = tuple(interpret(graph, [v.cpu() if isinstance(v, torch.Tensor) else v for v in inputs])[0][graph.outputs[output]].shape)
+    values = []
+    for flat in positions:
+        index = torch.unravel_index(torch.tensor(flat), shape) if shape else ()
+        at = [v.cpu().broadcast_to(shape)[tuple(int(i) for i in index)].clone() if isinstance(v, torch.Tensor) else v
+              for v in inputs]
+        values.append(interpret(graph, at, upcast=True)[0][graph.outputs[output]])
+    return values

@@ -1,0 +1,50 @@
+"""The arbiter must not share the fault it judges: a wrong value that eager's vectorized kernel
+computes, and float64 computed from one-element inputs (ATen's scalar loop) does not, is eager's
+bug, never the fuser's."""
+from pathlib import Path
+
+import torch
+
+from fuzzfuse.corpus import load_case
+from fuzzfuse.ir import Graph
+from fuzzfuse.ir.graph import Node, TensorInput
+from fuzzfuse.ir.interp import run_eager, scalar_reference
+from fuzzfuse.job import EAGER_FAULT, backend_for, eager_fault, run_case
+from fuzzfuse.verdict import Outcome
+
+DATA = Path(__file__).parent / "data"
+
+
+def _fmod_graph(n: int) -> Graph:
+    return Graph((TensorInput("x", (n,), "float32"), TensorInput("y", (n,), "float32")),
+                 (Node("r", "fmod", ("x", "y")),), ("r",))
+
+
+def test_eagers_vectorized_fmod_of_a_huge_by_a_tiny_value_is_wrong_and_the_scalar_loop_is_right():
+    """fmod(3.4e38, 1.2e-38) is nan in eager's vectorized float32 kernel (16 elements take it); the
+    scalar arbiter gives the exact remainder, as std::fmod does."""
+    graph, x, y = _fmod_graph(16), torch.full((16,), 3.4e38), torch.full((16,), 1.2e-38)
+    (eager,), _ = run_eager(graph, [x, y])
+    assert torch.isnan(eager).all()
+    scalar = scalar_reference(graph, [x, y], 0, [0, 7])
+    exact = torch.fmod(torch.tensor(3.4e38, dtype=torch.float32).double(), torch.tensor(1.2e-38).double())
+    assert all(torch.equal(v, exact) for v in scalar), scalar
+    # A fused 0 (float32 has no such denormal's neighbour farther than its atol) is right; eager is not.
+    assert eager_fault(torch.zeros(16), eager, lambda positions: scalar_reference(graph, [x, y], 0, positions))
+    assert not eager_fault(torch.full((16,), 7.0), eager, lambda p: scalar_reference(graph, [x, y], 0, p))
+
+
+def test_the_scalar_arbiter_does_not_judge_a_graph_that_reads_other_positions():
+    graph = Graph((TensorInput("x", (4,), "float32"),), (Node("s", "sum", ("x",), {"dims": [0], "keepdim": False}),),
+                  ("s",))
+    assert scalar_reference(graph, [torch.ones(4)], 0, [0]) is None
+
+
+def test_a_real_nnc_case_whose_eager_fmod_is_wrong_is_attributed_to_eager():
+    """Reduced by a campaign as "NNC fmod gives 0, eager nan": NNC's 0 was right, and eager's and
+    the float64 run's vectorized fmod were wrong. Judged again, the mismatch is eager's."""
+    case = load_case(DATA / "nnc_fmod_eager_fault_case.json")
+    result = run_case(case.graph, backend_for("torchscript:nnc"), options=case.options)
+    assert result.outcome is Outcome.MISMATCH
+    assert result.signature.backend == EAGER_FAULT, result.signature
+    assert "attributed to eager" in result.detail
