@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from .backends import Unavailable, backend_for_file, default_backend, get_backend
 from .corpus import CorpusError, case_files, iter_cases
 from .pool import case_pool, graph_job, run_jobs
+from .identity import identify, same_bug
+from .oracle import Signature
+from .rootcause import signature_today
 from .verdict import judge
 
 
@@ -35,27 +38,37 @@ def replay_results(cases: list, backend: str | None, workers: int, timeout: floa
         with case_pool(name, min(workers, len(jobs)), timeout) as pool:
             results = run_jobs(pool, jobs)
         for (path, case), reply in zip(members, results):
-            rows.append(_compare(str(path), case, judge(name, reply).key))
+            rows.append(_compare(str(path), case, judge(name, reply).signature))
     return rows
 
 
 @dataclass
 class Replayed:
-    """One replayed case: its signature key then (`was`) and now (None: it passes)."""
+    """One replayed case: its signature key then (`was`) and now (None: it passes), and whether
+    the failure now is the same bug as then (`identity.same_bug`: an assert or a Python line that
+    moved, a renamed exception of the same failure, another symptom class of one culprit's wrong
+    value are one bug)."""
 
     path: str
     was: str | None
     now: str | None
+    same_bug: bool = False
 
     @property
     def verdict(self) -> str:
         if self.now is None:
             return "fixed" if self.was else "passes"
-        return "still fails" if self.now == self.was else ("fails" if self.was is None else "fails differently")
+        if self.now == self.was or self.same_bug:
+            return "still fails"
+        return "fails" if self.was is None else "fails differently"
 
 
-def _compare(path: str, case, now: str | None) -> Replayed:
-    return Replayed(path, case.signature.key() if case.signature else None, now)
+def _compare(path: str, case, now: Signature | None) -> Replayed:
+    was = case.signature
+    same = was is not None and now is not None and same_bug(
+        identify(signature_today(was, case.detail), case.graph, case.generalisation, case.device),
+        identify(now, case.graph, case.generalisation, case.device))
+    return Replayed(path, was.key() if was else None, now.key() if now else None, same)
 
 
 def replay(paths: list[str], backend: str | None = None, workers: int = 1, timeout: float = 120.0) -> int:
