@@ -19,13 +19,13 @@ import torch
 
 from .backends import Unavailable, backend_for_file, get_backend
 from .backends.options import Options
-from .corpus import Case, CorpusError, ReductionFigures, iter_cases, load_case, umask_mode, write_json
+from .corpus import Case, CorpusError, ReductionFigures, Variant, iter_cases, load_case, umask_mode, write_json
 from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, ReductionStats, cost, reduce, reduce_options
 from .reduce.generalise import Generalisation, generalise
 from .identity import root_cause_key
-from .reductions import repro_slug
+from .reductions import known_repros, repro_slug
 from .export import judge as judge_run, read_verdict, run_repro
 from .pool import case_pool, graph_job, run_jobs
 from .repro import repro_files, title
@@ -235,25 +235,43 @@ def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, 
                    timeout: float = 60.0, slug: str | None = None) -> Path:
     """Write minimized/<slug>/{case.json, repro.py, README.md} for `case` reduced (slug: the
     signature's, unless the campaign names the root cause's), with the signature and options the
-    reduction kept and the reduced graph's generalisation. A repro seen before keeps the smaller
-    one and counts the hit."""
+    reduction kept and the reduced graph's generalisation. A bug that a directory under `root`
+    holds already (`identity.same_bug`) lands there, whatever its slug: the smaller repro stays,
+    the other is listed as a form of it (`also_seen_as`), and the hit is counted."""
     case = replace(case, signature=result.signature, options=result.options)
-    directory = Path(root) / (slug or result.signature.slug())
     reduced = result.graph.renamed()
-    existing = None
-    if (directory / "case.json").exists():
-        existing = load_case(directory / "case.json")
-        if cost(existing.graph) <= cost(reduced):
-            existing.hits += 1
-            write_json(directory / "case.json", existing.to_json())
-            return directory
+    key = root_cause_key(result.signature, reduced, result.generalisation, case.device)
+    home = known_repros([root]).find(key) if key and Path(root).is_dir() else None
+    directory = Path(home) if home else Path(root) / (slug or result.signature.slug())
     stats = result.stats
-    minimized = replace(case, graph=reduced, backend=backend, hits=(existing.hits + 1) if existing else 1,
-                        generalisation=result.generalisation,
+    minimized = replace(case, graph=reduced, backend=backend, hits=1, generalisation=result.generalisation,
                         reduction=ReductionFigures(case.graph.size, reduced.size, stats.queries, stats.cache_hits,
                                                    stats.seconds))
-    write_minimized(directory, minimized, verify_runs, timeout)
+    if not (directory / "case.json").exists():
+        write_minimized(directory, minimized, verify_runs, timeout)
+        return directory
+    existing = load_case(directory / "case.json")
+    if cost(existing.graph) <= cost(reduced):
+        form = _form(minimized, key, f"{directory.name}+{reduced.digest()[:8]}")
+        known = {(v.key, v.graph.digest() if v.graph else None) for v in existing.also_seen_as}
+        seen = existing.also_seen_as + ([form] if (form.key, reduced.digest()) not in known else [])
+        kept = replace(existing, hits=existing.hits + 1, also_seen_as=seen)
+        write_json(directory / "case.json", kept.to_json())
+        if (directory / "README.md").is_file():
+            (directory / "README.md").write_text(with_variants((directory / "README.md").read_text(), kept))
+        return directory
+    former = _form(existing, key, f"{directory.name}@{existing.graph.digest()[:8]}")
+    write_minimized(directory, replace(minimized, hits=existing.hits + 1,
+                                       also_seen_as=existing.also_seen_as + [former]), verify_runs, timeout)
     return directory
+
+
+def _form(case: Case, identity_key: str | None, name: str) -> Variant:
+    """What a bug's directory lists of one more form of it: its signature, identity, ops, a name
+    for where it came from, and its reduced graph with that graph's generalisation."""
+    sig = case.signature
+    return Variant(sig.key(), identity_key or sig.key(), case.backend, tuple(sorted({n.op for n in case.graph.nodes})),
+                   name, case.verification.status if case.verification else None, case.graph, case.generalisation)
 
 
 # ATen's x86 CPU capabilities (ATEN_CPU_CAPABILITY), lowest first.
