@@ -134,11 +134,16 @@ class Case:
 
     @property
     def device(self) -> str:
-        """The device its fused code ran on, as its generation config recorded it ("" where it did
-        not): a wrong value's identity names it (fuzzfuse.identity)."""
+        """The device its fused code ran on: as its generation config recorded it, else as the
+        versions it recorded say (a GPU's name: cuda; a CPU capability: cpu), else "" (a wrong
+        value's identity names it: fuzzfuse.identity)."""
         features = (self.config or {}).get("features")
         device = features.get("device") if isinstance(features, dict) else None
-        return device if isinstance(device, str) else ""
+        if isinstance(device, str) and device:
+            return device
+        if "gpu" in self.versions or "cuda" in self.versions:
+            return "cuda"
+        return "cpu" if "cpu_capability" in self.versions else ""
 
     def to_json(self) -> dict:
         strides = {"check_strides": self.check_strides} if self.check_strides is not None else {}

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -119,29 +120,34 @@ def plan(repros: list[Repro], report: FoldReport) -> tuple[dict[str, Bug], dict[
     return bugs, staying
 
 
-def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float = 60.0) -> FoldReport:
-    """Fold `root` into one directory per bug (the module's docstring says how)."""
+def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float = 60.0, split_on: str = "",
+         jobs: int = 1) -> FoldReport:
+    """Fold `root` into one directory per bug (the module's docstring says how). split_on: only
+    forms found on this device ("cpu", "cuda") are split out here, the others stay where they are
+    (a GPU's forms are split on a GPU machine); jobs: how many are written and verified at once."""
     report = FoldReport()
     repros = read_corpus(root)
     home = {r.directory.name: r for r in repros}
     bugs, staying = plan(repros, report)
     writes: dict[Path, Case] = {}
     # First the bugs only listed forms hold: each gets a directory, or its forms stay where they are.
-    for key, bug in sorted(bugs.items()):
-        if bug.repros:
-            continue
-        forms = _unique(bug.forms)
-        made = None
-        if dry_run:
-            report.split.append((f"(new) {key[:100]}", forms[0].directory))
-        else:
-            made = _split_out(root, forms, home, verify_runs, timeout, report)
-        if made is None:
+    homeless = [(key, _unique(bug.forms)) for key, bug in sorted(bugs.items()) if not bug.repros]
+    source = {id(v): r for r in repros for v, _ in r.forms}
+    here = [(key, forms) for key, forms in homeless
+            if not split_on or (source[id(forms[0])].case.device or "cpu") == split_on]
+    if dry_run:
+        report.split += [(f"(new) {key[:100]}", forms[0].directory) for key, forms in here]
+        made = [None] * len(here)
+    else:
+        with ThreadPoolExecutor(max(1, jobs)) as pool:
+            made = list(pool.map(lambda kf: _split_out(root, kf[1], source, verify_runs, timeout, report), here))
+    done = {key: m for (key, _), m in zip(here, made)}
+    for key, forms in homeless:
+        if done.get(key) is None:
             for form in forms:
-                source = next(r for r in repros if any(v is form for v, _ in r.forms))
-                staying.setdefault(source.directory.name, []).append(form)
+                staying.setdefault(source[id(form)].directory.name, []).append(form)
             continue
-        directory, case, rest = made
+        directory, case, rest = done[key]
         writes[directory] = replace(case, also_seen_as=rest)
     for key, bug in sorted(bugs.items()):
         if not bug.repros:
@@ -190,29 +196,27 @@ def _unique(forms: list[Variant]) -> list[Variant]:
     return out
 
 
-def _split_out(root: Path, forms: list[Variant], home: dict[str, Repro], verify_runs: int, timeout: float,
+def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verify_runs: int, timeout: float,
                report: FoldReport) -> tuple[Path, Case, list[Variant]] | None:
     """A directory of its own for a bug only listed forms hold: the smallest form with a graph is
     written and verified as a repro (with the options and config of the directory it was listed
     in); None where none can be (no graph kept, the backend does not run here, or it no longer
     reproduces)."""
     for form in sorted((f for f in forms if f.graph is not None), key=lambda f: cost(f.graph)):
-        source = next((r for r in home.values() if any(v is form for v, _ in r.forms)), None)
-        if source is None:
-            continue
-        case = replace(source.case, graph=form.graph, backend=form.backend, signature=form.signature, detail="",
+        lister = source[id(form)]
+        case = replace(lister.case, graph=form.graph, backend=form.backend, signature=form.signature, detail="",
                        generalisation=form.generalisation, also_seen_as=[], hits=1, verification=None)
         directory = root / _slug(form, case)
         try:
             written = write_minimized(directory, case, verify_runs, timeout)
         except Unavailable as e:
-            report.not_split.append((form.directory, source.directory.name, str(e).split("\n")[0]))
+            report.not_split.append((form.directory, lister.directory.name, str(e).split("\n")[0]))
             return None
         if written.verification is None or written.verification.status is not Reproduction.REPRODUCES:
             shutil.rmtree(directory, ignore_errors=True)
-            report.dropped.append((form.directory, source.directory.name, "does not reproduce as recorded now"))
+            report.dropped.append((form.directory, lister.directory.name, "does not reproduce as recorded now"))
             continue
-        report.split.append((directory.name, source.directory.name))
+        report.split.append((directory.name, lister.directory.name))
         return directory, written, [f for f in forms if f is not form]
     return None
 
@@ -225,12 +229,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fuzzfuse.fold", description=__doc__.split("\n\n")[0])
     parser.add_argument("directory", help="a directory of minimized repros (each <name>/case.json)")
     parser.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
+    parser.add_argument("--split-on", choices=("cpu", "cuda"), default="",
+                        help="split out only forms found on this device (default: any the backends here run)")
+    parser.add_argument("--jobs", type=int, default=1, help="forms written and verified at once (default 1)")
     args = parser.parse_args(argv)
     if not Path(args.directory).is_dir():
         print(f"fuzzfuse: error: no such directory: {args.directory}", file=sys.stderr)
         return 2
     try:
-        report = fold(Path(args.directory), args.dry_run)
+        report = fold(Path(args.directory), args.dry_run, split_on=args.split_on, jobs=args.jobs)
     except CorpusError as e:
         print(f"fuzzfuse: error: {e}", file=sys.stderr)
         return 2
