@@ -300,6 +300,57 @@ def _without_device(key: str) -> str:
     return key
 
 
+# What tells two identities of one component apart, most telling first, and the words a note uses.
+_FIELDS = (("where", 8, "another op or location"), ("anchor", 4, "another kind of anchor"),
+           ("symptom", 2, "another symptom"), ("detail", 2, "another dtype class or message"),
+           ("phase", 1, "another phase"), ("device", 1, "another device"))
+
+
+def nearest(identity: BugIdentity, known: list[tuple[BugIdentity, str]]) -> tuple[str, list[str]] | None:
+    """The known bug (identity, its directory) of the same component nearest `identity`, and what
+    differs, in words: how a campaign's note says why a "new" bug is new. None where no known bug
+    is of its component."""
+    mine = [(other, where) for other, where in known if other.component == identity.component]
+    if not mine:
+        return None
+
+    def score(other: BugIdentity) -> int:
+        return sum(weight for name, weight, _ in _FIELDS if getattr(other, name) == getattr(identity, name))
+
+    other, directory = max(mine, key=lambda pair: (score(pair[0]), pair[1]))
+    return directory, [words for name, _, words in _FIELDS if getattr(other, name) != getattr(identity, name)]
+
+
+def compare_corpora(found: list[str], committed: list[str]) -> list[str]:
+    """For each bug the repros under `found` hold: known (the committed directory holding it, by
+    same_bug) or new, with the nearest committed bug and what differs."""
+    known = KnownBugs()
+    index: list[tuple[BugIdentity, str]] = []
+    for path, case in iter_cases(committed):
+        if isinstance(case, CorpusError) or path.name != "case.json":
+            continue
+        for identity in [case_identity(case)] + [variant_identity(v, case.device) for v in case.also_seen_as]:
+            if identity is not None:
+                known.add(identity.key(), path.parent.name)
+                index.append((identity, path.parent.name))
+    lines = []
+    for path, case in iter_cases(found):
+        if isinstance(case, CorpusError) or path.name != "case.json":
+            continue
+        identity = case_identity(case)
+        if identity is None:
+            lines.append(f"pending  {path.parent.name}")
+            continue
+        holder = known.find(identity.key())
+        if holder:
+            lines.append(f"known    {path.parent.name}: {holder}")
+            continue
+        near = nearest(identity, index)
+        why = f"; nearest {near[0]} ({', '.join(near[1])})" if near else "; no committed bug of its component"
+        lines.append(f"new      {path.parent.name}: {identity.describe()}{why}")
+    return lines
+
+
 # ---- the corpus, grouped ------------------------------------------------------------------------
 
 def groups(paths: list[str], variants: bool = False) -> tuple[dict[str, list[tuple[str, str, str]]], list[str]]:
@@ -356,12 +407,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="+", help="directories of repros (each <slug>/case.json)")
     parser.add_argument("--variants", action="store_true",
                         help="count each folded variant (also_seen_as) as a member of its own")
+    parser.add_argument("--against", metavar="DIR", action="append", default=[],
+                        help="say of each bug whether a repro under DIR (the committed corpus) holds it, and for a "
+                             "new one the nearest committed bug and what differs")
     args = parser.parse_args(argv)
-    missing = [p for p in args.paths if not Path(p).exists()]
+    missing = [p for p in args.paths + args.against if not Path(p).exists()]
     if missing:
         print(f"fuzzfuse: error: no such path: {missing[0]}", file=sys.stderr)
         return 2
-    print(report(args.paths, args.variants))
+    print("\n".join(compare_corpora(args.paths, args.against)) if args.against else report(args.paths, args.variants))
     return 0
 
 
