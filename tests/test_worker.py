@@ -203,3 +203,35 @@ def test_devices_are_spread_round_robin_and_kept_across_restarts():
         assert sorted({r["pid"]: r["env"] for r in again}.values()) == ["0", "0", "1"]
         assert pool.restarts == 1
 
+
+
+def test_a_job_queued_first_runs_before_the_queue_and_worker_time_is_accounted_by_use():
+    """A reduction's query goes ahead of the queued cases; the pool counts its workers' seconds by
+    what they did (the job's "account"), and the counts add up to the workers' lifetimes."""
+    with WorkerPool(1, f"{JOBS}:dispatch") as pool:
+        start = time.monotonic()
+        for i in range(3):
+            pool.submit({"id": f"case{i}", "kind": "sleep", "seconds": 0.3, "account": "fuzz"})
+        pool.submit({"id": "query", "kind": "sleep", "seconds": 0.3, "account": "reduce"}, first=True)
+        order = [r["id"] for r in pool.results()]
+        spent, lifetime = pool.time_by_use(), time.monotonic() - start
+    assert order == ["query", "case0", "case1", "case2"]
+    assert 0.3 <= spent["reduce"] < 0.6 and 0.9 <= spent["fuzz"] < 1.5
+    assert spent["starting"] > 0 and abs(sum(spent.values()) - lifetime) < 0.05
+
+
+def test_abandoned_jobs_report_nothing_and_their_workers_are_replaced():
+    """At a campaign's deadline, what hangs is abandoned: no reply, a fresh worker in its place."""
+    with WorkerPool(1, f"{JOBS}:dispatch", timeout=60) as pool:
+        pool.submit({"id": "hang", "kind": "sleep", "seconds": 60})
+        pool.submit({"id": "queued", "kind": "sleep", "seconds": 60})
+        pool.submit({"id": "quick", "kind": "sleep", "seconds": 0})
+        while "busy" not in " ".join(pool.states()):
+            pool.poll(0.1)
+        pool.abandon(["hang", "queued"])
+        started = time.monotonic()
+        replies = [r["id"] for r in pool.results()]
+        assert replies == ["quick"] and time.monotonic() - started < 30
+        assert pool.restarts == 1 and pool.pending() == 0
+        (again,) = pool.run_all([{"id": "after", "kind": "sleep", "seconds": 0}])
+    assert "pid" in again
