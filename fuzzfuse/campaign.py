@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import enum
 import hashlib
 import random
 import sys
@@ -42,6 +43,13 @@ STEER_SHARE = 0.25  # swarm batches aimed at one (op, dtype, layout) triple (str
 OUTSIDE_SHARE = 0.05
 FOLD_SHARE = 0.25
 STEERING_SAMPLE = 150  # graphs a trigger's breadth is measured on  # swarm batches that draw algebraic-fold pairs adjacent (Features.fold_bait)
+
+
+class Stop(enum.Enum):
+    """Why a campaign's loop ends (Campaign._turn)."""
+
+    DONE = "done"  # fuzzing and the reductions it may run are over
+    OUT_OF_TIME = "out of time"  # --time ran out: what is in flight is abandoned
 
 
 def case_seed(campaign_seed: int | str, index: int) -> int:
@@ -330,7 +338,7 @@ class Campaign:
                     case = load_case(self.out / entry.case)
                     self._submit_rechecks(key, case.graph, case.options, bool(case.check_strides), pool)
             last_checkpoint = time.time()
-            stopped: Exception | None = None
+            stopped: Stop | None = None
             try:
                 while stopped is None:
                     stopped = self._turn(pool, shared)
@@ -340,20 +348,21 @@ class Campaign:
                         self.checkpoint(pool)
                         last_checkpoint = time.time()
             except KeyboardInterrupt:  # the cases in flight run again on --resume
-                self.interrupted, stopped = True, Interrupted("interrupted")
+                self.interrupted = True
             self.clock.enter(Phase.WAITING, pool.time_by_use)
             if self.stats.stop is None:
                 self.stats.stop = time.time()
-            if isinstance(stopped, (OutOfTime, Interrupted)):
+            if stopped is not Stop.DONE:
                 # What is in flight is abandoned: those cases run again on --resume, and the
                 # reductions' progress stays in OUT/reducing/.
                 pool.abandon(list(self._jobs))
-                self.reductions.stop(shared, stopped, STOP_GRACE)
+                why = Interrupted("interrupted") if self.interrupted else OutOfTime("--time ran out")
+                self.reductions.stop(shared, why, STOP_GRACE)
             return self.checkpoint(pool)
 
-    def _turn(self, pool: WorkerPool, shared: SharedPool) -> Exception | None:
-        """One turn of the loop: keep the workers fed with cases and the reductions' queries, file
-        what came back; an OutOfTime at the deadline, StopIteration when all is done."""
+    def _turn(self, pool: WorkerPool, shared: SharedPool) -> Stop | None:
+        """One turn of the loop: keep the workers fed with cases and the reductions' queries, and
+        file what came back; why to stop, or None to go on."""
         fuzzing = not self._done_submitting()
         reserve = self._reserve()
         share = self.reductions.workers(fuzzing and not reserve)
@@ -365,11 +374,11 @@ class Campaign:
         while fuzzing and len(self._jobs) < room:
             pool.submit({**self._new_job().to_json(), "account": "fuzz"})
         if self.deadline is not None and time.time() >= self.deadline:
-            return OutOfTime("--time ran out")
+            return Stop.OUT_OF_TIME
         if not fuzzing and not self._jobs and self.stats.stop is None:
             self.stats.stop = time.time()  # rates exclude the reductions that follow
         if not fuzzing and not self._jobs and not self.reductions.busy():
-            return StopIteration("done")
+            return Stop.DONE
         self.clock.enter(Phase.START_UP if not pool.ready() and not self.stats.cases else
                          Phase.FUZZING if fuzzing or self._jobs else
                          Phase.REDUCING if self.reductions.busy() else Phase.WAITING, pool.time_by_use)
@@ -406,7 +415,8 @@ class Campaign:
         if self._reserve():
             return f"fuzzing on what the reductions leave, in the last {(1 - FUZZ_SHARE):.0%} of the run{beside}"
         if self.deadline is not None and self._may_reduce():
-            return f"fuzzing; the reductions take every worker they need once {(1 - FUZZ_SHARE) * self.run_seconds:.0f}s are left{beside}"
+            left = (1 - FUZZ_SHARE) * self.run_seconds
+            return f"fuzzing; the reductions take every worker they need once {left:.0f}s are left{beside}"
         return f"fuzzing{beside}"
 
     @property

@@ -86,8 +86,11 @@ class _Task:
     wait for a repro being verified in fresh processes (its staging folder is hidden)."""
 
     def __init__(self, view: Reducing, work: Callable[[], object], finish: Callable[[Future], None],
-                 taken: str, learning: bool = False) -> None:
-        self.view, self.finish, self.taken, self.learning = view, finish, taken, learning
+                 taken: str, learning: bool = False, queries: bool = True) -> None:
+        """taken: what no other task may take (a coarse key, a hit's case, a root cause);
+        queries: whether it asks the workers (a repro's verification runs in fresh processes)."""
+        self.view, self.finish, self.taken = view, finish, taken
+        self.learning, self.queries = learning, queries
         self.future: Future = Future()
         threading.Thread(target=self._run, args=(work,), name=f"reduce {view.what[:40]}", daemon=True).start()
 
@@ -182,7 +185,7 @@ class CampaignReductions:
                 continue
             root = entry.signature.root_cause_key()
             cause = self.book.causes.get(root)
-            if root in roots or (cause is not None and (cause.known or cause.minimized)):
+            if root in roots or root in self._saving or (cause is not None and (cause.known or cause.minimized)):
                 continue
             roots.add(root)
             out.append(key)
@@ -211,7 +214,7 @@ class CampaignReductions:
         for task in [t for t in self.tasks if t.future.done()]:
             self.tasks.remove(task)
             task.finish(task.future)
-        while len(self.tasks) < limit and self._start_next(shared, fuzzing, batch=limit):
+        while sum(t.queries for t in self.tasks) < limit and self._start_next(shared, fuzzing, batch=limit):
             pass
 
     def busy(self) -> bool:
@@ -280,25 +283,24 @@ class CampaignReductions:
     def _anchored(self, shared: SharedPool, key: str, batch: int) -> _Task:
         entry = self.campaign.stats.signatures[key]
         root = entry.signature.root_cause_key()
-        view, case_path, slug = Reducing(key), entry.case, repro_slug(entry.signature, root)
+        view, case_path = Reducing(key), entry.case
 
         def work():
-            case, progress, result = self._reduce(shared.lease(), case_path, entry.slug, view, batch,
-                                                  self.campaign.reduce_budget)
-            if isinstance(result, Exception):
-                return result, None
-            return result, self._save(case, result, progress, slug, key, view)
+            return self._reduce(shared.lease(), case_path, entry.slug, view, batch, self.campaign.reduce_budget)
 
         def finish(future: Future) -> None:
             if isinstance(future.exception(), PoolClosed):
                 return
-            result, repro = future.result()
+            case, progress, result = future.result()
             if isinstance(result, Exception):
                 entry.unreduced = str(result)
                 return
             self.campaign.steering.learn(result.graph, result.generalisation)
-            entry.minimized = repro
-            self.book.causes[root].minimized = repro.path
+
+            def saved(repro: MinimizedRepro) -> None:
+                entry.minimized = repro
+                self.book.causes[root].minimized = repro.path
+            self._save_task(view, case, result, progress, repro_slug(entry.signature, root), key, root, saved)
         return _Task(view, work, finish, taken=key)
 
     def _to_learn(self, shared: SharedPool, key: str, case_path: str, batch: int) -> _Task:
@@ -334,11 +336,10 @@ class CampaignReductions:
             if isinstance(future.exception(), PoolClosed):
                 return  # the hit stays pending, its progress in OUT/reducing/
             case, progress, result = future.result()
-            self._settle(shared, entry, hit, case, progress, result, batch)
+            self._settle(entry, hit, case, progress, result)
         return _Task(view, work, finish, taken=hit.case)
 
-    def _settle(self, shared: SharedPool, entry: SignatureRecord, hit: PendingHit, case, progress: Path,
-                result, batch: int) -> None:
+    def _settle(self, entry: SignatureRecord, hit: PendingHit, case, progress: Path, result) -> None:
         """File a pending hit's reduction in the book; a new root cause's repro is written (and
         verified) in a thread of its own."""
         if isinstance(result, Exception):  # this hit no longer fails: flaky, never guessed
@@ -352,24 +353,29 @@ class CampaignReductions:
                                  str(reduced_path.relative_to(self.campaign.out)), result.generalisation)
         self.campaign.steering.learn(result.graph, result.generalisation)
         if cause.new and cause.minimized is None and cause.key not in self._saving:
-            self._saving.add(cause.key)
-            view = Reducing(f"{hit.coarse_key} ({hit.case})", result.stats)
-
-            def work():
-                return self._save(case, result, progress, repro_slug(signature, cause.key), cause.key, view)
-
-            def finish(future: Future) -> None:
-                self._saving.discard(cause.key)
-                repro = future.result()
+            def saved(repro: MinimizedRepro) -> None:
                 cause.minimized = repro.path
                 if entry.minimized is None:  # the coarse record points at the first repro made from it
                     entry.minimized = repro
-            self.tasks.append(_Task(view, work, finish, taken=f"save {cause.key}"))
+            self._save_task(Reducing(f"{hit.coarse_key} ({hit.case})", result.stats), case, result, progress,
+                            repro_slug(signature, cause.key), cause.key, cause.key, saved)
         else:
             progress.unlink(missing_ok=True)
             print(f"reduced {hit.case}: {case.graph.size} -> {result.graph.size} ops, "
                   f"{'known: ' + cause.known if cause.known else 'as ' + str(cause.minimized or 'another')}",
                   file=sys.stderr)
+
+    def _save_task(self, view: Reducing, case, result: "CaseReduction", progress: Path, slug: str, what: str,
+                   root: str, saved: Callable[[MinimizedRepro], None]) -> None:
+        """Write and verify a new root cause's repro in a thread of its own (fresh processes, not
+        the workers: the next reduction need not wait), then `saved(repro)` in the campaign's thread."""
+        self._saving.add(root)
+
+        def finish(future: Future) -> None:
+            self._saving.discard(root)
+            saved(future.result())
+        self.tasks.append(_Task(view, lambda: self._save(case, result, progress, slug, what, view), finish,
+                                taken=f"save {root}", queries=False))
 
     def _save(self, case, result: "CaseReduction", progress: Path, slug: str, what: str,
               view: Reducing) -> MinimizedRepro:
