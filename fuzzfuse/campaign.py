@@ -212,8 +212,8 @@ class Campaign:
     def _reserve(self) -> bool:
         """Whether the run is in its last (1 - FUZZ_SHARE) with a failure that may still need
         reducing: the reductions come first there."""
-        return (self.deadline is not None and self._may_reduce()
-                and time.time() >= self.deadline - (1 - FUZZ_SHARE) * self.run_seconds)
+        return (self.deadline is not None and time.time() >= self.deadline - (1 - FUZZ_SHARE) * self.run_seconds
+                and self._may_reduce())
 
     # ---- results ---------------------------------------------------------------------------
     def _graph_of(self, job: Job, result: CaseResult | None) -> Graph:
@@ -326,13 +326,13 @@ class Campaign:
 
     # ---- main loop ----------------------------------------------------------------------------
     def run(self) -> dict:
-        with DirectoryClaim(self.out), case_pool(self.backend_name, self.workers, self.timeout, self.devices) as pool:
+        with DirectoryClaim(self.out), case_pool(self.backend_name, self.workers, self.timeout, self.devices) as pool, \
+                SharedPool(pool) as shared:
             self.stats.start = time.time()
             if self.stats.first_start is None:
                 self.stats.first_start = self.stats.origin
             if self.run_seconds is not None:
                 self.deadline = self.stats.start + self.run_seconds
-            shared = SharedPool(pool)
             for key, entry in self.stats.signatures.items():  # rechecks a stopped run left unsettled
                 if entry.confirmed is None and entry.case:
                     case = load_case(self.out / entry.case)
@@ -371,7 +371,7 @@ class Campaign:
         # The queue holds a case for each worker beyond those running, so that none waits for the
         # loop; in the reserve, fuzzing takes only the workers the reductions leave.
         room = 2 * self.workers if not reserve else max(0, self.workers - shared.wanted())
-        while fuzzing and len(self._jobs) < room:
+        while len(self._jobs) < room and not self._done_submitting():
             pool.submit({**self._new_job().to_json(), "account": "fuzz"})
         if self.deadline is not None and time.time() >= self.deadline:
             return Stop.OUT_OF_TIME
@@ -382,9 +382,8 @@ class Campaign:
         self.clock.enter(Phase.START_UP if not pool.ready() and not self.stats.cases else
                          Phase.FUZZING if fuzzing or self._jobs else
                          Phase.REDUCING if self.reductions.busy() else Phase.WAITING, pool.time_by_use)
-        for reply in pool.poll(0.5):
-            if not shared.take(reply):
-                self._record(self._jobs.pop(reply["id"]), reply, pool)
+        for reply in shared.poll(0.5):
+            self._record(self._jobs.pop(reply["id"]), reply, pool)
         return None
 
     def _may_reduce(self) -> bool:

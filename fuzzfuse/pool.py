@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import os
 import queue
 import threading
 from dataclasses import dataclass
@@ -100,10 +101,15 @@ class SharedPool:
     its jobs are answered. The campaign's thread owns the WorkerPool (which is not thread-safe):
     `dispatch(limit)` puts the reductions' jobs into it ahead of the queued cases, at most `limit`
     at a time (the reductions' share of the workers), and `take(reply)` hands a reply back to the
-    reduction that asked. `close(error)` answers every request, waiting or later, with `error`."""
+    reduction that asked. `close(error)` answers every request, waiting or later, with `error`.
+    `wake()` (any thread) ends the owner's wait in `poll`: a request, or a reduction that is done,
+    is then seen at once rather than at the loop's next turn. Use it as a context manager."""
 
     def __init__(self, pool: WorkerPool, account: str = "reduce") -> None:
         self.pool, self.account = pool, account
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
         self._requests: queue.SimpleQueue[tuple[_Request, str]] = queue.SimpleQueue()
         self._waiting: collections.deque[tuple[_Request, int, str]] = collections.deque()
         self._running: dict[str, tuple[_Request, int]] = {}
@@ -125,12 +131,38 @@ class SharedPool:
             if request.jobs:
                 self._requests.put((request, account))
         if request.jobs:
+            self.wake()
             request.done.wait()
         if request.error is not None:
             raise request.error
         return request.replies
 
+    def wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"!")
+        except (BlockingIOError, OSError):  # already awake (the pipe is full), or closed at the end
+            pass
+
     # ---- the campaign thread's side -----------------------------------------------------------
+    def poll(self, max_wait: float) -> list[dict]:
+        """The pool's replies within about `max_wait` seconds, the reductions' handed back to them:
+        the others, for the campaign. Returns early when a thread calls wake()."""
+        replies = self.pool.poll(max_wait, self._wake_r)
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+        return [reply for reply in replies if not self.take(reply)]
+
+    def __enter__(self) -> "SharedPool":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for fd in (self._wake_r, self._wake_w):
+            os.close(fd)
+        self._wake_r = self._wake_w = -1
+
     def dispatch(self, limit: int) -> None:
         """Queue the reductions' jobs on the workers, ahead of fuzzing's, up to `limit` in the pool."""
         while True:

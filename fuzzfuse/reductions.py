@@ -86,19 +86,21 @@ class _Task:
     wait for a repro being verified in fresh processes (its staging folder is hidden)."""
 
     def __init__(self, view: Reducing, work: Callable[[], object], finish: Callable[[Future], None],
-                 taken: str, learning: bool = False, queries: bool = True) -> None:
-        """taken: what no other task may take (a coarse key, a hit's case, a root cause);
+                 wake: Callable[[], None], taken: str, learning: bool = False, queries: bool = True) -> None:
+        """wake: called once it is done (SharedPool.wake: the campaign's loop files it at once);
+        taken: what no other task may take (a coarse key, a hit's case, a root cause);
         queries: whether it asks the workers (a repro's verification runs in fresh processes)."""
         self.view, self.finish, self.taken = view, finish, taken
         self.learning, self.queries = learning, queries
         self.future: Future = Future()
-        threading.Thread(target=self._run, args=(work,), name=f"reduce {view.what[:40]}", daemon=True).start()
+        threading.Thread(target=self._run, args=(work, wake), name=f"reduce {view.what[:40]}", daemon=True).start()
 
-    def _run(self, work: Callable[[], object]) -> None:
+    def _run(self, work: Callable[[], object], wake: Callable[[], None]) -> None:
         try:
             self.future.set_result(work())
         except BaseException as e:  # handed to finish, in the campaign's thread
             self.future.set_exception(e)
+        wake()
 
 
 def known_repros(directories: list[str]) -> dict[str, str]:
@@ -147,6 +149,7 @@ class CampaignReductions:
         self.book = RootCauseBook(known)
         self.tasks: list[_Task] = []
         self._saving: set[str] = set()  # root-cause keys whose repro a thread writes now
+        self._wake: Callable[[], None] = lambda: None  # the SharedPool's, once step() has it
         # Hits of known anchored root causes whose graphs hold none of the campaign's triggers:
         # (root-cause key, saved case), reduced to learn a trigger generation should steer around.
         self.to_learn: list[tuple[str, str]] = []
@@ -211,6 +214,7 @@ class CampaignReductions:
 
     def step(self, shared: SharedPool, fuzzing: bool, limit: int) -> None:
         """File the reductions that are done, then start reductions while fewer than `limit` run."""
+        self._wake = shared.wake
         for task in [t for t in self.tasks if t.future.done()]:
             self.tasks.remove(task)
             task.finish(task.future)
@@ -301,7 +305,7 @@ class CampaignReductions:
                 entry.minimized = repro
                 self.book.causes[root].minimized = repro.path
             self._save_task(view, case, result, progress, repro_slug(entry.signature, root), key, root, saved)
-        return _Task(view, work, finish, taken=key)
+        return _Task(view, work, finish, shared.wake, taken=key)
 
     def _to_learn(self, shared: SharedPool, key: str, case_path: str, batch: int) -> _Task:
         view = Reducing(f"{key} (a known bug's new form: {case_path})")
@@ -322,7 +326,7 @@ class CampaignReductions:
                 self.campaign.steering.learn(result.graph, result.generalisation)
                 print(f"learned a trigger of {key[:80]}: {case.graph.size} -> {result.graph.size} ops",
                       file=sys.stderr)
-        return _Task(view, work, finish, taken=key, learning=True)
+        return _Task(view, work, finish, shared.wake, taken=key, learning=True)
 
     def _pending(self, shared: SharedPool, hit: PendingHit, batch: int) -> _Task:
         entry = self.campaign.stats.signatures[hit.coarse_key]
@@ -337,7 +341,7 @@ class CampaignReductions:
                 return  # the hit stays pending, its progress in OUT/reducing/
             case, progress, result = future.result()
             self._settle(entry, hit, case, progress, result)
-        return _Task(view, work, finish, taken=hit.case)
+        return _Task(view, work, finish, shared.wake, taken=hit.case)
 
     def _settle(self, entry: SignatureRecord, hit: PendingHit, case, progress: Path, result) -> None:
         """File a pending hit's reduction in the book; a new root cause's repro is written (and
@@ -375,7 +379,7 @@ class CampaignReductions:
             self._saving.discard(root)
             saved(future.result())
         self.tasks.append(_Task(view, lambda: self._save(case, result, progress, slug, what, view), finish,
-                                taken=f"save {root}", queries=False))
+                                self._wake, taken=f"save {root}", queries=False))
 
     def _save(self, case, result: "CaseReduction", progress: Path, slug: str, what: str,
               view: Reducing) -> MinimizedRepro:

@@ -259,11 +259,13 @@ class WorkerPool:
                 return
             self._step()
 
-    def poll(self, max_wait: float) -> list[dict]:
+    def poll(self, max_wait: float, wake: int | None = None) -> list[dict]:
         """Results completed within about `max_wait` seconds (maybe none): lets a campaign loop
-        redraw its live display and keep the queue full while workers are busy."""
-        if self.pending():
-            self._step(max_wait)
+        redraw its live display and keep the queue full while workers are busy. wake: a file
+        descriptor that ends the wait when it becomes readable (the caller reads it), also when no
+        job is pending: another thread has work for the loop."""
+        if self.pending() or wake is not None:
+            self._step(max_wait, wake)
         done = list(self._done)
         self._done.clear()
         return done
@@ -300,7 +302,7 @@ class WorkerPool:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def _step(self, max_wait: float | None = None) -> None:
+    def _step(self, max_wait: float | None = None, wake: int | None = None) -> None:
         """Hand queued jobs to idle workers, then wait for a message, a death or a deadline."""
         for w in self._workers:
             if w.state == "idle" and self._queue:
@@ -311,7 +313,8 @@ class WorkerPool:
         timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
         if max_wait is not None:
             timeout = max_wait if timeout is None else min(timeout, max_wait)
-        ready = set(wait([fd for w in self._workers for fd in (w.result_r, w.pidfd)], timeout))
+        fds = [fd for w in self._workers for fd in (w.result_r, w.pidfd)] + ([wake] if wake is not None else [])
+        ready = set(wait(fds, timeout))
         for w in list(self._workers):
             if w.result_r in ready or w.pidfd in ready:
                 messages, pipe_open = w.drain()
