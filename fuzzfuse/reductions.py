@@ -229,11 +229,12 @@ class CampaignReductions:
         (a repro being verified may finish; a reduction stops at its next query)."""
         shared.close(why)
         end = time.time() + grace
-        for task in list(self.tasks):
+        while self.tasks and time.time() < end:  # filing a reduction may start its repro's verification
+            task = self.tasks[0]
             try:
                 task.future.exception(timeout=max(0.0, end - time.time()))
             except TimeoutError:
-                continue
+                break
             self.tasks.remove(task)
             task.finish(task.future)
 
