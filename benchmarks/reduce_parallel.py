@@ -120,9 +120,10 @@ def main() -> None:
     rows, start = [], time.time()
     for backend in sorted({b for _, b, _ in chosen}):
         pools = {w: case_pool(backend, w, args.timeout) for w in counts}
+        first = next(case for _, b, case in chosen if b == backend)
         try:
-            for w in counts:  # started before the clock runs: a campaign pays this once
-                run_jobs(pools[w], [graph_job(f"warm-{k}", backend, chosen[0][2].graph, args.timeout)
+            for w in counts:  # started and warmed before the clock runs: a campaign pays this once
+                run_jobs(pools[w], [graph_job(f"warm-{k}", backend, first.graph, args.timeout, first.options)
                                     for k in range(w)])
             for path, b, case in chosen:
                 if b != backend or time.time() - start > args.max_seconds:
