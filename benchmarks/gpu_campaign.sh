@@ -10,7 +10,8 @@
 # 2. `--resume` with one more case (the least --max-cases takes): the novel pending hits reduced
 #    for REDUCE_SECONDS (default 300; hangs last, fuzzfuse.dedup);
 # 3. the figures a note needs in OUT/figures.txt: rate against the compile-bound limit, outcomes,
-#    documented differences, the configurations drawn, every root cause and what stayed pending.
+#    documented differences, the configurations drawn, every root cause and what stayed pending,
+#    and where the campaign's wall and worker time went (benchmarks/reduce_campaign_figures.py).
 # OUT/done appears at the end. Everything else lands in OUT as it is made, so a lease that ends
 # early still returns the steps before.
 set -u
@@ -52,5 +53,6 @@ print(f"  root causes: {s['root_causes_new']} new, {s['root_causes_known']} know
 for cause in s["root_causes"]:
     print(f"  {cause['hits']:4}x {cause.get('minimized') or cause.get('known') or 'not minimized'}  {cause['key'][:160]}")
 PY
+python3 benchmarks/reduce_campaign_figures.py "$OUT/campaign/summary.json" | tee -a "$OUT/figures.txt"
 touch "$OUT/done"
 stamp "done"

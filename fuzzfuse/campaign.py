@@ -1,10 +1,13 @@
 """The fuzz loop: seeded cases fanned out to isolated workers, outcomes counted, each new failure
 re-run to rule out flakiness, every failing case saved, stats checkpointed to summary.json and
-state.json (so `fuzz --resume` continues after any stop, SIGKILL included: see checkpoint.py)."""
+state.json (so `fuzz --resume` continues after any stop, SIGKILL included: see checkpoint.py).
+Reductions run beside the fuzzing on a share of the same workers (fuzzfuse.reductions); the summary
+says where the run's wall time and its workers' time went (checkpoint.WallClock)."""
 from __future__ import annotations
 
 import collections
 import dataclasses
+import enum
 import hashlib
 import random
 import sys
@@ -13,11 +16,12 @@ from pathlib import Path
 
 from .backends import backend_for_file, get_backend
 from .backends.options import Options
-from .checkpoint import CampaignArgs, CampaignState, DirectoryClaim, Stats, load_state, save_state, shard_dir
+from .checkpoint import (CampaignArgs, CampaignState, DirectoryClaim, Phase, Stats, WallClock, load_state,
+                         save_state, shard_dir)
 from .corpus import Case, load_case, save_case, write_json
 from .ir import Graph
-from .pool import Job, case_pool, graph_job
-from .reductions import REDUCE_SHARE, CampaignReductions, OutOfTime, Reducing, known_repros
+from .pool import Job, SharedPool, case_pool, graph_job
+from .reductions import REDUCE_SHARE, CampaignReductions, Interrupted, OutOfTime, Reducing, known_repros
 from .steering import Steering, known_graphs
 from .strategies import Features, GenConfig, batch_features, config_to_json, generate, steer, swarm_max_ops
 from .verdict import CaseResult, HarnessError, Outcome, SignatureRecord, judge
@@ -27,15 +31,25 @@ BATCH = 50  # cases per swarm feature set
 RECHECKS = 2  # re-runs of a new signature's first case before it counts as reproducible
 MAX_SAVED_PER_SIGNATURE = 20
 FOCUS_TRIALS = 4  # focused batches a coverage recipe gets to reach its scheduler once
-# --time bounds a whole run, reductions included: while a signature may still need reducing,
-# fuzzing takes at most this share of the run's seconds and the reductions get the rest.
+# --time bounds a whole run, reductions included: while a signature may still need reducing, in the
+# run's last (1 - FUZZ_SHARE) the reductions may take every worker, and fuzzing only those they leave.
 FUZZ_SHARE = 0.75
+# Seconds a run that stops at its --time (or on Ctrl-C) waits for the reductions under way to file
+# what they did: a repro being verified may finish; a query in flight is abandoned.
+STOP_GRACE = 10.0
 STEER_SHARE = 0.25  # swarm batches aimed at one (op, dtype, layout) triple (strategies.steer)
 # Cases drawn outside the space a backend declares it fuses (Backend.outside_features): few, since
 # most of them test no fused code, but enough that a fuser fusing more than declared is noticed.
 OUTSIDE_SHARE = 0.05
 FOLD_SHARE = 0.25
 STEERING_SAMPLE = 150  # graphs a trigger's breadth is measured on  # swarm batches that draw algebraic-fold pairs adjacent (Features.fold_bait)
+
+
+class Stop(enum.Enum):
+    """Why a campaign's loop ends (Campaign._turn)."""
+
+    DONE = "done"  # fuzzing and the reductions it may run are over
+    OUT_OF_TIME = "out of time"  # --time ran out: what is in flight is abandoned
 
 
 def case_seed(campaign_seed: int | str, index: int) -> int:
@@ -81,6 +95,7 @@ class Campaign:
         # but not reduced again, which on a GPU lease saves the device time they would take.
         self.known = [str(k) for k in known or []]
         self.stats = Stats()
+        self.clock = WallClock()  # start-up from here: loading --known repros, steering's sample
         self.reductions = CampaignReductions(self, known_repros(self.known), reduce_share)
         # Generation steers away from the triggers of the root causes it knows (fuzzfuse.steering):
         # the --known repros' of its routes now, the reductions' as they come.
@@ -188,19 +203,17 @@ class Campaign:
         return self.backend.focus_options(focus, options) if focus else options
 
     def _done_submitting(self) -> bool:
-        if self.reductions.draining:
-            return True
         if self._resubmit:
             return False
-        if self.deadline is not None and self._may_reduce() and \
-                time.time() >= self.deadline - (1 - FUZZ_SHARE) * self.run_seconds:
-            # The rest of the run is the reducer's; the campaign's fuzzing budget is spent.
-            self.time_limit = min(self.time_limit if self.time_limit is not None else float("inf"),
-                                  self.stats.seconds)
-            return True
         if self.max_cases is not None and self._next_index >= self.max_cases:
             return True
         return self.time_limit is not None and self.stats.seconds >= self.time_limit
+
+    def _reserve(self) -> bool:
+        """Whether the run is in its last (1 - FUZZ_SHARE) with a failure that may still need
+        reducing: the reductions come first there."""
+        return (self.deadline is not None and time.time() >= self.deadline - (1 - FUZZ_SHARE) * self.run_seconds
+                and self._may_reduce())
 
     # ---- results ---------------------------------------------------------------------------
     def _graph_of(self, job: Job, result: CaseResult | None) -> Graph:
@@ -298,7 +311,7 @@ class Campaign:
             recheck = dataclasses.replace(graph_job(f"recheck-{k}-{key}", self.backend_name, graph, self.timeout,
                                                     options, check_strides), recheck_of=key)
             self._jobs[recheck.id] = recheck
-            pool.submit(recheck.to_json())
+            pool.submit({**recheck.to_json(), "account": "fuzz"})
 
     def _settle_recheck(self, key: str) -> None:
         """A signature is reproducible when every re-run of its first case fails the same way;
@@ -311,9 +324,10 @@ class Campaign:
             self.stats.outcomes[entry.signature.outcome] -= 1
             self.stats.outcomes[Outcome.FLAKY] += 1
 
-    # ---- main loop -------------------------------------------------------------------------
+    # ---- main loop ----------------------------------------------------------------------------
     def run(self) -> dict:
-        with DirectoryClaim(self.out), case_pool(self.backend_name, self.workers, self.timeout, self.devices) as pool:
+        with DirectoryClaim(self.out), case_pool(self.backend_name, self.workers, self.timeout, self.devices) as pool, \
+                SharedPool(pool) as shared:
             self.stats.start = time.time()
             if self.stats.first_start is None:
                 self.stats.first_start = self.stats.origin
@@ -324,15 +338,10 @@ class Campaign:
                     case = load_case(self.out / entry.case)
                     self._submit_rechecks(key, case.graph, case.options, bool(case.check_strides), pool)
             last_checkpoint = time.time()
+            stopped: Stop | None = None
             try:
-                while True:
-                    while pool.pending() < 2 * self.workers and not self._done_submitting():
-                        pool.submit(self._new_job().to_json())
-                    if not pool.pending() and not self.reductions.draining:
-                        break
-                    for reply in pool.poll(0.5):
-                        self._record(self._jobs.pop(reply["id"]), reply, pool)
-                    self._reduce_while_fuzzing(pool)
+                while stopped is None:
+                    stopped = self._turn(pool, shared)
                     if self.display:
                         self.display(self, pool)
                     if time.time() - last_checkpoint > 10:
@@ -340,34 +349,42 @@ class Campaign:
                         last_checkpoint = time.time()
             except KeyboardInterrupt:  # the cases in flight run again on --resume
                 self.interrupted = True
-            self.stats.stop = time.time()
-            summary = self.checkpoint(pool)
-            if self.reduce and not self.interrupted:
-                start = time.time()
-                try:
-                    self.reductions.reduce_rest(pool)
-                except (KeyboardInterrupt, OutOfTime) as e:  # OUT/reducing/ keeps the reduction's progress
-                    self.interrupted = isinstance(e, KeyboardInterrupt)
-                summary = self.checkpoint(pool, reduce_seconds=round(time.time() - start, 2))
-        return summary
+            self.clock.enter(Phase.WAITING, pool.time_by_use)
+            if self.stats.stop is None:
+                self.stats.stop = time.time()
+            if stopped is not Stop.DONE:
+                # What is in flight is abandoned: those cases run again on --resume, and the
+                # reductions' progress stays in OUT/reducing/.
+                pool.abandon(list(self._jobs))
+                why = Interrupted("interrupted") if self.interrupted else OutOfTime("--time ran out")
+                self.reductions.stop(shared, why, STOP_GRACE)
+            return self.checkpoint(pool)
 
-    def _reduce_while_fuzzing(self, pool: WorkerPool) -> None:
-        """Reduce, then dedup, within the reductions' share of the run: when one is due, no new case
-        is submitted; once the workers are idle, one reduction runs on all of them."""
-        if not self.reductions.due():
-            return
-        self.reductions.draining = True
-        if pool.pending():
-            return
-        start = time.time()
-        try:
-            self.reductions.reduce_one(pool)
-        except OutOfTime:
-            pass
-        finally:
-            self.reductions.draining = False
-            self.stats.paused += time.time() - start
-        self.checkpoint(pool)
+    def _turn(self, pool: WorkerPool, shared: SharedPool) -> Stop | None:
+        """One turn of the loop: keep the workers fed with cases and the reductions' queries, and
+        file what came back; why to stop, or None to go on."""
+        fuzzing = not self._done_submitting()
+        reserve = self._reserve()
+        share = self.reductions.workers(fuzzing and not reserve)
+        self.reductions.step(shared, fuzzing, share)
+        shared.dispatch(share)
+        # The queue holds a case for each worker beyond those running, so that none waits for the
+        # loop; in the reserve, fuzzing takes only the workers the reductions leave.
+        room = 2 * self.workers if not reserve else max(0, self.workers - shared.wanted())
+        while len(self._jobs) < room and not self._done_submitting():
+            pool.submit({**self._new_job().to_json(), "account": "fuzz"})
+        if self.deadline is not None and time.time() >= self.deadline:
+            return Stop.OUT_OF_TIME
+        if not fuzzing and not self._jobs and self.stats.stop is None:
+            self.stats.stop = time.time()  # rates exclude the reductions that follow
+        if not fuzzing and not self._jobs and not self.reductions.busy():
+            return Stop.DONE
+        self.clock.enter(Phase.START_UP if not pool.ready() and not self.stats.cases else
+                         Phase.FUZZING if fuzzing or self._jobs else
+                         Phase.REDUCING if self.reductions.busy() else Phase.WAITING, pool.time_by_use)
+        for reply in shared.poll(0.5):
+            self._record(self._jobs.pop(reply["id"]), reply, pool)
+        return None
 
     def _may_reduce(self) -> bool:
         """Whether a failure found so far may still need reducing (one being re-checked counts)."""
@@ -384,25 +401,27 @@ class Campaign:
         return self.reductions.anchored_queue() + ([pending.coarse_key] if pending else [])
 
     def phase(self) -> str:
-        """What the run does now, for the live display: fuzzing (and until when, where --time
-        keeps the rest for reductions), reducing, or verifying a repro in fresh processes."""
-        r = self.reductions
-        if r.verifying:
-            return f"verifying the repro of {r.verifying[:70]} (3 fresh processes)"
-        if r.current:
-            return f"reducing {r.current.what[:70]}"
-        if r.draining:
-            return "letting the workers finish their cases, to reduce"
+        """What the run does now, for the live display: fuzzing and reducing beside it (and until
+        when fuzzing has every worker, where --time keeps the rest for reductions), or reducing."""
+        running = [t.view for t in self.reductions.tasks]
+        verifying = sum(v.verifying for v in running)
+        share = f" on {self.reductions.share:.0%} of the workers" if self.stats.stop is None and not self._reserve() else ""
+        beside = f"; {len(running)} reduction(s){share}" if running else ""
+        if verifying:
+            beside += f" ({verifying} verifying a repro in fresh processes)"
         if self.stats.stop is not None:
-            return "fuzzing done; reducing what it found"
+            return f"fuzzing done; reducing what it found{beside}"
+        if self._reserve():
+            return f"fuzzing on what the reductions leave, in the last {(1 - FUZZ_SHARE):.0%} of the run{beside}"
         if self.deadline is not None and self._may_reduce():
-            return f"fuzzing until {(1 - FUZZ_SHARE) * self.run_seconds:.0f}s are left, kept for reductions"
-        return "fuzzing"
+            left = (1 - FUZZ_SHARE) * self.run_seconds
+            return f"fuzzing; the reductions take every worker they need once {left:.0f}s are left{beside}"
+        return f"fuzzing{beside}"
 
     @property
-    def reducing(self) -> Reducing | None:
-        """The reduction under way: what it reduces and the reducer's counters."""
-        return self.reductions.current
+    def reducing(self) -> list[Reducing]:
+        """The reductions under way: what each reduces and the reducer's counters."""
+        return [t.view for t in self.reductions.tasks]
 
     def checkpoint(self, pool: WorkerPool | None = None, **extra) -> dict:
         """summary.json for people and tools, state.json for --resume; both atomic."""
@@ -413,11 +432,13 @@ class Campaign:
             self.stats.timeline.append(point)
         summary = self.stats.summary(self.backend_name, self.versions, {**extra,
             "seed": self.seed, "shard": self.shard, "workers": self.workers, "fused_cases": self.stats.fused_cases,
-            "worker_restarts": pool.restarts if pool else 0, **self.reductions.summary()})
+            "worker_restarts": pool.restarts if pool else 0, **self.reductions.summary(),
+            **self.clock.summary(pool.time_by_use() if pool else {}, self.workers)})
         write_json(self.out / "summary.json", summary)
         in_flight = sorted(j.id for j in self._jobs.values() if isinstance(j.id, int))
         save_state(self.out, CampaignState(self.args(), self._next_index, in_flight, self.stats,
-                                           dict(self._saved_per_sig), dict(self._focus), self.reductions.book))
+                                           dict(self._saved_per_sig), dict(self._focus), self.reductions.book,
+                                           dict(self.reductions.learned)))
         return summary
 
     def args(self) -> CampaignArgs:
@@ -454,7 +475,7 @@ class Campaign:
         campaign._resubmit = list(state.in_flight)
         campaign._saved_per_sig.update(state.saved_per_signature)
         campaign._focus = dict(state.focus)
-        campaign.reductions.restore(state.root_causes)
+        campaign.reductions.restore(state.root_causes, state.learned)
         campaign.run_seconds = more_seconds  # without --time: the original budget, then every reduction
         if more_seconds is not None or more_cases is not None:
             campaign.time_limit = campaign.stats.seconds + more_seconds if more_seconds is not None else None

@@ -10,6 +10,7 @@ at worst the cases that were in flight run again after the resume.
 from __future__ import annotations
 
 import collections
+import enum
 import os
 import socket
 import statistics
@@ -45,8 +46,6 @@ class Stats:
     outside_fused_cases: int = 0
     # Fuzzing seconds of earlier runs of this campaign (before a resume), and this run's start.
     elapsed_before: float = 0.0
-    # This run's seconds in reductions while it fuzzed (fuzzfuse.reductions): not fuzzing time.
-    paused: float = 0.0
     start: float = field(default_factory=time.time)
     # When the campaign first started, kept across resumes: summary.json's "start", the origin of
     # its timeline and never after a first-seen time (None until the first run starts).
@@ -106,7 +105,7 @@ class Stats:
     @property
     def seconds(self) -> float:
         """Fuzzing seconds over every run of the campaign."""
-        return self.elapsed_before + (self.stop or time.time()) - self.start - self.paused
+        return self.elapsed_before + (self.stop or time.time()) - self.start
 
     def add_sample(self, samples: list[float], value: float) -> None:
         samples.append(value)
@@ -203,6 +202,58 @@ class Stats:
                      reshaped_sets=int(d.get("reshaped_sets", 0)))  # absent before issue 18
 
 
+class Phase(str, enum.Enum):
+    """What a campaign's run does at a moment (WallClock)."""
+
+    START_UP = "start-up"  # loading --known repros, drawing steering's sample, starting the workers
+    FUZZING = "fuzzing"  # cases in flight (reductions may run beside them)
+    REDUCING = "reducing"  # fuzzing done, reductions under way
+    WAITING = "waiting"  # none of these: stopping, or a reduction waiting for a recheck to settle
+
+
+# Worker-time uses that are work (WorkerPool.worker_time: the accounts jobs name), not idling or starting.
+WORK = ("fuzz", "reduce", "learn")
+
+
+class WallClock:
+    """This run's wall time by phase: each moment counts in exactly one phase, so that the phases
+    add up to the run's wall time, from the Campaign's construction to the last checkpoint. The
+    workers' time (WorkerPool.time_by_use) is split by phase too: what reduced while it fuzzed."""
+
+    def __init__(self) -> None:
+        self.start = self.since = time.time()
+        self.phase = Phase.START_UP
+        self.seconds: collections.Counter = collections.Counter()
+        self.work: dict[Phase, collections.Counter] = collections.defaultdict(collections.Counter)
+        self._worker_time: dict[str, float] = {}  # at the last change of phase
+
+    def enter(self, phase: Phase, worker_time: Callable[[], dict[str, float]]) -> None:
+        """Go into `phase`; `worker_time()` (the pool's time by use) is read when it changes."""
+        if phase == self.phase:
+            return
+        self._close(worker_time())
+        self.phase = phase
+
+    def _close(self, worker_time: dict[str, float]) -> None:
+        now = time.time()
+        self.seconds[self.phase] += now - self.since
+        self.work[self.phase].update({k: v - self._worker_time.get(k, 0.0) for k, v in worker_time.items()})
+        self.since, self._worker_time = now, dict(worker_time)
+
+    def summary(self, worker_time: dict[str, float], workers: int) -> dict:
+        """summary.json's "wall_seconds" (by phase, and "total"), "worker_seconds_by_use" (fuzz,
+        reduce, learn, idle, starting; and by phase) and "busy_share": the workers' time at work
+        over workers times the wall time."""
+        self._close(worker_time)
+        total = self.since - self.start
+        busy = sum(worker_time.get(use, 0.0) for use in WORK)
+        return {"wall_seconds": {**{p.value: round(self.seconds[p], 2) for p in Phase}, "total": round(total, 2)},
+                "worker_seconds_by_use": {k: round(v, 1) for k, v in sorted(worker_time.items())},
+                "worker_seconds_by_phase": {p.value: {k: round(v, 1) for k, v in sorted(self.work[p].items()) if v >= 0.05}
+                                            for p in Phase if any(v >= 0.05 for v in self.work[p].values())},
+                "busy_share": round(busy / (workers * total), 4) if total > 0 else 0.0}
+
+
 def _by_name(outcomes: collections.Counter) -> dict[str, int]:
     """Outcome counts keyed by the outcomes' plain names, as the files hold them."""
     return {str(k): v for k, v in outcomes.items()}
@@ -264,7 +315,8 @@ class CampaignState:
     """state.json: what a stopped campaign needs to go on. next_index: its position in the seed
     stream; in_flight: the indices it had handed out and not heard back about (they run again);
     saved_per_signature: case files saved, by signature key; focus: the scheduler each batch aimed
-    at (None: a swarm batch); root_causes: its book of root causes (fuzzfuse.dedup)."""
+    at (None: a swarm batch); root_causes: its book of root causes (fuzzfuse.dedup); learned: the
+    known root causes it reduced a hit of to learn a trigger, and how often (fuzzfuse.reductions)."""
 
     args: CampaignArgs
     next_index: int
@@ -273,19 +325,21 @@ class CampaignState:
     saved_per_signature: dict[str, int] = field(default_factory=dict)
     focus: dict[int, str | None] = field(default_factory=dict)
     root_causes: RootCauseBook = field(default_factory=RootCauseBook)
+    learned: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"schema": STATE_SCHEMA, "kind": "fuzzfuse-campaign-state", "args": self.args.to_json(),
                 "next_index": self.next_index, "in_flight": self.in_flight, "stats": self.stats.to_json(),
                 "saved_per_signature": self.saved_per_signature, "focus": {str(b): f for b, f in self.focus.items()},
-                "root_causes": self.root_causes.to_json()}
+                "root_causes": self.root_causes.to_json(), "learned": self.learned}
 
     @staticmethod
     def from_json(d: dict) -> "CampaignState":
         return CampaignState(CampaignArgs.from_json(d["args"]), int(d["next_index"]), [int(i) for i in d["in_flight"]],
                              Stats.from_json(d["stats"]), {str(k): int(n) for k, n in d["saved_per_signature"].items()},
                              {int(b): f for b, f in d["focus"].items()},
-                             RootCauseBook.from_json(d.get("root_causes", {})))  # absent before 2026-12-01
+                             RootCauseBook.from_json(d.get("root_causes", {})),  # absent before 2026-12-01
+                             {str(k): int(n) for k, n in d.get("learned", {}).items()})  # absent before issue 34
 
 
 def save_state(out: Path, state: CampaignState) -> None:

@@ -287,8 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="minimized repros (e.g. minimized/): their signatures are counted and named, not reduced "
                         "again (repeatable)")
     f.add_argument("--reduce-share", type=FRACTION, default=REDUCE_SHARE, metavar="FRACTION",
-                   help="share of the run's wall time that reductions may take while it fuzzes: a mismatch or a "
-                        "crash without a C++ assert is counted under a root cause only once reduced (0: reduce "
+                   help="share of the workers that reductions may take while it fuzzes, beside it: a mismatch or "
+                        "a crash without a C++ assert is counted under a root cause only once reduced (0: reduce "
                         "only after fuzzing)")
     f.add_argument("--focus-share", type=FRACTION, default=0.25, metavar="FRACTION",
                    help="share of worker time for batches aimed at the least-covered scheduler (nvFuser; 0: never). "

@@ -1,9 +1,16 @@
-"""The parent side of running cases: a pool of isolated workers that run `fuzzfuse.job`, and the
-jobs it takes (`Job`, sent over the worker pipe in its JSON form). Its replies become CaseResults
-through `fuzzfuse.verdict.judge`."""
+"""The parent side of running cases: a pool of isolated workers that run `fuzzfuse.job`, the
+jobs it takes (`Job`, sent over the worker pipe in its JSON form), and `SharedPool`, through which a
+campaign's reductions borrow its workers while it fuzzes on. Replies become CaseResults through
+`fuzzfuse.verdict.judge`."""
 from __future__ import annotations
 
+import collections
+import itertools
+import os
+import queue
+import threading
 from dataclasses import dataclass
+from typing import Iterable
 
 from .backends import get_backend
 from .backends.options import Options
@@ -69,3 +76,148 @@ def graph_job(job_id, backend: str, graph: Graph, timeout: float, options: Optio
               check_strides: bool = False) -> Job:
     """A worker job that runs `graph` under a saved case's choices."""
     return Job(job_id, backend, timeout, graph=graph, options=options, check_strides=check_strides)
+
+
+class PoolClosed(Exception):
+    """The campaign stopped lending its workers (its --time ran out, or it was interrupted): the
+    reduction that asked stops where it is."""
+
+
+class _Request:
+    """A reduction thread's batch of jobs and, once the owner has them all, their replies."""
+
+    def __init__(self, jobs: list[dict]) -> None:
+        self.jobs, self.replies = jobs, [None] * len(jobs)
+        self.missing = len(jobs)
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+
+class SharedPool:
+    """A campaign's WorkerPool lent to its reductions, which run in threads of their own while the
+    campaign's thread fuzzes: no worker waits for the others to drain before a reduction starts.
+
+    A reduction thread sees a pool (`run_all`, what `minimize.reduce_case` calls) that blocks until
+    its jobs are answered. The campaign's thread owns the WorkerPool (which is not thread-safe):
+    `dispatch(limit)` puts the reductions' jobs into it ahead of the queued cases, at most `limit`
+    at a time (the reductions' share of the workers), and `take(reply)` hands a reply back to the
+    reduction that asked. `close(error)` answers every request, waiting or later, with `error`.
+    `wake()` (any thread) ends the owner's wait in `poll`: a request, or a reduction that is done,
+    is then seen at once rather than at the loop's next turn. Use it as a context manager."""
+
+    def __init__(self, pool: WorkerPool, account: str = "reduce") -> None:
+        self.pool, self.account = pool, account
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._requests: queue.SimpleQueue[tuple[_Request, str]] = queue.SimpleQueue()
+        self._waiting: collections.deque[tuple[_Request, int, str]] = collections.deque()
+        self._running: dict[str, tuple[_Request, int]] = {}
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+        self._closed: BaseException | None = None
+
+    # ---- a reduction thread's side ------------------------------------------------------------
+    def lease(self, account: str | None = None) -> "PoolLease":
+        """What one reduction runs its queries on; `account` names its workers' time
+        (WorkerPool.worker_time), this pool's own by default."""
+        return PoolLease(self, account or self.account)
+
+    def _ask(self, jobs: Iterable[dict], account: str) -> list[dict]:
+        request = _Request(list(jobs))
+        with self._lock:
+            if self._closed is not None:
+                raise self._closed
+            if request.jobs:
+                self._requests.put((request, account))
+        if request.jobs:
+            self.wake()
+            request.done.wait()
+        if request.error is not None:
+            raise request.error
+        return request.replies
+
+    def wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"!")
+        except (BlockingIOError, OSError):  # already awake (the pipe is full), or closed at the end
+            pass
+
+    # ---- the campaign thread's side -----------------------------------------------------------
+    def poll(self, max_wait: float) -> list[dict]:
+        """The pool's replies within about `max_wait` seconds, the reductions' handed back to them:
+        the others, for the campaign. Returns early when a thread calls wake()."""
+        replies = self.pool.poll(max_wait, self._wake_r)
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+        return [reply for reply in replies if not self.take(reply)]
+
+    def __enter__(self) -> "SharedPool":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for fd in (self._wake_r, self._wake_w):
+            os.close(fd)
+        self._wake_r = self._wake_w = -1
+
+    def dispatch(self, limit: int) -> None:
+        """Queue the reductions' jobs on the workers, ahead of fuzzing's, up to `limit` in the pool."""
+        while True:
+            try:
+                request, account = self._requests.get_nowait()
+            except queue.Empty:
+                break
+            self._waiting.extend((request, k, account) for k in range(len(request.jobs)))
+        while self._waiting and len(self._running) < limit:
+            request, k, account = self._waiting.popleft()
+            if request.error is not None:
+                continue
+            pool_id = f"shared-{next(self._ids)}"
+            self._running[pool_id] = (request, k)
+            self.pool.submit({**request.jobs[k], "id": pool_id, "account": account}, first=True)
+
+    def take(self, reply: dict) -> bool:
+        """Hand a reply to the reduction that asked for it; False when it answers none of theirs."""
+        asked = self._running.pop(reply.get("id"), None)
+        if asked is None:
+            return False
+        request, k = asked
+        request.replies[k] = {**reply, "id": request.jobs[k].get("id")}
+        request.missing -= 1
+        if request.missing == 0:
+            request.done.set()
+        return True
+
+    def wanted(self) -> int:
+        """Jobs the reductions have asked for and not had answered (queued, running or not yet
+        dispatched)."""
+        return len(self._running) + len(self._waiting) + self._requests.qsize()
+
+    def in_pool(self) -> int:
+        return len(self._running)
+
+    def close(self, error: BaseException) -> None:
+        """Answer every request with `error`, now and from now on; drop their jobs from the pool."""
+        with self._lock:
+            self._closed = error
+        self.dispatch(0)
+        self.pool.abandon(list(self._running))
+        for request, _ in list(self._running.values()) + [(r, k) for r, k, _ in self._waiting]:
+            request.error = error
+            request.done.set()
+        self._running.clear()
+        self._waiting.clear()
+
+
+@dataclass(frozen=True)
+class PoolLease:
+    """A SharedPool as one reduction sees it: `run_all`, as on a WorkerPool, for `run_jobs`."""
+
+    shared: SharedPool
+    account: str
+
+    def run_all(self, jobs: Iterable[dict]) -> list[dict]:
+        return self.shared._ask(jobs, self.account)

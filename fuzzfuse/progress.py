@@ -60,11 +60,13 @@ def _root_causes(campaign) -> str:
 
 
 def _reducer(campaign) -> str:
-    queue, now = campaign.reducer_queue(), campaign.reducing
+    queue, running = campaign.reducer_queue(), campaign.reducing
     done = sum(e.minimized is not None for e in campaign.stats.signatures.values())
     text = f"{len(queue)} waiting, {done} minimized"
-    if now:
-        text += f"; reducing {now.what[:70]}: {now.stats.size} ops after {now.stats.queries} queries"
+    for now in running:
+        text += f"; {'verifying' if now.verifying else 'reducing'} {now.what[:70]}"
+        if now.stats is not None:
+            text += f": {now.stats.size} ops after {now.stats.queries} queries"
     return text
 
 

@@ -88,6 +88,7 @@ class _Worker:
 
     def __init__(self, pool: "WorkerPool", index: int, state: str):
         self.index, self.state, self.job, self.buffer = index, state, None, b""
+        self.entered = time.monotonic()  # when it entered its state: the pool's time accounts
         self.restart = False  # the last job asked for a fresh worker
         self.log_path = os.path.join(pool._tmpdir, f"worker{index}.log")
         job_r, self.job_w = os.pipe()
@@ -185,6 +186,9 @@ class WorkerPool:
         # unrelated to how long one job may take.
         self.start_timeout = start_timeout
         self.restarts = 0
+        # Worker-seconds by use: "starting" (restarts included), "idle", and for busy workers the
+        # "account" their jobs name ("jobs" when none): what a campaign reports as busy share.
+        self.worker_time: collections.Counter = collections.Counter()
         self._tmpdir = tempfile.mkdtemp(prefix="fuzzfuse-workers-")
         self._env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "PYTHONUNBUFFERED": "1",
                      **(env or {}), **{name: os.path.join(self._tmpdir, name.lower()) for name in private_dirs}}
@@ -203,9 +207,48 @@ class WorkerPool:
             return self._env
         return {**self._env, "CUDA_VISIBLE_DEVICES": self.devices[index % len(self.devices)]}
 
-    def submit(self, job: dict) -> None:
-        """Queue a JSON-able job; it carries its own "id", copied into its result."""
-        self._queue.append(job)
+    def submit(self, job: dict, first: bool = False) -> None:
+        """Queue a JSON-able job; it carries its own "id", copied into its result. first: ahead
+        of every queued job (a reduction's query, which a campaign's fuzzing should not delay)."""
+        if first:
+            self._queue.appendleft(job)
+        else:
+            self._queue.append(job)
+
+    def abandon(self, ids: Iterable) -> None:
+        """Drop the jobs of `ids`: unqueue those queued, and kill and replace the workers running
+        the others, which report nothing (a campaign at its deadline: what hangs must not keep it)."""
+        ids = set(ids)
+        self._queue = collections.deque(job for job in self._queue if job.get("id") not in ids)
+        for w in list(self._workers):
+            if w.job is not None and w.job.get("id") in ids:
+                self._account(w)
+                w.job = None
+                self._replace(w, hung=False)
+
+    def ready(self) -> bool:
+        """Whether a worker has started (the others may still be starting)."""
+        return any(w.state not in ("starting", "restarting") for w in self._workers)
+
+    def time_by_use(self) -> dict[str, float]:
+        """worker_time with every worker's current state counted up to now."""
+        now = time.monotonic()
+        spent = collections.Counter(self.worker_time)
+        for w in self._workers:
+            spent[self._use(w)] += now - w.entered
+        return dict(spent)
+
+    @staticmethod
+    def _use(w: _Worker) -> str:
+        if w.state in ("starting", "restarting"):
+            return "starting"
+        return w.job.get("account", "jobs") if w.state == "busy" and w.job is not None else "idle"
+
+    def _account(self, w: _Worker) -> None:
+        """Add the time w spent in its state to worker_time: call before w's state changes."""
+        now = time.monotonic()
+        self.worker_time[self._use(w)] += now - w.entered
+        w.entered = now
 
     def results(self) -> Iterator[dict]:
         """Yield one result per submitted job as they complete; stop when none is pending."""
@@ -216,11 +259,13 @@ class WorkerPool:
                 return
             self._step()
 
-    def poll(self, max_wait: float) -> list[dict]:
+    def poll(self, max_wait: float, wake: int | None = None) -> list[dict]:
         """Results completed within about `max_wait` seconds (maybe none): lets a campaign loop
-        redraw its live display and keep the queue full while workers are busy."""
-        if self.pending():
-            self._step(max_wait)
+        redraw its live display and keep the queue full while workers are busy. wake: a file
+        descriptor that ends the wait when it becomes readable (the caller reads it), also when no
+        job is pending: another thread has work for the loop."""
+        if self.pending() or wake is not None:
+            self._step(max_wait, wake)
         done = list(self._done)
         self._done.clear()
         return done
@@ -246,6 +291,7 @@ class WorkerPool:
     def close(self) -> None:
         """Kill all workers (and whatever they spawned).  Safe to call twice."""
         for w in self._workers:
+            self._account(w)
             w.kill()
         self._workers = []
         shutil.rmtree(self._tmpdir, ignore_errors=True)
@@ -256,17 +302,19 @@ class WorkerPool:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def _step(self, max_wait: float | None = None) -> None:
+    def _step(self, max_wait: float | None = None, wake: int | None = None) -> None:
         """Hand queued jobs to idle workers, then wait for a message, a death or a deadline."""
         for w in self._workers:
             if w.state == "idle" and self._queue:
                 job = self._queue.popleft()
+                self._account(w)
                 w.start(job, job.get("timeout", self.timeout))
         deadlines = [w.deadline for w in self._workers if w.state != "idle"]
         timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
         if max_wait is not None:
             timeout = max_wait if timeout is None else min(timeout, max_wait)
-        ready = set(wait([fd for w in self._workers for fd in (w.result_r, w.pidfd)], timeout))
+        fds = [fd for w in self._workers for fd in (w.result_r, w.pidfd)] + ([wake] if wake is not None else [])
+        ready = set(wait(fds, timeout))
         for w in list(self._workers):
             if w.result_r in ready or w.pidfd in ready:
                 messages, pipe_open = w.drain()
@@ -280,8 +328,10 @@ class WorkerPool:
     def _receive(self, w: _Worker, message: dict) -> None:
         """The first message says the worker is ready; later ones answer its job."""
         if w.state in ("starting", "restarting"):
+            self._account(w)
             w.state = "idle"
         elif w.job is not None:
+            self._account(w)
             self._done.append({**message, "id": w.job.get("id")})
             w.job, w.state, w.restart = None, "idle", bool(message.get("restart_worker"))
 
@@ -289,6 +339,7 @@ class WorkerPool:
         """Kill worker w, report the job it was running, and start a fresh one in its place."""
         if hung and w.state == "busy":
             w.dump_stacks()
+        self._account(w)
         code = w.kill()
         if w.state in ("starting", "restarting"):
             why = f"did not start within {w.timeout}s" if hung else f"exited with {code}"

@@ -140,8 +140,10 @@ def test_live_display_says_how_much_of_the_time_is_left_and_what_it_goes_to(tmp_
         summary = campaign.run()
     text = screen.getvalue()
     assert "s of 20s left: fuzzing" in text
-    if summary["root_causes"]:  # something was reduced within the 20 s
-        assert "s left: reducing" in text and "s left: verifying the repro of" in text
+    if summary["root_causes"]:  # something was reduced within the 20 s, beside the fuzzing
+        assert "reduction(s) on 25% of the workers" in text and "reducing " in text
+    if any(c["minimized"] for c in summary["root_causes"]):
+        assert "verifying a repro in fresh processes" in text
 
 
 def _case(campaign, index: int, seconds: float, schedulers=()) -> None:
@@ -312,7 +314,7 @@ def test_one_coarse_bucket_with_two_bugs_is_reduced_into_two_root_causes_and_kno
                   reduce_share=0.5)
     first = Campaign(BUGGY + "WrongOnExpAndOnCos", tmp_path / "first", **kwargs)
     summary = first.run()
-    assert first.stats.paused > 0  # reductions ran while it fuzzed
+    assert summary["worker_seconds_by_phase"]["fuzzing"]["reduce"] > 0  # reductions ran beside the fuzzing
     # The value mismatches share one coarse signature. (exp's bug also shows as a nan-inf mismatch
     # where a huge sum times 1.01 overflows: a coarse signature of its own; with so few ops, exp's
     # trigger is too broad to steer around, so such forms keep coming.)
@@ -338,7 +340,6 @@ def test_one_coarse_bucket_with_two_bugs_is_reduced_into_two_root_causes_and_kno
 
 def test_a_confirmed_signature_that_no_longer_fails_is_left_unreduced_and_the_campaign_ends_well(
         tmp_path, monkeypatch):
-    from fuzzfuse.pool import case_pool
     monkeypatch.setenv("FUZZFUSE_TEST_FIXED", str(tmp_path / "fixed"))
     backend = BUGGY + "CrashOnSumSigmoidUntilFixed"
     campaign = Campaign(backend, tmp_path / "run", seed=1, workers=2, max_cases=25, timeout=8.0, features=SMALL,
@@ -347,8 +348,7 @@ def test_a_confirmed_signature_that_no_longer_fails_is_left_unreduced_and_the_ca
     (key,) = [k for k, e in campaign.stats.signatures.items() if e.outcome == "crash" and e.confirmed is True]
     (tmp_path / "fixed").touch()
     campaign.reduce = True
-    with case_pool(backend, 2, 8.0) as pool:
-        campaign.reductions.reduce_rest(pool)
+    campaign.run()  # its cases are spent: it only reduces
     entry = campaign.stats.signatures[key]
     assert "not interesting" in entry.unreduced and entry.minimized is None
     assert campaign.reducer_queue() == [] and not (tmp_path / "run" / "minimized").exists()

@@ -128,6 +128,19 @@ def test_batch_size_does_not_change_the_result(sigmoid_graph):
         assert max(ask.batches) == 4
 
 
+def test_a_batch_spans_passes_so_that_a_small_graph_still_fills_the_workers(sigmoid_graph):
+    """A small graph gives each pass a few candidates: a batch takes the next passes' too (what a
+    sequential reduction asks next when this pass finds nothing), so confirming a fixpoint takes one
+    call per group of passes, not one per pass."""
+    original = sigmoid_graph.digest()
+    ask = Recorder(lambda g: g.digest() == original)  # nothing smaller fails: a fixpoint at once
+    assert reduce(sigmoid_graph, ask, batch=10_000).graph.digest() == original
+    per_pass = [sum(admissible(g) and cost(g) < cost(sigmoid_graph) for g in pass_(sigmoid_graph))
+                for pass_ in DEFAULT_PASSES]
+    assert len(ask.batches) <= 1 + 3  # the original, then one call for each of FIRST, DEFAULT and LAST_PASSES
+    assert max(ask.batches) > max(per_pass) and sum(n > 0 for n in per_pass) > 1
+
+
 def test_keeps_both_ops_the_predicate_needs():
     for seed in (0, 5, 12, 19):
         graph = find_graph(lambda g: g.nodes[len(g.nodes) // 3].op != g.nodes[-1].op, seed, 9)

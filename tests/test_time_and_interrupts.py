@@ -1,6 +1,6 @@
-"""A campaign's time and its user's attention: --time bounds the whole run, reductions included
-(what is left waits for --resume, and the output says so); the first Ctrl-C stops at once, starts
-no reduction and says how to resume; a fresh seed by default, printed."""
+"""A campaign's time and its user's attention: --time bounds the whole run, reductions included,
+also when every case hangs (what is left waits for --resume, and the output says so); the first
+Ctrl-C stops at once, starts no reduction and says how to resume; a fresh seed by default, printed."""
 import json
 import os
 import signal
@@ -31,18 +31,43 @@ def _fuzz_cli(*args, **kwargs):
 
 @pytest.mark.slow
 def test_time_bounds_the_reductions_and_what_is_left_is_finished_on_resume(tmp_path):
+    from fuzzfuse.campaign import STOP_GRACE
+
     campaign = Campaign(BUGGY + "SlowCrashOnSumSigmoid", tmp_path, seed=1, workers=2, time_limit=10.0,
                         features=SMALL, swarm=False, max_ops=12, timeout=30.0)
     start = time.time()
-    campaign.run()
-    # A failing reducer query of this backend takes a second: the reduction cannot finish in what is left.
-    assert time.time() - start < 10.0 + 2 * 1.0 + 8.0  # the last query batch, worker start-up and exit
-    assert campaign.stats.seconds <= 10.0 * 0.75 + 2 * 1.0  # fuzzing gave way to the reducer (in flight: 1 s)
-    assert campaign.reducer_queue() and not (tmp_path / "minimized").exists()
+    summary = campaign.run()
+    # At the deadline the cases and queries in flight are abandoned; a repro being verified gets
+    # STOP_GRACE to finish; then worker shutdown and exit.
+    assert time.time() - start < 10.0 + STOP_GRACE + 8.0
+    wall = summary["wall_seconds"]
+    assert wall["fuzzing"] + wall["start-up"] > 9.5  # it fuzzed up to its deadline: reductions ran beside it
+    in_flight = json.loads((tmp_path / "state.json").read_text())["in_flight"]
     resumed = Campaign.resume(tmp_path, backend=BUGGY + "SlowCrashOnSumSigmoid")
     resumed.run()
     assert not resumed.reducer_queue() and list((tmp_path / "minimized").iterdir())
-    assert resumed.stats.cases == campaign.stats.cases  # its fuzzing budget was spent: it only reduced
+    # Its fuzzing budget was spent: the resumed run only ran the cases abandoned at the deadline.
+    assert resumed.stats.cases == campaign.stats.cases + len(in_flight)
+
+
+@pytest.mark.slow
+def test_time_bounds_a_run_whose_every_case_hangs(tmp_path):
+    """A fuser stuck on every case must not hold a campaign past its --time: the cases in flight at
+    the deadline are abandoned (they run again on --resume) and the run ends within its --time plus
+    one per-case timeout plus 30 s, the reductions of the hang it found stopped where they were."""
+    out, timeout = tmp_path / "run", 10
+    start = time.time()
+    proc = _fuzz_cli("--backend", "custom:tests.hanging_backends:HangAlways", "--time", "60", "--workers", "2",
+                     "--timeout", str(timeout), "--out", str(out), "--seed", "1", "--max-ops", "4")
+    _, stderr = proc.communicate(timeout=60 + timeout + 60)
+    wall = time.time() - start
+    assert proc.returncode == 0, stderr[-2000:]
+    assert wall < 60 + timeout + 30, wall
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["outcomes"].get("hang", 0) >= 2 and not summary["outcomes"].get("pass")
+    assert json.loads((out / "state.json").read_text())["in_flight"]  # abandoned, for --resume
+    assert abs(sum(v for k, v in summary["wall_seconds"].items() if k != "total")
+               - summary["wall_seconds"]["total"]) < 0.5
 
 
 @pytest.mark.slow

@@ -203,3 +203,93 @@ def test_devices_are_spread_round_robin_and_kept_across_restarts():
         assert sorted({r["pid"]: r["env"] for r in again}.values()) == ["0", "0", "1"]
         assert pool.restarts == 1
 
+
+
+def test_a_job_queued_first_runs_before_the_queue_and_worker_time_is_accounted_by_use():
+    """A reduction's query goes ahead of the queued cases; the pool counts its workers' seconds by
+    what they did (the job's "account"), and the counts add up to the workers' lifetimes."""
+    with WorkerPool(1, f"{JOBS}:dispatch") as pool:
+        start = time.monotonic()
+        for i in range(3):
+            pool.submit({"id": f"case{i}", "kind": "sleep", "seconds": 0.3, "account": "fuzz"})
+        pool.submit({"id": "query", "kind": "sleep", "seconds": 0.3, "account": "reduce"}, first=True)
+        order = [r["id"] for r in pool.results()]
+        spent, lifetime = pool.time_by_use(), time.monotonic() - start
+    assert order == ["query", "case0", "case1", "case2"]
+    assert 0.3 <= spent["reduce"] < 0.6 and 0.9 <= spent["fuzz"] < 1.5
+    assert spent["starting"] > 0 and abs(sum(spent.values()) - lifetime) < 0.05
+
+
+def test_abandoned_jobs_report_nothing_and_their_workers_are_replaced():
+    """At a campaign's deadline, what hangs is abandoned: no reply, a fresh worker in its place."""
+    with WorkerPool(1, f"{JOBS}:dispatch", timeout=60) as pool:
+        pool.submit({"id": "hang", "kind": "sleep", "seconds": 60})
+        pool.submit({"id": "queued", "kind": "sleep", "seconds": 60})
+        pool.submit({"id": "quick", "kind": "sleep", "seconds": 0})
+        while "busy" not in " ".join(pool.states()):
+            pool.poll(0.1)
+        pool.abandon(["hang", "queued"])
+        started = time.monotonic()
+        replies = [r["id"] for r in pool.results()]
+        assert replies == ["quick"] and time.monotonic() - started < 30
+        assert pool.restarts == 1 and pool.pending() == 0
+        (again,) = pool.run_all([{"id": "after", "kind": "sleep", "seconds": 0}])
+    assert "pid" in again
+
+
+def test_a_reduction_borrows_up_to_its_share_of_the_workers_and_the_rest_go_on():
+    """SharedPool: a reduction thread's queries (here 3 of 2 s, as a hang's reduction asks) run on
+    at most `limit` workers at once, ahead of the queued cases, while the campaign's thread keeps
+    the other worker busy with its own jobs; the thread gets its replies in its own order."""
+    import threading
+
+    from fuzzfuse.pool import SharedPool
+
+    with WorkerPool(2, f"{JOBS}:dispatch") as pool, SharedPool(pool) as shared:
+        asked = [{"id": f"q{k}", "kind": "sleep", "seconds": 2.0} for k in range(3)]
+        replies: list = []
+        thread = threading.Thread(target=lambda: replies.extend(shared.lease().run_all(asked)))
+        thread.start()
+        cases, most_borrowed, n = [], 0, 0
+        while thread.is_alive():
+            shared.dispatch(limit=1)
+            most_borrowed = max(most_borrowed, shared.in_pool())
+            while pool.pending() - shared.in_pool() < 2:
+                pool.submit({"id": n, "kind": "sleep", "seconds": 0.05, "account": "fuzz"})
+                n += 1
+            cases += shared.poll(0.2)
+        thread.join()
+        spent = pool.time_by_use()
+    assert [r["id"] for r in replies] == ["q0", "q1", "q2"] and all("pid" in r for r in replies)
+    assert most_borrowed == 1
+    assert len(cases) > 20 and all(isinstance(r["id"], int) for r in cases)  # fuzzing went on beside
+    assert spent["reduce"] >= 6.0 and spent["fuzz"] > 1.0
+
+
+def test_a_closed_shared_pool_stops_the_reductions_waiting_on_it():
+    """At a campaign's deadline the reductions' queries in flight are abandoned, and the threads
+    waiting on them, and any that ask later, get the error at once."""
+    import threading
+
+    from fuzzfuse.pool import PoolClosed, SharedPool
+
+    with WorkerPool(1, f"{JOBS}:dispatch") as pool, SharedPool(pool) as shared:
+        errors: list = []
+
+        def reduce() -> None:
+            try:
+                shared.lease().run_all([{"id": "hang", "kind": "sleep", "seconds": 60}])
+            except PoolClosed as e:
+                errors.append(e)
+        thread = threading.Thread(target=reduce)
+        thread.start()
+        while not shared.in_pool() or "busy" not in " ".join(pool.states()):
+            shared.dispatch(limit=1)
+            shared.poll(0.1)
+        started = time.monotonic()
+        shared.close(PoolClosed("deadline"))
+        thread.join(5)
+        assert not thread.is_alive() and time.monotonic() - started < 5 and len(errors) == 1
+        with pytest.raises(PoolClosed):
+            shared.lease().run_all([{"id": "later", "kind": "sleep", "seconds": 0}])
+        assert pool.restarts == 1 and not pool.poll(0.1)

@@ -9,6 +9,12 @@ sequence of accepted candidates is infinite, whatever the passes yield.
 Determinism: candidates are judged in the order a pass yields them and the first interesting one
 wins. Asking `is_interesting` for a batch only prefetches the answers for the candidates that follow,
 so the final graph does not depend on `batch` (the counters do).
+
+Parallelism: a batch is the next `batch` candidates in the order a sequential reduction would ask
+them, across passes: when a pass has fewer left than the batch holds, the next passes' candidates
+on the same graph fill it (they are what comes next if this pass finds nothing). A reduced graph of
+a few ops gives each pass a few candidates, and the workers would otherwise idle on exactly the
+reductions a campaign runs most.
 """
 from __future__ import annotations
 
@@ -153,16 +159,22 @@ class _Engine:
     def out_of_queries(self) -> bool:
         return self.max_queries is not None and self.stats.queries >= self.max_queries
 
-    def ask(self, graphs: list[Graph], digests: list[str], per_pass: PassStats | None) -> None:
-        """Query the uncached graphs in one call and cache the answers."""
-        todo = {d: g for g, d in zip(graphs, digests) if d not in self.cache}
+    def ask(self, graphs: list[Graph], digests: list[str], per_pass: list[PassStats | None]) -> None:
+        """Query the uncached graphs in one call and cache the answers; each counts as a query of
+        its pass (per_pass: one for each graph), which is charged its share of the call's seconds."""
+        todo = {d: (g, p) for g, d, p in zip(graphs, digests, per_pass) if d not in self.cache}
         if not todo:
             return
-        answers = self.is_interesting(list(todo.values()))
+        start = time.perf_counter()
+        answers = self.is_interesting([g for g, _ in todo.values()])
         if len(answers) != len(todo):
             raise ValueError(f"is_interesting answered {len(answers)} times for {len(todo)} candidates")
         self.cache.update(zip(todo, map(bool, answers)))
-        self.count(per_pass, "queries", len(todo))
+        spent = (time.perf_counter() - start) / len(todo)
+        for _, stats in todo.values():
+            self.count(stats, "queries")
+            if stats is not None:
+                stats.seconds += spent
         self.stats.seconds = time.perf_counter() - self.start
         if self.progress is not None:
             self.progress(self.stats)
@@ -172,32 +184,35 @@ class _Engine:
         for stats in (self.stats, per_pass) if per_pass is not None else (self.stats,):
             setattr(stats, counter, getattr(stats, counter) + n)
 
-    def run_pass(self, pass_: Pass, graph: Graph, current: tuple, skip: int = 0) -> tuple[Graph, tuple, int] | None:
-        """The first interesting, strictly smaller candidate of one pass over `graph` after the first
-        `skip` ones, with its position; or None."""
-        name = getattr(pass_, "__name__", repr(pass_))
-        per_pass = self.stats.passes.setdefault(name, PassStats())
-        self.stats.current_pass = name
-        start = time.perf_counter()
-        try:
-            candidates = itertools.islice(enumerate(self._smaller(pass_(graph), current, per_pass)), skip, None)
-            for chunk in _chunks(((g, d, c, i) for i, (g, d, c) in candidates), self.batch):
-                known = {d for _, d, _, _ in chunk if d in self.cache}
-                if len(known) < len(chunk) and self.out_of_queries():
-                    self.stats.stopped = "max_queries"
-                    return None
-                self.ask([g for g, _, _, _ in chunk], [d for _, d, _, _ in chunk], per_pass)
-                for candidate, digest, c, position in chunk:
-                    # Answers past the winner were prefetched for nothing and are not counted, so
-                    # that hits do not depend on the batch size more than they must.
-                    self.count(per_pass, "cache_hits", int(digest in known))
-                    known.add(digest)
-                    if self.cache[digest]:
-                        self.count(per_pass, "successes")
-                        return candidate, c, position
-            return None
-        finally:
-            per_pass.seconds += time.perf_counter() - start
+    def run_passes(self, passes: list[Pass], graph: Graph, current: tuple,
+                   skip: int = 0) -> tuple[Graph, tuple, int, int] | None:
+        """The first interesting, strictly smaller candidate over `graph` of passes[0] after its
+        first `skip` ones, else of passes[1], and so on: (candidate, its cost, the index of its pass
+        in `passes`, its position in that pass); or None."""
+        def stream():
+            for k, pass_ in enumerate(passes):
+                name = getattr(pass_, "__name__", repr(pass_))
+                per_pass = self.stats.passes.setdefault(name, PassStats())
+                candidates = enumerate(self._smaller(pass_(graph), current, per_pass))
+                for i, (g, d, c) in itertools.islice(candidates, skip if k == 0 else 0, None):
+                    yield g, d, c, (k, i, name, per_pass)
+
+        for chunk in _chunks(stream(), self.batch):
+            known = {d for _, d, _, _ in chunk if d in self.cache}
+            if len(known) < len(chunk) and self.out_of_queries():
+                self.stats.stopped = "max_queries"
+                return None
+            self.stats.current_pass = chunk[0][3][2]
+            self.ask([g for g, _, _, _ in chunk], [d for _, d, _, _ in chunk], [w[3] for *_, w in chunk])
+            for candidate, digest, c, (k, position, _, per_pass) in chunk:
+                # Answers past the winner were prefetched for nothing and are not counted, so
+                # that hits do not depend on the batch size more than they must.
+                self.count(per_pass, "cache_hits", int(digest in known))
+                known.add(digest)
+                if self.cache[digest]:
+                    self.count(per_pass, "successes")
+                    return candidate, c, k, position
+        return None
 
     def _smaller(self, candidates: Iterable[Graph], current: tuple, per_pass: PassStats):
         """Admissible candidates strictly below `current`, with digest and cost."""
@@ -226,15 +241,15 @@ def _fixpoint(engine: _Engine, passes: list[Pass], graph: Graph, current: tuple)
     while progressed:
         progressed = False
         engine.stats.rounds += 1
-        for pass_ in passes:
-            # After a success the pass resumes where it was (C-Reduce keeps a pass's position):
-            # the candidates before it just failed on a graph one step larger. The next round
-            # starts every pass from the top, so the fixpoint still holds.
-            position = 0
-            while (found := engine.run_pass(pass_, graph, current, skip=position)) is not None:
-                graph, current, position = found
-                engine.stats.size = graph.size
-                progressed = True
+        # After a success a pass resumes where it was (C-Reduce keeps a pass's position): the
+        # candidates before it just failed on a graph one step larger. The next round starts
+        # every pass from the top, so the fixpoint still holds.
+        k, position = 0, 0
+        while k < len(passes) and (found := engine.run_passes(passes[k:], graph, current, skip=position)):
+            graph, current, offset, position = found
+            k += offset
+            engine.stats.size = graph.size
+            progressed = True
     return graph, current
 
 
@@ -263,7 +278,7 @@ def reduce(graph: Graph, is_interesting: Predicate, *, first_passes: Iterable[Pa
     stats = engine.stats
     stats.size = stats.ops_before = graph.size
     stats.inputs_before, stats.cost_before = len(graph.inputs), current
-    engine.ask([graph], [graph.digest()], None)
+    engine.ask([graph], [graph.digest()], [None])
     if not engine.cache[graph.digest()]:
         raise NotInteresting("the original graph is not interesting (it does not fail as recorded now)")
     for group in (list(first_passes), list(passes), list(last_passes)):
