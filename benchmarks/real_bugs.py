@@ -472,7 +472,7 @@ def _cat_layout(tensors, dim=0):
 
 
 cat_mixed_layout = aten_backend(lambda g: _retarget(g, [aten.cat.default], _cat_layout))
-cat_mixed_layout.__doc__ = "cat of channels_last and contiguous 4-d tensors comes out channels_last (eager: contiguous)."
+cat_mixed_layout.__doc__ = "cat of channels_last and contiguous 4-d tensors is channels_last (eager: contiguous)."
 
 
 BUGS = ("clamp_scalar_nan", "maximum_first_nan", "argmax_nan", "add_zero_folded", "var_zero_dof",
