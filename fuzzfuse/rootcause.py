@@ -101,7 +101,7 @@ _DTYPE_WORDS = re.compile(
     r"(?:\bnvf::)?\b__(?:half|bfloat)\b"
     r"|\b(?:torch\.)?(?:float|double|half|bfloat16|float16|float32|float64|int8|int16|int32|int64|uint8|bool|long|int"
     r"|int64_t|int32_t)\b"
-    r"|\b(?:CPU)?(?:Float|Double|Half|BFloat16|Long|Int|Bool|Byte)(?:Type|Tensor)?\b")
+    r"|\b(?:torch\.(?:cuda\.)?)?(?:CPU|CUDA)?(?:Float|Double|Half|BFloat16|Long|Int|Bool|Byte)(?:Type|Tensor)?\b")
 _OP_WORDS = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, OPS), key=len, reverse=True)) + r")\b")
 _NUMBERED_NAME = re.compile(r"\b[A-Za-z_]\w*?\d+\b")
 # NNC's "MALFORMED INPUT: <what> - <the IR expression>": the expression is the case's, not the bug's.
