@@ -1,4 +1,5 @@
 """Reduce, then dedup: the campaign's book of root causes (fuzzfuse.dedup)."""
+from fuzzfuse.identity import root_cause_key
 from fuzzfuse.dedup import RootCauseBook
 from fuzzfuse.ir import Graph
 from fuzzfuse.oracle import Signature
@@ -22,14 +23,14 @@ def graph(*ops: str, dtype: str = "float32") -> Graph:
 
 def test_an_anchored_crash_has_its_root_cause_at_once_and_is_known_by_it():
     other_op = Signature(**{**ASSERT.to_json(), "message": "INTERNAL ASSERT FAILED Unexpected operator type isnan in T"})
-    book = RootCauseBook({ASSERT.root_cause_key(): "minimized/silu"})
+    book = RootCauseBook({root_cause_key(ASSERT): "minimized/silu"})
     cause = book.offer(other_op, graph("isnan", "exp"), "corpus/a.json")
     assert cause is not None and cause.known == "minimized/silu" and not book.pending
 
 
 def test_a_mismatch_is_pending_never_known_until_its_reduction_names_it():
     reduced = graph("frac")
-    book = RootCauseBook({MISMATCH.root_cause_key(reduced): "minimized/frac"})
+    book = RootCauseBook({root_cause_key(MISMATCH, reduced): "minimized/frac"})
     hit = graph("exp", "frac", "sin")
     assert book.offer(MISMATCH, hit, "corpus/a.json") is None
     assert not book.causes and len(book.pending) == 1
@@ -78,15 +79,16 @@ def test_the_book_round_trips_through_json_and_takes_the_known_repros_of_the_new
     book.offer(ASSERT, graph("silu"), "corpus/a.json")
     book.offer(MISMATCH, graph("exp", "frac"), "corpus/b.json")
     again = RootCauseBook.from_json(book.to_json())
-    again.know({ASSERT.root_cause_key(): "minimized/silu"})
-    assert [c.key for c in again.causes.values()] == [ASSERT.root_cause_key()]
-    assert again.causes[ASSERT.root_cause_key()].known == "minimized/silu"
+    again.know({root_cause_key(ASSERT): "minimized/silu"})
+    assert [c.key for c in again.causes.values()] == [root_cause_key(ASSERT)]
+    assert again.causes[root_cause_key(ASSERT)].known == "minimized/silu"
     assert again.pending == book.pending
 
 
 def test_fold_keeps_one_repro_per_root_cause_and_known_counts_the_folded_variants(tmp_path):
     """Two repros of one nvFuser evaluator gap (the op name differs in the message) fold into the
-    smaller one, which lists the other; --known then matches the folded one's signature too."""
+    smaller one, which lists the other; --known then matches the folded one's signature too, and
+    its identity."""
     from fuzzfuse.corpus import Case, load_case, write_json
     from fuzzfuse.fold import fold
     from fuzzfuse.reductions import known_repros
@@ -101,7 +103,9 @@ def test_fold_keeps_one_repro_per_root_cause_and_known_counts_the_folded_variant
                                                      "seen 1 time(s).\n\n## Repro\n\n```python\n```\n")
         write_json(tmp_path / name / "case.json", Case(g, sig.backend, outcome=Outcome.CRASH, signature=sig,
                                                      verification=Verification(Reproduction.REPRODUCES)).to_json())
-    assert fold(tmp_path) == [("silu", ["isnan"])]
+    report = fold(tmp_path)
+    assert report.folded == [("silu", ["isnan"])] and not (report.moved or report.split or report.dropped)
+    assert report.lines()[0] == "silu <- 1: isnan"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["alias", "silu"]
     kept = load_case(tmp_path / "silu" / "case.json")
     assert [v.key for v in kept.also_seen_as] == [isnan.key()] and kept.hits == 2
@@ -109,4 +113,6 @@ def test_fold_keeps_one_repro_per_root_cause_and_known_counts_the_folded_variant
     assert "Seen 2 times." in readme and f"`{isnan.key()}`" in readme and "was `isnan`" in readme
     assert "seen 1 time(s)" not in readme  # the former wording is rewritten, not kept beside
     assert readme.index("**Also seen as**") < readme.index("## Repro")
-    assert known_repros([str(tmp_path)])[isnan.key()] == str(tmp_path / "silu")
+    known = known_repros([str(tmp_path)])
+    assert known.find(isnan.key()) == known.find(root_cause_key(isnan)) == str(tmp_path / "silu")
+    assert known.find(root_cause_key(other)) == str(tmp_path / "alias")

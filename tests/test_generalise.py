@@ -1,6 +1,6 @@
-"""Generalisation after reduction: a reduced graph's filler ops become wildcards of their kind in the
-root-cause key, so one bug reduced with different fillers is one key; an op the failure needs keeps
-its name. The NNC tests run the committed repros' graphs on the real fuser."""
+"""Generalisation after reduction: a reduced graph's filler ops are left out of its bug identity
+(fuzzfuse.identity), so one bug reduced with different fillers is one key; a wrong value is keyed
+by its culprit op. The NNC tests run the committed repros' graphs on the real fuser."""
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +15,7 @@ from fuzzfuse.rekey import Pools, generalise_case
 from fuzzfuse.oracle import Signature
 from fuzzfuse.reduce.generalise import ALTERNATIVES_PER_OP, Generalisation, generalise
 from fuzzfuse.reductions import known_repros
-from fuzzfuse.rootcause import root_cause_key
+from fuzzfuse.identity import root_cause_key
 from fuzzfuse.verdict import Outcome
 
 MINIMIZED = Path(__file__).parent.parent / "minimized"
@@ -40,7 +40,10 @@ def needs(op: str):
     return is_interesting, asked
 
 
-def test_a_filler_is_written_as_its_kind_and_the_op_the_failure_needs_keeps_its_name():
+def test_a_filler_is_left_out_and_the_op_the_failure_needs_is_its_culprit():
+    """frac -> neg and frac -> abs, where only frac matters: generalisation finds the second op a
+    filler, and the wrong value is then frac's, one key. Without it, a mismatch of two ops has no
+    culprit and keys by its graph: two keys."""
     neg, abs_ = frac_then("neg"), frac_then("abs")
     keys = set()
     for graph in (neg, abs_):
@@ -49,8 +52,10 @@ def test_a_filler_is_written_as_its_kind_and_the_op_the_failure_needs_keeps_its_
         assert general.ops == ((1, "unary"),) and general.applies_to(graph)
         assert all(n.op != "frac" for g in asked[:2] for n in g.nodes[:1])  # frac's alternatives were asked
         keys.add(root_cause_key(MISMATCH, graph, general))
-    assert keys == {"mismatch:values|nnc|forward|in:i0:float32/nd/contiguous ops:n0=frac(i0); n1=*unary(n0)"}
+    assert keys == {"culprit|nnc||wrong-value|forward|frac|float"}
     assert root_cause_key(MISMATCH, neg) != root_cause_key(MISMATCH, abs_)  # by names, two keys
+    assert root_cause_key(MISMATCH, neg) == \
+        "graph|nnc||wrong-value|forward|in:i0:float/nd/contiguous ops:n0=frac(i0); n1=neg(n0)|"
 
 
 def test_generalisation_asks_a_handful_of_queries_per_op_within_its_budget():
@@ -66,17 +71,32 @@ def test_generalisation_asks_a_handful_of_queries_per_op_within_its_budget():
     assert ALTERNATIVES_PER_OP >= 2
 
 
-def test_a_free_dtype_is_written_as_its_category_only_where_the_key_keeps_dtypes():
-    graph = frac_then("neg")
-    is_interesting, _ = needs("frac")
-    general = generalise(graph, is_interesting, NNC_OPS, dtypes=("float32", "float64", "int32"))
-    assert general.dtypes == ((0, "float"),)
-    assert "in:i0:float/nd" in root_cause_key(MISMATCH, graph, general)
+def test_no_dtype_is_generalised_since_an_identity_names_the_dtype_class():
+    """Dtype generalisation is gone from the reducer (minimize.generalised asks for none): an
+    identity names the class of dtype an op computes in, so a float32 and a float64 twin are one
+    key with no free dtype recorded, and a free dtype that an old case recorded changes nothing."""
+    from fuzzfuse.minimize import generalised
+
+    def frac_neg(dtype: str) -> Graph:
+        b = GraphBuilder()
+        x = b.tensor((3,), dtype, values=Values(seed=1))
+        return b.build([b.add("neg", b.add("frac", x))]).renamed()
     crash = Signature("crash", "torchscript:nnc", "run", "RuntimeError", "", "")
-    assert root_cause_key(crash, graph, general) == root_cause_key(crash, graph)  # crashes key by category anyway
+    keys = set()
+    for dtype in ("float32", "float64"):
+        graph = frac_neg(dtype)
+        general = generalised(graph, MISMATCH, "torchscript:nnc", needs("frac")[0])
+        assert general.dtypes == () and general.ops == ((1, "unary"),), general
+        old = replace(general, dtypes=((0, "float"),))
+        for sig in (MISMATCH, crash):
+            assert root_cause_key(sig, graph, old) == root_cause_key(sig, graph, general)
+            keys.add(root_cause_key(sig, graph, general))
+    assert keys == {"culprit|nnc||wrong-value|forward|frac|float", "graph|nnc||crash||frac:float|"}
 
 
-def test_a_generalisation_found_on_another_graph_is_ignored_and_old_cases_key_as_before(tmp_path):
+def test_a_generalisation_found_on_another_graph_is_ignored_and_old_cases_key_by_their_graph(tmp_path):
+    """A generalisation applies to the graph it was found on only; a case recorded without one
+    (frac -> add, two ops, no probed culprit) keys by its graph's form, dtypes by class."""
     graph, other = frac_then("neg"), frac_then("abs")
     general = generalise(graph, needs("frac")[0], NNC_OPS)
     assert root_cause_key(MISMATCH, other, general) == root_cause_key(MISMATCH, other)
@@ -91,8 +111,8 @@ def test_a_generalisation_found_on_another_graph_is_ignored_and_old_cases_key_as
         load_case(tmp_path / "bad.json")
     old = load_case(FRAC / "case.json")
     sig = old.signature
-    assert sig.root_cause_key(old.graph, None) == \
-        "mismatch:values|nnc|forward|in:i0:float32/0d/contiguous ops:n0=frac(i0); n1=add(n0,i0)"
+    assert root_cause_key(sig, old.graph, None) == \
+        "graph|nnc||wrong-value|forward|in:i0:float/0d/contiguous ops:n0=frac(i0); n1=add(n0,i0)|"
 
 
 def _variant(case: Case, directory: str) -> Case:
@@ -105,7 +125,7 @@ def test_one_nnc_bug_reduced_with_two_fillers_or_a_producer_gets_one_key():
     """NNC's frac of negative values, committed as frac -> add (aot:nnc) and folded by hand with
     frac -> eq (aot:nnc): both lose their filler. neg -> frac (torchscript:nnc), where neg makes
     the negative values frac gets wrong, keys as frac on the operand neg gave it: the same bug,
-    one key (by names alone, three)."""
+    one key, frac's on float (by their graphs alone, three)."""
     kept = load_case(FRAC / "case.json")
     with_eq = _variant(kept, "aot-nnc-mismatch-values-bool-76879027")
     neg_frac = _variant(kept, "torchscript-nnc-mismatch-values-float-cad304ad")
@@ -114,21 +134,21 @@ def test_one_nnc_bug_reduced_with_two_fillers_or_a_producer_gets_one_key():
         for case in (kept, with_eq, neg_frac):
             sig = case.signature
             general = generalise_case(case, pools(case.backend))
-            keys.append((sig.root_cause_key(case.graph), sig.root_cause_key(case.graph, general)))
+            keys.append((root_cause_key(sig, case.graph), root_cause_key(sig, case.graph, general)))
     assert len({before for before, _ in keys}) == 3
-    assert {after for _, after in keys} == {"mismatch:values|nnc|forward|in:i0:float/0d/contiguous ops:n0=frac(i0)"}, keys
+    assert {after for _, after in keys} == {"culprit|nnc||wrong-value|forward|frac|float"}, keys
 
 
 @pytest.mark.slow
-def test_a_fused_pair_whose_second_op_is_right_on_its_own_keeps_the_first_in_its_key():
+def test_a_fused_pair_whose_second_op_is_right_on_its_own_is_keyed_by_its_first_op():
     """oneDNN Graph's log then add (committed, 4e0135ad): add's value is the first wrong one, but
-    add on log's values given as inputs is right. The bug needs the pair, so the key keeps log; a
-    key of add alone would file every later oneDNN add mismatch as known."""
+    add on log's values given as inputs is right (not `alone`). The culprit is then the first op
+    that is no filler, log; a key of add would file every later oneDNN add mismatch as known."""
     case = load_case(MINIMIZED / "torchscript-onednn-mismatch-values-float-4e0135ad" / "case.json")
     with Pools(1, 60.0) as pools:
         general = generalise_case(case, pools(case.backend))
     assert general.probed and not general.alone and general.culprit is None, general
-    assert case.signature.root_cause_key(case.graph, general).endswith("ops:n0=log(i0); n1=add(n0,n0)")
+    assert root_cause_key(case.signature, case.graph, general) == "culprit|onednn||wrong-value|forward|log|float"
 
 
 def test_known_repros_hold_a_repros_generalised_key_beside_its_named_one(tmp_path):
@@ -140,26 +160,30 @@ def test_known_repros_hold_a_repros_generalised_key_beside_its_named_one(tmp_pat
     (directory / "case.json").write_text(json.dumps(replace(kept, generalisation=general).to_json()))
     keys = known_repros([str(tmp_path)])
     sig = kept.signature
-    assert keys[sig.root_cause_key(graph, general)] == keys[sig.root_cause_key(graph)] == str(directory)
+    assert root_cause_key(sig, graph, general) != root_cause_key(sig, graph)
+    assert keys.find(root_cause_key(sig, graph, general)) == keys.find(root_cause_key(sig, graph)) == str(directory)
 
 
 def test_a_generalised_crash_keeps_the_message_its_wildcards_were_tried_under():
     """Two oneDNN Graph crashes of the corpus, one with an empty error after neg, one with
-    "partition compile failed" after sqrt: both ops are fillers, so their graphs key alike; the
-    message the fillers were tried under keeps them apart."""
+    "partition compile failed" after sqrt: both ops are fillers, so the ops they need are none
+    ("*"); the folded message, part of an unanchored crash's identity, keeps them apart, with
+    their fillers or without."""
     graph = frac_then("neg")
     general = Generalisation(graph.renamed().digest(), ((0, "unary"), (1, "unary")))
     empty = Signature("crash", "torchscript:onednn", "run", "RuntimeError", "", "RuntimeError:")
     failed = replace(empty, message="RuntimeError: partition compile failed")
-    assert root_cause_key(empty, graph) == root_cause_key(failed, graph)  # by names: the message is generic
+    assert root_cause_key(empty, graph) != root_cause_key(failed, graph)
+    assert root_cause_key(empty, graph) == "graph|onednn||crash||frac:float neg:float|"
     keys = {root_cause_key(s, graph, general) for s in (empty, failed)}
-    assert len(keys) == 2 and all("=*unary(i0)" in k for k in keys)
+    assert keys == {"graph|onednn||crash||*|", "graph|onednn||crash||*|partition compile failed"}
 
 
-def test_the_culprit_is_the_first_op_whose_own_value_is_wrong_and_the_key_is_it_on_its_operands():
+def test_the_culprit_is_the_first_op_whose_own_value_is_wrong_and_the_key_is_it():
     """A stand-in fuser whose exp is wrong: with each op's value put first among the outputs, the
     first probe whose first output is wrong names exp; the key and the codec keep it, and the key
-    is exp on the operand it got, whatever observes exp's value (a mismatch of another kind there)."""
+    is exp on float whatever observes exp's value (a nan-inf or a values mismatch there: both are
+    wrong values) and whatever made its operand."""
     def graph_of(observer: str, *rest) -> Graph:
         b = GraphBuilder()
         x = b.tensor((3,), "float32", values=Values(seed=1))
@@ -181,8 +205,7 @@ def test_the_culprit_is_the_first_op_whose_own_value_is_wrong_and_the_key_is_it_
         sig = Signature("mismatch", "torchscript:nnc", "run", kind, "float" if observer == "log" else "bool")
         keys.add(root_cause_key(sig, graph, general))
         assert root_cause_key(sig, graph) != root_cause_key(sig, graph, general)
-    # The culprit on the operand it got: neg's value, which neg computed right.
-    assert keys == {"mismatch:values|nnc|forward|in:i0:float32/nd/contiguous ops:n0=exp(i0)"}, keys
+    assert keys == {"culprit|nnc||wrong-value|forward|exp|float"}, keys
     # One probe per op before the last, then exp on its operand pinned as an input (and read by a neg).
     assert [len(g.outputs) for g in probed] == [2, 2, 2] * 2
     assert [n.op for n in probed[2].nodes] == ["exp", "neg"] and general.alone
@@ -195,8 +218,8 @@ def test_nncs_round_of_a_half_is_one_key_whatever_observes_it_or_comes_before_it
     """NNC rounds 0.5 to 1 (eager, half to even: 0). Seen through rsqrt it is a nan-inf mismatch,
     through le a bool one, through exp a float one: three coarse signatures, one bug. On the real
     fuser the culprit is round, and the three keys are one. Reached through a filler before it
-    (abs -> round, where round is the output and so its own culprit), it is the same key: the key
-    reads through a unary wildcard."""
+    (abs -> round, where round is the output and so its own culprit), it is the same key: the
+    filler is left out."""
     from fuzzfuse.ir.values import encode_exact
     from fuzzfuse.job import run_case
     from fuzzfuse.backends import get_backend
@@ -214,7 +237,7 @@ def test_nncs_round_of_a_half_is_one_key_whatever_observes_it_or_comes_before_it
             case = Case(graph, "torchscript:nnc", outcome=result.outcome, signature=result.signature)
             general = generalise_case(case, pools("torchscript:nnc"))
             assert general.culprit == (0, "values"), general
-            keys.add(result.signature.root_cause_key(graph, general))
+            keys.add(root_cause_key(result.signature, graph, general))
         b = GraphBuilder()
         x = b.tensor((2,), "float32", values=Values(exact=encode_exact(torch.tensor([0.5, 2.5]))))
         graph = b.build([b.add("round", b.add("abs", x))])
@@ -222,7 +245,7 @@ def test_nncs_round_of_a_half_is_one_key_whatever_observes_it_or_comes_before_it
         case = Case(graph, "torchscript:nnc", outcome=result.outcome, signature=result.signature)
         general = generalise_case(case, pools("torchscript:nnc"))
         assert general.ops == ((0, "unary"),), general
-        filler_first = result.signature.root_cause_key(graph, general)
+        filler_first = root_cause_key(result.signature, graph, general)
     assert len(kinds) == 3
-    assert keys == {filler_first} == {"mismatch:values|nnc|forward|in:i0:float/nd/contiguous/half ops:n0=round(i0)"}, \
+    assert keys == {filler_first} == {"culprit|nnc||wrong-value|forward|round|float"}, \
         (keys, filler_first)

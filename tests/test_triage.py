@@ -5,6 +5,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tarfile
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
@@ -12,6 +13,7 @@ from urllib.parse import unquote
 
 import pytest
 
+from fuzzfuse.identity import case_identity
 from fuzzfuse.backends.base import BackendError, RunResult
 from fuzzfuse.backends.eager import EagerBackend
 from fuzzfuse.campaign import Campaign
@@ -19,7 +21,6 @@ from fuzzfuse.corpus import Case
 from fuzzfuse.ir import Graph, run_eager
 from fuzzfuse.oracle import Signature
 from fuzzfuse.report import write_report
-from fuzzfuse.rootcause import signature_today
 from fuzzfuse.strategies import Features
 from fuzzfuse.triage import Bucket, TriageError, load, order
 
@@ -104,8 +105,18 @@ def test_flaky_campaign_gives_flaky_bucket(shards):
 
 
 def _committed_minimized(tmp_path) -> Path:
-    """A copy: triage writes report.html into the directory, never into the repo."""
-    return Path(shutil.copytree(REPO / "minimized", tmp_path / "minimized"))
+    """A copy of the committed repros (HEAD's, where this is a git checkout: a fold or a campaign
+    rewriting the working tree's minimized/ meanwhile is not half read): triage writes report.html
+    into the directory, never into the repo."""
+    archive = tmp_path / "minimized.tar"
+    made = subprocess.run(["git", "-C", str(REPO), "archive", "-o", str(archive), "HEAD", "minimized"],
+                          capture_output=True, timeout=120)
+    if made.returncode != 0:
+        return Path(shutil.copytree(REPO / "minimized", tmp_path / "minimized"))
+    with tarfile.open(archive) as tar:
+        tar.extractall(tmp_path, filter="data")
+    archive.unlink()
+    return tmp_path / "minimized"
 
 
 def test_minimized_repros_bucket_by_their_root_cause(tmp_path):
@@ -113,14 +124,22 @@ def test_minimized_repros_bucket_by_their_root_cause(tmp_path):
     cases = {d.name: json.loads((d / "case.json").read_text()) for d in root.iterdir() if (d / "case.json").is_file()}
     t = load(root)
     assert not t.runs and not t.problems
-    # Keyed as today's oracle words the recorded error, by the repro's graph with the fillers its
-    # generalisation found as wildcards.
-    roots = {signature_today(c.signature, c.detail).root_cause_key(c.graph, c.generalisation)
-             for c in map(Case.from_json, cases.values())}
-    assert None not in roots and {b.key for b in t.buckets} == roots and len(t.buckets) == len(cases)
+    # Keyed by the repro's bug identity: today's oracle's words for the recorded error, the
+    # repro's graph less the fillers its generalisation found, its device. Repros of one identity
+    # (a corpus not folded since identities changed) share a bucket: their hits add up and the
+    # smallest is its repro.
+    members: dict[str, list[str]] = {}
+    for name, c in cases.items():
+        identity = case_identity(Case.from_json(c))
+        assert identity is not None, name
+        members.setdefault(identity.key(), []).append(name)
+    assert {b.key for b in t.buckets} == set(members) and len(t.buckets) <= len(cases)
     for b in t.buckets:
+        mine = [cases[name] for name in members[b.key]]
         c = cases[b.repro.name]
-        assert b.count == c["hits"] and b.repro_size == len(c["graph"]["nodes"]) and b.first_seen == c["found"]
+        assert b.repro.name in members[b.key]
+        assert b.count == sum(m["hits"] for m in mine) and b.first_seen == min(m["found"] for m in mine)
+        assert b.repro_size == len(c["graph"]["nodes"]) == min(len(m["graph"]["nodes"]) for m in mine)
         assert b.flaky == (c["verification"]["status"] == "flaky")
     # A repro that flakes when verified in fresh processes makes its bucket flaky.
     victim = root / sorted(cases)[0] / "case.json"

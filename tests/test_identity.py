@@ -1,0 +1,275 @@
+"""Bug identities (fuzzfuse.identity): same_bug, where a wrong value's culprit is, the index of
+known bugs, the identity's JSON codec, and folding a corpus by identity (fuzzfuse.fold) on real
+committed repros. The crash texts are nvFuser's own (tests/data/nvfuser_errors.json); the fold
+corpus is real case files of minimized/ (tests/data/identity_corpus: copies, since minimized/ is
+itself refolded as identities change), copied again into tmp_path before each fold."""
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from fuzzfuse.backends import Unavailable, get_backend
+from fuzzfuse.corpus import load_case
+from fuzzfuse.fold import fold
+from fuzzfuse.identity import (Anchor, BugIdentity, KnownBugs, Symptom, case_identity, culprit_position, dtype_class,
+                               identify, root_cause_key, same_bug, variant_identity)
+from fuzzfuse.ir import Graph
+from fuzzfuse.ir.graph import GraphError
+from fuzzfuse.oracle import Signature, exception_signature
+from fuzzfuse.reduce.generalise import Generalisation
+from fuzzfuse.rootcause import signature_today
+from fuzzfuse.verdict import Reproduction
+
+DATA = Path(__file__).parent / "data"
+ERRORS = json.loads((DATA / "nvfuser_errors.json").read_text())
+CORPUS = DATA / "identity_corpus"
+ELU_SMALL = "torchscript-nnc-mismatch-values-float-c8e27f28"  # NNC's elu on float, reduced to 2 ops...
+ELU_LARGE = "torchscript-nnc-mismatch-values-float-6b7dcdc4"  # ...and again, larger: one bug, two directories
+NVFUSER = "nvfuser-crash-runtimeerror-csrc-ir-internal-nodes-cpp-716-9e9c970d"  # lists an assert of codegen.cpp:910
+NEG = "torchscript-nnc-mismatch-nan-inf-float-860d91da"  # NNC's neg; lists a wrong reciprocal, a bug of its own
+
+WRONG = Signature("mismatch", "torchscript:nnc", "run", "values", "float")
+
+
+def crash(name: str) -> Signature:
+    e = ERRORS[name]
+    return exception_signature(e["backend"], e["stage"], "RuntimeError", e["text"])
+
+
+def chain(*ops: str, dtype: str = "float32", dead: str = "") -> Graph:
+    """x0 -> op -> op ... as a chain ("cast" casts to float32); `dead`: an op on x0 that feeds no
+    output."""
+    nodes, prev = [], "x0"
+    for k, op in enumerate(ops):
+        nodes.append({"name": f"v{k}", "op": op, "args": [prev], "attrs": {"dtype": "float32"} if op == "cast" else {}})
+        prev = f"v{k}"
+    if dead:
+        nodes.insert(0, {"name": "d0", "op": dead, "args": ["x0"], "attrs": {}})
+    return Graph.from_json({"schema": 1, "outputs": [prev], "nodes": nodes, "inputs": [
+        {"kind": "tensor", "name": "x0", "shape": [4], "dtype": dtype, "layout": {"kind": "contiguous"},
+         "values": {"dist": "normal", "seed": 1}}]})
+
+
+def general(graph: Graph, **fields) -> Generalisation:
+    return Generalisation(graph.renamed().digest(), **fields)
+
+
+# ---- same_bug -------------------------------------------------------------------------------------
+
+def test_a_blank_device_is_every_devices_but_two_devices_are_two_bugs():
+    on = {device: identify(WRONG, chain("frac"), device=device) for device in ("", "cpu", "cuda")}
+    assert on["cpu"].key() == "culprit|nnc|cpu|wrong-value|forward|frac|float"
+    assert same_bug(on[""], on["cpu"]) and same_bug(on["cuda"], on[""]) and same_bug(on["cpu"], on["cpu"])
+    assert not same_bug(on["cpu"], on["cuda"])
+    assert not same_bug(on["cpu"], identify(WRONG, chain("exp"), device="cpu"))
+    # Pending (no identity yet) is nobody's bug, not even another pending one's.
+    assert identify(WRONG) is None and not same_bug(None, None) and not same_bug(on["cpu"], None)
+
+
+def test_an_assert_is_one_bug_on_every_device_and_two_locations_are_never_one():
+    silu, isnan = crash("unary_evaluate_silu"), crash("unary_evaluate_isnan")
+    assert silu.location == isnan.location and silu.key() != isnan.key()
+    assert same_bug(identify(silu, device="cuda"), identify(isnan))  # the op in the message is folded out
+    assert identify(silu, device="cuda").device == ""
+    elsewhere = replace(silu, location=silu.location.rsplit(":", 1)[0] + ":699")
+    assert identify(elsewhere).detail == identify(silu).detail
+    assert not same_bug(identify(silu), identify(elsewhere))
+    # The same message and line in another component (one assert of TorchScript's, hit via two
+    # fusers) is two bugs too.
+    run = crash("alias_analysis_run")
+    assert not same_bug(identify(run), identify(replace(run, backend="torchscript:nnc")))
+
+
+def test_an_assert_wrapper_is_unwrapped_to_the_same_bug():
+    """nvFuser's parallel compile wraps a segment's error in its own assert (fusion_kernel_runtime
+    .cpp:476): the wrapped and the bare error are one bug, and a repro recorded before the wrapper
+    was unwrapped (keyed at 476, its error text kept) is that bug as today's oracle reads it."""
+    text = ERRORS["parallel_nvrtc_shfl_xor_half"]["text"]
+    wrapped, bare = crash("parallel_nvrtc_shfl_xor_half"), crash("nvrtc_shfl_xor_half")
+    assert wrapped.backend != bare.backend and "fusion_kernel_runtime.cpp:476" in text
+    assert same_bug(identify(wrapped), identify(bare))
+    assert identify(bare).where == "csrc/runtime/compiled_kernel.cpp:187"
+    recorded = replace(wrapped, location="csrc/runtime/fusion_kernel_runtime.cpp:476",
+                       message="Error from segmentation group N")
+    assert not same_bug(identify(recorded), identify(bare))  # as recorded: the wrapper's own assert
+    today = signature_today(recorded, text)
+    assert same_bug(identify(today), identify(bare))
+
+
+# ---- where a wrong value starts --------------------------------------------------------------------
+
+def test_a_probed_culprit_is_the_culprit():
+    g = chain("neg", "exp", "log")
+    assert culprit_position(g, general(g, culprit=(1, "values"), probed=True)) == 1
+    assert identify(WRONG, g, general(g, culprit=(1, "nan-inf"), probed=True)).key() == \
+        "culprit|nnc||wrong-value|forward|exp|float"
+    # A culprit that generalisation also found a filler is no culprit: the first op that is none is.
+    assert culprit_position(g, general(g, ops=((1, "unary"),), culprit=(1, "values"), probed=True)) == 0
+
+
+def test_the_last_op_is_the_culprit_where_it_fails_alone_on_its_operands():
+    g = chain("neg", "exp", "log")
+    assert culprit_position(g, general(g, probed=True, alone=True)) == 2
+    assert culprit_position(g, general(g, ops=((0, "unary"),), probed=True, alone=True)) == 2
+
+
+def test_else_the_first_op_that_is_no_filler_is_the_culprit():
+    """A fused pair whose last op is right on its own operands (not `alone`): the bug needs the
+    ops before, and the first the failure needs names it."""
+    g = chain("neg", "exp", "log")
+    assert culprit_position(g, general(g, probed=True)) == 0
+    assert culprit_position(g, general(g, ops=((0, "unary"),), probed=True)) == 1
+    assert culprit_position(g, general(g, ops=((0, "unary"), (1, "unary"), (2, "unary")), probed=True)) is None
+    # Not probed (a crash's generalisation, say): the one op that is no filler, if there is one.
+    assert culprit_position(g, general(g, ops=((0, "unary"), (2, "unary")))) == 1
+    assert culprit_position(g, general(g, ops=((0, "unary"),))) is None
+
+
+def test_without_generalisation_only_a_graph_of_one_live_op_has_a_culprit():
+    assert culprit_position(chain("frac"), None) == 0
+    assert culprit_position(chain("frac", dead="exp"), None) == 1  # the dead op is no candidate
+    two = chain("frac", "neg")
+    assert culprit_position(two, None) is None
+    assert identify(WRONG, two).anchor is Anchor.GRAPH
+    # A generalisation found on another graph is not read.
+    assert identify(WRONG, two, general(chain("frac", "abs"), ops=((1, "unary"),))).anchor is Anchor.GRAPH
+    assert identify(WRONG, two, general(two, ops=((1, "unary"),))).anchor is Anchor.CULPRIT
+
+
+def test_a_culprit_names_the_class_of_dtype_it_computes_in():
+    assert dtype_class(chain("frac", dtype="float64"), 0) == dtype_class(chain("frac", dtype="float16"), 0) == "float"
+    assert dtype_class(chain("cast", dtype="int32"), 0) == "int->float"
+    assert dtype_class(chain("isnan"), 0) == "float->bool"
+    assert root_cause_key(WRONG, chain("neg", dtype="int64")) == "culprit|nnc||wrong-value|forward|neg|int"
+
+
+# ---- the index of known bugs -----------------------------------------------------------------------
+
+def test_known_bugs_find_a_bug_by_its_key_on_its_device_or_on_any():
+    culprit = identify(WRONG, chain("frac"))
+    blank, cpu, cuda = (replace(culprit, device=d).key() for d in ("", "cpu", "cuda"))
+    known = KnownBugs({blank: "minimized/frac-anywhere"})
+    assert known.find(cpu) == known.find(cuda) == known.find(blank) == "minimized/frac-anywhere"
+    known = KnownBugs({cpu: "minimized/frac-cpu"})
+    assert known.find(cpu) == "minimized/frac-cpu"
+    assert known.find(blank) == "minimized/frac-cpu"  # a key naming no device: a bug seen on any is it
+    assert known.find(cuda) is None  # another device: another bug
+    assert known.find(replace(culprit, where="exp", device="cpu").key()) is None and known.find(None) is None
+    # The first directory recorded for a key keeps it; coarse signature keys are looked up as they are.
+    known.add(cpu, "minimized/later")
+    known.add(WRONG.key(), "minimized/frac-cpu")
+    assert known.find(cpu) == "minimized/frac-cpu" and known.find(WRONG.key()) == "minimized/frac-cpu"
+    assert known.find(replace(WRONG, backend="aot:nnc").key()) is None
+    assert len(known) == 2 and dict(known.items()) == {cpu: "minimized/frac-cpu", WRONG.key(): "minimized/frac-cpu"}
+
+
+# ---- the identity's JSON ---------------------------------------------------------------------------
+
+def test_an_identity_round_trips_through_json_and_bad_json_is_refused():
+    identities = [identify(crash("unary_evaluate_silu")), identify(WRONG, chain("frac"), device="cpu"),
+                  identify(Signature("hang", "inductor", "run", "timeout"), chain("exp", "neg")),
+                  identify(Signature("crash", "aot:onednn", "compile", "RuntimeError", "", "IValue is not a Scalar"))]
+    assert [i.anchor for i in identities] == [Anchor.ASSERT, Anchor.CULPRIT, Anchor.GRAPH, Anchor.MESSAGE]
+    for identity in identities:
+        again = BugIdentity.from_json(json.loads(json.dumps(identity.to_json())))
+        assert again == identity and again.key() == identity.key() and isinstance(again.symptom, Symptom)
+    good = identities[1].to_json()
+    assert good == {"component": "nnc", "anchor": "culprit", "symptom": "wrong-value", "where": "frac",
+                    "detail": "float", "phase": "forward", "device": "cpu"}
+    for bad in ({**good, "anchor": "hunch"}, {**good, "symptom": "sad"}, {**good, "where": 3},
+                {**good, "exec": "os.system"}, {k: v for k, v in good.items() if k != "anchor"}, ["culprit"], None):
+        with pytest.raises(GraphError):
+            BugIdentity.from_json(bad)
+
+
+# ---- folding a corpus by identity ------------------------------------------------------------------
+
+def corpus(tmp_path: Path, *names: str) -> Path:
+    root = tmp_path / "minimized"
+    for name in names:
+        shutil.copytree(CORPUS / name, root / name)
+    return root
+
+
+def listed(directory: Path) -> list[str]:
+    return [v.directory for v in load_case(directory / "case.json").also_seen_as]
+
+
+def test_two_directories_of_one_bug_fold_into_the_smaller_which_lists_the_other(tmp_path):
+    root = corpus(tmp_path, ELU_SMALL, ELU_LARGE)
+    small, large = (load_case(root / n / "case.json") for n in (ELU_SMALL, ELU_LARGE))
+    assert same_bug(case_identity(small), case_identity(large)) and case_identity(small).where == "elu"
+    assert small.graph.size <= large.graph.size
+    report = fold(root)
+    assert report.folded == [(ELU_SMALL, [ELU_LARGE])] and not (report.split or report.not_split)
+    assert {form for form, _, _ in report.moved} == set(listed(CORPUS / ELU_LARGE))
+    assert all((src, dst) == (ELU_LARGE, ELU_SMALL) for _, src, dst in report.moved)
+    assert [p.name for p in root.iterdir()] == [ELU_SMALL]
+    kept = load_case(root / ELU_SMALL / "case.json")
+    assert sorted(v.directory for v in kept.also_seen_as) == \
+        sorted([ELU_LARGE, *listed(CORPUS / ELU_SMALL), *listed(CORPUS / ELU_LARGE)])
+    assert all(same_bug(variant_identity(v, kept.device), case_identity(kept)) for v in kept.also_seen_as)
+    assert kept.hits == small.hits + large.hits and kept.graph == small.graph
+    folded_in = next(v for v in kept.also_seen_as if v.directory == ELU_LARGE)
+    assert folded_in.graph == large.graph and folded_in.verification is Reproduction.REPRODUCES
+    # Folded once, a corpus folds to itself.
+    again = fold(root)
+    assert not (again.folded or again.moved or again.split or again.dropped)
+    assert load_case(root / ELU_SMALL / "case.json") == kept
+
+
+def test_a_dry_run_says_what_a_fold_would_do_and_changes_nothing(tmp_path):
+    root = corpus(tmp_path, ELU_SMALL, ELU_LARGE)
+    before = {p.name: (p / "case.json").read_text() for p in root.iterdir()}
+    report = fold(root, dry_run=True)
+    assert report.folded == [(ELU_SMALL, [ELU_LARGE])]
+    assert report.lines()[0] == f"{ELU_SMALL} <- 1: {ELU_LARGE}"
+    assert {p.name: (p / "case.json").read_text() for p in root.iterdir()} == before
+
+
+def test_a_form_of_another_bug_with_no_home_stays_where_its_backend_does_not_run(tmp_path):
+    """An nvFuser assert (internal_nodes.cpp:716) lists one of codegen.cpp:910, a bug no directory
+    holds: it needs a directory of its own, written and verified on nvFuser, which does not run
+    here, so it stays listed where it is, and the fold says why."""
+    try:
+        get_backend("nvfuser")
+        pytest.skip("nvFuser runs here: the form would be split out")
+    except Unavailable:
+        pass
+    root = corpus(tmp_path, NVFUSER)
+    case = load_case(root / NVFUSER / "case.json")
+    (form,) = case.also_seen_as
+    assert form.graph is not None and not same_bug(variant_identity(form, case.device), case_identity(case))
+    assert variant_identity(form).where == "csrc/codegen.cpp:910"
+    before = (root / NVFUSER / "case.json").read_text()
+    report = fold(root, verify_runs=1)
+    assert [(f, src) for f, src, _ in report.not_split] == [(form.directory, NVFUSER)]
+    assert "nvfuser" in report.not_split[0][2].lower()
+    assert not (report.split or report.folded or report.moved or report.dropped)
+    assert [p.name for p in root.iterdir()] == [NVFUSER] and (root / NVFUSER / "case.json").read_text() == before
+
+
+@pytest.mark.slow
+def test_a_form_of_another_bug_with_no_home_is_split_into_a_verified_directory_of_its_own(tmp_path):
+    """NNC's wrong neg lists a wrong reciprocal (another culprit, no directory of its own): on NNC,
+    which runs here, the fold writes the form as a repro, verifies it in a fresh process, and
+    takes it off the neg's list; the neg keeps its own form."""
+    root = corpus(tmp_path, NEG)
+    case = load_case(root / NEG / "case.json")
+    mine = [v for v in case.also_seen_as if same_bug(variant_identity(v, case.device), case_identity(case))]
+    (other,) = [v for v in case.also_seen_as if v not in mine]
+    assert variant_identity(other, case.device).where == "reciprocal" and other.backend == "torchscript:nnc"
+    report = fold(root, verify_runs=1)
+    assert not report.not_split and not report.dropped, report.lines()
+    ((new, source),) = report.split
+    assert source == NEG and sorted(p.name for p in root.iterdir()) == sorted([NEG, new])
+    split = load_case(root / new / "case.json")
+    assert split.graph == other.graph and split.verification.status is Reproduction.REPRODUCES
+    assert same_bug(case_identity(split), variant_identity(other, case.device))
+    assert (root / new / "repro.py").is_file() and (root / new / "README.md").is_file()
+    assert listed(root / NEG) == [v.directory for v in mine]
+    # Split once, the corpus folds to itself.
+    again = fold(root, verify_runs=1)
+    assert not (again.folded or again.moved or again.split or again.dropped)
