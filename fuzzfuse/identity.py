@@ -18,8 +18,12 @@ triage and the pytest plugin all ask it (or its index key, `BugIdentity.key`).
   own value); where that found none, it is the first op of the reduced graph that is no filler:
   the reducer replaces every op it can by an input holding eager's value of it, so an op that is
   still there computes something eager does not.
-- Any other failure (a hang, a fallback, a crash known only by a Python frame and an unspecific
-  message) is its reduced graph's canonical form (fuzzfuse.graphform).
+- A crash known only by a Python frame and an unspecific message is the ops its reduced graph
+  needs (fillers left out, and the ops that only consumed the bad value: a crash surfaces
+  downstream of its cause), with their dtype classes, and its folded message unless that message
+  only says where the bad value surfaced (an op rejecting its operands in words of its own, one
+  of ATen's argument checks: rootcause.downstream). A fallback (`unfused`) is the ops it declined and the layouts of the inputs that
+  made it decline. A hang is its reduced graph's canonical form (fuzzfuse.graphform).
 
 An unreduced hit has no identity (None): it is pending, never known.
 """
@@ -39,7 +43,7 @@ from .ir.types import category
 from .ir.untrusted import record, take
 from .oracle import Signature
 from .reduce.generalise import Generalisation
-from .rootcause import component, fold, native_assert, signature_today, specific_message
+from .rootcause import component, downstream, fold, native_assert, signature_today, specific_message
 
 # The outcomes that are failures (a pass, an invalid case or a documented difference has no identity).
 FAILURES = ("crash", "hard-crash", "hang", "mismatch", "unfused", "flaky")
@@ -166,12 +170,15 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         position = culprit_position(graph, general)
         if position is not None:
             node = graph.nodes[position]
-            return BugIdentity(comp, Anchor.CULPRIT, symptom, node.op, dtype_class(graph, position), phase, device)
+            # A shape or a stride rule reads no dtype: a wrong shape is one bug whatever it holds.
+            structural = symptom in (Symptom.WRONG_SHAPE, Symptom.WRONG_STRIDES)
+            detail = "" if structural else dtype_class(graph, position)
+            return BugIdentity(comp, Anchor.CULPRIT, symptom, node.op, detail, phase, device)
     if signature.outcome in ("crash", "hard-crash"):
-        # A crash without an anchor is named by its folded message and the ops it needs (the
-        # fillers left out), in the classes of dtype they compute in: its inputs' layouts, special
-        # values and constants, and what consumed the bad value, are how it was reached.
-        return BugIdentity(comp, Anchor.GRAPH, symptom, needed_ops(graph, general), fold(signature.message),
+        # Its inputs' layouts, special values and constants, and the op that rejected the bad
+        # value, are how it was reached (the module's docstring).
+        said = "" if downstream(signature.message) else fold(signature.message)
+        return BugIdentity(comp, Anchor.GRAPH, symptom, needed_ops(graph, general, producers_only=True), said,
                            phase, device)
     if signature.outcome == "unfused":
         # A fallback is named by the ops it declined and the layouts of the inputs that made it
@@ -203,12 +210,17 @@ def culprit_position(graph: Graph, generalisation: Generalisation | None) -> int
     return candidates[0] if candidates else None
 
 
-def needed_ops(graph: Graph, generalisation: Generalisation | None) -> str:
+def needed_ops(graph: Graph, generalisation: Generalisation | None, producers_only: bool = False) -> str:
     """The ops a reduced graph needs, each with its dtype class, in graph order ("*" where every op
-    is a filler)."""
+    is a filler). producers_only: where some op feeds another, the ops that feed none (they only
+    consumed a value) are left out too."""
     fillers = {k for k, _ in generalisation.ops} if generalisation is not None else set()
-    live = {n.name for n in graph.without_dead_code().nodes}
-    ops = [f"{n.op}:{dtype_class(graph, k)}" for k, n in enumerate(graph.nodes) if n.name in live and k not in fillers]
+    live = graph.without_dead_code()
+    read = {r for n in live.nodes for r in n.refs()}
+    names = {n.name for n in live.nodes}
+    if producers_only and names & read:
+        names &= read
+    ops = [f"{n.op}:{dtype_class(graph, k)}" for k, n in enumerate(graph.nodes) if n.name in names and k not in fillers]
     return " ".join(ops) or "*"
 
 

@@ -45,16 +45,18 @@ def component(backend_name: str) -> str:
 # this keeps its reduced graph's key. A fuser raises some for whatever failed in a stage; the others
 # are a library's checks, which fire for whatever caller passed a bad value (a symptom, as an ATen
 # location is).
+# ATen's argument checks: they fire for whatever caller passed a bad value, downstream of its cause.
+ATEN_CHECKS = re.compile(
+    r"The expanded size of the tensor|shape 'S' is invalid|The size of tensor a|.*the number of sizes provided"
+    r"|expected scalar type|Expected tensor for argument|Boolean value of Tensor|Cannot access data pointer"
+    r"|.*not implemented for")
 GENERIC_MESSAGES = re.compile("|".join((
     r"partition compile failed$", r"could not OP op to the graph$",  # oneDNN Graph: any failure of a stage
     r"The following operation failed in the TorchScript interpreter",  # wraps any error
     r"C\+\+ compile error$",  # Inductor: any bad generated code
     r"CUDA error:",  # a kernel fault: any bad index or size
     r"(?:unordered_map::at|bad optional access|vector::_M_range_check)$",  # the C++ standard library
-    # ATen's argument checks
-    r"The expanded size of the tensor|shape 'S' is invalid|The size of tensor a|.*the number of sizes provided"
-    r"|expected scalar type|Expected tensor for argument|Boolean value of Tensor|Cannot access data pointer"
-    r"|.*not implemented for",
+    ATEN_CHECKS.pattern,
 )))
 # What `headline` appends to an empty error: the op TorchScript's traceback points at.
 _FAILED_AT = re.compile(r"\(in [\w.:]+\)")
@@ -75,12 +77,18 @@ def specific_message(signature: Signature) -> str:
         return ""
     said = _FAILED_AT.sub(" ", _WRAPPER_PREFIX.sub("", signature.message))
     text = fold(signature.message)
-    if len(_WORD.findall(said)) < 2 or GENERIC_MESSAGES.match(text) or _names_an_operand(said):
+    if len(_WORD.findall(said)) < 2 or GENERIC_MESSAGES.match(text) or names_an_operand(said):
         return ""
     return text
 
 
-def _names_an_operand(message: str) -> bool:
+def downstream(message: str) -> bool:
+    """Whether a crash's message says only where a bad value surfaced: an op rejecting its operands
+    in words of its own (`names_an_operand`) or one of ATen's argument checks."""
+    return names_an_operand(_WRAPPER_PREFIX.sub("", message)) or bool(ATEN_CHECKS.match(fold(message)))
+
+
+def names_an_operand(message: str) -> bool:
     """Whether a message names an op or a dtype: an op's check of its operands ("Boolean inputs
     not supported for relu"), which fires downstream of whatever produced the bad value (oneDNN's
     rewrite of `x + 0` leaves a bool tensor that relu, neg or abs then rejects in words of its own)."""
