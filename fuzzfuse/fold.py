@@ -133,8 +133,14 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
     # First the bugs only listed forms hold: each gets a directory, or its forms stay where they are.
     homeless = [(key, _unique(bug.forms)) for key, bug in sorted(bugs.items()) if not bug.repros]
     source = {id(v): r for r in repros for v, _ in r.forms}
-    here = [(key, forms) for key, forms in homeless
-            if not split_on or (source[id(forms[0])].case.device or "cpu") == split_on]
+    devices = {split_on} if split_on else _devices_here()
+    here = [(key, forms) for key, forms in homeless if (source[id(forms[0])].case.device or "cpu") in devices]
+    for key, forms in homeless:
+        device = source[id(forms[0])].case.device or "cpu"
+        if device not in devices:
+            report.not_split += [(f.directory, source[id(f)].directory.name,
+                                  f"found on {device}: fold with --split-on {device} where {device} runs")
+                                 for f in forms]
     if dry_run:
         report.split += [(f"(new) {key[:100]}", forms[0].directory) for key, forms in here]
         made = [None] * len(here)
@@ -187,6 +193,14 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
     return report
 
 
+def _devices_here() -> set[str]:
+    """The devices whose forms can be verified here: a CUDA form written as a repro on a CPU
+    machine would run on the CPU."""
+    import torch
+
+    return {"cpu", "cuda"} if torch.cuda.is_available() else {"cpu"}
+
+
 def _unique(forms: list[Variant]) -> list[Variant]:
     seen, out = set(), []
     for v in forms:
@@ -214,7 +228,8 @@ def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verif
             return None
         if written.verification is None or written.verification.status is not Reproduction.REPRODUCES:
             shutil.rmtree(directory, ignore_errors=True)
-            report.dropped.append((form.directory, lister.directory.name, "does not reproduce as recorded now"))
+            report.not_split.append((form.directory, lister.directory.name,
+                                     "its repro does not fail as recorded here (it stays listed)"))
             continue
         report.split.append((directory.name, lister.directory.name))
         return directory, written, [f for f in forms if f is not form]
@@ -230,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("directory", help="a directory of minimized repros (each <name>/case.json)")
     parser.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
     parser.add_argument("--split-on", choices=("cpu", "cuda"), default="",
-                        help="split out only forms found on this device (default: any the backends here run)")
+                        help="split out only forms found on this device (default: every device this machine has)")
     parser.add_argument("--jobs", type=int, default=1, help="forms written and verified at once (default 1)")
     args = parser.parse_args(argv)
     if not Path(args.directory).is_dir():

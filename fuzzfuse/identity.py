@@ -19,10 +19,10 @@ triage and the pytest plugin all ask it (or its index key, `BugIdentity.key`).
   the reducer replaces every op it can by an input holding eager's value of it, so an op that is
   still there computes something eager does not.
 - A crash known only by a Python frame and an unspecific message is the ops its reduced graph
-  needs (fillers left out, and the ops that only consumed the bad value: a crash surfaces
-  downstream of its cause), with their dtype classes, and its folded message unless that message
-  only says where the bad value surfaced (an op rejecting its operands in words of its own, one
-  of ATen's argument checks: rootcause.downstream). A fallback (`unfused`) is the ops it declined and the layouts of the inputs that
+  needs (fillers left out, and, where an op refused its operand's dtype, the ops that only
+  consumed the bad value: rootcause.rejects_operand), with their dtype classes, and its folded
+  message unless that message only says where the bad value surfaced (an op refusing its
+  operand, one of ATen's argument checks: rootcause.downstream). A fallback (`unfused`) is the ops it declined and the layouts of the inputs that
   made it decline. A hang is its reduced graph's canonical form (fuzzfuse.graphform).
 
 An unreduced hit has no identity (None): it is pending, never known.
@@ -43,7 +43,7 @@ from .ir.types import category
 from .ir.untrusted import record, take
 from .oracle import Signature
 from .reduce.generalise import Generalisation
-from .rootcause import component, downstream, fold, native_assert, signature_today, specific_message
+from .rootcause import component, downstream, fold, native_assert, rejects_operand, signature_today, specific_message
 
 # The outcomes that are failures (a pass, an invalid case or a documented difference has no identity).
 FAILURES = ("crash", "hard-crash", "hang", "mismatch", "unfused", "flaky")
@@ -177,8 +177,11 @@ def identify(signature: Signature | None, graph: Graph | None = None,
     if signature.outcome in ("crash", "hard-crash"):
         # Its inputs' layouts, special values and constants, and the op that rejected the bad
         # value, are how it was reached (the module's docstring).
-        said = "" if downstream(signature.message) else fold(signature.message)
-        return BugIdentity(comp, Anchor.GRAPH, symptom, needed_ops(graph, general, producers_only=True), said,
+        # A process killed by a signal is named by it: a segfault is not an exception's bug.
+        said = (signature.kind if signature.outcome == "hard-crash"
+                else "" if downstream(signature.message) else fold(signature.message))
+        return BugIdentity(comp, Anchor.GRAPH, symptom,
+                           needed_ops(graph, general, producers_only=rejects_operand(signature.message)), said,
                            phase, device)
     if signature.outcome == "unfused":
         # A fallback is named by the ops it declined and the layouts of the inputs that made it

@@ -82,10 +82,23 @@ def specific_message(signature: Signature) -> str:
     return text
 
 
+# ATen's checks that an op makes of its operands' dtypes: the op that raises them only rejected a
+# value made before it.
+_DTYPE_REJECTIONS = re.compile(r".*not implemented for|expected scalar type|Boolean value of Tensor")
+
+
 def downstream(message: str) -> bool:
     """Whether a crash's message says only where a bad value surfaced: an op rejecting its operands
-    in words of its own (`names_an_operand`) or one of ATen's argument checks."""
-    return names_an_operand(_WRAPPER_PREFIX.sub("", message)) or bool(ATEN_CHECKS.match(fold(message)))
+    (`rejects_operand`) or one of ATen's argument checks."""
+    return rejects_operand(message) or bool(ATEN_CHECKS.match(fold(message)))
+
+
+def rejects_operand(message: str) -> bool:
+    """Whether a crash's message is an op refusing the dtype of its operand, in words of its own
+    (`names_an_operand`: "Boolean inputs not supported for relu") or ATen's: the op that raised it
+    is not the bug, what made its operand is. (A size check is not: a backward formula that
+    broadcasts wrongly raises one for its own op.)"""
+    return names_an_operand(_WRAPPER_PREFIX.sub("", message)) or bool(_DTYPE_REJECTIONS.match(fold(message)))
 
 
 def names_an_operand(message: str) -> bool:

@@ -174,8 +174,8 @@ def test_a_generalised_crash_keeps_the_message_its_wildcards_were_tried_under():
     empty = Signature("crash", "torchscript:onednn", "run", "RuntimeError", "", "RuntimeError:")
     failed = replace(empty, message="RuntimeError: partition compile failed")
     assert root_cause_key(empty, graph) != root_cause_key(failed, graph)
-    # The neg that consumed frac's value is left out: a crash surfaces downstream of its cause.
-    assert root_cause_key(empty, graph) == "graph|onednn||crash||frac:float|"
+    # An empty message refuses nothing: the neg after frac stays among the ops it needs.
+    assert root_cause_key(empty, graph) == "graph|onednn||crash||frac:float neg:float|"
     keys = {root_cause_key(s, graph, general) for s in (empty, failed)}
     assert keys == {"graph|onednn||crash||*|", "graph|onednn||crash||*|partition compile failed"}
 

@@ -208,8 +208,8 @@ def test_special_value_classes_come_from_the_input_values():
 
 def test_a_crash_downstream_of_its_cause_is_keyed_by_the_ops_that_made_the_bad_value():
     """A crash without an anchor is the ops it needs, each with its dtype class, less the fillers
-    its generalisation found and the ops that only consumed the bad value; its folded message
-    unless that names an op or a dtype (the rejection says where the bad value surfaced). The
+    its generalisation found and, where an op refused its operand's dtype, the ops that only
+    consumed the bad value; its folded message unless that only says where the bad value surfaced. The
     oneDNN rewrite of `x + 0` keeps a bool tensor bool; relu, neg and abs after it then reject it
     in words of their own: one bug, the add. The constants of the ops are not read."""
     def crash(message):
@@ -226,7 +226,9 @@ def test_a_crash_downstream_of_its_cause_is_keyed_by_the_ops_that_made_the_bad_v
         root_cause_key(crash(words["relu"]), rejected("relu", 3.0))
     # A message that names no operand is kept: it may tell two failures of one graph apart.
     generic = crash("partition compile failed")
-    assert root_cause_key(generic, rejected("relu")) == "graph|onednn||crash||add:bool->float|partition compile failed"
+    # Nor did relu refuse its operand: it stays among the ops the crash needs.
+    assert root_cause_key(generic, rejected("relu")) == \
+        "graph|onednn||crash||add:bool->float relu:float|partition compile failed"
     clamp = graph(("v0", "add", ["x0", "x0"], {}), ("v1", "clamp", ["v0", 1, 0.0], {}))
     sub = graph(("v0", "sub", ["x0", "x0"], {}), ("v1", "clamp", ["v0", 1, 0.0], {}))
     assert root_cause_key(generic, clamp) != root_cause_key(generic, sub)
