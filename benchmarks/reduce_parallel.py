@@ -56,16 +56,21 @@ def fixed_set(paths: list[str], admitted: list[str], per_backend: int, timeout: 
               pools: dict[str, WorkerPool], hangs: bool) -> list[tuple[str, str, Case]]:
     """(path, backend, case): per backend, the largest still-failing cases, up to per_backend."""
     by_backend: dict[str, list[tuple[str, Case]]] = {}
+    unavailable: dict[str, str] = {}
     for path, case in iter_cases(paths):
         if isinstance(case, CorpusError) or not case.signature or (case.signature.outcome == "hang" and not hangs):
             continue
         try:
             backend = backend_for_file(case.backend, case.backend if case.backend in admitted else None, str(path))
-            get_backend(backend)
+            if backend not in by_backend and backend not in unavailable:
+                get_backend(backend)
         except Unavailable as e:  # a backend this machine cannot run, or one not admitted
-            print(f"skipped {path}: {e}", file=sys.stderr)
+            unavailable[case.backend] = str(e)
             continue
-        by_backend.setdefault(backend, []).append((str(path), case))
+        if backend not in unavailable:
+            by_backend.setdefault(backend, []).append((str(path), case))
+    for backend, why in unavailable.items():
+        print(f"skipped the cases of {backend}: {why}", file=sys.stderr)
     chosen = []
     for backend in sorted(by_backend):
         kept = 0

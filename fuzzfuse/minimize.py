@@ -110,7 +110,7 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
         options, _ = reduce_options(case.options, get_backend(backend).simpler_options,
                                     lambda candidates: ask([(reduction.graph, o) for o in candidates]))
         general = generalised(reduction.graph, kept, backend, interesting_with(options),
-                              first_wrong_with(options)) if generalise else None
+                              first_wrong_with(options), batch=max(1, workers)) if generalise else None
         graph, stats = reduction.graph, reduction.stats
         if general is not None and general.culprit:
             # The ops after the culprit only observe its wrong value (the key ends there already):
@@ -126,7 +126,8 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
                 again = reduce(at_culprit, interesting_with(options), batch=max(1, workers), progress=progress,
                                max_queries=max_queries)
                 graph, stats = again.graph, _combined(stats, again.stats)
-                general = generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options))
+                general = generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options),
+                                      batch=max(1, workers))
         return CaseReduction(graph, stats, kept, options, general)
     finally:
         if own:
@@ -162,16 +163,17 @@ def first_output_wrong(backend: str, reply: dict) -> str | None:
 
 def generalised(graph: Graph, signature: Signature, backend: str,
                 is_interesting: Callable[[list[Graph]], list[bool]],
-                first_wrong: Callable[[list[Graph]], list[str | None]] | None = None) -> Generalisation | None:
+                first_wrong: Callable[[list[Graph]], list[str | None]] | None = None,
+                batch: int = 1) -> Generalisation | None:
     """The fillers, free dtypes and culprit of a reduced graph (fuzzfuse.reduce.generalise), among
     the ops `backend` draws. An anchored crash's identity does not read the graph, but steering
     does (its trigger drops the fillers: fuzzfuse.steering), so its ops are generalised too; no
     dtype (an identity names a dtype's class, never the dtype); a culprit only for a wrong forward
-    value."""
+    value. batch: the workers the queries run on (reduce_case's)."""
     features = get_backend(backend).features
     wrong_value = signature.outcome == "mismatch" and signature.stage == "run"
     return generalise(graph, is_interesting, features.ops,
-                      first_wrong=first_wrong if wrong_value else None)
+                      first_wrong=first_wrong if wrong_value else None, batch=batch)
 
 
 class Verified(NamedTuple):

@@ -138,10 +138,13 @@ class SharedPool:
         return request.replies
 
     def wake(self) -> None:
-        try:
-            os.write(self._wake_w, b"!")
-        except (BlockingIOError, OSError):  # already awake (the pipe is full), or closed at the end
-            pass
+        with self._lock:  # not while __exit__ closes the pipe: its number may be reused at once
+            if self._wake_w < 0:
+                return
+            try:
+                os.write(self._wake_w, b"!")
+            except BlockingIOError:  # already awake: the pipe is full
+                pass
 
     # ---- the campaign thread's side -----------------------------------------------------------
     def poll(self, max_wait: float) -> list[dict]:
@@ -159,9 +162,10 @@ class SharedPool:
         return self
 
     def __exit__(self, *exc_info) -> None:
-        for fd in (self._wake_r, self._wake_w):
-            os.close(fd)
-        self._wake_r = self._wake_w = -1
+        with self._lock:
+            for fd in (self._wake_r, self._wake_w):
+                os.close(fd)
+            self._wake_r = self._wake_w = -1
 
     def dispatch(self, limit: int) -> None:
         """Queue the reductions' jobs on the workers, ahead of fuzzing's, up to `limit` in the pool."""

@@ -427,3 +427,26 @@ def test_two_different_aborts_are_two_signatures_and_a_crash_without_a_message_k
     assert keys[2] == "hard-crash|nvfuser|run|SIGABRT|csrc/fusion_segmenter.cpp:4015|INTERNAL ASSERT FAILED"
     plain = {"status": "hard-crash", "signal": "SIGSEGV", "stderr_tail": "Fatal Python error: Segmentation fault\n"}
     assert judge("torchscript:onednn", plain).key == "hard-crash|torchscript:onednn|run|SIGSEGV||"
+
+
+def test_the_summary_says_where_the_wall_time_and_the_workers_time_went(tmp_path):
+    """summary.json's wall_seconds split the run into start-up, fuzzing, reducing and waiting,
+    each moment in one of them, so they add up to its total, which is the run's wall time from the
+    Campaign's construction; the workers' time by use adds up to the workers' lifetimes, and the
+    busy share is their time at work over workers x wall. The run stops at --max-cases exactly."""
+    import time
+
+    start = time.time()
+    campaign = Campaign(BUGGY + "WrongOnExp", tmp_path, seed=1, workers=2, max_cases=40, timeout=8.0,
+                        features=SMALL, swarm=False, reduce=False)
+    summary = campaign.run()
+    wall = time.time() - start
+    phases, total = summary["wall_seconds"], summary["wall_seconds"]["total"]
+    assert set(phases) == {"start-up", "fuzzing", "reducing", "waiting", "total"}
+    assert abs(sum(v for k, v in phases.items() if k != "total") - total) < 0.05
+    assert 0 < wall - total < 2.0 and phases["start-up"] > 0 and phases["fuzzing"] > 0
+    uses = summary["worker_seconds_by_use"]
+    assert {"fuzz", "starting"} <= set(uses) and 1.5 * total < sum(uses.values()) <= 2 * total + 0.1
+    assert summary["busy_share"] == pytest.approx(
+        sum(uses.get(k, 0.0) for k in ("fuzz", "reduce", "learn")) / (2 * total), abs=0.01)  # uses are rounded
+    assert summary["cases"] == 40

@@ -276,3 +276,21 @@ def test_max_queries_and_progress(sigmoid_graph):
 def test_original_must_be_interesting(sigmoid_graph):
     with pytest.raises(ValueError, match="not interesting"):
         reduce(sigmoid_graph, lambda cs: [False] * len(cs))
+
+
+def test_generalising_on_several_workers_asks_ahead_and_records_what_one_worker_records():
+    """With batch > 1, generalisation asks every position's alternatives in one call, within its
+    budget, then judges the positions in order from those answers: the same generalisation (its
+    query count too) as asked one pair at a time, in fewer calls."""
+    from fuzzfuse.reduce.generalise import generalise
+
+    b = GraphBuilder()
+    x = b.tensor((3,), "float32", values=Values(seed=1))
+    graph = b.build([b.add("mul", b.add("neg", b.add("frac", x)), 2.0)]).renamed()
+    ops = ("abs", "neg", "relu", "frac", "exp", "log", "sqrt", "add", "mul", "sub")
+    for budget in (32, 5):
+        one, ahead = Recorder(contains("frac")), Recorder(contains("frac"))
+        alone = generalise(graph, one, ops, dtypes=("float32", "float64"), max_queries=budget)
+        together = generalise(graph, ahead, ops, dtypes=("float32", "float64"), max_queries=budget, batch=8)
+        assert together == alone and (alone.ops or budget < 32)  # neg and mul are fillers, frac is not
+        assert len(ahead.batches) < len(one.batches) and sum(ahead.batches) <= budget

@@ -24,7 +24,10 @@ care are written as wildcards:
   first wrong one (an algebraic rewrite across ops too shows there). A wrong value's key is its
   culprit on the operands it received (fuzzfuse.graphform.culprit_form).
 
-Queries are bounded: MAX_QUERIES over the whole graph. The result (`Generalisation`) is recorded in
+Queries are bounded: MAX_QUERIES over the whole graph. With `batch` > 1 (a reduction on several
+workers) the alternatives of every position are asked ahead in one call, within what the budget
+has left, and the positions are then judged in order from those answers exactly as one at a time:
+the same result, in one round trip where a worker would otherwise idle between pairs. The result (`Generalisation`) is recorded in
 the case beside the graph it was computed for (its digest), and ignored for any other graph, so a
 case re-reduced since, or recorded before generalisation existed, keys by its names as before.
 """
@@ -112,12 +115,14 @@ class Generalisation:
 
 
 def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtypes: Iterable[str] = (),
-               max_queries: int = MAX_QUERIES, first_wrong: FirstWrong | None = None) -> Generalisation:
+               max_queries: int = MAX_QUERIES, first_wrong: FirstWrong | None = None,
+               batch: int = 1) -> Generalisation:
     """The fillers, free dtypes and culprit of `graph`, a reduced graph that `is_interesting` (the
     reducer's same-signature test) holds for. `ops`: the ops the backend draws, among which
     alternatives are chosen; `dtypes`: the dtypes it draws, tried on the inputs (none: dtypes are
     not generalised); `first_wrong`: for a wrong value, how its candidates' first outputs are
-    judged (none: no culprit is looked for)."""
+    judged (none: no culprit is looked for); `batch`: how many queries run at once (the workers),
+    above 1 the alternatives are asked ahead (see the module's docstring)."""
     drawn, budget = set(ops), [max_queries]
 
     def spent(candidates: list[Graph]) -> list[Graph]:
@@ -125,9 +130,22 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
         budget[0] -= len(candidates)
         return candidates
 
+    answers: dict[str, bool] = {}  # by digest: asked ahead (batch > 1) or already
+
     def ask(candidates: list[Graph]) -> list[bool]:
         candidates = spent(candidates)
-        return is_interesting(candidates) if candidates else []
+        todo = list({c.digest(): c for c in candidates if c.digest() not in answers}.items())
+        if todo:
+            answers.update(zip((d for d, _ in todo), map(bool, is_interesting([c for _, c in todo]))))
+        return [answers[c.digest()] for c in candidates]
+
+    def ask_ahead(candidates: list[Graph]) -> None:
+        """Answers for what `ask` may be asked next, in one call, no more than the budget could ask;
+        the budget is spent only when `ask` takes them."""
+        if batch > 1:
+            todo = list({c.digest(): c for c in candidates if c.digest() not in answers}.items())[:budget[0]]
+            if todo:
+                answers.update(zip((d for d, _ in todo), map(bool, is_interesting([c for _, c in todo]))))
 
     culprit = None
     if first_wrong is not None and len(graph.nodes) > 1:
@@ -150,9 +168,11 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
             shown = first_wrong(probe)[0]
             alone = shown is not None and (culprit is None or shown == culprit[1])
     fillers = []
-    for position, node in enumerate(graph.nodes):
-        alternatives = [g for name in sorted(drawn, key=op_rank) if name != node.op
-                        and (g := replaced(graph, node, name)) is not None][:ALTERNATIVES_PER_OP]
+    per_position = [[g for name in sorted(drawn, key=op_rank) if name != node.op
+                     and (g := replaced(graph, node, name)) is not None][:ALTERNATIVES_PER_OP]
+                    for node in graph.nodes]
+    ask_ahead([g for alternatives in per_position for g in alternatives])
+    for position, (node, alternatives) in enumerate(zip(graph.nodes, per_position)):
         survived = 0
         for k in range(0, len(alternatives), 2):
             survived += sum(ask(alternatives[k:k + 2]))
@@ -161,12 +181,16 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
                 break
         if survived >= FILLER_EVIDENCE:
             fillers.append((position, OPS[node.op].kind))
-    free = []
+    free, dtypes = [], list(dtypes)
+    retyped = {}
     for position, spec in enumerate(graph.inputs):
-        if not isinstance(spec, TensorInput):
-            continue
-        others = [d for d in dtypes if d != spec.dtype and category(d) == category(spec.dtype)]
-        candidates = [g for d in others[:ALTERNATIVES_PER_DTYPE] if (g := _retyped(graph, position, d)) is not None]
+        if isinstance(spec, TensorInput):
+            others = [d for d in dtypes if d != spec.dtype and category(d) == category(spec.dtype)]
+            retyped[position] = [g for d in others[:ALTERNATIVES_PER_DTYPE]
+                                 if (g := _retyped(graph, position, d)) is not None]
+    ask_ahead([g for candidates in retyped.values() for g in candidates])
+    for position, candidates in retyped.items():
+        spec = graph.inputs[position]
         if candidates and any(ask(candidates)):
             free.append((position, CATEGORIES[category(spec.dtype)]))
     return Generalisation(graph.renamed().digest(), tuple(fillers), tuple(free), max_queries - budget[0], culprit,
