@@ -46,7 +46,7 @@ from .identity import KnownBugs, root_cause_key, variant_identity
 from .pool import PoolClosed, SharedPool
 from .reduce import NotInteresting, ReductionStats
 from .rootcause import anchored, signature_today
-from .verdict import MinimizedRepro, SignatureRecord
+from .verdict import HarnessError, MinimizedRepro, SignatureRecord
 
 if TYPE_CHECKING:
     from .campaign import Campaign
@@ -284,8 +284,8 @@ class CampaignReductions:
                                     max_queries=budget, checkpoint=progress, progress=show)
             reduction.stats.seconds = round(time.time() - start, 2)
             return case, progress, reduction
-        except NotInteresting as e:
-            print(f"not minimized {view.what}: {e}", file=sys.stderr)
+        except (NotInteresting, HarnessError) as e:  # a harness error is fuzzfuse's, never the bug: it stops
+            print(f"not minimized {view.what}: {e}", file=sys.stderr)  # this reduction, not the campaign
             return case, progress, e
 
     def _anchored(self, shared: SharedPool, key: str, batch: int) -> _Task:

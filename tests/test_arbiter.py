@@ -40,6 +40,18 @@ def test_the_scalar_arbiter_does_not_judge_a_graph_that_reads_other_positions():
     assert scalar_reference(graph, [torch.ones(4)], 0, [0]) is None
 
 
+def test_the_scalar_arbiter_reads_only_what_its_output_reads():
+    """A second output's input of another shape (seen in a campaign: [3, 5] beside a [1, 5]
+    output) is not broadcast to the first output's shape."""
+    graph = Graph((TensorInput("x", (1, 5), "float32"), TensorInput("y", (3, 5), "float32")),
+                  (Node("a", "fmod", ("x", "x")), Node("b", "neg", ("y",))), ("a", "b"))
+    x, y = torch.full((1, 5), 3.0), torch.ones(3, 5)
+    (first,) = scalar_reference(graph, [x, y], 0, [4])
+    assert torch.equal(first, torch.tensor(0.0, dtype=torch.float64))
+    (second,) = scalar_reference(graph, [x, y], 1, [14])
+    assert torch.equal(second, torch.tensor(-1.0, dtype=torch.float64))
+
+
 def test_a_real_nnc_case_whose_eager_fmod_is_wrong_is_attributed_to_eager():
     """Reduced by a campaign as "NNC fmod gives 0, eager nan": NNC's 0 was right, and eager's and
     the float64 run's vectorized fmod were wrong. Judged again, the mismatch is eager's."""

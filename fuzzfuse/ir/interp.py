@@ -3,6 +3,7 @@ source (what TorchScript scripts, what dynamo traces, and what a repro prints)."
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import torch
 
@@ -325,13 +326,19 @@ def scalar_reference(graph: Graph, inputs: list, output: int, positions: list[in
     this reference shares no vectorized fault with eager and the float64 run (AVX2's fmod of a huge
     by a tiny value is nan in both). None where the graph is not elementwise (a reduction or a view
     reads other positions)."""
-    if any(OPS[n.op].kind not in ELEMENTWISE_KINDS for n in graph.nodes):
+    graph = replace(graph, outputs=(graph.outputs[output],))
+    kept = graph.without_dead_code()
+    if any(OPS[n.op].kind not in ELEMENTWISE_KINDS for n in kept.nodes):
         return None
-    shape = tuple(interpret(graph, [v.cpu() if isinstance(v, torch.Tensor) else v for v in inputs])[0][graph.outputs[output]].shape)
-    values = []
-    for flat in positions:
-        index = torch.unravel_index(torch.tensor(flat), shape) if shape else ()
-        at = [v.cpu().broadcast_to(shape)[tuple(int(i) for i in index)].clone() if isinstance(v, torch.Tensor) else v
-              for v in inputs]
-        values.append(interpret(graph, at, upcast=True)[0][graph.outputs[output]])
+    read = {i.name for i in kept.inputs}
+    inputs = [v.cpu() if isinstance(v, torch.Tensor) else v for s, v in zip(graph.inputs, inputs) if s.name in read]
+    try:
+        shape = tuple(interpret(kept, inputs)[0][kept.outputs[0]].shape)
+        values = []
+        for flat in positions:
+            index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape)) if shape else ()
+            at = [v.broadcast_to(shape)[index].clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+            values.append(interpret(kept, at, upcast=True)[0][kept.outputs[0]])
+    except (RuntimeError, ValueError, IndexError):  # an output that reads no input at its own position
+        return None
     return values
