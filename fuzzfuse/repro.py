@@ -350,6 +350,28 @@ def describe_graph(graph: Graph) -> str:
     return f"{chain or 'no op'} on {', '.join(dtypes) or 'scalars'}"
 
 
+def _raised(verdict: dict) -> str:
+    """A crash as a title says it: the exception and the failing condition or message, without
+    the assert's boilerplate, and where (`raises RuntimeError: dims.size() == 4 (got size:2) at
+    csrc/jit/tensorexpr/expr.cpp:381`)."""
+    kind, message = verdict.get("kind", ""), verdict.get("message", "")
+    text = re.sub(r"Error from segmentation group \d+:\s*", "", innermost_error(message)).strip()
+    if nvrtc_error(text):  # named by its first compiler error
+        line = nvrtc_error(text)
+    elif assertion := re.search(r"INTERNAL ASSERT FAILED at \S+?:\d+\S*", text):
+        condition = " ".join(text[:assertion.start()].strip().splitlines()[-1:])
+        rest = re.sub(r"^[,\s]*please report a bug.*?(?:issues|PyTorch)\.", "", text[assertion.end():], flags=re.S)
+        said = next((ln.strip() for ln in rest.splitlines() if ln.strip()
+                     and not ln.strip().startswith(("Exception raised from", "frame #"))), "")
+        line = " ".join(["internal assert", condition, "failed"]).replace("  ", " ") + (f": {said}" if said else "")
+    else:
+        line = re.sub(r"\s*Exception raised from .*", "", headline(text)).removeprefix(f"{kind}:").strip()
+    if len(line) > 100:
+        line = line[:100].rsplit(" ", 1)[0] + " …"
+    where = verdict.get("location", "")
+    return f"raises {kind}" + (f": {line}" if line else "") + (f" at {where}" if where else "")
+
+
 def tolerances(dtypes: list[str], reduced: list[int]) -> list[tuple[float, float]]:
     """The oracle's (rtol, atol) for values of these dtypes, each scaled by the terms a reduction
     sums into one of its elements; (0, 0) for integers and bools, which compare exactly."""
