@@ -31,7 +31,7 @@ from .ir.types import DTYPES, is_float
 from .ir.values import logical_values
 from .oracle import gradient_reduction_sizes, nvrtc_error, reduction_sizes
 from .repro import BACKEND_NAMES, _raised, repro_files, tolerances
-from .short_repro import MAX_LINES, Symptom, short_repro
+from .short_repro import HANG_SECONDS, MAX_LINES, Symptom, short_repro
 from .upstream import Relation, known
 
 REPRO, REGRESSION, README = "repro.py", "regression.py", "README.md"
@@ -229,17 +229,19 @@ def machine() -> str:
     return f"CPU ({torch.backends.cpu.get_cpu_capability()}), torch {torch.__version__}"
 
 
-def run_repro(directory: Path, timeout: float = REPRO_TIMEOUT, script: str = REPRO) -> ReproRun:
+def run_repro(directory: Path, timeout: float = REPRO_TIMEOUT, script: str = REPRO, keep_path: bool = False) -> ReproRun:
     """Run `script` of a directory in a fresh interpreter in a clean directory holding only it (and
     inputs.pt), its kernel caches its own; Python unbuffered, so stdout and stderr interleave as on
-    a terminal."""
+    a terminal. Without PYTHONPATH (a repro needs torch only), unless keep_path (a custom backend's
+    repro imports its module)."""
     with tempfile.TemporaryDirectory(prefix="fuzzfuse-run-") as clean:
         shutil.copy(Path(directory) / script, Path(clean) / REPRO)
         if (Path(directory) / "inputs.pt").exists():
             shutil.copy(Path(directory) / "inputs.pt", clean)
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
                **{name: os.path.join(clean, "kernel-cache", name.lower()) for name in KERNEL_CACHES}}
-        env.pop("PYTHONPATH", None)  # the repro needs torch only
+        if not keep_path:
+            env.pop("PYTHONPATH", None)
         try:
             run = subprocess.run([sys.executable, REPRO], cwd=clean, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  timeout=timeout, env=env)
@@ -345,13 +347,22 @@ def write_regression(directory: Path, case: Case) -> None:
         (directory / "inputs.pt").unlink(missing_ok=True)
 
 
-def write_repro(directory: Path, case: Case) -> str:
-    """Write the short repro.py; its source."""
-    if case.backend == "aot:nvfuser":
+# The backends whose repro has an upstream idiom (fuzzfuse.short_repro); any other (custom:,
+# dynamo:) runs through fuzzfuse, so its repro.py is the full one.
+SHORT_FORMS = ("nvfuser", "aot:nvfuser", "inductor", "torchscript:nnc", "torchscript:onednn", "torchscript:frontend",
+               "aot:nnc", "aot:onednn", "aot:frontend", "aot:eager")
+
+
+def write_repro(directory: Path, case: Case, hang_seconds: float = HANG_SECONDS) -> str:
+    """Write repro.py, the short one where the backend has an upstream idiom (else a copy of
+    regression.py, which must be written already); its source."""
+    if case.backend not in SHORT_FORMS:
+        source = (Path(directory) / REGRESSION).read_text()
+    elif case.backend == "aot:nvfuser":
         source = aot_nvfuser_repro(case)
     else:
         source = short_repro(case.graph, case.backend, case.options, case.signature, case.versions, title(case),
-                             case.symptom, _tolerance(case, case.symptom), case_device(case))
+                             case.symptom, _tolerance(case, case.symptom), case_device(case), hang_seconds)
     (Path(directory) / REPRO).write_text(source)
     return source
 
@@ -372,13 +383,30 @@ def aot_nvfuser_repro(case: Case) -> str:
     return f'"""{title(case)}\n\nExits 1 while the bug is present, 0 once it is fixed."""\n' + script.lstrip()
 
 
-def regenerate(directory: Path, outputs: dict[str, ReproRun] | None = None, timeout: float = REPRO_TIMEOUT) -> str:
+def fails_as_recorded(case: Case, run: ReproRun) -> bool:
+    """Whether a run of the short repro shows the bug: killed by a signal for a hard crash, exit
+    status 1 (or killed at the timeout, for a hang) otherwise."""
+    if case.signature.outcome == "hard-crash":
+        return run.status is not None and run.status < 0
+    return run.status == 1 or (run.status is None and case.signature.outcome == "hang")
+
+
+# ATen's x86 CPU capabilities (ATEN_CPU_CAPABILITY), lowest first: a CPU case recorded without one
+# is pinned to the lowest it fails under.
+CPU_CAPABILITIES = ("default", "avx2", "avx512")
+
+
+def regenerate(directory: Path, outputs: dict[str, ReproRun] | None = None,
+               timeout: float = REPRO_TIMEOUT) -> tuple[str, bool]:
     """Rewrite one directory's repro.py, regression.py and README.md from its case.json; re-run a
     CPU repro here (a GPU one's run comes from `outputs`). The symptom the short repro pins is
     read once from what the full repro printed (the README of the form before, or a run of
-    regression.py) and kept in case.json. One line on how it went."""
+    regression.py) and kept in case.json, as is the CPU capability a CPU case recorded without one
+    fails under. One line on how it went, and whether the repro failed as recorded (True where it
+    was not run)."""
     directory = Path(directory)
     case = load_case(directory / "case.json")
+    recorded = case
     previous = (directory / README).read_text() if (directory / README).exists() else ""
     if case.signature.outcome == "mismatch" and case.symptom is None:
         symptom = Symptom.parse(previous)
@@ -386,18 +414,26 @@ def regenerate(directory: Path, outputs: dict[str, ReproRun] | None = None, time
             write_regression(directory, case)
             symptom = Symptom.parse(run_repro(directory, timeout, REGRESSION).output)
         if symptom is None:
-            raise ValueError("no symptom recorded and none printed: run regression.py where it runs")
+            raise ValueError(f"{directory}: no symptom recorded and none printed: run regression.py where it runs")
         case = replace(case, symptom=symptom)
-        write_json(directory / "case.json", case.to_json())
-    write_regression(directory, case)
-    source = write_repro(directory, case)
     run = (outputs or {}).get(directory.name)
-    if case_device(case) == "cpu":
-        run = run_repro(directory, timeout)
+    pins = [None] if case_device(case) == "cuda" or case.versions.get("cpu_capability") else CPU_CAPABILITIES
+    for capability in pins:
+        if capability:
+            case = replace(case, versions={**recorded.versions, "cpu_capability": capability})
+        write_regression(directory, case)
+        source = write_repro(directory, case)
+        if case_device(case) == "cpu":
+            run = run_repro(directory, timeout, keep_path=case.backend not in SHORT_FORMS)
+            if fails_as_recorded(case, run):
+                break
+    if case != recorded:
+        write_json(directory / "case.json", case.to_json())
     (directory / README).write_text(readme(case, source, run, previous))
     lines = len(source.splitlines())
-    status = "not run here" if run is None else run.outcome()
-    return f"{directory.name}: {lines} lines, {status}" + (f" (over {MAX_LINES} lines)" if lines > MAX_LINES else "")
+    ok = run is None or fails_as_recorded(case, run)
+    status = "not run here" if run is None else run.outcome() + ("" if ok else " (NOT as recorded)")
+    return f"{directory.name}: {lines} lines, {status}" + (f" (over {MAX_LINES} lines)" if lines > MAX_LINES else ""), ok
 
 
 # ---- the issue body --------------------------------------------------------------------------
@@ -462,8 +498,7 @@ def report_command(paths: list[Path], regenerate_them: bool, outputs: Path | Non
         if not regenerate_them:
             print(("\n" + "-" * 72 + "\n\n") * bool(n) + issue_body(directory), end="")
             continue
-        line = regenerate(directory, runs, timeout)
+        line, ok = regenerate(directory, runs, timeout)
         print(line, flush=True)
-        if line.endswith("exit status 0") or "without" in line:
-            status = 1
+        status = max(status, int(not ok))
     return status

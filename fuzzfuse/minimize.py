@@ -29,7 +29,7 @@ from .rootcause import keeps_dtypes
 from .export import judge as judge_run, judged_script, run_repro
 from .pool import case_pool, graph_job, run_jobs
 from .repro import repro_files
-from .bugreport import REGRESSION, case_device, readme, run_repro as run_repro_here, write_repro
+from .bugreport import REGRESSION, SHORT_FORMS, case_device, readme, run_repro as run_repro_here, write_repro
 from .short_repro import Symptom
 from .verdict import HarnessError, Outcome, Reproduction, Verification, judge
 from .worker import WorkerPool
@@ -302,13 +302,15 @@ def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS,
         symptom = Symptom.parse(verified.output) if candidate.signature.outcome == "mismatch" else None
         case = replace(candidate, verification=verification, symptom=symptom)
         write_json(staging / "case.json", case.to_json())
-        if case.signature.outcome != "mismatch" or symptom is not None:  # the short repro pins the symptom
-            source = write_repro(staging, case)
-            run = run_repro_here(staging, timeout + 120) if case_device(case) == fuser.device else None
-            (staging / "README.md").write_text(readme(case, source, run))
-        else:  # printed no symptom: the full repro is the repro
-            shutil.copy(staging / REGRESSION, staging / "repro.py")
-            (staging / "README.md").write_text(readme(case, files["repro.py"], None))
+        if case.signature.outcome == "mismatch" and symptom is None:  # nothing to pin: the full repro is the repro
+            source = files["repro.py"]
+            (staging / "repro.py").write_text(source)
+        else:
+            source = write_repro(staging, case, hang_seconds=timeout)
+        short = case.backend in SHORT_FORMS
+        run = run_repro_here(staging, timeout + 120, keep_path=not short) if case_device(case) == fuser.device else None
+        previous = (directory / "README.md").read_text() if (directory / "README.md").exists() else ""
+        (staging / "README.md").write_text(readme(case, source, run, previous))
         for kept in ("FIXED",):  # what a person added beside the repro stays
             if (directory / kept).exists():
                 shutil.copy(directory / kept, staging / kept)

@@ -290,7 +290,8 @@ def _short_name(backend_name: str) -> str:
 
 
 def short_repro(graph: Graph, backend_name: str, options: Options, signature: Signature, versions: dict[str, str],
-                title: str, symptom: Symptom | None, tolerance: tuple[float, float], device: str) -> str:
+                title: str, symptom: Symptom | None, tolerance: tuple[float, float], device: str,
+                hang_seconds: float = HANG_SECONDS) -> str:
     """The repro.py a maintainer reads (module docstring)."""
     head, define, run = run_lines(backend_name, graph, options)
     inputs, hashed = input_lines(graph, device)
@@ -315,7 +316,7 @@ def short_repro(graph: Graph, backend_name: str, options: Options, signature: Si
     lines += define + ["", ""] * (backend_name != "nvfuser") + [""] * (backend_name == "nvfuser")
     lines += inputs
     if signature.outcome == "hang":
-        lines.append(f"faulthandler.dump_traceback_later({HANG_SECONDS}, exit=True)  # a hang: stacks, then exit 1")
+        lines.append(f"faulthandler.dump_traceback_later({hang_seconds:g}, exit=True)  # a hang: stacks, then exit 1")
     lines += run
     if signature.outcome == "unfused":
         prefix = getattr(_factory(backend_name)(), "kernel_prefix", "fused_")
