@@ -225,10 +225,13 @@ def run_lines(backend_name: str, graph: Graph, options: Options) -> tuple[list[s
         call = _call(graph, True)
     else:
         compiled, call = ["compiled = torch.jit.script(fn)"], _call(graph)
-    loop = ["for _ in range(3):  # the profiling executor optimizes on the third call"]
+    if backend_name == "aot:eager":  # aot_autograd's graphs run as they are: nothing to warm up
+        loop, indent = [], ""
+    else:
+        loop, indent = ["for _ in range(3):  # the profiling executor optimizes on the third call"], "    "
     if graph.requires_grad:
-        return head, function_source(graph), leaves + compiled + loop + _grad_lines(graph, call, "    ")
-    return head, function_source(graph), compiled + loop + [f"    out = compiled({call})"]
+        return head, function_source(graph), leaves + compiled + loop + _grad_lines(graph, call, indent)
+    return head, function_source(graph), compiled + loop + [f"{indent}out = compiled({call})"]
 
 
 # ---- the verdict -----------------------------------------------------------------------------
