@@ -310,7 +310,7 @@ def short_repro(graph: Graph, backend_name: str, options: Options, signature: Si
         env = [ln for ln in head if ln.startswith("os.environ")] + env
         head = [ln for ln in head if not ln.startswith("os.environ")]
     modules = ["math"] * any("math." in ln for ln in check) + ["hashlib"] * hashed + \
-        ["faulthandler"] * (signature.outcome == "hang")
+        ["faulthandler"] * (signature.outcome in ("hang", "hard-crash"))
     lines = [f'"""{title}', "", 'Exits 1 while the bug is present, 0 once it is fixed."""']
     lines += ["import os", *env] if env else []
     lines += [f"import {m}" for m in sorted(modules)] + head + [""]
@@ -318,6 +318,8 @@ def short_repro(graph: Graph, backend_name: str, options: Options, signature: Si
         lines += [""]
     lines += define + ["", ""] * (backend_name != "nvfuser") + [""] * (backend_name == "nvfuser")
     lines += inputs
+    if signature.outcome == "hard-crash":  # the signal's name and the Python stack, on stderr
+        lines.append("faulthandler.enable(all_threads=False)")
     if signature.outcome == "hang":
         lines.append(f"faulthandler.dump_traceback_later({hang_seconds:g}, exit=True)  # a hang: stacks, then exit 1")
     lines += run
