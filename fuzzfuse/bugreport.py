@@ -359,7 +359,7 @@ def write_repro(directory: Path, case: Case, hang_seconds: float = HANG_SECONDS)
     if case.backend not in SHORT_FORMS:
         source = (Path(directory) / REGRESSION).read_text()
     elif case.backend == "aot:nvfuser":
-        source = aot_nvfuser_repro(case)
+        source = aot_nvfuser_repro(directory, case)
     else:
         source = short_repro(case.graph, case.backend, case.options, case.signature, case.versions, title(case),
                              case.symptom, _tolerance(case, case.symptom), case_device(case), hang_seconds)
@@ -367,20 +367,38 @@ def write_repro(directory: Path, case: Case, hang_seconds: float = HANG_SECONDS)
     return source
 
 
-def aot_nvfuser_repro(case: Case) -> str:
-    """aot:nvfuser's repro: the failing fusion nvFuser was given, as the standalone nvfuser_direct
-    script its detail carries (inputs of the real shapes and strides), its definition inlined."""
+def _fusion_script(directory: Path, case: Case) -> tuple[str, str]:
+    """The nvfuser_direct script of the fusion aot:nvfuser handed nvFuser, and where it comes from:
+    the minimized fusion the full repro printed on the GPU (quoted by a README of the form before),
+    the script a short repro written before holds, else the failing fusion of the case as found
+    (its detail; before reduction)."""
+    previous = (directory / README).read_text() if (directory / README).exists() else ""
+    printed = re.search(r"^The fusions? it runs \(minimized\), printed by the repro:\n\n(.*?)\n\*\*Expected", previous,
+                        re.S | re.M)
+    if printed:
+        return re.findall(r"```python\n(.*?)```", printed.group(1), re.S)[-1], "minimized"
+    written = (directory / REPRO).read_text() if (directory / REPRO).exists() else ""
+    if "with FusionDefinition() as fd:" in written and "fuzzfuse" not in written:
+        return written.split('"""\n', 2)[-1], re.search(r"# fusion: (\w+)", written).group(1)
     found = re.search(r"```python\n(.*?)```", case.detail, re.S)
     if not found:
-        raise ValueError("the case's detail carries no nvfuser_direct script")
-    script = found.group(1)
+        raise ValueError(f"{directory}: no nvfuser_direct script recorded for this aot:nvfuser case")
+    return found.group(1), "as found, before reduction"
+
+
+def aot_nvfuser_repro(directory: Path, case: Case) -> str:
+    """aot:nvfuser's repro: the fusion nvFuser was handed (`_fusion_script`), its definition
+    inlined, run on inputs of the real shapes and strides."""
+    script, origin = _fusion_script(Path(directory), case)
     script = re.sub(r"\ndef nvfuser_fusion\(fd: FusionDefinition\) -> None:\n(.*?)\n\n\nwith FusionDefinition\(\) as fd:\n"
                     r"    nvfuser_fusion\(fd\)\n",
                     lambda m: "\nwith FusionDefinition() as fd:\n" + "\n".join(
                         ln for ln in m.group(1).splitlines() if not ln.strip().startswith("#")) + "\n", script, flags=re.S)
     script = script.replace("for o in outputs:\n    print(o.dtype, tuple(o.shape))\n",
                             "torch.cuda.synchronize()\nprint(\"nvFuser ran the fusion without error\")\n")
-    return f'"""{title(case)}\n\nExits 1 while the bug is present, 0 once it is fixed."""\n' + script.lstrip()
+    script = re.sub(r"^# fusion: .*\n", "", script.lstrip(), flags=re.M)
+    return (f'"""{title(case)}\n\nExits 1 while the bug is present, 0 once it is fixed."""\n'
+            f"# fusion: {origin.split(',')[0].replace(' ', '_')} (the fusion aot_autograd's graph became)\n" + script)
 
 
 def fails_as_recorded(case: Case, run: ReproRun) -> bool:

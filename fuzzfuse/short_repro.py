@@ -323,12 +323,18 @@ def short_repro(graph: Graph, backend_name: str, options: Options, signature: Si
     if signature.outcome == "hang":
         lines.append(f"faulthandler.dump_traceback_later({hang_seconds:g}, exit=True)  # a hang: stacks, then exit 1")
     lines += run
-    if signature.outcome == "unfused":
+    if signature.outcome == "unfused":  # the profiled call (the backward's, for a backward case) runs fused kernels
         prefix = getattr(_factory(backend_name)(), "kernel_prefix", "fused_")
         call = _call(graph, backend_name.startswith("aot:"))
-        lines += ["with torch.autograd.profiler.profile(use_kineto=False) as prof:", f"    compiled({call})",
-                  f"fused = [e.name for e in prof.function_events if e.name.startswith({prefix!r})]",
-                  'print(f"expected fused kernels, got {fused or \'none (the unfused fallback ran)\'}")',
-                  "raise SystemExit(not fused)"]
+        profiled = [f"    compiled({call})"]
+        if signature.stage.startswith("backward"):
+            grad = _grad_lines(graph, call, "")
+            lines += grad[:2]
+            profiled = ["    " + grad[2].removeprefix("grads = ")]
+        lines += ["with torch.autograd.profiler_legacy.profile() as prof:  # the legacy one logs no timestamps", *profiled,
+                  "names = [e.name for e in prof.function_events]",
+                  f"fused = [n for n in names if n.startswith({prefix!r})]",
+                  'print(f"expected fused kernels, got {fused or \'none\'}{\' and the fallback\' * (\'fallback_function\' in names)}")',
+                  'raise SystemExit(not fused or "fallback_function" in names)']
     lines += check
     return "\n".join(lines) + "\n"
