@@ -1,12 +1,12 @@
-"""Standalone repros and the titles of their bug reports.
+"""regression.py: a minimized case judged by fuzzfuse's full oracle, for the regression corpus.
 
-A repro imports torch only (plus the fuser's own package, e.g. nvfuser_direct): the graph as a
+The script imports torch only (plus the fuser's own package, e.g. nvfuser_direct): the graph as a
 plain function, its exact inputs (inline, or a sibling `inputs.pt` loaded with weights_only), the
 backend's own way of running it with fallback disabled, fuzzfuse's oracle in a dozen lines, and a
-float64 baseline. It prints the expected and the actual values for people, then one verdict line
-for machines (`fuzzfuse-verdict: {json}`), and exits 1 while the bug is present, 0 once it is
-fixed, 125 where it cannot run as the bug needs (git bisect run's skip): it drops into a bisect or
-a CI job as is.
+float64 baseline. It prints the expected and the actual values, then one verdict line for machines
+(`fuzzfuse-verdict: {json}`), and exits 1 while the bug is present, 0 once it is fixed, 125 where
+it cannot run as the bug needs (git bisect run's skip). The pytest plugin, `fuzzfuse export` and
+verification run it; the repro.py beside it, which a maintainer reads, is fuzzfuse.short_repro's.
 """
 from __future__ import annotations
 
