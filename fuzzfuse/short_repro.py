@@ -167,7 +167,7 @@ def _script_switches(name: str, graph: Graph) -> list[str]:
     """The TorchScript fuser's switches that differ from torch's defaults."""
     fuser = name.split(":")[1]
     if fuser == "nnc":
-        reduces = any(OPS[n.op].kind == "reduction" for n in graph.nodes)
+        reduces = any(OPS[n.op].kind in ("reduction", "normalization") for n in graph.nodes)
         return ["torch._C._jit_override_can_fuse_on_cpu(True)", "torch._C._jit_set_te_must_use_llvm_cpu(False)"] + \
             ["torch._C._jit_set_texpr_reductions_enabled(True)"] * reduces
     if fuser == "onednn":
