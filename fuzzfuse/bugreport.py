@@ -284,8 +284,9 @@ def run_text(case: Case, run: ReproRun | None) -> str:
             "minimized/ --out outputs.json` there, then `python -m fuzzfuse report --regenerate minimized/ "
             "--outputs outputs.json`.\n")
     if case.signature.outcome == "hard-crash":
-        text += (f"\nWhen found, fuzzfuse's worker died by {case.signature.kind}; the last lines of its stderr:\n\n"
-                 f"```\n{quoted_output(chr(10).join(case.detail.splitlines()[-12:]))}\n```\n")
+        text += (f"\nWhen found, fuzzfuse's worker died by {case.signature.kind}; what it printed as it died (its "
+                 f"stderr's first lines: the C library's message, then Python's fatal error and stack):\n\n"
+                 f"```\n{quoted_output(chr(10).join(case.detail.splitlines()[:12]))}\n```\n")
     return text
 
 
