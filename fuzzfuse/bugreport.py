@@ -507,11 +507,11 @@ def report_dirs(paths: list[Path]) -> list[Path]:
     return found
 
 
-def report_command(paths: list[Path], regenerate_them: bool, outputs: Path | None, timeout: float) -> int:
+def report_command(paths: list[Path], regenerate_them: bool, outputs: list[Path], timeout: float) -> int:
     """`fuzzfuse report DIR...`: print each directory's issue body, or with regenerate rewrite its
     files (one line each). Exit 1 when a CPU repro no longer exits as recorded (1, or its signal)."""
     dirs = report_dirs(paths)
-    runs = load_outputs(outputs) if outputs else {}
+    runs = {name: run for path in outputs for name, run in load_outputs(path).items()}
     status = 0
     for n, directory in enumerate(dirs):
         if not regenerate_them:

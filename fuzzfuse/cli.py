@@ -164,8 +164,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .corpus import CorpusError
 
     try:
-        return report_command([Path(d) for d in args.dirs], args.regenerate,
-                              Path(args.outputs) if args.outputs else None, args.timeout)
+        return report_command([Path(d) for d in args.dirs], args.regenerate, [Path(f) for f in args.outputs],
+                              args.timeout)
     except (CorpusError, ValueError) as e:
         raise BadInput(str(e).splitlines()[0]) from None
 
@@ -337,8 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("dirs", nargs="+", help="minimized/<dir> directories, or minimized/ for all of them")
     b.add_argument("--regenerate", action="store_true",
                    help="rewrite repro.py, regression.py and README.md from case.json; CPU repros re-run here")
-    b.add_argument("--outputs", metavar="FILE.json", help="GPU repros' runs recorded elsewhere "
-                                                         "(benchmarks/gpu_repro_outputs.py), quoted in their READMEs")
+    b.add_argument("--outputs", metavar="FILE.json", action="append", default=[],
+                   help="GPU repros' runs recorded elsewhere (benchmarks/gpu_repro_outputs.py), quoted in their "
+                        "READMEs (repeatable)")
     b.add_argument("--timeout", type=CASE_TIMEOUT, default=900.0, help="seconds one repro may run")
     b.set_defaults(func=cmd_report)
 
