@@ -162,6 +162,17 @@ def cmd_triage(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .bugreport import report_command
+    from .corpus import CorpusError
+
+    try:
+        return report_command([Path(d) for d in args.dirs], args.regenerate, [Path(f) for f in args.outputs],
+                              args.timeout)
+    except (CorpusError, ValueError) as e:
+        raise BadInput(str(e).splitlines()[0]) from None
+
+
 def cmd_reduce(args: argparse.Namespace) -> int:
     from .corpus import load_case
     from .minimize import minimize_files
@@ -327,6 +338,17 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("dir", help="a campaign --out directory, a directory of shards, minimized/ or a corpus")
     t.add_argument("--report", help="where to write the HTML report; default: DIR/report.html")
     t.set_defaults(func=cmd_triage)
+
+    b = sub.add_parser("report", help="print the issue body of each minimized DIR in its upstream's form, "
+                                      "ready to paste; --regenerate rewrites its repro.py and README.md")
+    b.add_argument("dirs", nargs="+", help="minimized/<dir> directories, or minimized/ for all of them")
+    b.add_argument("--regenerate", action="store_true",
+                   help="rewrite repro.py, regression.py and README.md from case.json; CPU repros re-run here")
+    b.add_argument("--outputs", metavar="FILE.json", action="append", default=[],
+                   help="GPU repros' runs recorded elsewhere (benchmarks/gpu_repro_outputs.py), quoted in their "
+                        "READMEs (repeatable)")
+    b.add_argument("--timeout", type=CASE_TIMEOUT, default=900.0, help="seconds one repro may run")
+    b.set_defaults(func=cmd_report)
 
     e = sub.add_parser("export", help="write the minimized repros under DIR as one self-contained pytest file")
     e.add_argument("dir", help="minimized/ or any directory holding <repro>/case.json + repro.py")

@@ -14,6 +14,8 @@ from .backends.options import Options
 from .ir import Graph, GraphError
 from .oracle import Signature
 from .reduce.generalise import Generalisation
+from .short_repro import Symptom
+from .upstream import UpstreamIssue
 from .ir.untrusted import record, strings, take, text_map
 from .verdict import Outcome, Reproduction, Verification
 
@@ -96,7 +98,8 @@ class Variant:
 
 
 _CASE_FIELDS = ("schema", "kind", "graph", "backend", "seed", "outcome", "signature", "detail", "versions", "config",
-                "options", "found", "reduction", "hits", "verification", "also_seen_as", "generalisation")
+                "options", "found", "reduction", "hits", "verification", "also_seen_as", "generalisation", "symptom",
+                "upstream")
 
 
 @dataclass
@@ -131,6 +134,11 @@ class Case:
     # Reduced cases only: the fillers and free dtypes of the graph (fuzzfuse.reduce.generalise),
     # which its root-cause key writes as wildcards. None: not generalised (keyed by its names).
     generalisation: Generalisation | None = None
+    # Minimized repros only: the wrong element fuzzfuse's full oracle printed (regression.py), which
+    # the short repro.py pins; None for other outcomes or where it was not recorded.
+    symptom: Symptom | None = None
+    # The upstream issues a person found this bug in (fuzzfuse.upstream); empty: none found yet.
+    upstream: list[UpstreamIssue] = field(default_factory=list)
 
     @property
     def device(self) -> str:
@@ -154,7 +162,9 @@ class Case:
                 "found": self.found, "reduction": self.reduction.to_json() if self.reduction else None,
                 "hits": self.hits, "verification": self.verification.to_json() if self.verification else None,
                 **({"also_seen_as": [v.to_json() for v in self.also_seen_as]} if self.also_seen_as else {}),
-                **({"generalisation": self.generalisation.to_json()} if self.generalisation else {})}
+                **({"generalisation": self.generalisation.to_json()} if self.generalisation else {}),
+                **({"symptom": self.symptom.to_json()} if self.symptom else {}),
+                **({"upstream": [u.to_json() for u in self.upstream]} if self.upstream else {})}
 
     @staticmethod
     def from_json(d: dict) -> "Case":
@@ -172,6 +182,7 @@ class Case:
         reduction = take(d, "reduction", (dict, type(None)), "case", None)
         verification = take(d, "verification", (dict, type(None)), "case", None)
         general = take(d, "generalisation", (dict, type(None)), "case", None)
+        symptom = take(d, "symptom", (dict, type(None)), "case", None)
         return Case(Graph.from_json(take(d, "graph", dict, "case")), take(d, "backend", str, "case", ""),
                     take(d, "seed", (int, type(None)), "case", None), Outcome(outcome) if outcome != SEED else None,
                     Signature.from_json(sig) if sig is not None else None, take(d, "detail", str, "case", ""),
@@ -181,7 +192,9 @@ class Case:
                     take(d, "hits", int, "case", 1),
                     Verification.from_json(verification) if verification is not None else None,
                     [Variant.from_json(v) for v in take(d, "also_seen_as", list, "case", [])],
-                    Generalisation.from_json(general) if general else None)
+                    Generalisation.from_json(general) if general else None,
+                    Symptom.from_json(symptom) if symptom else None,
+                    [UpstreamIssue.from_json(u) for u in take(d, "upstream", list, "case", [])])
 
 
 def _read_umask() -> int:

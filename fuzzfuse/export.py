@@ -43,6 +43,9 @@ TIMEOUT = 600.0
 # process compiled (an earlier campaign, a repro left to finish a minutes-long compile) must not
 # answer for this run, or a compile that hangs no longer does, once it has finished anywhere.
 KERNEL_CACHES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+# The script a run judges: fuzzfuse's full oracle, beside the short repro.py a maintainer reads
+# (fuzzfuse.bugreport); a directory of the form before holds repro.py only.
+REGRESSION = "regression.py"
 OPEN_REASON = "open fuser bug: XFAIL while it fails as recorded; XPASS means fixed? move it to the fixed set ({how})"
 
 
@@ -50,6 +53,11 @@ def repro_dirs(root: Path) -> list[Path]:
     """Every minimized repro under `root` (a directory holding case.json and repro.py), at any
     depth, so that a campaign directory with shards/*/minimized/ works as well as minimized/."""
     return sorted(p.parent for p in Path(root).rglob("case.json") if (p.parent / "repro.py").is_file())
+
+
+def judged_script(directory: Path) -> Path:
+    """The script of a repro directory that prints the verdict line: regression.py, else repro.py."""
+    return directory / REGRESSION if (directory / REGRESSION).is_file() else directory / "repro.py"
 
 
 @dataclass(frozen=True)
@@ -267,13 +275,13 @@ def export_pytest(root: Path, out: Path, backend: str | None = None, timeout: fl
                                                        tail, printed_error, error_location, cpp_location,
                                                        innermost_error, python_location)]
     parts.append(f"OPEN = {OPEN_REASON.format(how='drop its xfail marker')!r}\n")
-    cuda = any(re.search(r"^DEVICE = 'cuda'", (d / "repro.py").read_text(), re.M) for d in dirs)
+    cuda = any(re.search(r"^DEVICE = 'cuda'", judged_script(d).read_text(), re.M) for d in dirs)
     if cuda:
         parts.append("CUDA = __import__('torch').cuda.is_available()\n")
     parts.append(_CHECK)
     taken: set[str] = set()
     for d in dirs:
-        case, source = Recorded.read(d), (d / "repro.py").read_text()
+        case, source = Recorded.read(d), judged_script(d).read_text()
         name = _identifier(d.relative_to(root).as_posix(), taken)
         const = name.removeprefix("test_").upper()
         fixed = (d / FIXED).exists()

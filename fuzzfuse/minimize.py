@@ -26,9 +26,11 @@ from .reduce import NotInteresting, ReductionStats, cost, reduce, reduce_options
 from .reduce.generalise import Generalisation, generalise
 from .identity import root_cause_key
 from .reductions import known_repros, repro_slug
-from .export import judge as judge_run, read_verdict, run_repro
+from .export import judge as judge_run, judged_script, run_repro
 from .pool import case_pool, graph_job, run_jobs
-from .repro import repro_files, title
+from .repro import repro_files
+from .bugreport import REGRESSION, SHORT_FORMS, case_device, readme, run_repro as run_repro_here, write_repro
+from .short_repro import Symptom
 from .verdict import HarnessError, Outcome, Reproduction, Verification, judge
 from .worker import WorkerPool
 
@@ -209,9 +211,9 @@ def verify_repro(directory: Path, signature: Signature, runs: int = VERIFY_RUNS,
     verifies every signature it reduces."""
     def run_once(_) -> tuple[int | None, str, str, str]:
         with tempfile.TemporaryDirectory() as clean:
-            for name in ("repro.py", "inputs.pt"):
-                if (directory / name).exists():
-                    shutil.copy(directory / name, clean)
+            shutil.copy(judged_script(directory), Path(clean) / "repro.py")
+            if (directory / "inputs.pt").exists():
+                shutil.copy(directory / "inputs.pt", clean)
             # PYTHONPATH only matters to custom backends' repros, which import their backend.
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
             code, out, err = run_repro(clean, timeout, env)
@@ -306,7 +308,7 @@ def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS,
         staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
         staging.chmod(umask_mode(directory=True))
         try:
-            (staging / "repro.py").write_text(files["repro.py"])
+            (staging / REGRESSION).write_text(files["repro.py"])
             if "inputs.pt" in files:
                 torch.save(files["inputs.pt"], staging / "inputs.pt")
             verified = verify_repro(staging, candidate.signature, verify_runs, timeout=timeout + 120)
@@ -318,11 +320,18 @@ def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS,
             raise
         shutil.rmtree(staging, ignore_errors=True)
     try:
-        case = replace(candidate, verification=verification)
+        symptom = Symptom.parse(verified.output) if candidate.signature.outcome == "mismatch" else None
+        case = replace(candidate, verification=verification, symptom=symptom)
         write_json(staging / "case.json", case.to_json())
-        ran_with = {**fuser.versions(), **{k: v for k, v in case.versions.items() if k == "cpu_capability"}}
-        (staging / "README.md").write_text(bug_report(case, files["repro.py"], verified.output, verified.errors,
-                                                         ran_with, verified.varies))
+        if case.signature.outcome == "mismatch" and symptom is None:  # nothing to pin: the full repro is the repro
+            source = files["repro.py"]
+            (staging / "repro.py").write_text(source)
+        else:
+            source = write_repro(staging, case, hang_seconds=timeout)
+        short = case.backend in SHORT_FORMS
+        run = run_repro_here(staging, timeout + 120, keep_path=not short) if case_device(case) == fuser.device else None
+        previous = (directory / "README.md").read_text() if (directory / "README.md").exists() else ""
+        (staging / "README.md").write_text(readme(case, source, run, previous))
         for kept in ("FIXED",):  # what a person added beside the repro stays
             if (directory / kept).exists():
                 shutil.copy(directory / kept, staging / kept)
@@ -337,28 +346,6 @@ def refresh(directory: Path, verify_runs: int = VERIFY_RUNS, timeout: float = 60
     """Rewrite a minimized directory's repro.py and README.md from its case.json in today's form,
     and re-verify the repro: how committed repros follow a change of the repro or report format."""
     return write_minimized(Path(directory), load_case(Path(directory) / "case.json"), verify_runs, timeout)
-
-
-def _fenced(text: str) -> str:
-    """The fenced code blocks of a text (the fusions a repro printed), or ""."""
-    _, fence, code = text.strip().partition("```")
-    return fence + code.rsplit("```", 1)[0] + "```" if fence else ""
-
-
-def sections(output: str) -> tuple[list[str], list[str], list[str]]:
-    """A repro's stdout, its verdict line left out, as (what it printed before its Expected lines:
-    aot:nvfuser's fusions as scripts, a note; the Expected lines; the Actual lines). Each is a
-    contiguous run of the output, so a report quotes them verbatim."""
-    lines = [ln for ln in output.splitlines() if not ln.startswith("fuzzfuse-verdict: ")]
-    first = next((k for k, ln in enumerate(lines) if ln.startswith("expected")), None)
-    if first is None:
-        return [], [], lines
-    end = next((k for k in range(first, len(lines)) if not lines[k].startswith("expected")), len(lines))
-    return lines[:first], lines[first:end], lines[end:]
-
-
-# Lines of the repro's output a report shows (the whole of it is one `python repro.py` away).
-REPORT_LINES = 40
 
 
 def _variants(case: Case) -> str:
@@ -403,48 +390,6 @@ def with_variants(report: str, case: Case) -> str:
         return report
     head = _PROVENANCE.sub(lambda _: _provenance(case) + _variants(case), head)
     return head + found + rest
-
-
-def bug_report(case: Case, repro: str, output: str, errors: str = "", versions: dict[str, str] | None = None,
-               varies: bool = False) -> str:
-    """A report ready to paste upstream: the title names the op(s) and the symptom, and Expected and
-    Actual are the repro's own printed lines, verbatim (`output`, `errors`: its stdout and stderr
-    at verification; a crash is located from the traceback on stderr), as
-    is any fusion it printed (aot:nvfuser's, of the minimized graph). `versions`: those of the run
-    shown (the machine's: its GPU, or the CPU capability the repro ran at), beside those it was
-    found with. `varies`: the runs printed more, differently each time (`agreed_output`)."""
-    sig = case.signature
-    before, expected, actual = sections(output)
-    actual, cut = actual[:REPORT_LINES], len(actual) - REPORT_LINES
-    fusion = _fenced("\n".join(before))
-    shown = ", ".join(f"{k} {v}" for k, v in sorted((versions or case.versions).items()))
-    found = ", ".join(f"{k} {v}" for k, v in sorted(case.versions.items()))
-    return f"""# {title(case.graph, case.backend, read_verdict(output, errors), sig)}
-
-**Versions:** {shown}{f" (found with {found})" if found and found != shown else ""}
-
-**Repro:** save the script below as `repro.py` and run `python repro.py` (exit code 1 while the bug
-is present, 0 once fixed).
-{f"{chr(10)}The fusion{'s' if fusion.count('```python') > 1 else ''} it runs (minimized), printed by the repro:{chr(10)}{chr(10)}{fusion}{chr(10)}" if fusion else ""}
-**Expected** (printed by the repro):
-
-```
-{chr(10).join(expected) or "(none printed)"}
-```
-
-**Actual** (printed by the repro{f"; {cut} more lines follow" if cut > 0 else ""}{"; the lines after these differ from run to run" if varies else ""}):
-
-```
-{chr(10).join(actual) or "(nothing printed)"}
-```
-
-{_provenance(case)}{_variants(case)}
-## Repro
-
-```python
-{repro.rstrip()}
-```
-"""
 
 
 def minimize_files(paths: list[Path], out: Path, backend: str | None = None, workers: int = 2,

@@ -3,8 +3,8 @@ minimized repros as a regression suite.
 
 `pytest --fuzzfuse-corpus minimized` (repeatable) adds one test item per repro under the directory
 (any `<dir>/case.json` beside a `repro.py`, at any depth; the item's id is the repro directory's
-path below the corpus, which for `minimized/<slug>/` is the slug). An item copies repro.py (and
-inputs.pt) to a temporary directory and runs it in a fresh interpreter, so a hard crash kills only
+path below the corpus, which for `minimized/<slug>/` is the slug). An item copies the repro's full-oracle
+script (regression.py, or repro.py in a directory of the form before; and inputs.pt) to a temporary directory and runs it in a fresh interpreter, so a hard crash kills only
 the repro. Verdicts:
 
 - an open bug (the default) is xfail(strict=True): XFAIL while the repro fails as recorded in
@@ -33,7 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from .export import FIXED, OPEN_REASON, TIMEOUT, Recorded, StillFails, judged_run, repro_dirs, settle, skip_reason, tail
+from .export import (FIXED, OPEN_REASON, TIMEOUT, Recorded, StillFails, judged_run, judged_script, repro_dirs, settle,
+                     skip_reason, tail)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -105,9 +106,9 @@ class ReproItem(pytest.Item):
         if reason:
             pytest.skip(f"{case.backend}: {reason}")
         with tempfile.TemporaryDirectory(prefix="fuzzfuse-repro-") as work:
-            for name in ("repro.py", "inputs.pt"):
-                if (self.directory / name).exists():
-                    shutil.copy(self.directory / name, work)
+            shutil.copy(judged_script(self.directory), Path(work) / "repro.py")  # fuzzfuse's full oracle
+            if (self.directory / "inputs.pt").exists():
+                shutil.copy(self.directory / "inputs.pt", work)
             # PYTHONPATH only matters to custom backends' repros, which import their backend.
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
             verdict, out, err = judged_run(work, self.config.getoption("fuzzfuse_timeout"), case.outcome,

@@ -1,12 +1,12 @@
-"""Standalone repros and the titles of their bug reports.
+"""regression.py: a minimized case judged by fuzzfuse's full oracle, for the regression corpus.
 
-A repro imports torch only (plus the fuser's own package, e.g. nvfuser_direct): the graph as a
+The script imports torch only (plus the fuser's own package, e.g. nvfuser_direct): the graph as a
 plain function, its exact inputs (inline, or a sibling `inputs.pt` loaded with weights_only), the
 backend's own way of running it with fallback disabled, fuzzfuse's oracle in a dozen lines, and a
-float64 baseline. It prints the expected and the actual values for people, then one verdict line
-for machines (`fuzzfuse-verdict: {json}`), and exits 1 while the bug is present, 0 once it is
-fixed, 125 where it cannot run as the bug needs (git bisect run's skip): it drops into a bisect or
-a CI job as is.
+float64 baseline. It prints the expected and the actual values, then one verdict line for machines
+(`fuzzfuse-verdict: {json}`), and exits 1 while the bug is present, 0 once it is fixed, 125 where
+it cannot run as the bug needs (git bisect run's skip). The pytest plugin, `fuzzfuse export` and
+verification run it; the repro.py beside it, which a maintainer reads, is fuzzfuse.short_repro's.
 """
 from __future__ import annotations
 
@@ -350,28 +350,6 @@ def describe_graph(graph: Graph) -> str:
     return f"{chain or 'no op'} on {', '.join(dtypes) or 'scalars'}"
 
 
-def _special_inputs(graph: Graph, verdict: dict) -> str:
-    """" of -inf" (" of x0=-inf, x1=nan" with several inputs): the special values (NaN, ±inf, -0)
-    the inputs hold at a wrong output element, where an input has the output's shape or one element."""
-    at = verdict.get("at")
-    if at is None or str(verdict.get("stage", "")).startswith("backward"):
-        return ""
-    found = []
-    for spec, value in zip(graph.inputs, make_inputs(graph)):
-        if not isinstance(spec, TensorInput) or not value.is_floating_point():
-            continue
-        # the element an input holds at the wrong output position: an input of the output's rank
-        # broadcasts there (a dim of size 1 is read at 0)
-        inside = value.dim() == len(at) and all(i < s or s == 1 for i, s in zip(at, value.shape))
-        x = value.reshape(()) if value.numel() == 1 else \
-            value[tuple(0 if s == 1 else i for i, s in zip(at, value.shape))] if inside else None
-        if x is not None and (not math.isfinite(x.item()) or (x.item() == 0 and math.copysign(1, x.item()) < 0)):
-            found.append((spec.name, f"{x.item():g}"))
-    if not found:
-        return ""
-    return " of " + (found[0][1] if len(graph.inputs) == 1 else ", ".join(f"{n}={v}" for n, v in found))
-
-
 def _raised(verdict: dict) -> str:
     """A crash as a title says it: the exception and the failing condition or message, without
     the assert's boilerplate, and where (`raises RuntimeError: dims.size() == 4 (got size:2) at
@@ -392,29 +370,6 @@ def _raised(verdict: dict) -> str:
         line = line[:100].rsplit(" ", 1)[0] + " …"
     where = verdict.get("location", "")
     return f"raises {kind}" + (f": {line}" if line else "") + (f" at {where}" if where else "")
-
-
-def title(graph: Graph, backend: str, verdict: dict | None, recorded: Signature | None = None) -> str:
-    """A report's title from the reduced graph and what its repro printed (its verdict line, None
-    when it printed none): the op(s) and the symptom, "nvFuser: pow(x0, 0.5) on float32 of -inf
-    returns nan (eager: inf)". A repro that did not fail (it passed, or cannot run here) is titled by
-    the failure `recorded`, whose fields are those of a verdict line."""
-    if recorded is not None and (verdict or {}).get("outcome") in ("pass", "skip", None):
-        verdict = recorded.to_json()
-    verdict = verdict or {}
-    outcome, kind = verdict.get("outcome"), verdict.get("kind", "")
-    if outcome == "mismatch" and "actual" in verdict:
-        shown = {k: str(verdict[k]).replace("torch.", "") for k in ("actual", "expected")}
-        symptom = f"returns {shown['actual']} (eager: {shown['expected']})"
-    elif outcome == "mismatch":
-        symptom = f"returns the wrong {kind}"
-    elif outcome == "crash":
-        symptom = _raised(verdict)
-    else:
-        symptom = {"hard-crash": f"kills the process ({kind})", "hang": "hangs",
-                   "unfused": "runs the unfused fallback"}.get(outcome, str(outcome))
-    backward = "the backward of " if str(verdict.get("stage", "")).startswith("backward") else ""
-    return f"{BACKEND_NAMES.get(backend, backend)}: {backward}{describe_graph(graph)}{_special_inputs(graph, verdict)} {symptom}"
 
 
 def tolerances(dtypes: list[str], reduced: list[int]) -> list[tuple[float, float]]:

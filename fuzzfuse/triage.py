@@ -36,6 +36,7 @@ from .corpus import CorpusError, case_files, load_case, read_json
 from .oracle import Signature
 from .identity import root_cause_key
 from .rootcause import signature_today
+from .upstream import known
 from .verdict import Outcome, Reproduction, SignatureRecord
 
 SUMMARY = "summary.json"
@@ -63,6 +64,7 @@ class Bucket:
     case: Path | None = None  # smallest saved case, for buckets without a minimized repro
     case_size: int | None = None
     verification: Reproduction | None = None  # the minimized repro's fresh-process status
+    upstream: str = ""  # the upstream issue that reports it, with its state (fuzzfuse.upstream), if found
     combo: int = 1  # buckets sharing this one's backend/kind/location (set by `order`)
 
     @property
@@ -206,6 +208,8 @@ def _check_repros(buckets: dict[str, Bucket], problems: list[str]) -> None:
         b.flaky |= b.verification == Reproduction.FLAKY
         b.repro_size = case.graph.size
         b.detail = b.detail or case.detail
+        if same := known(case.upstream):
+            b.upstream = f"{same.reference} ({same.status()})"
 
 
 def order(buckets: list[Bucket]) -> list[Bucket]:
@@ -276,6 +280,7 @@ def print_table(t: Triage, console: Console | None = None) -> None:
             outcome.append(" flaky", style=OUTCOME_STYLE["flaky"])
         path, size = b.smallest
         where = _rel(b.repro if b.repro is not None else path, t.root) if path is not None else "-"
+        where += f"; upstream {b.upstream}" if b.upstream else ""
         table.add_row(str(i), outcome, b.backend, str(b.count), str(len(b.shards)), when(b.first_seen),
                       when(b.last_seen), "-" if size is None else str(size), Text(b.tail), where)
     console.print(table)

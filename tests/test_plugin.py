@@ -17,6 +17,7 @@ import fuzzfuse.repro
 from fuzzfuse.backends import availability, get_backend
 from fuzzfuse.cli import main
 from fuzzfuse.corpus import load_case
+from fuzzfuse.export import judged_script
 
 pytest_plugins = ["pytester"]
 
@@ -57,11 +58,11 @@ def entry(corpus: Path, name: str, source: Path, *, passes=False, fixed=None, **
     d = corpus / name
     shutil.copytree(source, d)
     if passes:
-        text = (d / "repro.py").read_text()
+        script = judged_script(d)  # the full oracle the plugin runs
+        text = script.read_text()
         assert "actual, fused = run_fused(inputs)" in text
         fused_run = EAGER if passes is True else passes
-        (d / "repro.py").write_text("import os\n" + text.replace("actual, fused = run_fused(inputs)",
-                                                                 f"actual, fused = {fused_run}"))
+        script.write_text("import os\n" + text.replace("actual, fused = run_fused(inputs)", f"actual, fused = {fused_run}"))
     if fixed is not None:
         (d / "FIXED").write_text(fixed)
     case = json.loads((d / "case.json").read_text())

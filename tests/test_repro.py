@@ -4,7 +4,6 @@ demands the recorded signature, the report's Actual block is the repro's own out
 pinned to a CPU capability the machine lacks skips with the reason. Real NNC runs, on this CPU."""
 import json
 import math
-import re
 import shutil
 import subprocess
 import sys
@@ -21,10 +20,10 @@ from fuzzfuse.export import judge, read_verdict
 from fuzzfuse.ir import Values
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.minimize import agreed_output, refresh, verify_repro
-from fuzzfuse.pytest_plugin import unavailable
 from fuzzfuse.oracle import Signature, compare_output, exception_signature
 from fuzzfuse.tracebacks import error_location, printed_error
-from fuzzfuse.repro import repro_files, title
+from fuzzfuse.bugreport import quoted_output, run_repro, title
+from fuzzfuse.repro import repro_files
 
 from .test_plugin import CRASH, MISMATCH
 
@@ -128,23 +127,24 @@ def test_verification_needs_the_recorded_signature_not_just_a_failing_exit(tmp_p
     assert verification.verdicts == (f"mismatch {signature.kind} {signature.location}",)
 
 
-def test_a_refreshed_report_shows_the_repros_own_output_verbatim_and_names_the_ops(tmp_path):
+def test_a_refreshed_report_quotes_its_short_repros_own_run_and_names_the_ops(tmp_path):
+    """refresh writes the short repro.py beside regression.py (which still prints the verdict line),
+    and the README quotes the short repro's own run in a fresh process."""
     directory = tmp_path / "crash"
     shutil.copytree(CRASH, directory)
     case = refresh(directory, verify_runs=1)
     assert case.verification.status == "reproduces"
     readme = (directory / "README.md").read_text()
-    run = subprocess.run([sys.executable, "repro.py"], cwd=directory, capture_output=True, text=True, timeout=300)
-    actual = readme.split("**Actual**", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0]
-    expected = readme.split("**Expected**", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0]
-    assert actual.startswith("actual: ") and actual in run.stdout and expected in run.stdout
+    run = run_repro(directory)
+    quoted = readme.split("**Output** of `python repro.py`", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0]
+    assert run.status == 1 and quoted == quoted_output(run.output)
     heading = readme.splitlines()[0]
-    assert heading == "# " + title(case.graph, case.backend, read_verdict(run.stdout, run.stderr))
-    assert heading.startswith("# NNC: ") and all(n.op in heading for n in case.graph.nodes)
-    assert run.stdout.splitlines()[-1].startswith("fuzzfuse-verdict: ")
+    assert heading == "# " + title(case) and heading.startswith("# NNC (CPU")
+    assert all(n.op in heading for n in case.graph.nodes)
+    full = run_repro(directory, script="regression.py")
+    assert full.output.splitlines()[-1].startswith("fuzzfuse-verdict: ")
 
 
-@pytest.mark.slow
 def test_a_repros_float64_reference_widens_the_floats_an_op_makes_from_integers(tmp_path):
     """exp2 of int8 is float32, and the float64 reference met float64 weights with it: linear
     refused the pair, so the H200's repro of exp2(int8) -> linear printed no verdict and was
@@ -223,48 +223,6 @@ def test_a_repro_whose_bug_is_gone_passes_with_a_pass_verdict(tmp_path):
     assert run.returncode == 0 and read_verdict(run.stdout)["outcome"] == "pass"
 
 
-MINIMIZED = Path(__file__).parent.parent / "minimized"
-
-
-def _committed_repros() -> list:
-    """Every committed repro; nvFuser's marked gpu (they run on a GPU only, and skip elsewhere)."""
-    params = []
-    for d in sorted(MINIMIZED.glob("[!.]*")):
-        if (d / "case.json").is_file() and (d / "README.md").is_file():
-            backend = json.loads((d / "case.json").read_text())["backend"]
-            marks = [pytest.mark.gpu] if "nvfuser" in backend else []
-            params.append(pytest.param(d, backend, marks=marks, id=d.name))
-    return params
-
-
-def _block(readme: str, heading: str) -> str:
-    return readme.split(f"**{heading}**", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("directory,backend", _committed_repros())
-def test_a_committed_reports_expected_and_actual_are_verbatim_in_its_repros_output(directory, backend, tmp_path):
-    """Each committed repro run in a fresh process, in a directory of its own (one test per
-    repro, so pytest-xdist spreads them): its README quotes what it prints."""
-    if unavailable(backend):
-        pytest.skip(f"{backend}: {unavailable(backend)}")
-    status = json.loads((directory / "case.json").read_text()).get("verification", {}).get("status")
-    if status != "reproduces":
-        pytest.skip(f"recorded as {status}: its output is not one run's")
-    for name in ("repro.py", "inputs.pt"):
-        if (directory / name).exists():
-            shutil.copy(directory / name, tmp_path)
-    run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    if run.returncode == 125:
-        pytest.skip(read_verdict(run.stdout)["reason"])
-    readme = (directory / "README.md").read_text()
-    output = _machine_neutral(run.stdout)
-    for heading in ("Expected", "Actual"):
-        block = _machine_neutral(_block(readme, heading))
-        assert block in ("(none printed)", "(nothing printed)") or block in output, \
-            f"{heading} of {directory.name}/README.md is not in its output:\n{block}\n---\n{run.stdout}"
-
-
 STRIDE_CASES = {
     "transposed": (lambda x: x.t().contiguous().t(), lambda x: x),
     "channels_last": (lambda x: x.contiguous(), lambda x: x.contiguous(memory_format=torch.channels_last)),
@@ -299,23 +257,6 @@ def test_a_strides_repros_check_agrees_with_the_oracle(name):
     assert raised == (name in ("transposed", "channels_last"))
 
 
-def _machine_neutral(text: str) -> str:
-    """What may differ between two runs of the same repro: where torch is installed (a compiler
-    error quotes its headers by path), the temporary directory a compiler ran in (tempfile's
-    random names), the compiler's command line (-march=native's ISA flags and the install's paths
-    are the machine's: AMX appears on one AVX-512 machine and not on another), the address of a
-    device buffer that nvFuser's input-binding error prints ("pointer: 140236652806656"), and
-    trailing blanks (Markdown drops them)."""
-    text = re.sub(r"^g\+\+ .*$", "g++ <command line>", text, flags=re.M)
-    text = re.sub(r"\S*/site-packages/", "<site-packages>/", text)
-    text = re.sub(r"/tmp[a-z0-9_]{8}/", "/<tmp>/", text)
-    text = re.sub(r"\bpointer: \d+", "pointer: <address>", text)
-    # Inductor names its kernel sources and precompiled headers by a hash of their text and flags,
-    # which hold the install path.
-    text = re.sub(r"(?:(?<=/)\w{2}/)?\w{40,}\.(main\.cpp|main\.so|cpp|so|h)\b", r"<hash>.\1", text)
-    return "\n".join(line.rstrip() for line in text.splitlines())
-
-
 @pytest.mark.parametrize("name", ["nvfuser", "aot:nvfuser"])
 def test_an_nvfuser_repro_is_a_standalone_script_that_compiles_here(name):
     """No GPU needed to write one: the nvFuser repro defines its fusion with nvfuser_direct's
@@ -347,19 +288,3 @@ def test_a_crash_prints_the_message_without_cpp_frames(tmp_path):
     actual = run.stdout[run.stdout.index("actual:"):run.stdout.index("fuzzfuse-verdict:")]
     assert actual.rstrip().endswith("Exception raised from scan at csrc/ops/arith.cpp:2601 (most recent call first):")
     assert "frame #0" not in actual and "frame #0" in run.stderr
-
-
-def test_a_title_names_the_special_value_a_broadcast_input_holds_at_the_wrong_element():
-    """An input of size 1 in a dim the output spans is read at 0 there (a campaign crashed on the
-    out-of-range index before)."""
-    from fuzzfuse.ir.builder import GraphBuilder
-    from fuzzfuse.ir.graph import Values
-    from fuzzfuse.ir.values import encode_exact
-    from fuzzfuse.repro import _special_inputs
-
-    b = GraphBuilder()
-    x = b.tensor((2, 1), values=Values(exact=encode_exact(torch.tensor([[1.0], [-math.inf]]))))
-    y = b.tensor((2, 3), values=Values(exact=encode_exact(torch.zeros(2, 3))))
-    graph = b.build([b.add("add", x, y)])
-    assert _special_inputs(graph, {"at": [1, 2]}) == " of x0=-inf"
-    assert _special_inputs(graph, {"at": [0, 2]}) == ""

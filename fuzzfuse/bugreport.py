@@ -1,0 +1,523 @@
+"""A minimized directory as a maintainer receives it: its title (the trigger named), its README,
+and `fuzzfuse report DIR...`, the issue body in the upstream's own form, ready to paste.
+
+A directory holds case.json (the record), repro.py (the short repro in the upstream's idiom:
+fuzzfuse.short_repro), regression.py (fuzzfuse's full oracle, which the regression corpus runs:
+fuzzfuse.repro) and README.md. `fuzzfuse report --regenerate DIR...` rewrites repro.py,
+regression.py and README.md from case.json; a CPU repro is re-run in a fresh process and its output
+quoted verbatim; a GPU repro's output comes from `--outputs FILE.json`, which
+benchmarks/gpu_repro_outputs.py writes on a GPU machine.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+
+from .backends.base import _factory
+from .corpus import Case, CorpusError, load_case, read_json, write_json
+from .export import FIXED, KERNEL_CACHES
+from .ir import Graph, TensorInput
+from .ir.types import DTYPES, is_float
+from .ir.values import logical_values
+from .oracle import gradient_reduction_sizes, nvrtc_error, reduction_sizes
+from .repro import BACKEND_NAMES, _raised, repro_files, tolerances
+from .short_repro import HANG_SECONDS, MAX_LINES, Symptom, short_repro
+from .upstream import Relation, known
+
+REPRO, REGRESSION, README = "repro.py", "regression.py", "README.md"
+# What another tool keeps in a README (fuzzfuse.versions' section): carried over as it is.
+VERSIONS_SECTION = re.compile(r"<!-- versions -->.*?<!-- /versions -->\n?", re.S)
+# Lines of a run's output a README quotes whole; a longer one keeps its head and its tail.
+OUTPUT_HEAD, OUTPUT_TAIL = 15, 30
+REPRO_TIMEOUT = 900.0
+
+
+def case_device(case: Case) -> str:
+    """Where the case ran: "cuda" for nvFuser and for a case recorded with a GPU, else "cpu"."""
+    if case.backend in ("nvfuser", "aot:nvfuser") or "gpu" in case.versions or "cuda" in case.versions:
+        return "cuda"
+    return "cpu"
+
+
+# ---- titles ----------------------------------------------------------------------------------
+def _value_text(x: float) -> str:
+    """3.4028235e+38 -> "3.4e38"; integers as they are."""
+    if float(x).is_integer() and abs(x) < 1e6:
+        return str(int(x))
+    mantissa, _, exponent = f"{x:.2g}".partition("e")
+    return mantissa + (f"e{int(exponent)}" if exponent else "")
+
+
+def trigger_values(spec: TensorInput) -> list[str]:
+    """The values in an input that fusers get wrong (NaN, infinities, -0, the dtype's extremes,
+    subnormals), as a title says them; at most three."""
+    values = logical_values(spec)
+    if values.numel() == 0 or spec.dtype == "bool":
+        return []
+    found: list[str] = []
+    if is_float(spec.dtype):
+        x = values.double()
+        info = torch.finfo(DTYPES[spec.dtype])
+        found += ["nan"] * bool(x.isnan().any()) + ["inf"] * bool(x.isposinf().any()) + \
+            ["-inf"] * bool(x.isneginf().any())
+        big = x[x.isfinite() & (x.abs() >= info.max / 4)]
+        found += sorted({_value_text(v) for v in big.tolist()})
+        found += ["-0.0"] * bool(((x == 0) & x.signbit()).any())
+        found += ["subnormals"] * bool(((x != 0) & (x.abs() < info.tiny)).any())
+    else:
+        info = torch.iinfo(DTYPES[spec.dtype])
+        found += [str(v) for v in sorted({info.min, info.max} & set(values.reshape(-1).tolist()))]
+    return found[:3]
+
+
+def _layout_text(spec: TensorInput) -> str:
+    k = spec.layout.kind
+    if k == "sliced":
+        return f"strided: step {spec.layout.step} along dim {spec.layout.dim}"
+    if k == "permuted":
+        return f"permuted {list(spec.layout.perm)}"
+    return "" if k == "contiguous" else k
+
+
+def describe_inputs(graph: Graph) -> str:
+    """"float32 (expanded) holding -inf, int8 [256]": each tensor input's dtype, its size when
+    large, its layout when not contiguous, and its trigger values."""
+    parts = []
+    for spec in graph.inputs:
+        if not isinstance(spec, TensorInput):
+            continue
+        text = spec.dtype + (f" {list(spec.shape)}" if math.prod(spec.shape) > 64 else "")
+        text += f" ({_layout_text(spec)})" if _layout_text(spec) else ""
+        values = trigger_values(spec)
+        parts.append(text + (f" holding {', '.join(values)}" if values else ""))
+    unique = list(dict.fromkeys(parts))
+    return ", ".join(unique) or "scalars"
+
+
+def op_chain(graph: Graph) -> str:
+    """"neg → clamp(v0, 0.0, -1.5)": the ops in order, scalar operands and attributes shown."""
+    def op(n) -> str:
+        attrs = [f"{k}={v}" for k, v in sorted(n.attrs.items())]
+        args = [a if isinstance(a, str) else repr(a) for a in n.args] if any(not isinstance(a, str) for a in n.args) else []
+        return f"{n.op}({', '.join(args + attrs)})" if args or attrs else n.op
+    ops = [op(n) for n in graph.nodes]
+    return " → ".join(ops if len(ops) <= 4 else ops[:3] + [f"… ({len(ops)} ops)"]) or "no op"
+
+
+def config_text(case: Case) -> str:
+    """What the case ran with that is not the fuser's default: Inductor's flags, mode and dynamic
+    shapes; nvFuser's switches turned off; "" for none."""
+    if case.backend == "inductor":
+        choices = _factory("inductor")().for_case(case.options).config.choices()
+        return "" if choices == ["defaults"] else ", ".join(choices)
+    if case.options.disable:
+        return ", ".join(f"{name} disabled" for name in case.options.disable)
+    return ""
+
+
+def compiler_error(detail: str) -> str:
+    """The first error line of a C++ or NVRTC compile error, without its file and position."""
+    line = re.search(r"^[^\n]*?\berror: (.+)$", detail, re.M)
+    return line.group(1).rsplit("error: ", 1)[-1].strip() if line else ""
+
+
+def hard_crash_text(detail: str) -> str:
+    """What a process that died printed before Python's own fatal-error lines (glibc's "double
+    free or corruption (out)"), "" when nothing."""
+    lines = []
+    for ln in detail.splitlines():
+        if ln.startswith(("Fatal Python error", "Current thread", "Thread 0x")):
+            break
+        if ln.strip() and not re.search(r"[/\"]", ln):  # glibc's words, not a traceback's frames
+            lines.append(ln.strip())
+    return " ".join(lines[:2])
+
+
+def symptom_text(case: Case, symptom: Symptom | None) -> str:
+    sig = case.signature
+    if sig.outcome == "mismatch" and symptom is not None:
+        shown = {k: v.replace("torch.", "") for k, v in (("fused", symptom.fused), ("eager", symptom.eager))}
+        if sig.kind == "dtype":  # "int64 (1, 2)": the dtype is the symptom
+            shown = {k: v.split()[0] for k, v in shown.items()}
+        if sig.kind == "shape":
+            shown = {k: v.partition(" ")[2] or v for k, v in shown.items()}
+        noun = {"shape": "shape ", "strides": "strides "}.get(sig.kind, "")
+        return f"returns {noun}{shown['fused']} (eager: {shown['eager']})"
+    if sig.outcome == "mismatch":
+        return f"returns the wrong {sig.kind}"
+    if sig.outcome == "crash":
+        error = compiler_error(case.detail) if "CompileError" in sig.message or nvrtc_error(case.detail) else ""
+        if error:
+            return f"fails to compile its kernel ({sig.kind}): {error[:140]}"
+        return _raised({**sig.to_json(), "message": case.detail or sig.message})
+    if sig.outcome == "hard-crash":
+        said = hard_crash_text(case.detail)
+        return f"kills the process ({sig.kind}{': ' + said if said else ''})"
+    return {"hang": "hangs", "unfused": "runs the unfused fallback"}.get(sig.outcome, sig.outcome)
+
+
+def title(case: Case, symptom: Symptom | None = None) -> str:
+    """"NNC (CPU): neg → clamp(v0, 0.0, -1.5) on int32 returns -1 (eager: -1.5)": the fuser and
+    device, the CPU capability when above default, the op chain, the inputs with their trigger
+    values and layouts, any non-default config, and the symptom."""
+    device = case_device(case).upper()
+    capability = case.versions.get("cpu_capability", "default") if device == "CPU" else "default"
+    where = device + (f", {capability.upper()}" if capability != "default" else "")
+    config = config_text(case)
+    symptom = symptom or case.symptom
+    backward = "the backward of " if (symptom and symptom.what.startswith("gradient")) or \
+        case.signature.stage.startswith("backward") else ""
+    name = BACKEND_NAMES.get(case.backend, case.backend)
+    fuser = f"{name[:-1]}, {where})" if name.endswith(")") else f"{name} ({where})"
+    return (f"{fuser}: {backward}{op_chain(case.graph)} on "
+            f"{describe_inputs(case.graph)}{f' with {config}' if config else ''} {symptom_text(case, symptom)}")
+
+
+# ---- running a repro -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReproRun:
+    """One fresh run of repro.py: its exit status (negative: killed by that signal; None: killed at
+    the timeout), what it printed (stdout and stderr interleaved, as a terminal shows them, the
+    run's directory written as "."), and the machine it ran on."""
+
+    status: int | None
+    output: str
+    machine: str
+
+    def outcome(self) -> str:
+        if self.status is None:
+            return "was killed at the timeout"
+        if self.status < 0:
+            name = signal.Signals(-self.status).name if -self.status in signal.valid_signals() else str(-self.status)
+            return f"died by {name}"
+        return f"exit status {self.status}"
+
+    def to_json(self) -> dict:
+        return {"status": self.status, "output": self.output, "machine": self.machine}
+
+    @staticmethod
+    def from_json(d: object, what: str) -> "ReproRun":
+        if not isinstance(d, dict) or set(d) != {"status", "output", "machine"}:
+            raise CorpusError(f"{what}: a run is an object of status, output and machine")
+        if not (d["status"] is None or type(d["status"]) is int) or not isinstance(d["output"], str) \
+                or not isinstance(d["machine"], str):
+            raise CorpusError(f"{what}: status must be an integer or null, output and machine strings")
+        return ReproRun(d["status"], d["output"], d["machine"])
+
+
+def load_outputs(path: Path) -> dict[str, ReproRun]:
+    """The runs a GPU machine recorded (benchmarks/gpu_repro_outputs.py): directory name -> run."""
+    data = read_json(path, "repro outputs")
+    if not isinstance(data, dict) or data.get("kind") != "fuzzfuse-repro-outputs" or not isinstance(data.get("runs"), dict):
+        raise CorpusError(f"{path}: not a fuzzfuse-repro-outputs file")
+    return {name: ReproRun.from_json(run, f"{path}: {name}") for name, run in data["runs"].items()}
+
+
+def machine() -> str:
+    if torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name()}, torch {torch.__version__}"
+    return f"CPU ({torch.backends.cpu.get_cpu_capability()}), torch {torch.__version__}"
+
+
+def run_repro(directory: Path, timeout: float = REPRO_TIMEOUT, script: str = REPRO, keep_path: bool = False) -> ReproRun:
+    """Run `script` of a directory in a fresh interpreter in a clean directory holding only it (and
+    inputs.pt), its kernel caches its own; Python unbuffered, so stdout and stderr interleave as on
+    a terminal. Without PYTHONPATH (a repro needs torch only), unless keep_path (a custom backend's
+    repro imports its module)."""
+    with tempfile.TemporaryDirectory(prefix="fuzzfuse-run-") as clean:
+        shutil.copy(Path(directory) / script, Path(clean) / REPRO)
+        if (Path(directory) / "inputs.pt").exists():
+            shutil.copy(Path(directory) / "inputs.pt", clean)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
+               **{name: os.path.join(clean, "kernel-cache", name.lower()) for name in KERNEL_CACHES}}
+        if not keep_path:
+            env.pop("PYTHONPATH", None)
+        try:
+            run = subprocess.run([sys.executable, REPRO], cwd=clean, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 timeout=timeout, env=env)
+            status, output = run.returncode, run.stdout
+        except subprocess.TimeoutExpired as e:
+            status, output = None, e.stdout or b""
+        text = output.decode(errors="replace").replace(os.path.realpath(clean) + os.sep, "").replace(clean + os.sep, "")
+        return ReproRun(status, text, machine())
+
+
+# ---- the README ------------------------------------------------------------------------------
+def quoted_output(output: str) -> str:
+    """A run's output for a README: whole when short, else its head and tail around a marker."""
+    lines = output.rstrip("\n").splitlines()
+    if len(lines) <= OUTPUT_HEAD + OUTPUT_TAIL + 5:
+        return "\n".join(lines) or "(nothing printed)"
+    cut = len(lines) - OUTPUT_HEAD - OUTPUT_TAIL
+    return "\n".join(lines[:OUTPUT_HEAD] + [f"[... {cut} lines ...]"] + lines[-OUTPUT_TAIL:])
+
+
+def upstream_text(case: Case) -> str:
+    """The upstream status lines; a bug already reported says so first."""
+    if not case.upstream:
+        return ""
+    lines = []
+    if same := known(case.upstream):
+        lines.append(f"**Known upstream:** {same.line()}. Follow or comment on that issue rather than filing "
+                     "a new one.")
+    lines += [f"- {u.line()}" for u in case.upstream if u is not same]
+    return "\n".join(lines) + "\n\n"
+
+
+def run_text(case: Case, run: ReproRun | None) -> str:
+    """The Output section: the repro's own output, verbatim; a GPU repro not yet run says how to
+    get it (and a hard crash quotes what its process printed when found)."""
+    if run is not None:
+        return (f"**Output** of `python repro.py` ({run.machine}; {run.outcome()}):\n\n"
+                f"```\n{quoted_output(run.output)}\n```\n")
+    text = ("**Output:** not captured yet: this repro needs a GPU. Run `python benchmarks/gpu_repro_outputs.py "
+            "minimized/ --out outputs.json` there, then `python -m fuzzfuse report --regenerate minimized/ "
+            "--outputs outputs.json`.\n")
+    if case.signature.outcome == "hard-crash":
+        text += (f"\nWhen found, fuzzfuse's worker died by {case.signature.kind}; what it printed as it died (its "
+                 f"stderr's first lines: the C library's message, then Python's fatal error and stack):\n\n"
+                 f"```\n{quoted_output(chr(10).join(case.detail.splitlines()[:12]))}\n```\n")
+    return text
+
+
+def _provenance(case: Case) -> str:
+    from .minimize import _provenance as provenance, _variants as variants
+    return provenance(case) + variants(case)
+
+
+def readme(case: Case, repro: str, run: ReproRun | None, previous: str = "") -> str:
+    """README.md: title, upstream status, versions, the repro and its output, provenance; the
+    versions section another tool keeps in `previous` is carried over."""
+    kept = VERSIONS_SECTION.search(previous)
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(case.versions.items()))
+    return f"""# {title(case)}
+
+{upstream_text(case)}**Found with:** {versions}
+
+{kept.group(0).rstrip() + chr(10) + chr(10) if kept else ""}**Repro** (`python repro.py`: exit status 1 while the bug is present, 0 once it is fixed):
+
+```python
+{repro.rstrip()}
+```
+
+{run_text(case, run)}
+{_provenance(case)}
+## Reproducing with fuzzfuse's oracle
+
+`regression.py` is the same case judged by fuzzfuse's full oracle (eager, float64 arbitrating); the
+regression corpus runs it: `pytest --fuzzfuse-corpus minimized`.
+"""
+
+
+# ---- writing a directory ---------------------------------------------------------------------
+def _tolerance(case: Case, symptom: Symptom | None) -> tuple[float, float]:
+    """The oracle's (rtol, atol) for the symptom's output or gradient."""
+    if symptom is None:
+        return (0.0, 0.0)
+    graph, types = case.graph, case.graph.infer_types()
+    which, k = symptom.what.split()
+    if which == "output":
+        name = graph.outputs[int(k)]
+        return tolerances([types[name].dtype], [reduction_sizes(graph, types)[name]])[0]
+    sizes = gradient_reduction_sizes(graph, types)
+    wanted = [i for i in graph.inputs if i.name in sizes]
+    return tolerances([wanted[int(k)].dtype], [sizes[wanted[int(k)].name]])[0]
+
+
+def write_regression(directory: Path, case: Case) -> None:
+    """Write regression.py, fuzzfuse's full oracle (and inputs.pt where it needs one)."""
+    directory = Path(directory)
+    fuser = _factory(case.backend)().for_case(case.options)
+    if case_device(case) != fuser.device:  # Inductor recorded on a GPU: a CPU instance was made
+        fuser = type(fuser)(case_device(case)).for_case(case.options)
+    files = repro_files(case.graph, fuser, case.signature, case.versions)
+    (directory / REGRESSION).write_text(files[REPRO])
+    if "inputs.pt" in files:
+        torch.save(files["inputs.pt"], directory / "inputs.pt")
+    else:
+        (directory / "inputs.pt").unlink(missing_ok=True)
+
+
+# The backends whose repro has an upstream idiom (fuzzfuse.short_repro); any other (custom:,
+# dynamo:) runs through fuzzfuse, so its repro.py is the full one.
+SHORT_FORMS = ("nvfuser", "aot:nvfuser", "inductor", "torchscript:nnc", "torchscript:onednn", "torchscript:frontend",
+               "aot:nnc", "aot:onednn", "aot:frontend", "aot:eager")
+
+
+def write_repro(directory: Path, case: Case, hang_seconds: float = HANG_SECONDS) -> str:
+    """Write repro.py, the short one where the backend has an upstream idiom (else a copy of
+    regression.py, which must be written already); its source."""
+    if case.backend not in SHORT_FORMS:
+        source = (Path(directory) / REGRESSION).read_text()
+    elif case.backend == "aot:nvfuser":
+        source = aot_nvfuser_repro(directory, case)
+    else:
+        source = short_repro(case.graph, case.backend, case.options, case.signature, case.versions, title(case),
+                             case.symptom, _tolerance(case, case.symptom), case_device(case), hang_seconds)
+    (Path(directory) / REPRO).write_text(source)
+    return source
+
+
+def _fusion_script(directory: Path, case: Case) -> tuple[str, str]:
+    """The nvfuser_direct script of the fusion aot:nvfuser handed nvFuser, and where it comes from:
+    the minimized fusion the full repro printed on the GPU (quoted by a README of the form before),
+    the script a short repro written before holds, else the failing fusion of the case as found
+    (its detail; before reduction)."""
+    previous = (directory / README).read_text() if (directory / README).exists() else ""
+    printed = re.search(r"^The fusions? it runs \(minimized\), printed by the repro:\n\n(.*?)\n\*\*Expected", previous,
+                        re.S | re.M)
+    if printed:
+        return re.findall(r"```python\n(.*?)```", printed.group(1), re.S)[-1], "minimized"
+    written = (directory / REPRO).read_text() if (directory / REPRO).exists() else ""
+    if "with FusionDefinition() as fd:" in written and "fuzzfuse" not in written:
+        return written.split('"""\n', 2)[-1], re.search(r"# fusion: (\w+)", written).group(1)
+    found = re.search(r"```python\n(.*?)```", case.detail, re.S)
+    if not found:
+        raise ValueError(f"{directory}: no nvfuser_direct script recorded for this aot:nvfuser case")
+    return found.group(1), "as found, before reduction"
+
+
+def aot_nvfuser_repro(directory: Path, case: Case) -> str:
+    """aot:nvfuser's repro: the fusion nvFuser was handed (`_fusion_script`), its definition
+    inlined, run on inputs of the real shapes and strides."""
+    script, origin = _fusion_script(Path(directory), case)
+    script = re.sub(r"\ndef nvfuser_fusion\(fd: FusionDefinition\) -> None:\n(.*?)\n\n\nwith FusionDefinition\(\) as fd:\n"
+                    r"    nvfuser_fusion\(fd\)\n",
+                    lambda m: "\nwith FusionDefinition() as fd:\n" + "\n".join(
+                        ln for ln in m.group(1).splitlines() if not ln.strip().startswith("#")) + "\n", script, flags=re.S)
+    script = script.replace("for o in outputs:\n    print(o.dtype, tuple(o.shape))\n",
+                            "torch.cuda.synchronize()\nprint(\"nvFuser ran the fusion without error\")\n")
+    script = re.sub(r"^# fusion: .*\n", "", script.lstrip(), flags=re.M)
+    return (f'"""{title(case)}\n\nExits 1 while the bug is present, 0 once it is fixed."""\n'
+            f"# fusion: {origin.split(',')[0].replace(' ', '_')} (the fusion aot_autograd's graph became)\n" + script)
+
+
+def fails_as_recorded(case: Case, run: ReproRun) -> bool:
+    """Whether a run of the short repro shows the bug: killed by a signal for a hard crash, exit
+    status 1 (or killed at the timeout, for a hang) otherwise."""
+    if case.signature.outcome == "hard-crash":
+        return run.status is not None and run.status < 0
+    return run.status == 1 or (run.status is None and case.signature.outcome == "hang")
+
+
+# ATen's x86 CPU capabilities (ATEN_CPU_CAPABILITY), lowest first: a CPU case recorded without one
+# is pinned to the lowest it fails under.
+CPU_CAPABILITIES = ("default", "avx2", "avx512")
+
+
+def regenerate(directory: Path, outputs: dict[str, ReproRun] | None = None,
+               timeout: float = REPRO_TIMEOUT) -> tuple[str, bool]:
+    """Rewrite one directory's repro.py, regression.py and README.md from its case.json; re-run a
+    CPU repro here (a GPU one's run comes from `outputs`). The symptom the short repro pins is
+    read once from what the full repro printed (the README of the form before, or a run of
+    regression.py) and kept in case.json, as is the CPU capability a CPU case recorded without one
+    fails under. One line on how it went, and whether the repro failed as recorded (True where it
+    was not run)."""
+    directory = Path(directory)
+    case = load_case(directory / "case.json")
+    recorded = case
+    previous = (directory / README).read_text() if (directory / README).exists() else ""
+    if case.signature.outcome == "mismatch" and case.symptom is None:
+        symptom = Symptom.parse(previous)
+        if symptom is None and case_device(case) == "cpu":
+            write_regression(directory, case)
+            symptom = Symptom.parse(run_repro(directory, timeout, REGRESSION).output)
+        if symptom is None:
+            raise ValueError(f"{directory}: no symptom recorded and none printed: run regression.py where it runs")
+        case = replace(case, symptom=symptom)
+    run = (outputs or {}).get(directory.name)
+    pins = [None] if case_device(case) == "cuda" or case.versions.get("cpu_capability") else CPU_CAPABILITIES
+    for capability in pins:
+        if capability:
+            case = replace(case, versions={**recorded.versions, "cpu_capability": capability})
+        write_regression(directory, case)
+        source = write_repro(directory, case)
+        if case_device(case) == "cpu":
+            run = run_repro(directory, timeout, keep_path=case.backend not in SHORT_FORMS)
+            if fails_as_recorded(case, run):
+                break
+    if case != recorded:
+        write_json(directory / "case.json", case.to_json())
+    (directory / README).write_text(readme(case, source, run, previous))
+    lines = len(source.splitlines())
+    ok = run is None or fails_as_recorded(case, run)
+    status = "not run here" if run is None else run.outcome() + ("" if ok else " (NOT as recorded)")
+    return f"{directory.name}: {lines} lines, {status}" + (f" (over {MAX_LINES} lines)" if lines > MAX_LINES else ""), ok
+
+
+# ---- the issue body --------------------------------------------------------------------------
+def issue_body(directory: Path) -> str:
+    """The issue to paste upstream for one directory: PyTorch's bug forms (torch.compile's for
+    Inductor) or NVIDIA/Fuser's; a bug already reported upstream gets a note for that issue
+    instead."""
+    directory = Path(directory)
+    case = load_case(directory / "case.json")
+    repro = (directory / REPRO).read_text()
+    output = _recorded_output(directory)
+    versions = "\n".join(f"{k}: {v}" for k, v in sorted(case.versions.items()))
+    head = f"# {title(case)}\n\n"
+    if same := known(case.upstream):
+        head += (f"> Already reported upstream: {same.line()}.\n> Do not file a new issue; if it adds anything, "
+                 f"comment on {same.url} with the repro below.\n\n")
+    related = [u for u in case.upstream if u.relation is Relation.RELATED]
+    see_also = "".join(f"\nRelated: {u.url} ({u.status()})." for u in related)
+    fixed = "(this corpus marks it fixed: FIXED)\n" if (directory / FIXED).exists() else ""
+    found = (f"Found by differential fuzzing (fuzzfuse) against eager, with a float64 reference as arbiter; "
+             f"reduced to {len(case.graph.nodes)} op(s).{see_also}\n{fixed}")
+    code = f"```python\n{repro.rstrip()}\n```\n"
+    shown = f"```\n{quoted_output(output)}\n```\n" if output else "(run `python repro.py` to see it)\n"
+    if case.backend in ("nvfuser", "aot:nvfuser"):
+        return head + (f"## Bug\n\n{title(case)}. {found}\n## Repro\n\n{code}\n## Output\n\n{shown}\n"
+                       f"## Versions\n\n```\n{versions}\n```\n")
+    what = "### 🐛 Describe the bug" + ("  (torch.compile bug report)" if case.backend == "inductor" else "")
+    return head + (f"{what}\n\n{title(case)}. {found}\n{code}\n### Error logs\n\n{shown}\n"
+                   f"### Versions\n\nRecorded when found (`python -m torch.utils.collect_env` gives the full "
+                   f"list):\n\n```\n{versions}\n```\n")
+
+
+def _recorded_output(directory: Path) -> str:
+    """The output the README quotes (the repro's last recorded run), "" when none."""
+    text = (directory / README).read_text() if (directory / README).exists() else ""
+    found = re.search(r"^\*\*Output\*\* of `python repro\.py`[^\n]*\n\n```\n(.*?)\n```", text, re.S | re.M)
+    return found.group(1) if found else ""
+
+
+
+def report_dirs(paths: list[Path]) -> list[Path]:
+    """The minimized directories named: each path a directory holding case.json, or one holding
+    such directories (minimized/). ValueError naming a path that is neither."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if (path / "case.json").is_file():
+            found.append(path)
+        elif path.is_dir() and (inside := sorted(p.parent for p in path.glob("*/case.json"))):
+            found += inside
+        else:
+            raise ValueError(f"{path}: not a minimized directory (no case.json) nor a directory of them")
+    return found
+
+
+def report_command(paths: list[Path], regenerate_them: bool, outputs: list[Path], timeout: float) -> int:
+    """`fuzzfuse report DIR...`: print each directory's issue body, or with regenerate rewrite its
+    files (one line each). Exit 1 when a CPU repro no longer exits as recorded (1, or its signal)."""
+    dirs = report_dirs(paths)
+    runs = {name: run for path in outputs for name, run in load_outputs(path).items()}
+    status = 0
+    for n, directory in enumerate(dirs):
+        if not regenerate_them:
+            print(("\n" + "-" * 72 + "\n\n") * bool(n) + issue_body(directory), end="")
+            continue
+        line, ok = regenerate(directory, runs, timeout)
+        print(line, flush=True)
+        status = max(status, int(not ok))
+    return status

@@ -1,0 +1,200 @@
+"""Reports a maintainer pastes unchanged, checked on the whole committed corpus: every title names
+its trigger, every repro is short and standalone, every directory renders an issue body in its
+upstream's form, hard crashes quote their signal and stderr, and a bug known upstream says so.
+The repros that run here (real NNC, oneDNN Graph, CPU Inductor) exit 1 while their bug is present,
+and their READMEs quote their own output verbatim."""
+import json
+import re
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from fuzzfuse.bugreport import (README, REGRESSION, REPRO, ReproRun, case_device,
+                                issue_body, load_outputs, regenerate, run_repro, title)
+from fuzzfuse.cli import main
+from fuzzfuse.corpus import CorpusError, load_case
+from fuzzfuse.ir import TensorInput
+from fuzzfuse.short_repro import Symptom
+from fuzzfuse.upstream import Relation, State, UpstreamIssue
+
+from .test_plugin import MISMATCH
+
+MINIMIZED = Path(__file__).parent.parent / "minimized"
+DIRS = sorted(p.parent for p in MINIMIZED.glob("[!.]*/case.json"))
+
+
+def _regenerated(directory: Path) -> bool:
+    """A directory in the form these tests check (its short repro beside regression.py)."""
+    return (directory / REGRESSION).is_file()
+
+
+@pytest.mark.parametrize("directory", DIRS, ids=lambda d: d.name)
+def test_every_title_names_its_trigger(directory):
+    """The README's title is today's title of its case, and it names the fuser and device, every op
+    (or the count past four), each input dtype, every non-contiguous layout, the CPU capability
+    above default, the non-default config, a compile error's first error line, a hard crash's
+    signal."""
+    case = load_case(directory / "case.json")
+    heading = title(case)
+    assert f"({case_device(case).upper()}" in heading or f", {case_device(case).upper()}" in heading
+    ops = [n.op for n in case.graph.nodes]
+    assert all(op in heading for op in ops[:3]) and (len(ops) <= 4 or f"({len(ops)} ops)" in heading)
+    for spec in case.graph.inputs:
+        if isinstance(spec, TensorInput):
+            assert spec.dtype in heading
+            kind = spec.layout.kind
+            assert kind == "contiguous" or {"sliced": "strided"}.get(kind, kind) in heading
+    capability = case.versions.get("cpu_capability", "default")
+    assert capability == "default" or case_device(case) == "cuda" or capability.upper() in heading
+    if case.backend == "inductor":
+        for name, value in dict(case.options.inductor_config.flags if case.options.inductor_config else {}).items():
+            assert f"{name}={value!r}" in heading
+    assert "C++ compile error" not in heading
+    if case.signature.outcome == "hard-crash":
+        assert case.signature.kind in heading
+    if _regenerated(directory):
+        assert (directory / README).read_text().splitlines()[0] == "# " + heading
+
+
+@pytest.mark.parametrize("directory", [d for d in DIRS if _regenerated(d)], ids=lambda d: d.name)
+def test_every_repro_is_short_standalone_and_quoted(directory):
+    """At most 30 lines for a bug of at most 3 ops, never over 60; no fuzzfuse import and no
+    inputs.pt; a CPU repro pins its CPU capability; the README quotes the repro and a CPU repro's
+    own run, a hard crash its signal. An nvFuser fusion's lines are nvFuser's lowering (div_floor
+    is twenty primitive ops; aot_autograd's graphs are decomposed): they count once."""
+    case = load_case(directory / "case.json")
+    source = (directory / REPRO).read_text()
+    fusion = re.search(r"^with FusionDefinition\(\) as fd:\n((?:    .*\n)+)", source, re.M)
+    lines = len(source.splitlines()) - (len(fusion.group(1).splitlines()) - 1 if fusion else 0)
+    limit = 30 if len(case.graph.nodes) <= 3 and case.backend != "aot:nvfuser" else 60
+    assert lines <= limit, f"{lines} lines"
+    assert "fuzzfuse" not in source.replace("fuzzfuse report", "") and "inputs.pt" not in source
+    readme = (directory / README).read_text()
+    assert f"```python\n{source.rstrip()}\n```" in readme
+    if case_device(case) == "cpu":
+        assert f'os.environ["ATEN_CPU_CAPABILITY"] = {case.versions["cpu_capability"]!r}' in source
+        assert "**Output** of `python repro.py`" in readme
+    if case.signature.outcome == "hard-crash":
+        assert f"died by {case.signature.kind}" in readme or f"died by {case.signature.kind};" in readme \
+            or f"worker died by {case.signature.kind}" in readme
+
+
+@pytest.mark.parametrize("directory", DIRS, ids=lambda d: d.name)
+def test_every_directory_renders_an_issue_body_in_its_upstreams_form(directory):
+    case = load_case(directory / "case.json")
+    body = issue_body(directory)
+    assert body.startswith("# " + title(case) + "\n")
+    assert f"```python\n{(directory / REPRO).read_text().rstrip()}\n```" in body
+    form = ("## Bug", "## Repro", "## Output", "## Versions") if "nvfuser" in case.backend else \
+        ("### 🐛 Describe the bug", "### Error logs", "### Versions")
+    assert all(section in body for section in form)
+    assert all(f"{k}: {v}" in body for k, v in case.versions.items())
+    same = [u for u in case.upstream if u.relation is Relation.SAME]
+    assert ("Already reported upstream" in body) == bool(same)
+
+
+def test_a_report_of_a_bug_known_upstream_says_so_instead_of_asking_for_an_issue(tmp_path):
+    directory = tmp_path / MISMATCH.name
+    shutil.copytree(MISMATCH, directory)
+    case = load_case(directory / "case.json")
+    issue = UpstreamIssue("https://github.com/pytorch/pytorch/issues/1", State.OPEN, Relation.SAME, "a title",
+                          "2026-12-03")
+    (directory / "case.json").write_text(json.dumps({**case.to_json(), "upstream": [issue.to_json()]}))
+    body = issue_body(directory)
+    assert "Already reported upstream: reported upstream as [pytorch/pytorch#1]" in body
+    assert "Do not file a new issue" in body and "(open; checked 2026-12-03)" in body
+
+
+@pytest.mark.parametrize("bad,message", [
+    ({"url": "https://example.com/issues/1"}, "is not an issue or pull request"),
+    ({"state": "wontfix"}, "'wontfix' is not a valid State"),
+    ({"checked": "yesterday"}, "is not a date"),
+    ({"extra": 1}, "extra"),
+])
+def test_an_upstream_record_is_validated_as_untrusted_input(bad, message):
+    good = UpstreamIssue("https://github.com/NVIDIA/Fuser/issues/5", State.FIXED, Relation.RELATED, "t",
+                         "2026-12-03", fixed_in="0.2.37").to_json()
+    assert UpstreamIssue.from_json(good).status() == "fixed in 0.2.37"
+    with pytest.raises(ValueError, match=message):
+        UpstreamIssue.from_json({**good, **bad})
+
+
+def test_a_symptom_is_read_from_the_full_repros_lines_and_round_trips():
+    printed = ("expected output 1[3, 0]: -1.5 (eager; float64 gives -1.5000001)\n"
+               "actual output 1[3, 0]: nan (torchscript:nnc, wrong at 2 of 8 positions)\n")
+    symptom = Symptom.parse(printed)
+    assert symptom == Symptom("output 1", (3, 0), "-1.5", "nan", "-1.5000001")
+    assert Symptom.from_json(symptom.to_json()) == symptom
+    assert Symptom.parse("expected: torchscript:nnc compiles and runs fn\n") is None
+    with pytest.raises(ValueError):
+        Symptom.from_json({**symptom.to_json(), "what": "__import__('os')"})
+
+
+def test_report_refuses_what_is_not_a_minimized_directory_in_one_line(tmp_path, capsys):
+    assert main(["report", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip().count("\n") == 0
+    (tmp_path / "outputs.json").write_text('{"kind": "fuzzfuse-repro-outputs", "runs": {"x": {"status": "1"}}}')
+    with pytest.raises(CorpusError, match="a run is an object"):
+        load_outputs(tmp_path / "outputs.json")
+    assert main(["report", str(MISMATCH), "--outputs", str(tmp_path / "outputs.json")]) == 2
+
+
+@pytest.mark.slow
+def test_regenerating_runs_the_short_repro_quotes_it_verbatim_keeps_versions_and_is_idempotent(tmp_path):
+    """A real NNC bug: its short repro exits 1 in a fresh process, the README quotes that run's
+    output verbatim, a versions section another tool wrote survives, and a second regeneration
+    writes the same files."""
+    directory = tmp_path / MISMATCH.name
+    shutil.copytree(MISMATCH, directory)
+    regenerate(directory)
+    readme = (directory / README).read_text()
+    section = "<!-- versions -->\n| torch | 2.13 |\n<!-- /versions -->\n"
+    (directory / README).write_text(readme.replace("**Repro**", section + "\n**Repro**", 1))
+    first = {name: (directory / name).read_text() for name in (REPRO, REGRESSION, "case.json")}
+    line, ok = regenerate(directory)
+    assert ok and line.endswith("exit status 1")
+    assert {name: (directory / name).read_text() for name in first} == first
+    again = (directory / README).read_text()
+    assert section in again
+    run = run_repro(directory)
+    assert run.status == 1
+    quoted = again.split("**Output** of `python repro.py`", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0]
+    assert quoted == run.output.rstrip("\n")
+    assert re.search(r"^output \d+.*: expected .*, got ", run.output, re.M)
+
+
+@pytest.mark.slow
+def test_a_short_repro_exits_0_once_its_fuser_gives_the_pinned_value(tmp_path):
+    """The check is a plain comparison with the pinned eager value: pinned to what NNC computes
+    (as a fixed fuser would), the same repro exits 0."""
+    directory = tmp_path / MISMATCH.name
+    shutil.copytree(MISMATCH, directory)
+    regenerate(directory)
+    case = load_case(directory / "case.json")
+    fixed = replace(case, symptom=replace(case.symptom, eager=case.symptom.fused))
+    (directory / "case.json").write_text(json.dumps(fixed.to_json()))
+    line, ok = regenerate(directory)
+    assert not ok and "exit status 0" in line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("directory", [d for d in DIRS if _regenerated(d)
+                                       and case_device(load_case(d / "case.json")) == "cpu"], ids=lambda d: d.name)
+def test_a_committed_cpu_repro_fails_as_recorded_and_its_readme_quotes_its_run(directory):
+    case = load_case(directory / "case.json")
+    run = run_repro(directory)
+    assert run.status == 1 or (case.signature.outcome == "hard-crash" and run.status < 0)
+    quoted = (directory / README).read_text().split("**Output** of `python repro.py`", 1)[1]
+    quoted = quoted.split("```\n", 1)[1].split("\n```", 1)[0]
+    for line in quoted.splitlines():
+        assert line == f"[... {line[5:]}" or line in run.output or line == "(nothing printed)"
+
+
+def test_a_gpu_run_recorded_elsewhere_is_quoted_as_recorded(tmp_path):
+    run = ReproRun(-6, "double free or corruption (out)\n", "NVIDIA H200, torch 2.11.0+cu130")
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps({"kind": "fuzzfuse-repro-outputs", "runs": {"d": run.to_json()}}))
+    assert load_outputs(path) == {"d": run}
+    assert run.outcome() == "died by SIGABRT"
