@@ -2,35 +2,36 @@
 # Issue 31's GPU steps, for a lease whose commands run at most 10 minutes each:
 #
 #   bash benchmarks/gpu_identity.sh fold OUT          # split the corpus's CUDA forms out, verified there
-#   setsid nohup bash benchmarks/gpu_identity.sh campaigns OUT SECONDS &   # nvFuser and Inductor at once
+#   setsid nohup bash benchmarks/gpu_identity.sh campaign OUT BACKEND [SECONDS] &   # one fuser, all cores
 #   bash benchmarks/gpu_identity.sh collect OUT       # what each campaign called new, against minimized/
 #
 # fold: `python -m fuzzfuse.fold minimized --split-on cuda` (every listed form of another bug gets a
 # directory of its own, written and verified 3 of 3 in fresh processes on this GPU), its report in
-# OUT/fold.txt and the corpus in OUT/minimized.tgz.
-# campaigns: a fresh-seed campaign of each fuser with --known minimized, 8 workers each, side by
-# side for SECONDS, into OUT/nvfuser and OUT/inductor; OUT/campaigns.done at the end.
+# OUT/fold.txt, every CUDA repro's run in OUT/gpu_outputs.json and the corpus in OUT/minimized.tgz.
+# campaign: a fresh-seed campaign of BACKEND with --known minimized on every core for SECONDS
+# (default 600), into OUT/BACKEND; OUT/BACKEND.done at the end.
 # collect: `python -m fuzzfuse.identity RUN/minimized --against minimized` for each (known or new,
 # and for a new bug the nearest committed one and what differs), the summaries, all in OUT/runs.tgz.
 set -u
-STEP=${1:?usage: gpu_identity.sh fold|campaigns|collect OUT [SECONDS]}
-OUT=${2:?usage: gpu_identity.sh fold|campaigns|collect OUT [SECONDS]}
+STEP=${1:?usage: gpu_identity.sh fold|campaign|collect OUT [BACKEND [SECONDS]]}
+OUT=${2:?usage: gpu_identity.sh fold|campaign|collect OUT [BACKEND [SECONDS]]}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 case "$STEP" in
   fold)
     python3 -m fuzzfuse.fold minimized --split-on cuda --jobs 12 > "$OUT/fold.txt" 2>&1
     echo "fold exit $?" >> "$OUT/fold.txt"
+    # Every CUDA repro run once more, for the READMEs (fuzzfuse report --regenerate --outputs);
+    # the hang's repro waits out its timeout, so it runs beside the others.
+    PYTHONPATH=$PWD python3 benchmarks/gpu_repro_outputs.py minimized --jobs 12 --out "$OUT/gpu_outputs.json" \
+      > "$OUT/outputs.txt" 2>&1
     tar czf "$OUT/minimized.tgz" minimized
     ;;
-  campaigns)
-    SECONDS_EACH=${3:-540}
-    for backend in nvfuser inductor; do
-      timeout $((SECONDS_EACH + 240)) python3 -m fuzzfuse fuzz --backend "$backend" --workers 8 \
-        --time "$SECONDS_EACH" --known minimized --out "$OUT/$backend" > "$OUT/$backend.log" 2>&1 < /dev/null &
-    done
-    wait
-    touch "$OUT/campaigns.done"
+  campaign)
+    BACKEND=${3:?usage: gpu_identity.sh campaign OUT BACKEND [SECONDS]}
+    timeout $((${4:-600} + 240)) python3 -m fuzzfuse fuzz --backend "$BACKEND" --time "${4:-600}" --known minimized \
+      --out "$OUT/$BACKEND" > "$OUT/$BACKEND.log" 2>&1 < /dev/null
+    touch "$OUT/$BACKEND.done"
     ;;
   collect)
     for backend in nvfuser inductor; do

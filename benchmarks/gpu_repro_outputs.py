@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from fuzzfuse.bugreport import REPRO_TIMEOUT, case_device, report_dirs, run_repro
@@ -21,14 +22,17 @@ def main() -> None:
     parser.add_argument("dirs", nargs="+", type=Path, help="minimized/ or some of its directories")
     parser.add_argument("--out", type=Path, required=True, help="the JSON file to write")
     parser.add_argument("--timeout", type=float, default=REPRO_TIMEOUT, help="seconds one repro may run")
+    parser.add_argument("--jobs", type=int, default=1, help="repros run at once (default 1)")
     args = parser.parse_args()
     runs = {}
-    for directory in report_dirs(args.dirs):
-        if case_device(load_case(directory / "case.json")) != "cuda":
-            continue
-        run = run_repro(directory, args.timeout)
-        runs[directory.name] = run.to_json()
-        print(f"{directory.name}: {run.outcome()}", flush=True)
+    todo = [d for d in report_dirs(args.dirs) if case_device(load_case(d / "case.json")) == "cuda"]
+
+    def run(directory: Path) -> None:
+        done = run_repro(directory, args.timeout)
+        runs[directory.name] = done.to_json()
+        print(f"{directory.name}: {done.outcome()}", flush=True)
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        list(pool.map(run, todo))
     args.out.write_text(json.dumps({"kind": "fuzzfuse-repro-outputs", "runs": runs}, indent=1, sort_keys=True) + "\n")
 
 
