@@ -221,7 +221,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
                if not Path(d).is_dir()]
     if missing:
         raise BadInput(f"{missing[0]}: not a directory")
-    plan = Plan([Path(d) for d in args.dirs], builds, Path(args.cache).expanduser(),
+    plan = Plan([Path(d) for d in args.dirs], builds, Path(args.results).expanduser(), Path(args.envs).expanduser(),
                 Path(args.wheels) if args.wheels else None, args.jobs, args.timeout, args.from_cache,
                 tuple(Path(d) for d in args.fold or ()), args.device or "")
     try:
@@ -275,7 +275,7 @@ AT_LEAST_ONE = _number(int, 1)
 FRACTION = _number(float, 0.0, 1.0)
 
 
-def versionsrun_cache() -> Path:
+def versions_cache() -> Path:
     from .versionsrun import CACHE
 
     return CACHE
@@ -366,15 +366,17 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--torch", metavar="V1,V2,...", help="torch releases, each in a virtualenv of its own")
     v.add_argument("--nvfuser", metavar="V1,V2,...",
                    help="nvfuser-cu130 builds over this machine's torch (installed: the one in use); GPU repros only")
-    v.add_argument("--cache", default=str(versionsrun_cache()),
-                   help="where the environments (envs/) and the results (results/) are kept")
+    v.add_argument("--results", default=str(versions_cache() / "results"),
+                   help="where each run's result is kept (the resume point and what --from-cache draws)")
+    v.add_argument("--envs", default=str(versions_cache() / "envs"),
+                   help="where each build's environment is made, once (a CUDA torch takes about 5 GB)")
     v.add_argument("--wheels", metavar="DIR", help="install from this folder of wheels only (a machine offline)")
     v.add_argument("--jobs", type=AT_LEAST_ONE, default=1, help="repros run at a time")
     v.add_argument("--timeout", type=CASE_TIMEOUT, default=300.0, help="seconds one repro run may take (a hang)")
     v.add_argument("--device", choices=("cpu", "cuda"), help="only the repros of this device; default: all that run here")
     v.add_argument("--from-cache", action="store_true", help="run nothing: redraw the tables from the cached results")
     v.add_argument("--fold", action="append", metavar="DIR",
-                   help="first copy the results under DIR (another machine's --cache results/) into the cache")
+                   help="first copy the results under DIR (another machine's --results) into --results")
     v.set_defaults(func=cmd_versions)
     return p
 

@@ -30,11 +30,8 @@ import shutil
 import subprocess
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-
-from packaging.version import InvalidVersion, Version
 
 from .buildenv import Build, Environment, Package
 from .export import KERNEL_CACHES, Recorded, judge, read_verdict
@@ -103,11 +100,10 @@ class RunResult:
 
 
 def order_key(result: RunResult) -> tuple:
-    """Builds of a package oldest first, by the version installed (a dev build's date included)."""
-    try:
-        return (result.build.package.value, 0, Version(result.installed), "")
-    except InvalidVersion:
-        return (result.build.package.value, 1, Version("0"), result.installed)
+    """Builds of a package oldest first, by the numbers of the version installed (2.14.1+cu130 is
+    2, 14, 1; a nightly's date counts: 0.2.36.dev20260313 is 0, 2, 36, 20260313)."""
+    numbers = tuple(int(n) for n in re.findall(r"\d+", result.installed.split("+")[0]))
+    return (result.build.package.value, numbers, result.installed)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ class Plan:
 
     roots: list[Path]
     builds: list[Build]
-    cache: Path = CACHE
+    results: Path = CACHE / "results"
+    envs: Path = CACHE / "envs"
     wheels: Path | None = None
     jobs: int = 1
     timeout: float = 300.0
@@ -46,7 +47,7 @@ def directories(plan: Plan, gpu: bool, log=print) -> list[Path]:
 
 def execute(plan: Plan, log=print) -> list[Table]:
     """Run what the cache lacks (unless from_cache), write every table; the tables."""
-    cache = ResultCache(plan.cache / "results")
+    cache = ResultCache(plan.results)
     for other in plan.fold:
         log(f"folded {cache.fold(other)} result(s) from {other}")
     gpu = False
@@ -58,7 +59,7 @@ def execute(plan: Plan, log=print) -> list[Table]:
     if not plan.from_cache:
         todo = [(d, b) for b in plan.builds for d in dirs if applies(b, d) and cache.get(d, b) is None]
         needed = list(dict.fromkeys(b for _, b in todo))
-        envs: dict[Build, Environment] = {b: ensure(b, plan.cache / "envs", plan.wheels, log) for b in needed}
+        envs: dict[Build, Environment] = {b: ensure(b, plan.envs, plan.wheels, log) for b in needed}
         log(f"{len(todo)} run(s) to do, {len(dirs) * len(plan.builds) - len(todo)} cached or not applicable; "
             f"{plan.jobs} at a time")
         with ThreadPoolExecutor(plan.jobs) as pool:
