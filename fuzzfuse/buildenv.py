@@ -33,11 +33,17 @@ class Package(str, enum.Enum):
     """What a build is a build of: the value is the name pip installs it by."""
 
     TORCH = "torch"
-    NVFUSER = "nvfuser-cu130"
+    # PyPI's `nvfuser-cu130` is a source stub that refuses to build; the wheels for CUDA 13 are
+    # published per torch minor version, and the GPU machine's nvFuser is this one.
+    NVFUSER = "nvfuser-cu130-torch210"
 
     @property
     def module(self) -> str:
-        return {"torch": "torch", "nvfuser-cu130": "nvfuser_direct"}[self.value]
+        return {"torch": "torch", "nvfuser-cu130-torch210": "nvfuser_direct"}[self.value]
+
+    @property
+    def option(self) -> str:
+        return {"torch": "--torch", "nvfuser-cu130-torch210": "--nvfuser"}[self.value]
 
 
 class EnvironmentError_(RuntimeError):
@@ -66,7 +72,7 @@ class Build:
         versions = [v.strip() for v in text.split(",") if v.strip()]
         bad = [v for v in versions if v != INSTALLED and not all(c.isalnum() or c in ".+-_" for c in v)]
         if not versions or bad:
-            raise ValueError(f"--{package.module.split('_')[0]} {text!r}: expected versions such as 2.9.1,2.14.1"
+            raise ValueError(f"{package.option} {text!r}: expected versions such as 2.9.1,2.14.1"
                              f" (or {INSTALLED})")
         return [Build(package, v) for v in dict.fromkeys(versions)]
 
@@ -105,22 +111,26 @@ class Environment:
     record: EnvironmentRecord
 
 
-_PROBE = """import importlib.metadata as m, json, sys
-def version(name):
+_PROBE = """import importlib, importlib.metadata as m, json, sys
+def version(name, module):
     try:
         return m.version(name)
     except m.PackageNotFoundError:
+        pass
+    try:
+        return str(getattr(importlib.import_module(module), "__version__", ""))
+    except ImportError:
         return ""
 import torch
-print(json.dumps(dict(torch=torch.__version__, installed=version(sys.argv[1]) or torch.__version__,
+print(json.dumps(dict(torch=torch.__version__, installed=version(*sys.argv[1:]) or torch.__version__,
                       python=sys.version.split()[0])))
 """
 
 
 def probe(python: Path | str, build: Build) -> EnvironmentRecord:
     """Ask an interpreter what it imports; EnvironmentError_ when torch does not import there."""
-    run = subprocess.run([str(python), "-c", _PROBE, build.package.value], capture_output=True, text=True,
-                         timeout=600)
+    run = subprocess.run([str(python), "-c", _PROBE, build.package.value, build.package.module],
+                         capture_output=True, text=True, timeout=600)
     if run.returncode != 0:
         last = (run.stderr.strip().splitlines() or ["no output"])[-1]
         raise EnvironmentError_(f"{build.label}: its environment does not import torch: {last}")
@@ -132,7 +142,7 @@ def probe(python: Path | str, build: Build) -> EnvironmentRecord:
 def ensure(build: Build, envs: Path, wheels: Path | None = None, log=print) -> Environment:
     """The build's environment under `envs`, made first if it is not there yet."""
     if build.version == INSTALLED:
-        return Environment(build, Path(sys.executable), probe(sys.executable, build))
+        return installed(build)
     home = envs / build.key
     envs.mkdir(parents=True, exist_ok=True)
     with open(envs / f"{build.key}.lock", "w") as lock:
@@ -141,6 +151,13 @@ def ensure(build: Build, envs: Path, wheels: Path | None = None, log=print) -> E
             _make(build, home, wheels, log)
         record = EnvironmentRecord.from_json((home / READY).read_text())
     return Environment(build, home / "bin" / "python", record)
+
+
+def installed(build: Build) -> Environment:
+    """The environment of this interpreter, its build named by the version it imports (so that
+    the results of two builds put in use one after the other are kept apart)."""
+    record = probe(sys.executable, build)
+    return Environment(Build(build.package, record.installed), Path(sys.executable), record)
 
 
 def _make(build: Build, home: Path, wheels: Path | None, log) -> None:

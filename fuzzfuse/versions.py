@@ -282,8 +282,13 @@ def run_repro(environment: Environment, directory: Path, timeout: float, runs: i
     recorded = Recorded.read(directory)
     message = _recorded_message(directory)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    if environment.build.package == Package.NVFUSER and os.environ.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]  # the GPU's own nvFuser setup lives there
+    # Inductor's pool of compile processes, each importing torch, costs more than it saves for one
+    # small graph on a shared machine; it changes how kernels are compiled, not what is generated.
+    env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    if environment.build.package == Package.NVFUSER:
+        # The GPU's nvFuser lives on PYTHONPATH (an unpacked wheel), and aot:nvfuser repros import fuzzfuse.
+        here = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), here) if p)
     start = time.monotonic()
     for _ in range(runs):
         code, out, err = run_once(environment.python, directory, timeout, env)

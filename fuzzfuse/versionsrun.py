@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from .buildenv import Build, Environment, ensure
+from .buildenv import INSTALLED, Build, Environment, ensure, installed
 from .export import repro_dirs
 from .versions import ResultCache, Table, Trend, applies, repro_backend, run_repro, table_for, write_table
 
@@ -57,9 +57,15 @@ def execute(plan: Plan, log=print) -> list[Table]:
         gpu = torch.cuda.is_available()
     dirs = directories(plan, gpu, log)
     if not plan.from_cache:
-        todo = [(d, b) for b in plan.builds for d in dirs if applies(b, d) and cache.get(d, b) is None]
-        needed = list(dict.fromkeys(b for _, b in todo))
-        envs: dict[Build, Environment] = {b: ensure(b, plan.envs, plan.wheels, log) for b in needed}
+        envs: dict[Build, Environment] = {}
+        for b in plan.builds:  # this interpreter's build is known by what it imports
+            if b.version == INSTALLED:
+                here = installed(b)
+                envs[here.build] = here
+        builds = [b for b in plan.builds if b.version != INSTALLED] + list(envs)
+        todo = [(d, b) for b in builds for d in dirs if applies(b, d) and cache.get(d, b) is None]
+        for b in dict.fromkeys(b for _, b in todo):
+            envs.setdefault(b, ensure(b, plan.envs, plan.wheels, log))
         log(f"{len(todo)} run(s) to do, {len(dirs) * len(plan.builds) - len(todo)} cached or not applicable; "
             f"{plan.jobs} at a time")
         with ThreadPoolExecutor(plan.jobs) as pool:
