@@ -43,6 +43,9 @@ BEGIN, END = "<!-- versions -->", "<!-- /versions -->"
 # Error types a repro raises itself when the build lacks what it calls (an API, an op, a module).
 MISSING_API = ("AttributeError", "ImportError", "ModuleNotFoundError", "NameError")
 EVIDENCE_LINES = 6
+# Folded messages shorter than this ("RuntimeError:", "bad optional access") name no cause.
+SPECIFIC_MESSAGE = 24
+KEPT_OUTPUT = 30000  # characters of a run's stdout and of its stderr kept in the cache (the traceback's end)
 
 
 class Presence(str, enum.Enum):
@@ -79,12 +82,26 @@ class RunResult:
     evidence: str  # the end of its output
     seconds: float
     stale: bool = False  # read from an earlier repro.py than the one in the directory now
+    # The run's own output (the cache keeps it, versions.json does not): a cached run is judged
+    # again whenever a table is drawn, so that a change in what counts as the same bug needs no rerun.
+    stdout: str = ""
+    stderr: str = ""
 
-    def to_json(self) -> dict:
+    def to_json(self, output: bool = False) -> dict:
         data = asdict(self)
         data.update(package=self.build.package.value, version=self.build.version, presence=self.presence.value)
         del data["build"], data["stale"]
+        if not output:
+            del data["stdout"], data["stderr"]
         return data
+
+    def judged(self, directory: Path) -> "RunResult":
+        """This run judged against the directory's case.json as it is now (unchanged without its output)."""
+        if not (self.stdout or self.stderr):
+            return self
+        presence, why = classify(Recorded.read(directory), _recorded_message(directory), self.exit_status,
+                                 self.stdout, self.stderr)
+        return replace(self, presence=presence, why=why)
 
     @staticmethod
     def from_json(data: dict) -> "RunResult":
@@ -94,7 +111,8 @@ class RunResult:
             status = data["exit_status"]
             return RunResult(str(data["directory"]), build, str(data["installed"]), str(data["digest"]),
                              Presence(data["presence"]), str(data["why"]), None if status is None else int(status),
-                             str(data["evidence"]), float(data["seconds"]))
+                             str(data["evidence"]), float(data["seconds"]), False,
+                             str(data.get("stdout", "")), str(data.get("stderr", "")))
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"not a versions result: {e!r}") from None
 
@@ -187,19 +205,23 @@ def message_class(message: str) -> str:
 
 def same_crash(recorded: Recorded, recorded_message: str, seen: dict) -> bool:
     """A crash seen in another build is the recorded one when it stops in the same source file
-    (native assert or innermost torch frame) or, where neither has a place, raises the same type
-    with the same message class. The exception's type may differ where the place is the same:
-    a wrapper renamed between releases."""
+    (native assert or innermost torch frame; a native assert at another line needs the same
+    message class too), whatever its exception type: a wrapper renamed between releases. Python
+    code also moves between files across releases (a sympy check that torch wrapped later), so
+    Python frames in different files are the same bug when the message class is the same and names
+    a cause. Different native asserts are never one bug."""
     then, now = place(recorded.location), place(str(seen.get("location", "")))
-    if then or now:
-        if then != now:
-            return False
+    message = message_class(str(seen.get("message", "")))
+    same_message = message == message_class(recorded_message)
+    native = any(p and not p.endswith(".py") for p in (then, now))
+    if then and then == now:
         lines_differ = recorded.location.split(":")[1:2] != str(seen.get("location", "")).split(":")[1:2]
-        native = not then.endswith(".py")
-        return not (native and lines_differ) or message_class(str(seen.get("message", ""))) == message_class(
-            recorded_message)
-    return (str(seen.get("kind", "")) == recorded.kind
-            and message_class(str(seen.get("message", ""))) == message_class(recorded_message))
+        return not (native and lines_differ) or same_message
+    if native:
+        return False
+    if then or now:
+        return same_message and len(message) >= SPECIFIC_MESSAGE
+    return str(seen.get("kind", "")) == recorded.kind and same_message
 
 
 def missing_api(err: str) -> str:
@@ -297,7 +319,8 @@ def run_repro(environment: Environment, directory: Path, timeout: float, runs: i
             break
     tail = "\n".join((out.rstrip() + "\n" + err.rstrip()).strip().splitlines()[-EVIDENCE_LINES:])
     return RunResult(directory.name, environment.build, environment.record.installed, repro_digest(directory),
-                     presence, why, code, tail, round(time.monotonic() - start, 1))
+                     presence, why, code, tail, round(time.monotonic() - start, 1), False,
+                     out[-KEPT_OUTPUT:], err[-KEPT_OUTPUT:])
 
 
 def _recorded_message(directory: Path) -> str:
@@ -330,7 +353,7 @@ class ResultCache:
         path = self.path(result.directory, result.build, result.digest)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(result.to_json(), indent=1, sort_keys=True) + "\n")
+        tmp.write_text(json.dumps(result.to_json(output=True), indent=1, sort_keys=True) + "\n")
         os.replace(tmp, path)
 
     def fold(self, other: Path) -> int:
@@ -358,7 +381,7 @@ class ResultCache:
                 continue
         candidates += [(0.0, r) for r in committed(directory)]
         for _, r in sorted(candidates, key=lambda c: (c[1].digest == digest, c[0])):
-            found[r.build] = replace(r, stale=r.digest != digest)
+            found[r.build] = replace(r.judged(directory), stale=r.digest != digest)
         return sorted(found.values(), key=order_key)
 
 

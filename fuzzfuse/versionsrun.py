@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .buildenv import INSTALLED, Build, Environment, ensure, installed
-from .export import repro_dirs
+from .export import Recorded, repro_dirs
 from .versions import ResultCache, Table, Trend, applies, repro_backend, run_repro, table_for, write_table
 
 CACHE = Path(os.environ.get("FUZZFUSE_CACHE", "~/.cache/fuzzfuse")).expanduser()
@@ -73,7 +73,8 @@ def execute(plan: Plan, log=print) -> list[Table]:
             for n, future in enumerate(as_completed(futures), 1):
                 d, b = futures[future]
                 result = future.result()
-                cache.put(result)
+                if result.exit_status is not None or Recorded.read(d).outcome == "hang":
+                    cache.put(result)  # a timeout of a bug that is no hang is the machine's load: run it again
                 log(f"[{n}/{len(todo)}] {b.label:18} {result.presence.value:17} {d.name} ({result.seconds:g} s)")
     tables = [table_for(d, cache) for d in dirs]
     for t in tables:

@@ -42,6 +42,17 @@ def test_a_crash_raised_at_another_python_line_or_with_another_type_there_is_the
     assert not same_crash(recorded, "RuntimeError:", dict(moved, location="torch/_ops.py:__call__"))
 
 
+def test_a_python_error_raised_from_another_file_is_the_same_bug_when_its_message_names_the_cause():
+    """Inductor's bool minimum: torch 2.13 raises it in torch/utils/_sympy, torch 2.6 in sympy itself
+    (its innermost torch frame is then index_propagation.py), as ValueError, not InductorError."""
+    recorded = Recorded("inductor", "crash", "InductorError", "torch/utils/_sympy/functions.py:_new_args_filter", "", "")
+    seen = dict(outcome="crash", kind="ValueError", location="torch/_inductor/index_propagation.py:minimum",
+                message="The argument 'False' is not comparable.")
+    assert same_crash(recorded, "ValueError: The argument 'S' is not comparable.", seen)
+    assert not same_crash(recorded, "ValueError: The argument 'S' is not comparable.",
+                          dict(seen, message="bad optional access"))
+
+
 def test_a_native_assert_at_another_line_is_the_same_bug_only_with_the_same_message_class():
     recorded = Recorded("torchscript:nnc", "crash", "RuntimeError", "csrc/jit/tensorexpr/expr.cpp:381", "", "")
     message = "dims.size() == 2 || dims.size() == 3 INTERNAL ASSERT FAILED at /x/csrc/jit/tensorexpr/expr.cpp:381"
