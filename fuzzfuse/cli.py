@@ -373,7 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--wheels", metavar="DIR", help="install from this folder of wheels only (a machine offline)")
     v.add_argument("--jobs", type=AT_LEAST_ONE, default=1, help="repros run at a time")
     v.add_argument("--timeout", type=CASE_TIMEOUT, default=300.0, help="seconds one repro run may take (a hang)")
-    v.add_argument("--device", choices=("cpu", "cuda"), help="only the repros of this device; default: all that run here")
+    v.add_argument("--device", choices=("cpu", "cuda"),
+                   help="only the repros of this device; default: all that run here")
     v.add_argument("--from-cache", action="store_true", help="run nothing: redraw the tables from the cached results")
     v.add_argument("--fold", action="append", metavar="DIR",
                    help="first copy the results under DIR (another machine's --results) into --results")

@@ -36,7 +36,8 @@ def row(version: str, presence: Presence) -> RunResult:
 
 def test_a_crash_raised_at_another_python_line_or_with_another_type_there_is_the_same_bug():
     recorded = Recorded.read(PROXY)
-    moved = dict(outcome="crash", kind="RuntimeError", location="torch/fx/experimental/proxy_tensor.py:1910 in wrapped:forward")
+    moved = dict(outcome="crash", kind="RuntimeError",
+                 location="torch/fx/experimental/proxy_tensor.py:1910 in wrapped:forward")
     assert same_crash(recorded, "RuntimeError:", moved)
     assert same_crash(recorded, "RuntimeError:", dict(moved, kind="BackendCompilerFailed"))
     assert not same_crash(recorded, "RuntimeError:", dict(moved, location="torch/_ops.py:__call__"))
@@ -45,7 +46,8 @@ def test_a_crash_raised_at_another_python_line_or_with_another_type_there_is_the
 def test_a_python_error_raised_from_another_file_is_the_same_bug_when_its_message_names_the_cause():
     """Inductor's bool minimum: torch 2.13 raises it in torch/utils/_sympy, torch 2.6 in sympy itself
     (its innermost torch frame is then index_propagation.py), as ValueError, not InductorError."""
-    recorded = Recorded("inductor", "crash", "InductorError", "torch/utils/_sympy/functions.py:_new_args_filter", "", "")
+    recorded = Recorded("inductor", "crash", "InductorError", "torch/utils/_sympy/functions.py:_new_args_filter",
+                        "", "")
     seen = dict(outcome="crash", kind="ValueError", location="torch/_inductor/index_propagation.py:minimum",
                 message="The argument 'False' is not comparable.")
     assert same_crash(recorded, "ValueError: The argument 'S' is not comparable.", seen)
