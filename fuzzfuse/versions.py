@@ -356,6 +356,16 @@ class ResultCache:
         tmp.write_text(json.dumps(result.to_json(output=True), indent=1, sort_keys=True) + "\n")
         os.replace(tmp, path)
 
+    def seconds(self, directory: Path) -> list[float]:
+        """How long each cached run of the directory's repro took (read without judging it)."""
+        found = []
+        for path in (self.root / directory.name).glob("*.json"):
+            try:
+                found.append(float(json.loads(path.read_text())["seconds"]))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return found
+
     def fold(self, other: Path) -> int:
         """Copy another cache's results (the GPU machine's) into this one; how many."""
         count = 0

@@ -64,6 +64,8 @@ def execute(plan: Plan, log=print) -> list[Table]:
                 envs[here.build] = here
         builds = [b for b in plan.builds if b.version != INSTALLED] + list(envs)
         todo = [(d, b) for b in builds for d in dirs if applies(b, d) and cache.get(d, b) is None]
+        cost = expected_seconds(cache, dirs)
+        todo.sort(key=lambda task: cost.get(repro_backend(task[0])[0], 0.0))
         for b in dict.fromkeys(b for _, b in todo):
             envs.setdefault(b, ensure(b, plan.envs, plan.wheels, log))
         log(f"{len(todo)} run(s) to do, {len(dirs) * len(plan.builds) - len(todo)} cached or not applicable; "
@@ -80,6 +82,16 @@ def execute(plan: Plan, log=print) -> list[Table]:
     for t in tables:
         write_table(t)
     return [t for t in tables if t.rows]
+
+
+def expected_seconds(cache: ResultCache, dirs: list[Path]) -> dict[str, float]:
+    """The mean seconds of the cached runs of each backend's repros. Runs go cheapest backend first
+    (a backend not run yet counts as free), so that a run cut short leaves the most tables complete:
+    under load, one CPU Inductor repro (a C++ compile in a fresh process) costs as much as ten others."""
+    seconds = collections.defaultdict(list)
+    for d in dirs:
+        seconds[repro_backend(d)[0]] += cache.seconds(d)
+    return {backend: sum(s) / len(s) for backend, s in seconds.items() if s}
 
 
 def corpus_summary(tables: list[Table]) -> list[str]:
