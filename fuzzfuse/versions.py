@@ -209,7 +209,8 @@ def same_crash(recorded: Recorded, recorded_message: str, seen: dict) -> bool:
     message class too), whatever its exception type: a wrapper renamed between releases. Python
     code also moves between files across releases (a sympy check that torch wrapped later), so
     Python frames in different files are the same bug when the message class is the same and names
-    a cause. Different native asserts are never one bug."""
+    a cause, and so is a crash without a place whose type changed (TorchScript's RuntimeError came
+    out as NotImplementedError in torch 2.14). Different native asserts are never one bug."""
     then, now = place(recorded.location), place(str(seen.get("location", "")))
     message = message_class(str(seen.get("message", "")))
     same_message = message == message_class(recorded_message)
@@ -219,9 +220,10 @@ def same_crash(recorded: Recorded, recorded_message: str, seen: dict) -> bool:
         return not (native and lines_differ) or same_message
     if native:
         return False
+    specific = same_message and len(message) >= SPECIFIC_MESSAGE
     if then or now:
-        return same_message and len(message) >= SPECIFIC_MESSAGE
-    return str(seen.get("kind", "")) == recorded.kind and same_message
+        return specific
+    return specific or (same_message and str(seen.get("kind", "")) == recorded.kind)
 
 
 def missing_api(err: str) -> str:

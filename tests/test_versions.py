@@ -55,6 +55,16 @@ def test_a_python_error_raised_from_another_file_is_the_same_bug_when_its_messag
                           dict(seen, message="bad optional access"))
 
 
+def test_a_crash_without_a_place_under_a_renamed_exception_is_the_same_bug_when_its_message_names_the_cause():
+    """TorchScript's bool relu: RuntimeError in torch 2.13, NotImplementedError (wrapping it) in 2.14.1."""
+    recorded = Recorded("torchscript:frontend", "crash", "RuntimeError", "", "", "")
+    message = "RuntimeError: Boolean inputs not supported for relu"
+    seen = dict(outcome="crash", kind="NotImplementedError", location="",
+                message="The following operation failed in the TorchScript interpreter.\n" + message)
+    assert same_crash(recorded, message, seen)
+    assert not same_crash(recorded, "RuntimeError: IValue is not a Scalar", seen)
+
+
 def test_a_native_assert_at_another_line_is_the_same_bug_only_with_the_same_message_class():
     recorded = Recorded("torchscript:nnc", "crash", "RuntimeError", "csrc/jit/tensorexpr/expr.cpp:381", "", "")
     message = "dims.size() == 2 || dims.size() == 3 INTERNAL ASSERT FAILED at /x/csrc/jit/tensorexpr/expr.cpp:381"
