@@ -45,7 +45,9 @@ MISSING_API = ("AttributeError", "ImportError", "ModuleNotFoundError", "NameErro
 EVIDENCE_LINES = 6
 # Folded messages shorter than this ("RuntimeError:", "bad optional access") name no cause.
 SPECIFIC_MESSAGE = 24
-KEPT_OUTPUT = 30000  # characters of a run's stdout and of its stderr kept in the cache (the traceback's end)
+# Characters of a run's stdout and of its stderr kept in the cache: an Inductor compile error carries
+# the compiler's whole log, and a run whose output was cut keeps the verdict it got when it ran.
+KEPT_OUTPUT = 30000
 
 
 class Presence(str, enum.Enum):
@@ -95,9 +97,15 @@ class RunResult:
             del data["stdout"], data["stderr"]
         return data
 
+    @property
+    def output_cut(self) -> bool:
+        """Whether the cache kept only part of its output (a compiler's log of warnings)."""
+        return max(len(self.stdout), len(self.stderr)) >= KEPT_OUTPUT
+
     def judged(self, directory: Path) -> "RunResult":
-        """This run judged against the directory's case.json as it is now (unchanged without its output)."""
-        if not (self.stdout or self.stderr):
+        """This run judged against the directory's case.json as it is now; unchanged without its
+        whole output, which a traceback needs."""
+        if not (self.stdout or self.stderr) or self.output_cut:
             return self
         presence, why = classify(Recorded.read(directory), _recorded_message(directory), self.exit_status,
                                  self.stdout, self.stderr)
@@ -126,15 +134,20 @@ def order_key(result: RunResult) -> tuple:
 
 @dataclass(frozen=True)
 class Summary:
-    """A directory's trend for one package: Trend plus the build it names (since X, fixed in X)."""
+    """A directory's trend for one package: Trend, the build it names (since X, fixed in X) and the
+    build tested just before that one, with what it did there: the change lies between the two
+    (a build not tested between them may hold it)."""
 
     package: str
     trend: Trend
     build: str = ""
+    before: str = ""  # "present in 2.13.0+cpu"
 
     @property
     def text(self) -> str:
-        return f"{self.trend.value} {self.package} {self.build}" if self.build else self.trend.value
+        if not self.build:
+            return self.trend.value
+        return f"{self.trend.value} {self.package} {self.build}" + (f" ({self.before})" if self.before else "")
 
 
 @dataclass
@@ -159,7 +172,7 @@ class Table:
         data = dict(schema=SCHEMA, directory=self.directory.name, found_with=self.found_with,
                     recorded=dict(outcome=self.recorded.outcome, kind=self.recorded.kind,
                                   location=self.recorded.location),
-                    summary=[dict(package=s.package, trend=s.trend.name.lower(), build=s.build, text=s.text)
+                    summary=[dict(package=s.package, trend=s.trend.name.lower(), build=s.build, before=s.before, text=s.text)
                              for s in self.summaries],
                     results=[dict(r.to_json(), stale=r.stale) for r in self.rows])
         return json.dumps(data, indent=1, sort_keys=True) + "\n"
@@ -173,18 +186,13 @@ def summarize(package: str, rows: list[RunResult]) -> Summary:
         return Summary(package, Trend.UNTESTED)
     states = [r.presence for r in seen]
     newest = states[-1]
-    if newest == Presence.ABSENT:
-        if set(states) == {Presence.ABSENT}:
-            return Summary(package, Trend.NEVER)
-        fixed = len(states) - next(i for i, s in enumerate(reversed(states)) if s != Presence.ABSENT)
-        return Summary(package, Trend.FIXED, seen[fixed].installed)
-    if newest == Presence.DIFFERENT:
-        since = len(states) - next((i for i, s in enumerate(reversed(states)) if s != Presence.DIFFERENT), len(states))
-        return Summary(package, Trend.CHANGED, seen[since].installed)
-    if set(states) == {Presence.PRESENT}:
-        return Summary(package, Trend.ALWAYS)
-    since = len(states) - next(i for i, s in enumerate(reversed(states)) if s != Presence.PRESENT)
-    return Summary(package, Trend.REGRESSION, seen[since].installed)
+    if set(states) == {newest} and newest != Presence.DIFFERENT:
+        return Summary(package, Trend.ALWAYS if newest == Presence.PRESENT else Trend.NEVER)
+    # The oldest build of the newest run of builds that all did what the newest did.
+    since = len(states) - next((i for i, s in enumerate(reversed(states)) if s != newest), len(states))
+    before = f"{seen[since - 1].presence.value} in {seen[since - 1].installed}" if since else ""
+    trend = {Presence.ABSENT: Trend.FIXED, Presence.DIFFERENT: Trend.CHANGED}.get(newest, Trend.REGRESSION)
+    return Summary(package, trend, seen[since].installed, before)
 
 
 # ---- judging one run -------------------------------------------------------------------------

@@ -79,6 +79,7 @@ def test_the_trend_skips_builds_that_cannot_run_the_repro_and_names_where_it_cha
     assert trend(N, P, P) == summarize("torch", [row("2.1.0", P)]) and trend(N, P, P).trend == Trend.ALWAYS
     assert (trend(A, A, P, P).trend, trend(A, A, P, P).build) == (Trend.REGRESSION, "2.2.0")
     assert (trend(P, A, P, A, A).trend, trend(P, A, P, A, A).build) == (Trend.FIXED, "2.3.0")
+    assert trend(P, A, P, A, A).text == "fixed in torch 2.3.0 (present in 2.2.0)"
     assert trend(A, N, A).trend == Trend.NEVER
     assert (trend(P, D).trend, trend(P, D).build) == (Trend.CHANGED, "2.1.0")
     assert trend(N, N).trend == Trend.UNTESTED
