@@ -5,15 +5,16 @@ and "since when?" (a regression is fixed first). Each repro is run in a fresh pr
 build's own environment (fuzzfuse.buildenv) and its run is judged against what case.json recorded:
 
 - present: it fails as recorded. The same bug may fail at another line or raise a renamed
-  exception in another release (proxy_tensor.py:1738 became :1910; an InductorError became a
-  BackendCompilerFailed), so a crash is compared by the file of its native assert or innermost torch
-  frame and by its message class (rootcause.fold), never by a Python line number;
+  exception in another release (proxy_tensor.py:1738 became :1910 in torch 2.14.1, TorchScript's
+  RuntimeError a NotImplementedError; torch 2.6 raised Inductor's sympy error bare, not yet as an
+  InductorError), so a crash is compared by the file of its native assert or innermost torch frame
+  and by its message class (rootcause.fold), never by a Python line number (same_crash);
 - absent: the repro passes (twice: a hard crash can hide under load for one run);
 - does not apply: the build cannot run the repro as the bug needs (exit 125, an API or op it lacks,
   an import that fails, a backend it does not have): saying "absent" there would claim a fix;
 - fails differently: it fails as another bug would.
 
-Results are cached per (directory, build, repro digest) under the cache's results/ folder, so a run
+Results are cached per (directory, build, repro digest) in the results folder (--results), so a run
 resumes where it stopped and `--from-cache` redraws every table without running anything. Each
 directory's table goes to its versions.json and to its README between `<!-- versions -->` and
 `<!-- /versions -->`; its summary ("regression since X", "present in all tested", "fixed in X")
@@ -172,8 +173,8 @@ class Table:
         data = dict(schema=SCHEMA, directory=self.directory.name, found_with=self.found_with,
                     recorded=dict(outcome=self.recorded.outcome, kind=self.recorded.kind,
                                   location=self.recorded.location),
-                    summary=[dict(package=s.package, trend=s.trend.name.lower(), build=s.build, before=s.before, text=s.text)
-                             for s in self.summaries],
+                    summary=[dict(package=s.package, trend=s.trend.name.lower(), build=s.build, before=s.before,
+                                  text=s.text) for s in self.summaries],
                     results=[dict(r.to_json(), stale=r.stale) for r in self.rows])
         return json.dumps(data, indent=1, sort_keys=True) + "\n"
 

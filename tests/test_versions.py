@@ -13,8 +13,9 @@ import pytest
 from fuzzfuse.buildenv import Build, EnvironmentError_, Package, ensure
 from fuzzfuse.cli import main
 from fuzzfuse.export import Recorded
-from fuzzfuse.versions import (BEGIN, END, VERSIONS_FILE, Presence, ResultCache, RunResult, Trend, classify,
-                               run_repro, same_crash, summarize, summary_of, table_for, with_section, write_table)
+from fuzzfuse.versions import (BEGIN, END, VERSIONS_FILE, Presence, ResultCache, RunResult, Trend,
+                               repro_digest, run_repro, same_crash, summarize, summary_of, table_for, with_section,
+                               write_table)
 from fuzzfuse.versionsrun import CACHE
 
 REPO = Path(__file__).resolve().parent.parent
@@ -205,3 +206,16 @@ def test_the_table_across_real_releases_names_the_fix_and_keeps_a_moved_crash_th
     assert [r["presence"] for r in fixed["results"]] == ["present", "absent"]
     assert fixed["summary"][0]["text"].startswith("fixed in torch 2.14.1")
     assert "Evidence that torch 2.14.1" in (div_floor / "README.md").read_text()
+
+
+def test_another_machines_results_are_folded_into_the_tables_without_running(tmp_path):
+    """What benchmarks/nvfuser_versions.sh brings back from the GPU machine: a results folder."""
+    repro = copy(PROXY, tmp_path / "corpus")
+    gpu = ResultCache(tmp_path / "gpu-results")
+    gpu.put(RunResult(repro.name, Build(Package.NVFUSER, "0.2.36.dev20260301"), "0.2.36.dev20260301",
+                      repro_digest(repro), Presence.PRESENT, "fails as recorded", 1, "", 2.0))
+    assert main(["versions", str(tmp_path / "corpus"), "--from-cache", "--results", str(tmp_path / "results"),
+                 "--fold", str(tmp_path / "gpu-results")]) == 0
+    [result] = json.loads((repro / VERSIONS_FILE).read_text())["results"]
+    assert (result["package"], result["presence"]) == ("nvfuser-cu130-torch210", "present")
+    assert len(list((tmp_path / "results").rglob("*.json"))) == 1
