@@ -46,7 +46,7 @@ class Package(str, enum.Enum):
         return {"torch": "--torch", "nvfuser-cu130-torch210": "--nvfuser"}[self.value]
 
 
-class EnvironmentError_(RuntimeError):
+class BuildError(RuntimeError):
     """An environment could not be made (pip failed, the wheel is not there); one line."""
 
 
@@ -128,12 +128,12 @@ print(json.dumps(dict(torch=torch.__version__, installed=version(*sys.argv[1:]) 
 
 
 def probe(python: Path | str, build: Build) -> EnvironmentRecord:
-    """Ask an interpreter what it imports; EnvironmentError_ when torch does not import there."""
+    """Ask an interpreter what it imports; BuildError when torch does not import there."""
     run = subprocess.run([str(python), "-c", _PROBE, build.package.value, build.package.module],
                          capture_output=True, text=True, timeout=600)
     if run.returncode != 0:
         last = (run.stderr.strip().splitlines() or ["no output"])[-1]
-        raise EnvironmentError_(f"{build.label}: its environment does not import torch: {last}")
+        raise BuildError(f"{build.label}: its environment does not import torch: {last}")
     seen = json.loads(run.stdout.strip().splitlines()[-1])
     installed = seen["installed"] if build.package == Package.NVFUSER else seen["torch"]
     return EnvironmentRecord(build.package.value, build.version, installed, seen["torch"], seen["python"])
@@ -182,4 +182,4 @@ def _call(command: list[str], build: Build) -> None:
     run = subprocess.run(command, capture_output=True, text=True)
     if run.returncode != 0:
         lines = [ln for ln in (run.stderr + run.stdout).strip().splitlines() if not ln.startswith("WARNING")]
-        raise EnvironmentError_(f"{build.label}: {' '.join(command[2:4])} failed: {(lines or ['no output'])[-1]}")
+        raise BuildError(f"{build.label}: {' '.join(command[2:4])} failed: {(lines or ['no output'])[-1]}")

@@ -206,7 +206,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_versions(args: argparse.Namespace) -> int:
-    from .buildenv import Build, EnvironmentError_, Package
+    from .buildenv import Build, BuildError, Package
     from .versionsrun import Plan, corpus_summary, execute
 
     try:
@@ -226,7 +226,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
                 tuple(Path(d) for d in args.fold or ()), args.device or "")
     try:
         tables = execute(plan)
-    except EnvironmentError_ as e:
+    except BuildError as e:
         raise BadInput(str(e)) from e
     print("\n".join(corpus_summary(tables)))
     return 0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzzfuse.buildenv import Build, EnvironmentError_, Package, ensure
+from fuzzfuse.buildenv import Build, BuildError, Package, ensure
 from fuzzfuse.cli import main
 from fuzzfuse.export import Recorded
 from fuzzfuse.versions import (BEGIN, END, VERSIONS_FILE, Presence, ResultCache, RunResult, Trend,
@@ -174,7 +174,7 @@ def test_triage_shows_each_repros_versions_summary(tmp_path, capsys):
 def environment_or_skip(version: str, envs: Path):
     try:
         return ensure(Build(Package.TORCH, version), envs, log=lambda _: None)
-    except EnvironmentError_ as e:
+    except BuildError as e:
         pytest.skip(f"torch {version} cannot be installed here: {e}")
 
 
