@@ -110,7 +110,7 @@ class RunResult:
             return self
         presence, why = classify(Recorded.read(directory), _recorded_message(directory), self.exit_status,
                                  self.stdout, self.stderr)
-        return replace(self, presence=presence, why=why)
+        return replace(self, presence=presence, why=why, evidence=evidence(self.stdout, self.stderr))
 
     @staticmethod
     def from_json(data: dict) -> "RunResult":
@@ -328,10 +328,16 @@ def run_repro(environment: Environment, directory: Path, timeout: float, runs: i
         presence, why = classify(recorded, message, code, out, err)
         if presence != Presence.ABSENT:
             break
-    tail = "\n".join((out.rstrip() + "\n" + err.rstrip()).strip().splitlines()[-EVIDENCE_LINES:])
     return RunResult(directory.name, environment.build, environment.record.installed, repro_digest(directory),
-                     presence, why, code, tail, round(time.monotonic() - start, 1), False,
+                     presence, why, code, evidence(out, err), round(time.monotonic() - start, 1), False,
                      out[-KEPT_OUTPUT:], err[-KEPT_OUTPUT:])
+
+
+def evidence(out: str, err: str) -> str:
+    """The end of what the repro printed for people (its expected/actual lines, its pass line), or
+    of its stderr when it printed nothing (a death by signal): warnings on stderr say nothing."""
+    lines = out.strip().splitlines() or err.strip().splitlines()
+    return "\n".join(lines[-EVIDENCE_LINES:])
 
 
 def _recorded_message(directory: Path) -> str:
