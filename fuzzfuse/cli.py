@@ -219,6 +219,33 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_versions(args: argparse.Namespace) -> int:
+    from .buildenv import Build, BuildError, Package
+    from .versionsrun import Plan, corpus_summary, execute
+
+    try:
+        builds = [b for option, package in ((args.torch, Package.TORCH), (args.nvfuser, Package.NVFUSER)) if option
+                  for b in Build.parse_list(package, option)]
+    except ValueError as e:
+        raise BadInput(str(e)) from e
+    if not builds and not args.from_cache:
+        raise BadInput("name the builds to run: --torch 2.9.1,2.14.1 and/or --nvfuser installed,... "
+                       "(or --from-cache to redraw the tables)")
+    missing = [d for d in [*args.dirs, *(args.fold or []), *([args.wheels] if args.wheels else [])]
+               if not Path(d).is_dir()]
+    if missing:
+        raise BadInput(f"{missing[0]}: not a directory")
+    plan = Plan([Path(d) for d in args.dirs], builds, Path(args.results).expanduser(), Path(args.envs).expanduser(),
+                Path(args.wheels) if args.wheels else None, args.jobs, args.timeout, args.from_cache,
+                tuple(Path(d) for d in args.fold or ()), args.device or "")
+    try:
+        tables = execute(plan)
+    except BuildError as e:
+        raise BadInput(str(e)) from e
+    print("\n".join(corpus_summary(tables)))
+    return 0
+
+
 class DefaultsShown(argparse.ArgumentDefaultsHelpFormatter):
     """Every option's default in --help; an option without a value by default says in its own
     words what happens then ("default: one per CPU core"), and flags need none."""
@@ -260,6 +287,12 @@ POSITIVE_SECONDS = _number(float, 0.0, low_open=True)
 CASE_TIMEOUT = _number(float, 1.0)
 AT_LEAST_ONE = _number(int, 1)
 FRACTION = _number(float, 0.0, 1.0)
+
+
+def versions_cache() -> Path:
+    from .versionsrun import CACHE
+
+    return CACHE
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -355,6 +388,26 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--pytest", required=True, metavar="OUT.py", help="the test file to write (no fuzzfuse import)")
     e.add_argument("--backend", help="only the repros of this backend; default: all")
     e.set_defaults(func=cmd_export)
+
+    v = sub.add_parser("versions", help="run every minimized repro under DIR in each torch (or nvFuser) build; "
+                                        "write each directory's versions table")
+    v.add_argument("dirs", nargs="+", metavar="DIR", help="minimized/ or repro directories")
+    v.add_argument("--torch", metavar="V1,V2,...", help="torch releases, each in a virtualenv of its own")
+    v.add_argument("--nvfuser", metavar="V1,V2,...",
+                   help="nvfuser-cu130 builds over this machine's torch (installed: the one in use); GPU repros only")
+    v.add_argument("--results", default=str(versions_cache() / "results"),
+                   help="where each run's result is kept (the resume point and what --from-cache draws)")
+    v.add_argument("--envs", default=str(versions_cache() / "envs"),
+                   help="where each build's environment is made, once (a CUDA torch takes about 5 GB)")
+    v.add_argument("--wheels", metavar="DIR", help="install from this folder of wheels only (a machine offline)")
+    v.add_argument("--jobs", type=AT_LEAST_ONE, default=1, help="repros run at a time")
+    v.add_argument("--timeout", type=CASE_TIMEOUT, default=300.0, help="seconds one repro run may take (a hang)")
+    v.add_argument("--device", choices=("cpu", "cuda"),
+                   help="only the repros of this device; default: all that run here")
+    v.add_argument("--from-cache", action="store_true", help="run nothing: redraw the tables from the cached results")
+    v.add_argument("--fold", action="append", metavar="DIR",
+                   help="first copy the results under DIR (another machine's --results) into --results")
+    v.set_defaults(func=cmd_versions)
     return p
 
 

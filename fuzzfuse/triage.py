@@ -38,6 +38,7 @@ from .identity import root_cause_key
 from .rootcause import signature_today
 from .upstream import known
 from .verdict import Outcome, Reproduction, SignatureRecord
+from .versions import summary_of
 
 SUMMARY = "summary.json"
 LOCATED_OUTCOMES = (Outcome.CRASH, Outcome.HARD_CRASH, Outcome.HANG)
@@ -274,6 +275,10 @@ def print_table(t: Triage, console: Console | None = None) -> None:
                      ("ops", {"justify": "right"}), ("stage|kind|location|message", {"overflow": "fold", "ratio": 3}),
                      ("smallest repro", {"overflow": "fold", "ratio": 2})):
         table.add_column(name, **kw)
+    # What `fuzzfuse versions` found for each repro across builds, where it was run.
+    versions = {b.key: summary_of(b.repro) for b in t.buckets if b.repro is not None}
+    if any(versions.values()):
+        table.add_column("versions", overflow="fold", ratio=2)
     for i, b in enumerate(t.buckets, 1):
         outcome = Text(b.outcome, style=OUTCOME_STYLE.get(b.outcome, ""))
         if b.flaky:
@@ -281,8 +286,9 @@ def print_table(t: Triage, console: Console | None = None) -> None:
         path, size = b.smallest
         where = _rel(b.repro if b.repro is not None else path, t.root) if path is not None else "-"
         where += f"; upstream {b.upstream}" if b.upstream else ""
-        table.add_row(str(i), outcome, b.backend, str(b.count), str(len(b.shards)), when(b.first_seen),
-                      when(b.last_seen), "-" if size is None else str(size), Text(b.tail), where)
+        row = [str(i), outcome, b.backend, str(b.count), str(len(b.shards)), when(b.first_seen),
+               when(b.last_seen), "-" if size is None else str(size), Text(b.tail), where]
+        table.add_row(*row, *([versions.get(b.key) or "-"] if any(versions.values()) else []))
     console.print(table)
     for p in t.problems:
         console.print(Text.assemble(("skipped ", "yellow"), p))
