@@ -223,7 +223,7 @@ def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verif
         directory = root / _slug(form, case)
         try:
             written = write_minimized(directory, case, verify_runs, timeout)
-        except Unavailable as e:
+        except (Unavailable, ValueError) as e:  # no backend here, or no repro can be written for it
             report.not_split.append((form.directory, lister.directory.name, str(e).split("\n")[0]))
             return None
         if written.verification is None or written.verification.status is not Reproduction.REPRODUCES:
