@@ -264,12 +264,14 @@ def load_case(path: Path) -> Case:
 
 def case_files(paths: list[str | Path]) -> list[Path]:
     """Expand directories into the case files under them (sorted, for a stable replay order).
-    Hidden files and folders are skipped: a repro still being written is staged in one."""
+    Hidden files and folders are skipped: a repro still being written is staged in one. In a
+    minimized repro's directory only case.json is a case (its versions.json is a table)."""
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
             files += sorted(f for f in p.rglob("*.json")
-                            if not any(part.startswith(".") for part in f.relative_to(p).parts))
+                            if not any(part.startswith(".") for part in f.relative_to(p).parts)
+                            and (f.name == "case.json" or not (f.parent / "case.json").is_file()))
         else:
             files.append(p)
     return files

@@ -218,7 +218,10 @@ def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verif
     reproduces)."""
     for form in sorted((f for f in forms if f.graph is not None), key=lambda f: cost(f.graph)):
         lister = source[id(form)]
-        case = replace(lister.case, graph=form.graph, backend=form.backend, signature=form.signature, detail="",
+        # A form keeps no raw error text: its normalized message (a fixed point of the
+        # normalizer) stands for it, so that the signature today's oracle reads back is its own.
+        case = replace(lister.case, graph=form.graph, backend=form.backend, signature=form.signature,
+                       detail=form.signature.message,
                        generalisation=form.generalisation, also_seen_as=[], hits=1, verification=None)
         directory = root / _slug(form, case)
         try:

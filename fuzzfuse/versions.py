@@ -240,7 +240,7 @@ def missing_api(err: str) -> str:
     calls), else ""."""
     message, tb = printed_error(err)
     frames = re.findall(r'File "([^"]+)", line \d+', tb)
-    if frames and frames[-1].endswith("repro.py") and message.split(":")[0].split(".")[-1] in MISSING_API:
+    if frames and frames[-1].endswith(("repro.py", "regression.py")) and message.split(":")[0].split(".")[-1] in MISSING_API:
         return message.splitlines()[0]
     return ""
 
@@ -274,9 +274,15 @@ def last_line(out: str) -> str:
 
 
 # ---- running -----------------------------------------------------------------------------------
+def judged_script(directory: Path) -> str:
+    """The script a build runs: regression.py, the full oracle with its verdict line, where the
+    directory has one (the short repro.py pins eager's value and prints no verdict), else repro.py."""
+    return "regression.py" if (directory / "regression.py").is_file() else "repro.py"
+
+
 def repro_digest(directory: Path) -> str:
     h = hashlib.sha256()
-    for name in ("repro.py", "inputs.pt"):
+    for name in (judged_script(directory), "inputs.pt"):
         if (directory / name).is_file():
             h.update(name.encode() + b"\0" + (directory / name).read_bytes())
     return h.hexdigest()[:16]
@@ -284,7 +290,7 @@ def repro_digest(directory: Path) -> str:
 
 def repro_backend(directory: Path) -> tuple[str, str]:
     """(BACKEND, DEVICE) as the repro script sets them."""
-    text = (directory / "repro.py").read_text()
+    text = (directory / judged_script(directory)).read_text()
     found = [re.search(rf"^{name} = '([^']*)'", text, re.M) for name in ("BACKEND", "DEVICE")]
     return tuple(m.group(1) if m else "" for m in found)  # type: ignore[return-value]
 
@@ -295,14 +301,16 @@ def applies(build: Build, directory: Path) -> bool:
 
 
 def run_once(python: Path, directory: Path, timeout: float, env: dict) -> tuple[int | None, str, str]:
-    """repro.py (and inputs.pt) copied to a fresh folder, run by `python` with kernel caches of its own."""
+    """The judged script (and inputs.pt) copied to a fresh folder, run by `python` with kernel
+    caches of its own."""
+    script = judged_script(directory)
     with tempfile.TemporaryDirectory(prefix="fuzzfuse-versions-") as work:
-        for name in ("repro.py", "inputs.pt"):
+        for name in (script, "inputs.pt"):
             if (directory / name).is_file():
                 shutil.copy(directory / name, work)
         caches = {name: os.path.join(work, "kernel-cache", name.lower()) for name in KERNEL_CACHES}
         try:
-            run = subprocess.run([str(python), "repro.py"], cwd=work, capture_output=True, text=True,
+            run = subprocess.run([str(python), script], cwd=work, capture_output=True, text=True,
                                  timeout=timeout, env={**env, **caches})
         except subprocess.TimeoutExpired as e:
             text = [s.decode(errors="replace") if isinstance(s, bytes) else s or "" for s in (e.stdout, e.stderr)]

@@ -228,7 +228,7 @@ def test_a_constant_input_is_spelled_out_in_the_repro_however_large(tmp_path):
 
 
 def test_a_cpu_repro_is_pinned_to_the_lowest_capability_it_fails_under(tmp_path):
-    """NNC's elu -> fmod bug fails under ATEN_CPU_CAPABILITY=default: recorded with avx2 (as a
+    """NNC's elu bug (elu -> div) fails under ATEN_CPU_CAPABILITY=default: recorded with avx2 (as a
     campaign on an AVX2 machine records it), its repro is written pinned to default, so that it
     runs on any x86 machine; a case pinned to default already, or not pinned (a GPU case), has no
     other candidate."""
@@ -236,7 +236,7 @@ def test_a_cpu_repro_is_pinned_to_the_lowest_capability_it_fails_under(tmp_path)
     from pathlib import Path
 
     from fuzzfuse.minimize import pin_candidates, write_minimized
-    committed = Path(__file__).parent.parent / "minimized" / "torchscript-nnc-mismatch-values-float-6b7dcdc4"
+    committed = Path(__file__).parent.parent / "minimized" / "torchscript-nnc-mismatch-values-float-c8e27f28"
     case = load_case(committed / "case.json")
     assert case.versions["cpu_capability"] == "default"
     found_with_avx2 = replace(case, versions={**case.versions, "cpu_capability": "avx2"})

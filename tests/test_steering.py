@@ -140,7 +140,7 @@ def test_a_known_anchored_bug_hit_outside_every_trigger_is_queued_once_to_learn_
     assert campaign.reductions.to_learn == []
     campaign.reductions.offer(entry, new_form, "corpus/b.json")
     campaign.reductions.offer(entry, new_form, "corpus/c.json")  # one waits per bug at a time
-    assert campaign.reductions.to_learn == [("message|nnc|Invalid integral op_type: N", "corpus/b.json")]
+    assert campaign.reductions.to_learn == [("message|nnc||crash||Invalid integral op_type: N|", "corpus/b.json")]
     assert entry.known
 
 

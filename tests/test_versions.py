@@ -14,7 +14,7 @@ from fuzzfuse.buildenv import Build, BuildError, Package, ensure
 from fuzzfuse.cli import main
 from fuzzfuse.export import Recorded
 from fuzzfuse.versions import (BEGIN, END, VERSIONS_FILE, Presence, ResultCache, RunResult, Trend,
-                               repro_digest, run_repro, same_crash, summarize, summary_of, table_for, with_section,
+                               judged_script, repro_digest, run_repro, same_crash, summarize, summary_of, table_for, with_section,
                                write_table)
 from fuzzfuse.versionsrun import CACHE
 
@@ -90,9 +90,11 @@ def test_a_build_that_lacks_what_the_repro_calls_does_not_apply_rather_than_bein
     """A real run in this interpreter of a repro that calls an API this build does not have (what
     an older release does to a repro written for a newer one)."""
     repro = copy(REPO / "minimized" / "aot-nnc-mismatch-values-float-d3a22038", tmp_path)
-    source = (repro / "repro.py").read_text()
-    (repro / "repro.py").write_text(source.replace("torch._C._jit_set_profiling_executor(True)",
-                                                   "torch._C._jit_set_some_future_api(True)"))
+    script = judged_script(repro)
+    source = (repro / script).read_text()
+    assert "torch._C._jit_set_profiling_executor(True)" in source
+    (repro / script).write_text(source.replace("torch._C._jit_set_profiling_executor(True)",
+                                               "torch._C._jit_set_some_future_api(True)"))
     environment = ensure(Build(Package.TORCH, "installed"), tmp_path / "envs")
     result = run_repro(environment, repro, timeout=120)
     assert result.presence == Presence.NOT_APPLICABLE, result
