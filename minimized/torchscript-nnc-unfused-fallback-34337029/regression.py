@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """NNC: neg → neg → std(correction=0, dims=(0,), keepdim=False) → … (5 ops) on float32: unfused fallback
 
-Found by fuzzfuse (signature unfused|torchscript:nnc|run|fallback||) with cpu_capability avx512, onednn Intel(R) MKL-DNN v3.12.0 (Git Hash 80afa71049cd69a3df32adcccb623b12cd7baa22), torch 2.13.0+cpu.
+Found by fuzzfuse (signature unfused|torchscript:nnc|run|fallback||) with cpu_capability default, onednn Intel(R) MKL-DNN v3.12.0 (Git Hash 80afa71049cd69a3df32adcccb623b12cd7baa22), torch 2.13.0+cpu.
 Prints what eager gives (float64 arbitrating) and what the fuser gives, then its verdict line;
 exits 1 while the bug is present, 0 once it is fixed.
 """
 import os
-CPU_CAPABILITY = 'avx512'  # the lowest it fails under; ATen and Inductor's C++ codegen read it at import
+CPU_CAPABILITY = 'default'  # the lowest it fails under; ATen and Inductor's C++ codegen read it at import
 os.environ["ATEN_CPU_CAPABILITY"] = CPU_CAPABILITY
 os.environ["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] = "1"  # Inductor's caches ignore the capability
 os.environ['PYTORCH_TENSOREXPR_FALLBACK'] = '0'
