@@ -1,12 +1,15 @@
 """Detection power: how soon a campaign finds a bug whose trigger is narrow, and how small its
 reduced repro gets.
 
-    PYTHONPATH=$PWD python benchmarks/detection.py [--seeds 3] [--budget 60] [--bugs dtype_op,op_pair]
+    PYTHONPATH=$PWD python benchmarks/detection.py [--set seeded|real] [--seeds 3] [--budget 60]
+        [--bugs dtype_op,op_pair]
 
-Each seeded bug of benchmarks/seeded_bugs.py (a torch.compile backend wrong on one narrow trigger)
-is fuzzed by a campaign on 2 workers, once per campaign seed, until the first case that fails on
-the buggy backend and passes on the same backend without the bug (`dynamo:eager`: the seeded
-backends are dynamo's graph run as traced, plus the bug), or until the budget runs out. Per bug it
+Each bug of a set (a torch.compile backend wrong on one narrow trigger) is fuzzed by a campaign on
+2 workers, once per campaign seed, until the first case that fails on the buggy backend and passes
+on the same capture without the bug, or until the budget runs out. Two sets: "seeded"
+(benchmarks/seeded_bugs.py, written beside the generator; dynamo's graph run as traced plus the
+bug, clean reference `dynamo:eager`) and "real" (benchmarks/real_bugs.py, triggers of upstream
+reports; AOT autograd's aten graph plus the bug, clean reference `dynamo:aot_eager`). Per bug it
 prints the median seconds and cases (graphs) to that first detection, the input sets run by then
 (a compiled graph may run on several), and the ops of the reduced repro of the first seed's
 detection against the fewest ops the trigger needs. Seconds depend on the machine's load: compare
@@ -24,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks.seeded_bugs, for the workers too
 
-from benchmarks.seeded_bugs import MINIMAL_OPS  # noqa: E402
+from benchmarks import real_bugs, seeded_bugs  # noqa: E402
 from fuzzfuse.backends import get_backend  # noqa: E402
 from fuzzfuse.campaign import Campaign  # noqa: E402
 from fuzzfuse.corpus import load_case  # noqa: E402
@@ -32,7 +35,9 @@ from fuzzfuse.job import run_case  # noqa: E402
 from fuzzfuse.minimize import reduce_case  # noqa: E402
 from fuzzfuse.reduce import NotInteresting  # noqa: E402
 
-CLEAN = "dynamo:eager"
+# set -> (module the backends live in, the clean reference, bug -> fewest ops of its trigger)
+SETS = {"seeded": ("benchmarks.seeded_bugs", "dynamo:eager", seeded_bugs.MINIMAL_OPS),
+        "real": ("benchmarks.real_bugs", "dynamo:aot_eager", real_bugs.MINIMAL_OPS)}
 
 
 @dataclass
@@ -47,10 +52,10 @@ class FirstDetection(Campaign):
     """A campaign that stops submitting at the first case that is the seeded bug's (fails here,
     passes on the clean backend); cases already in flight finish."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, clean: str, **kwargs):
         super().__init__(*args, **kwargs)
         self.detection: Detection | None = None
-        self._clean = get_backend(CLEAN)
+        self._clean = get_backend(clean)
         self._judged: set[str] = set()
 
     def _record(self, job, reply, pool) -> None:
@@ -72,17 +77,19 @@ class FirstDetection(Campaign):
         return self.detection is not None or super()._done_submitting()
 
 
-def measure(bug: str, seed: int, budget: float, workers: int, out: Path) -> tuple[Detection | None, int]:
+def measure(bug_set: str, bug: str, seed: int, budget: float, workers: int,
+            out: Path) -> tuple[Detection | None, int]:
     """The first detection (None: not within the budget), and the cases the campaign ran."""
-    campaign = FirstDetection(f"dynamo:benchmarks.seeded_bugs:{bug}", out, seed=seed, workers=workers,
-                              time_limit=budget, reduce=False)
+    module, clean, _ = SETS[bug_set]
+    campaign = FirstDetection(f"dynamo:{module}:{bug}", out, seed=seed, workers=workers,
+                              time_limit=budget, reduce=False, clean=clean)
     campaign.run()
     return campaign.detection, campaign.stats.cases
 
 
-def reduced_size(bug: str, case_file: Path, workers: int, max_queries: int) -> int | None:
+def reduced_size(bug_set: str, bug: str, case_file: Path, workers: int, max_queries: int) -> int | None:
     try:
-        result = reduce_case(load_case(case_file), f"dynamo:benchmarks.seeded_bugs:{bug}", workers=workers,
+        result = reduce_case(load_case(case_file), f"dynamo:{SETS[bug_set][0]}:{bug}", workers=workers,
                              max_queries=max_queries)
     except NotInteresting:
         return None
@@ -91,36 +98,40 @@ def reduced_size(bug: str, case_file: Path, workers: int, max_queries: int) -> i
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--bugs", default=",".join(MINIMAL_OPS), help="comma-separated seeded bugs")
+    p.add_argument("--set", choices=SETS, default="seeded", help="which bugs: seeded (default) or real")
+    p.add_argument("--bugs", help="comma-separated bugs of the set; default: all of them")
     p.add_argument("--seeds", type=int, default=3, help="campaign seeds per bug")
     p.add_argument("--budget", type=float, default=60.0, help="seconds per campaign")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--reduce-queries", type=int, default=150, help="reducer budget for the first detection")
+    p.add_argument("--reduce-queries", type=int, default=150,
+                   help="reducer budget for the first detection (0: do not reduce)")
     args = p.parse_args()
-    bugs = args.bugs.split(",")
-    unknown = [b for b in bugs if b not in MINIMAL_OPS]
+    minimal_ops = SETS[args.set][2]
+    bugs = args.bugs.split(",") if args.bugs else list(minimal_ops)
+    unknown = [b for b in bugs if b not in minimal_ops]
     if unknown:
-        p.error(f"unknown bugs {unknown}; known: {', '.join(MINIMAL_OPS)}")
+        p.error(f"unknown bugs {unknown}; known: {', '.join(minimal_ops)}")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for bug in bugs:
             found: list[Detection] = []
             for seed in range(args.seeds):
-                d, ran = measure(bug, seed, args.budget, args.workers, Path(tmp) / f"{bug}-{seed}")
+                d, ran = measure(args.set, bug, seed, args.budget, args.workers, Path(tmp) / f"{bug}-{seed}")
                 print(f"{bug} seed {seed}: " + (f"{d.seconds:.1f}s, {d.cases} cases, {d.input_sets} input sets"
                                                 if d else f"not found in {args.budget:.0f}s ({ran} cases)"),
                       file=sys.stderr, flush=True)
                 if d:
                     found.append(d)
-            size = reduced_size(bug, found[0].case_file, args.workers, args.reduce_queries) if found else None
+            size = reduced_size(args.set, bug, found[0].case_file, args.workers, args.reduce_queries) \
+                if found and args.reduce_queries else None
             rows.append((bug, found, size))
-    print(f"\n{'bug':18} {'found':>7} {'median s':>9} {'median cases':>12} {'median sets':>11} "
+    print(f"\n{'bug':28} {'found':>7} {'median s':>9} {'median cases':>12} {'median sets':>11} "
           f"{'reduced ops':>11} {'minimal':>7}")
     for bug, found, size in rows:
         med = (lambda xs: statistics.median(xs)) if found else (lambda xs: float("nan"))
-        print(f"{bug:18} {len(found):>3}/{args.seeds:<3} {med([d.seconds for d in found]):9.1f} "
+        print(f"{bug:28} {len(found):>3}/{args.seeds:<3} {med([d.seconds for d in found]):9.1f} "
               f"{med([d.cases for d in found]):12.0f} {med([d.input_sets for d in found]):11.0f} "
-              f"{size if size is not None else '-':>11} {MINIMAL_OPS[bug]:>7}")
+              f"{size if size is not None else '-':>11} {minimal_ops[bug]:>7}")
     total = sum(len(found) for _, found, _ in rows)
     print(f"\ndetected within {args.budget:.0f}s: {total} of {len(rows) * args.seeds} campaigns; "
           f"bugs found at least once: {sum(bool(found) for _, found, _ in rows)} of {len(rows)} "
