@@ -323,7 +323,10 @@ def test_one_coarse_bucket_with_two_bugs_is_reduced_into_two_root_causes_and_kno
     causes = {tuple(c["trigger"]): c for c in summary["root_causes"]}
     assert {("exp",), ("cos",)} <= set(causes), causes.keys()
     for trigger in (("exp",), ("cos",)):
-        assert causes[trigger]["coarse_keys"] == [mismatch["key"]] and causes[trigger]["minimized"]
+        # exp's nan-inf form is the same bug (one culprit, wrong numbers finite or not): its coarse
+        # key may join exp's; cos shows through the values one only.
+        assert mismatch["key"] in causes[trigger]["coarse_keys"] and causes[trigger]["minimized"]
+    assert causes[("cos",)]["coarse_keys"] == [mismatch["key"]]
     repros = {c["minimized"] for c in causes.values()}
     assert len(repros) == len(causes) and all((tmp_path / "first" / r / "repro.py").exists() for r in repros)
     again = Campaign(BUGGY + "WrongOnExpAndOnCos", tmp_path / "again", known=[str(tmp_path / "first" / "minimized")],
