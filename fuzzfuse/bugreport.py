@@ -240,7 +240,9 @@ def run_repro(directory: Path, timeout: float = REPRO_TIMEOUT, script: str = REP
             shutil.copy(Path(directory) / "inputs.pt", clean)
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
                **{name: os.path.join(clean, "kernel-cache", name.lower()) for name in KERNEL_CACHES}}
-        if not keep_path:
+        if keep_path:  # the custom backend's module is found as this process finds it (verify_repro's way)
+            env["PYTHONPATH"] = os.pathsep.join(sys.path)
+        else:
             env.pop("PYTHONPATH", None)
         try:
             run = subprocess.run([sys.executable, REPRO], cwd=clean, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
