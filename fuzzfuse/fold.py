@@ -27,10 +27,9 @@ from pathlib import Path
 
 from .backends import Unavailable
 from .corpus import Case, CorpusError, Variant, load_case, write_json
-from .identity import BugIdentity, case_identity, root_cause_key, variant_identity
+from .identity import BugIdentity, case_identity, root_cause_key, variant_entry, variant_identity
 from .minimize import with_variants, write_minimized
 from .reductions import repro_slug
-from .rekey import variant_entry
 from .reduce import cost
 from .verdict import Reproduction
 
@@ -166,9 +165,9 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
         own = {(v.key, v.directory) for v, i in keep.forms if i is not None and i.key() == key}
         for form in forms:
             if (form.key, form.directory) not in own:
-                source = next((r.directory.name for r in repros if any(v is form for v, _ in r.forms)), "?")
-                if source != keep.directory.name:
-                    report.moved.append((form.directory, source, keep.directory.name))
+                lister = source[id(form)].directory.name
+                if lister != keep.directory.name:
+                    report.moved.append((form.directory, lister, keep.directory.name))
         kept_where = [staying.get(r.directory.name, []) for r in bug.repros]
         listed = _unique(folded_in + forms + [v for stay in kept_where for v in stay])
         listed = [v for v in listed if v.directory != keep.directory.name]

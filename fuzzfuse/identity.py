@@ -366,6 +366,17 @@ def compare_corpora(found: list[str], committed: list[str]) -> list[str]:
     return lines
 
 
+def variant_entry(name: str, case: Case) -> Variant:
+    """What a repro folded into another keeps of itself in the other's `also_seen_as`: its coarse
+    and root-cause keys (today's), ops, former directory, verification, reduced graph and the
+    graph's generalisation."""
+    sig = signature_today(case.signature, case.detail)
+    key = root_cause_key(sig, case.graph, case.generalisation, case.device) or sig.key()
+    return Variant(sig.key(), key, case.backend, tuple(sorted({n.op for n in case.graph.nodes})), name,
+                   case.verification.status if case.verification else None, case.graph, case.generalisation)
+
+
+
 # ---- the corpus, grouped ------------------------------------------------------------------------
 
 def groups(paths: list[str], variants: bool = False) -> tuple[dict[str, list[tuple[str, str, str]]], list[str]]:

@@ -19,12 +19,12 @@ import torch
 
 from .backends import Unavailable, backend_for_file, get_backend
 from .backends.options import Options
-from .corpus import Case, CorpusError, ReductionFigures, Variant, iter_cases, load_case, umask_mode, write_json
+from .corpus import Case, CorpusError, ReductionFigures, iter_cases, load_case, umask_mode, write_json
 from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, ReductionStats, cost, reduce, reduce_options
 from .reduce.generalise import Generalisation, generalise
-from .identity import root_cause_key
+from .identity import root_cause_key, variant_entry
 from .reductions import known_repros, repro_slug
 from .export import judge as judge_run, judged_script, run_repro
 from .pool import case_pool, graph_job, run_jobs
@@ -256,7 +256,7 @@ def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, 
         return directory
     existing = load_case(directory / "case.json")
     if cost(existing.graph) <= cost(reduced):
-        form = _form(minimized, key, f"{directory.name}+{reduced.digest()[:8]}")
+        form = variant_entry(f"{directory.name}+{reduced.digest()[:8]}", minimized)
         known = {(v.key, v.graph.digest() if v.graph else None) for v in existing.also_seen_as}
         seen = existing.also_seen_as + ([form] if (form.key, reduced.digest()) not in known else [])
         kept = replace(existing, hits=existing.hits + 1, also_seen_as=seen)
@@ -264,18 +264,10 @@ def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, 
         if (directory / "README.md").is_file():
             (directory / "README.md").write_text(with_variants((directory / "README.md").read_text(), kept))
         return directory
-    former = _form(existing, key, f"{directory.name}@{existing.graph.digest()[:8]}")
+    former = variant_entry(f"{directory.name}@{existing.graph.digest()[:8]}", existing)
     write_minimized(directory, replace(minimized, hits=existing.hits + 1,
                                        also_seen_as=existing.also_seen_as + [former]), verify_runs, timeout)
     return directory
-
-
-def _form(case: Case, identity_key: str | None, name: str) -> Variant:
-    """What a bug's directory lists of one more form of it: its signature, identity, ops, a name
-    for where it came from, and its reduced graph with that graph's generalisation."""
-    sig = case.signature
-    return Variant(sig.key(), identity_key or sig.key(), case.backend, tuple(sorted({n.op for n in case.graph.nodes})),
-                   name, case.verification.status if case.verification else None, case.graph, case.generalisation)
 
 
 # ATen's x86 CPU capabilities (ATEN_CPU_CAPABILITY), lowest first.

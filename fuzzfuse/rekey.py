@@ -22,7 +22,7 @@ from .minimize import VERIFY_RUNS, first_output_wrong, generalised, reduce_case,
 from .pool import case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation
-from .identity import root_cause_key
+from .identity import root_cause_key, variant_entry
 from .rootcause import signature_today
 from .worker import WorkerPool
 
@@ -72,16 +72,6 @@ def rereduce(directory: Path, pools: Pools, workers: int = 2, verify_runs: int =
                                        generalisation=reduction.generalisation, reduction=figures),
                     verify_runs, timeout)
     return before, after
-
-
-def variant_entry(name: str, case: Case) -> Variant:
-    """What a repro folded into another keeps of itself in the other's `also_seen_as`: its coarse
-    and root-cause keys (today's), ops, former directory, verification, reduced graph and the
-    graph's generalisation."""
-    sig = signature_today(case.signature, case.detail)
-    return Variant(sig.key(), root_cause_key(sig, case.graph, case.generalisation, case.device) or sig.key(), case.backend,
-                   tuple(sorted({n.op for n in case.graph.nodes})), name,
-                   case.verification.status if case.verification else None, case.graph, case.generalisation)
 
 
 def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> Generalisation | None:
