@@ -251,13 +251,24 @@ def run_repro(directory: Path, timeout: float = REPRO_TIMEOUT, script: str = REP
         except subprocess.TimeoutExpired as e:
             status, output = None, e.stdout or b""
         text = output.decode(errors="replace").replace(os.path.realpath(clean) + os.sep, "").replace(clean + os.sep, "")
-        return ReproRun(status, text, machine())
+        return ReproRun(status, portable_output(text), machine())
+
+
+_PYTHON_LIB = re.compile(r'(?<![\w.])/[^\s"\':]*/lib/(python3\.\d+)/')
+
+
+def portable_output(text: str) -> str:
+    """Output as any install prints it: Python's own paths (a virtualenv's, pyenv's, the system's)
+    shortened to `.../lib/python3.X/`, and faulthandler's list of loaded extension modules, which
+    some runs of the same crash print and others do not, left out."""
+    text = _PYTHON_LIB.sub(r".../lib/\1/", text)
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("Extension modules: "))
 
 
 # ---- the README ------------------------------------------------------------------------------
 def quoted_output(output: str) -> str:
     """A run's output for a README: whole when short, else its head and tail around a marker."""
-    lines = output.rstrip("\n").splitlines()
+    lines = portable_output(output).rstrip("\n").splitlines()
     if len(lines) <= OUTPUT_HEAD + OUTPUT_TAIL + 5:
         return "\n".join(lines) or "(nothing printed)"
     cut = len(lines) - OUTPUT_HEAD - OUTPUT_TAIL
