@@ -14,12 +14,17 @@ each form's signature, ops, former directory and reduced graph). Which failures 
 - a listed form recorded as not reproducing, a duplicate entry, and an entry naming its own
   directory are dropped.
 
-A form whose identity cannot be told (folded before its graph was kept) stays where it is.
+A form folded before forms kept their graphs takes its graph back from version control: the last
+commit that still held its former directory's case.json, where that case is the form (the same
+signature). A form whose graph cannot be found that way stays where it is: its identity cannot be
+told.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
+import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -30,7 +35,11 @@ from .corpus import Case, CorpusError, Variant, load_case, write_json
 from .identity import BugIdentity, case_identity, root_cause_key, variant_entry, variant_identity
 from .minimize import with_variants, write_minimized
 from .reductions import repro_slug
+from .ir import Graph
+from .oracle import Signature
 from .reduce import cost
+from .reduce.generalise import Generalisation
+from .rootcause import signature_today
 from .verdict import Reproduction
 
 
@@ -83,9 +92,41 @@ def read_corpus(root: Path) -> list[Repro]:
     for directory in sorted(p for p in Path(root).iterdir() if (p / "case.json").is_file()):
         case = load_case(directory / "case.json")
         if case.signature:
-            forms = [(v, variant_identity(v, case.device)) for v in case.also_seen_as]
-            repros.append(Repro(directory, case, case_identity(case), forms))
+            forms = [with_graph_from_history(root, v) for v in case.also_seen_as]
+            repros.append(Repro(directory, case, case_identity(case), [(v, variant_identity(v, case.device))
+                                                                       for v in forms]))
     return repros
+
+
+def with_graph_from_history(root: Path, form: Variant) -> Variant:
+    """`form`, with its reduced graph and generalisation taken from the last commit that held its
+    former directory's case.json, where it kept none and that case is the form (its signature, read
+    by today's rules, is the form's key but for the backend, which attribution may have named
+    since); else `form` as it is. Outside a git work tree, as it is."""
+    if form.graph is not None:
+        return form
+    path = Path(root) / form.directory / "case.json"
+    git = ["git", "-C", str(Path(root).resolve())]
+    try:
+        gone = subprocess.run(git + ["rev-list", "-n", "1", "HEAD", "--", str(path.resolve())],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        if not gone:
+            return form
+        old = json.loads(subprocess.run(git + ["show", f"{gone}~1:./{form.directory}/case.json"],
+                                        capture_output=True, text=True, check=True).stdout)
+        # Only what names the form is read: the rest of an old record may predate today's schema.
+        signature, detail = Signature.from_json(old["signature"]), old.get("detail", "")
+        graph = Graph.from_json(old["graph"])
+        general = Generalisation.from_json(old["generalisation"]) if old.get("generalisation") else None
+    except (OSError, subprocess.CalledProcessError, ValueError, KeyError, TypeError):
+        return form
+
+    def surface(key: str) -> tuple[str, ...]:  # the key less its backend, which attribution may have moved
+        outcome, _, rest = key.split("|", 2)
+        return outcome, rest
+    if surface(form.key) not in {surface(signature.key()), surface(signature_today(signature, detail).key())}:
+        return form
+    return replace(form, graph=graph, generalisation=general)
 
 
 def plan(repros: list[Repro], report: FoldReport) -> tuple[dict[str, Bug], dict[str, list[Variant]]]:
@@ -123,7 +164,10 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
          jobs: int = 1) -> FoldReport:
     """Fold `root` into one directory per bug (the module's docstring says how). split_on: only
     forms found on this device ("cpu", "cuda") are split out here, the others stay where they are
-    (a GPU's forms are split on a GPU machine); jobs: how many are written and verified at once."""
+    (a GPU's forms are split on a GPU machine); jobs: how many are written and verified at once.
+    A form split out is run anew, and what its run says may make it a form of a bug a directory
+    holds (a form recorded before its compile error was named): the corpus is folded again then,
+    until nothing is split."""
     report = FoldReport()
     repros = read_corpus(root)
     home = {r.directory.name: r for r in repros}
@@ -189,6 +233,10 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
             write_json(directory / "case.json", case.to_json())
             if (directory / "README.md").is_file():
                 (directory / "README.md").write_text(with_variants((directory / "README.md").read_text(), case))
+    if report.split:
+        again = fold(root, verify_runs=verify_runs, timeout=timeout, split_on=split_on, jobs=jobs)
+        for name in ("folded", "moved", "split", "not_split", "dropped"):
+            getattr(report, name).extend(x for x in getattr(again, name) if x not in getattr(report, name))
     return report
 
 

@@ -290,7 +290,8 @@ def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS,
     verified in fresh processes; the case with its verification. A CPU case is pinned to the lowest
     capability it fails under: each candidate (`pin_candidates`) is verified in turn and the first
     that reproduces is written (the case as recorded at the latest), so a bug that fails under
-    `default` costs no more runs than an unpinned one."""
+    `default` costs no more runs than an unpinned one. A crash that kept no raw error text (a form
+    fold splits out) records its repro's output as its detail."""
     fuser = get_backend(case.backend).for_case(case.options)  # the repro runs the case's choices
     directory.parent.mkdir(parents=True, exist_ok=True)
     for candidate in pin_candidates(case):
@@ -314,6 +315,8 @@ def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS,
     try:
         symptom = Symptom.parse(verified.output) if candidate.signature.outcome == "mismatch" else None
         case = replace(candidate, verification=verification, symptom=symptom)
+        if case.signature.outcome == "crash" and case.detail == case.signature.message and verified.errors:
+            case = replace(case, detail=verified.errors)  # a form kept no raw error text: its repro's run is one
         write_json(staging / "case.json", case.to_json())
         if case.signature.outcome == "mismatch" and symptom is None:  # nothing to pin: the full repro is the repro
             source = files["repro.py"]

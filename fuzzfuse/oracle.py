@@ -107,13 +107,29 @@ def nvrtc_error(message: str) -> str:
     return f"{_NVRTC} {first.replace(chr(34), '').strip()}{called}"
 
 
+_CPP_COMPILE = "C++ compile error"
+_CPP_ERROR = re.compile(r"^\S+?:\d+:\d+: error: *(.*)$", re.M)
+
+
+def cpp_compile_error(message: str) -> str:
+    """Inductor's C++ compile error named by the compiler's first error, without its file and
+    position or the quotes around names ("C++ compile error: no matching function for call to
+    max_propagate_nan(int&, short int&)"): which call or conversion the generated code got wrong
+    tells two compile bugs apart; "" for any other message."""
+    if _CPP_COMPILE not in message or not (m := _CPP_ERROR.search(message)):
+        return ""
+    return f"{_CPP_COMPILE}: {re.sub('[‘’]', '', m.group(1)).strip()}"
+
+
 def headline(message: str) -> str:
     """The line of an error message that names the failure (C++ errors put it after a preamble).
-    An NVRTC compile failure is named by its first compiler error. An error with an empty message
+    An NVRTC or C++ compile failure is named by its first compiler error. An error with an empty message
     (NNC raises some) is named by the op TorchScript's traceback points at, so that different
     failures keep different signatures."""
     if nvrtc_error(message):
         return nvrtc_error(message)
+    if cpp_compile_error(message):
+        return cpp_compile_error(message)
     lines = [ln.strip() for ln in message.strip().splitlines()
              if ln.strip() and not ln.strip().startswith(("frame #", "Exception raised from"))]
     for keys in (("INTERNAL ASSERT FAILED", "Expected"), ("error:", "Error:")):

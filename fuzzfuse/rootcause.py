@@ -22,7 +22,7 @@ import re
 from dataclasses import replace
 
 from .ir import OPS
-from .oracle import Signature, cpp_location, normalize, nvrtc_error
+from .oracle import Signature, cpp_compile_error, cpp_location, normalize, nvrtc_error
 
 # Routes to one fuser are one component: the same assert reached through aot_autograd is the same bug.
 COMPONENTS = {
@@ -187,8 +187,11 @@ _CONTEXT = "\n\nThe failing "
 def signature_today(signature: Signature, detail: str) -> Signature:
     """A recorded crash signature as today's oracle computes it from the recorded error text: a
     repro keyed before the parallel-compile wrapper was unwrapped, or before NVRTC failures were
-    named by their compiler error, gets its innermost location and message."""
+    named by their compiler error, gets its innermost location and message; an Inductor C++
+    compile error recorded before it was named by its first compiler error gets that message."""
     error = detail.split(_CONTEXT)[0]
+    if signature.outcome == "crash" and cpp_compile_error(error) and not cpp_location(error):
+        return replace(signature, message=normalize(error))
     location = cpp_location(error)
     if signature.outcome != "crash" or not location or (location == signature.location and not nvrtc_error(error)):
         return signature

@@ -5,6 +5,7 @@ corpus is real case files of minimized/ (tests/data/identity_corpus: copies, sin
 itself refolded as identities change), copied again into tmp_path before each fold."""
 import json
 import shutil
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,9 +13,9 @@ import pytest
 
 from fuzzfuse.backends import Unavailable, get_backend
 from fuzzfuse.corpus import load_case
-from fuzzfuse.fold import fold
+from fuzzfuse.fold import fold, with_graph_from_history
 from fuzzfuse.identity import (Anchor, BugIdentity, KnownBugs, Symptom, case_identity, culprit_position, dtype_class,
-                               identify, root_cause_key, same_bug, variant_identity)
+                               identify, root_cause_key, same_bug, variant_entry, variant_identity)
 from fuzzfuse.ir import Graph
 from fuzzfuse.ir.graph import GraphError
 from fuzzfuse.oracle import Signature, exception_signature
@@ -273,3 +274,70 @@ def test_a_form_of_another_bug_with_no_home_is_split_into_a_verified_directory_o
     # Split once, the corpus folds to itself.
     again = fold(root, verify_runs=1)
     assert not (again.folded or again.moved or again.split or again.dropped)
+
+
+# ---- compile errors and forms kept without their graph ----------------------------------------------
+
+SIGN = "inductor-crash-inductorerror-torch-inductor-cpp-builder-py-r-08db5315"  # Inductor CPU's sign on int8
+
+
+def test_an_inductor_compile_error_is_named_by_the_compilers_first_error_and_its_producer():
+    """Inductor CPU's sign on a small int type computes C++ int: argmax_combine rejects it after an
+    int8 sign, max_propagate_nan after an int16 one. The first compiler error names the call that
+    rejected its operands' types, downstream of the cause: one bug, keyed by the op that made the
+    value (sign), not by the op that refused it."""
+    case = load_case(CORPUS / SIGN / "case.json")
+    today = signature_today(case.signature, case.detail)
+    assert today.message.startswith("C++ compile error: no matching function for call to argmax_combine(")
+    (form,) = case.also_seen_as
+    assert "max_propagate_nan(int&, short int&)" in form.key and {"sign", "clamp"} == set(form.ops)
+    ours, theirs = case_identity(case), variant_identity(form, case.device)
+    assert ours.where == "sign:int" and same_bug(ours, theirs)
+    other = replace(today, message="C++ compile error: ID was not declared in this scope")
+    assert identify(other, case.graph, None, "cpu").anchor is Anchor.MESSAGE
+
+
+@pytest.mark.slow
+def test_a_form_recorded_before_its_compile_error_was_named_is_split_run_and_folded_back(tmp_path):
+    """The form as fuzzfuse recorded it before compile errors were named ("C++ compile error" and
+    nothing more) keys apart from its bug. fold writes it as a repro, runs it under real Inductor,
+    reads the compiler's error from that run, and folds it back into its bug's directory: one
+    call, no hand."""
+    root = corpus(tmp_path, SIGN)
+    case = load_case(root / SIGN / "case.json")
+    (form,) = case.also_seen_as
+    generic = "crash|inductor|compile|InductorError|torch/_inductor/cpp_builder.py:_run_compile_cmd|" \
+              "CppCompileError: C++ compile error"
+    old = replace(form, key=generic, root_cause="graph|inductor|cpu|crash||sign:int clamp:int|C++ compile error")
+    (root / SIGN / "case.json").write_text(json.dumps(replace(case, also_seen_as=[old]).to_json()))
+    assert not same_bug(variant_identity(old, case.device), case_identity(case))
+    report = fold(root, verify_runs=1)
+    assert len(report.split) == 1 and report.folded == [(SIGN, [report.split[0][0]])], report.lines()
+    assert [p.name for p in root.iterdir()] == [SIGN]
+    (back,) = load_case(root / SIGN / "case.json").also_seen_as
+    assert "max_propagate_nan" in back.key and back.graph == form.graph
+    assert same_bug(variant_identity(back, case.device), case_identity(case))
+
+
+def test_a_form_kept_without_its_graph_takes_it_from_version_control(tmp_path):
+    """A form folded before forms kept their graphs has only its signature; the directory it was
+    folded from is in the history, and its graph there names the form's bug."""
+    root = corpus(tmp_path, ELU_SMALL, ELU_LARGE)
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "two"], check=True)
+    large = load_case(root / ELU_LARGE / "case.json")
+    entry = variant_entry(ELU_LARGE, large)
+    bare = replace(entry, graph=None, generalisation=None)
+    assert entry.graph is not None and variant_identity(bare) is None
+    small = load_case(root / ELU_SMALL / "case.json")
+    (root / ELU_SMALL / "case.json").write_text(json.dumps(replace(small, also_seen_as=[bare]).to_json()))
+    shutil.rmtree(root / ELU_LARGE)
+    subprocess.run(git + ["commit", "-qam", "folded"], check=True)
+    restored = with_graph_from_history(root, bare)
+    assert restored.graph == large.graph and same_bug(variant_identity(restored, small.device), case_identity(small))
+    # A form whose former directory never was in the history, or was another failure there, stays as it is.
+    assert with_graph_from_history(root, replace(bare, directory="never-committed")) == replace(
+        bare, directory="never-committed")
+    assert with_graph_from_history(root, replace(bare, key=bare.key.replace("values", "shape"))).graph is None
