@@ -341,3 +341,19 @@ def test_a_form_kept_without_its_graph_takes_it_from_version_control(tmp_path):
     assert with_graph_from_history(root, replace(bare, directory="never-committed")) == replace(
         bare, directory="never-committed")
     assert with_graph_from_history(root, replace(bare, key=bare.key.replace("values", "shape"))).graph is None
+
+
+def test_a_wrong_std_is_the_bug_of_the_var_it_is_computed_from():
+    """nvFuser's var over an expanded dim is wrong, and std is sqrt(var) in every fuser here: a
+    std found wrong the same way is a form of the var bug, not a bug of its own; an op no other
+    is computed from (sqrt) keeps its own name."""
+    def one(op: str) -> Graph:
+        return Graph.from_json({"schema": 1, "outputs": ["v0"], "inputs": [
+            {"kind": "tensor", "name": "x0", "shape": [2], "dtype": "float32", "layout": {"kind": "expanded", "dims": [0]},
+             "values": {"dist": "normal", "seed": 1}}], "nodes": [
+            {"name": "v0", "op": op, "args": ["x0"],
+             "attrs": {"dims": [0], "keepdim": False, "correction": 1} if op != "sqrt" else {}}]})
+    wrong = Signature("mismatch", "nvfuser", "run", "values", "float")
+    var, std, sqrt = (identify(wrong, one(op), None, "cuda") for op in ("var", "std", "sqrt"))
+    assert var.where == std.where == "var" and same_bug(var, std)
+    assert sqrt.where == "sqrt" and not same_bug(sqrt, var)

@@ -60,6 +60,10 @@ class Op:
     # amin) and non-reductions. Eager and a fuser may both be right yet disagree when terms near
     # the dtype's limits overflow or cancel in one order and not in another (fuzzfuse.ir.interp).
     accumulates: str | None = None
+    # The op every fuser here computes this one from (std is sqrt(var): nvFuser's recipe and
+    # Inductor's decomposition alike): a wrong result of this op is that op's bug, so a bug's
+    # identity (fuzzfuse.identity) names that op as its culprit. None: the op is its own.
+    computed_from: str | None = None
     # Operands that are not broadcast partners of the first (cat's equal sizes off the cat dim,
     # matmul's shared K, an index tensor): draw_operands(draw, first operand's type) -> the type of
     # each further operand. The generator reads an existing value of that type or adds an input.
@@ -495,7 +499,8 @@ for _n, (_fn, _rule, _acc, _extra) in _REDUCTIONS.items():
                  + "".join(f", {k}={lit(at[k])}" for k in ex) + f", keepdim={at['keepdim']})")(_n, _extra),
                 lambda t, a, acc=_acc: t[0].rank >= 1 and (acc is None or acc(t, a)),
                 draw_attrs=(lambda ex: lambda draw, ts: draw(_reduce_dims(ts, correction=bool(ex))))(_extra),
-                nvfuser=_NVFUSER_REDUCTION[_n], accumulates=None if _n in ("amax", "amin") else "sum"))
+                nvfuser=_NVFUSER_REDUCTION[_n], accumulates=None if _n in ("amax", "amin") else "sum",
+                computed_from="var" if _n == "std" else None))
 
 # prod takes a single dim (aten has no multi-dim prod).
 register(Op("prod", "reduction", 1, _reduction_infer(_int64_if_integral),
