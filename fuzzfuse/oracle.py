@@ -290,7 +290,7 @@ def _compare_discrete(i: int, fused: torch.Tensor, eager: torch.Tensor, ref64: t
 def signed_zero_difference(fused: torch.Tensor, eager: torch.Tensor, ref64: torch.Tensor) -> str | None:
     """Where an output that passed differs from eager only in the sign of zeros (where eager's
     sign is float64's): what, for the record, else None. Values compare equal, so without this the
-    difference would pass unseen (README, Outcomes: counted, not reported)."""
+    difference would pass unseen (docs/documented-differences.md: counted, not reported)."""
     if not (isinstance(fused, torch.Tensor) and fused.is_floating_point() and fused.shape == eager.shape):
         return None
     # float32 holds every fp8 and 16-bit value with its sign (CUDA has no fp8 signbit).

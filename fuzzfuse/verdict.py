@@ -41,7 +41,7 @@ class Outcome(str, enum.Enum):
     UNSUPPORTED = "unsupported"
     HARNESS_ERROR = "harness-error"
     # The fuser differs from eager in a way it documents as a design choice (a `Difference`):
-    # counted, never reported as a bug (README, Outcomes: the policy table).
+    # counted, never reported as a bug (docs/documented-differences.md: the policy table).
     DOCUMENTED = "documented-difference"
 
     def __str__(self) -> str:

@@ -183,7 +183,7 @@ def test_an_nvrtc_message_is_a_fixed_point_of_the_normalizer():
     assert cpp_location(log) == "csrc/runtime/compiled_kernel.cpp:187"
 
 
-# ---- order-dependent reductions: kept out of the bug set (README "Outcomes", policy table) ---------
+# ---- order-dependent reductions: kept out of the bug set (docs/documented-differences.md) ----------
 from fuzzfuse.ir.builder import GraphBuilder  # noqa: E402
 from fuzzfuse.ir.graph import Values  # noqa: E402
 from fuzzfuse.ir.interp import run_eager  # noqa: E402

@@ -190,8 +190,9 @@ class Backend:
         return iter(())
 
     def documented_differences(self, options: Options) -> frozenset[Difference]:
-        """The semantics this fuser changes by design under the case's choices (README, Outcomes):
-        a difference explained by one is counted as documented, not reported. None by default."""
+        """The semantics this fuser changes by design under the case's choices
+        (docs/documented-differences.md): a difference explained by one is counted as documented,
+        not reported. None by default."""
         return frozenset()
 
     def for_case(self, options: Options) -> "Backend":

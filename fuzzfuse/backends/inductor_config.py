@@ -132,7 +132,8 @@ class InductorConfig:
         return marks
 
     def documented_differences(self, device: str) -> frozenset[Difference]:
-        """The semantics this configuration changes by design (README, Outcomes: the policy):
+        """The semantics this configuration changes by design (the policy:
+        docs/documented-differences.md):
         Triton flushes fp32 denormals unless eager_numerics.disable_ftz; on CPU, gcc < 13 links
         crtfastmath (FTZ/DAZ) into kernels built with -funsafe-math-optimizations, which also
         assumes valid arguments and results (no NaN or infinity); on both, fp16/bf16 intermediates
