@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
-PAGES = [README, *DOCS]
+PAGES = [README, *DOCS, *[p for p in [ROOT / "CHANGELOG.md"] if p.exists()]]
 MAX_README_LINES = 250
 
 FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
