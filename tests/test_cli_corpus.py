@@ -1,6 +1,9 @@
-"""`fuzzfuse corpus ...`: fold, bugs, refresh and seeds under the one command surface. Real
-runs on committed repros: `bugs` on two directories of minimized/, `fold --dry-run` on a copy of
-two directories of tests/data/identity_corpus (one bug, found twice)."""
+"""`fuzzfuse corpus ...`: fold, bugs, refresh and seeds under the one command surface (the
+`python -m fuzzfuse.fold|identity|minimize|seeds` entry points are gone). Real runs on committed
+repros: `bugs` on two directories of minimized/, `fold --dry-run` on a copy of two directories of
+tests/data/identity_corpus (one bug, found twice)."""
+import importlib
+import inspect
 import shutil
 import subprocess
 import sys
@@ -34,6 +37,15 @@ def test_corpus_help_lists_its_commands():
     assert done.stdout.startswith("usage: fuzzfuse corpus ")
     for command in ("fold", "bugs", "refresh", "seeds"):
         assert f"\n    {command} " in done.stdout, command
+
+
+@pytest.mark.parametrize("module", ["fold", "identity", "minimize", "seeds"])
+def test_the_old_python_m_entry_points_are_gone(module):
+    """No `python -m fuzzfuse.<module>`: no main(), no __main__ block, no argparse of its own."""
+    mod = importlib.import_module(f"fuzzfuse.{module}")
+    source = inspect.getsource(mod)
+    assert not hasattr(mod, "main")
+    assert "__main__" not in source and "argparse" not in source
 
 
 # {dir}: an empty directory, {file}: a plain file, {missing}: nothing.
