@@ -23,7 +23,7 @@ timeout, so they measure the timeout more than the reducer. --max-seconds: no ca
 that many seconds (the totals are over the cases done).
 
 `--backend NAME` admits cases of a `custom:`/`dynamo:` backend (which imports code), as
-`fuzzfuse minimize --backend` does.
+`fuzzfuse reduce --backend` does.
 """
 from __future__ import annotations
 

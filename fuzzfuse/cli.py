@@ -401,6 +401,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--fold", action="append", metavar="DIR",
                    help="first copy the results under DIR (another machine's --results) into --results")
     v.set_defaults(func=cmd_versions)
+
+    from .cli_corpus import add_corpus_commands
+
+    add_corpus_commands(sub)
     return p
 
 

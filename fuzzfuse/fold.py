@@ -18,20 +18,20 @@ A form folded before forms kept their graphs takes its graph back from version c
 commit that still held its former directory's case.json, where that case is the form (the same
 signature). A form whose graph cannot be found that way stays where it is: its identity cannot be
 told.
+
+`fuzzfuse corpus fold DIR` runs it (`--dry-run`: only say what would change).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .backends import Unavailable
-from .corpus import Case, CorpusError, Variant, load_case, write_json
+from .corpus import Case, Variant, load_case, write_json
 from .identity import BugIdentity, case_identity, root_cause_key, variant_entry, variant_identity
 from .minimize import with_variants, write_minimized
 from .reductions import repro_slug
@@ -182,7 +182,8 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
         device = source[id(forms[0])].case.device or "cpu"
         if device not in devices:
             report.not_split += [(f.directory, source[id(f)].directory.name,
-                                  f"found on {device}: fold with --split-on {device} where {device} runs")
+                                  f"found on {device}: fold with `fuzzfuse corpus fold --split-on {device}` "
+                                  f"where {device} runs")
                                  for f in forms]
     if dry_run:
         report.split += [(f"(new) {key[:100]}", forms[0].directory) for key, forms in here]
@@ -289,26 +290,3 @@ def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verif
 def _slug(form: Variant, case: Case) -> str:
     return repro_slug(form.signature, root_cause_key(form.signature, form.graph, form.generalisation, case.device))
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fuzzfuse.fold", description=__doc__.split("\n\n")[0])
-    parser.add_argument("directory", help="a directory of minimized repros (each <name>/case.json)")
-    parser.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
-    parser.add_argument("--split-on", choices=("cpu", "cuda"), default="",
-                        help="split out only forms found on this device (default: every device this machine has)")
-    parser.add_argument("--jobs", type=int, default=1, help="forms written and verified at once (default 1)")
-    args = parser.parse_args(argv)
-    if not Path(args.directory).is_dir():
-        print(f"fuzzfuse: error: no such directory: {args.directory}", file=sys.stderr)
-        return 2
-    try:
-        report = fold(Path(args.directory), args.dry_run, split_on=args.split_on, jobs=args.jobs)
-    except CorpusError as e:
-        print(f"fuzzfuse: error: {e}", file=sys.stderr)
-        return 2
-    print("\n".join(report.lines()))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

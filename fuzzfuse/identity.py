@@ -30,12 +30,9 @@ An unreduced hit has no identity (None): it is pending, never known.
 """
 from __future__ import annotations
 
-import argparse
 import enum
-import sys
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 
 from .corpus import Case, CorpusError, Variant, iter_cases
 from .graphform import graph_form
@@ -405,6 +402,7 @@ def groups(paths: list[str], variants: bool = False) -> tuple[dict[str, list[tup
 
 
 def report(paths: list[str], variants: bool = False) -> str:
+    """`fuzzfuse corpus bugs DIR...`: the repros under `paths` grouped by bug, largest first."""
     found, bad = groups(paths, variants)
     members = [m for ms in found.values() for m in ms]
     lines = [f"{len(members)} {'repros and variants' if variants else 'repros'}: {len({m[2] for m in members})} "
@@ -429,24 +427,3 @@ def report(paths: list[str], variants: bool = False) -> str:
         lines += ["", "unreadable:"] + [f"  {b}" for b in bad]
     return "\n".join(lines)
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fuzzfuse.identity",
-                                     description="The bugs of directories of minimized repros, one line each.")
-    parser.add_argument("paths", nargs="+", help="directories of repros (each <slug>/case.json)")
-    parser.add_argument("--variants", action="store_true",
-                        help="count each folded variant (also_seen_as) as a member of its own")
-    parser.add_argument("--against", metavar="DIR", action="append", default=[],
-                        help="say of each bug whether a repro under DIR (the committed corpus) holds it, and for a "
-                             "new one the nearest committed bug and what differs")
-    args = parser.parse_args(argv)
-    missing = [p for p in args.paths + args.against if not Path(p).exists()]
-    if missing:
-        print(f"fuzzfuse: error: no such path: {missing[0]}", file=sys.stderr)
-        return 2
-    print("\n".join(compare_corpora(args.paths, args.against)) if args.against else report(args.paths, args.variants))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -339,7 +339,8 @@ def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS,
 
 def refresh(directory: Path, verify_runs: int = VERIFY_RUNS, timeout: float = 60.0) -> Case:
     """Rewrite a minimized directory's repro.py and README.md from its case.json in today's form,
-    and re-verify the repro: how committed repros follow a change of the repro or report format."""
+    and re-verify the repro: how committed repros follow a change of the repro or report format
+    (`fuzzfuse corpus refresh DIR...`)."""
     return write_minimized(Path(directory), load_case(Path(directory) / "case.json"), verify_runs, timeout)
 
 
@@ -454,40 +455,3 @@ def _reduce_smallest_failing(cases: list[tuple[Path, Case]], backend: str, pool:
         return skipped, (path, case, result)
     return skipped, None
 
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m fuzzfuse.minimize --refresh DIR...`: each directory's repro and report rewritten
-    from its case.json and re-verified; one line per directory, exit 1 when any no longer
-    reproduces, 2 on a directory without a readable case.json."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m fuzzfuse.minimize", description=main.__doc__)
-    action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--refresh", nargs="+", type=Path, metavar="DIR")
-    action.add_argument("--rereduce", nargs="+", type=Path, metavar="DIR",
-                        help="reduce each repro's graph again with today's reducer, then refresh it")
-    action.add_argument("--generalise", nargs="+", type=Path, metavar="DIR",
-                        help="record the generalisation of each repro's graph (and its variants') in its case.json")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a repro may run (plus start-up)")
-    args = parser.parse_args(argv)
-    status = 0
-    if args.rereduce or args.generalise:
-        from .rekey import rekey_all
-
-        return rekey_all(args.rereduce or args.generalise, args.timeout, reduce_again=bool(args.rereduce))
-    for directory in args.refresh:
-        try:
-            case = refresh(directory, timeout=args.timeout)
-        except (CorpusError, OSError, ValueError) as e:
-            print(f"{directory}: {e}", file=sys.stderr)
-            status = 2
-            continue
-        verified = case.verification.status if case.verification else None
-        print(f"{directory}: {verified}", flush=True)
-        if verified != Reproduction.REPRODUCES:
-            status = max(status, 1)
-    return status
-
-
-if __name__ == "__main__":
-    sys.exit(main())

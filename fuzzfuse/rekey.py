@@ -1,4 +1,4 @@
-"""Committed repros kept current with today's reducer and keys (`python -m fuzzfuse.minimize
+"""Committed repros kept current with today's reducer and keys (`fuzzfuse corpus refresh
 --rereduce DIR...` or `--generalise DIR...`).
 
 A repro's root-cause key is its reduced graph's form where no native assert names the bug, so a
@@ -138,7 +138,8 @@ def rekey_all(directories: list[Path], timeout: float, reduce_again: bool = True
         try:
             by_backend.setdefault(load_case(directory / "case.json").backend, []).append(directory)
         except (CorpusError, OSError) as e:
-            print(f"{directory}: {e}", file=sys.stderr)
+            said = (str(e).splitlines() or [repr(e)])[0]  # one line, naming the directory once
+            print(f"fuzzfuse: error: {said if str(directory) in said else f'{directory}: {said}'}", file=sys.stderr)
             status = 2
     with Pools(2, timeout) as pools:
         for backend, mine in sorted(by_backend.items()):

@@ -1,9 +1,8 @@
 """The seed corpus: the graphs from the discussion this project grew from, in float32, float16 and
 bfloat16, contiguous and channels_last, and the same blocks in training mode (backward cases: the
-activations and the weights require grad). `python -m fuzzfuse.seeds corpus/` rewrites them."""
+activations and the weights require grad). `fuzzfuse corpus seeds corpus/` rewrites them."""
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -89,7 +88,3 @@ def write(directory: Path) -> list[Path]:
         paths.append(target)
     return paths
 
-
-if __name__ == "__main__":
-    for p in write(Path(sys.argv[1] if len(sys.argv) > 1 else "corpus")):
-        print(p)

@@ -16,7 +16,8 @@ from fuzzfuse.corpus import load_case
 from fuzzfuse.oracle import Signature, cpp_location, exception_signature, innermost_error, normalize
 from fuzzfuse.verdict import Outcome
 from fuzzfuse.graphform import graph_form, special_classes
-from fuzzfuse.identity import main, root_cause_key, variant_identity
+from fuzzfuse.cli import main
+from fuzzfuse.identity import root_cause_key, variant_identity
 from fuzzfuse.reduce.generalise import Generalisation
 from fuzzfuse.rootcause import component, fold, signature_today
 
@@ -261,8 +262,8 @@ def test_real_onednn_crashes_of_the_identity_rewrite_are_one_bug_the_add(backend
     assert keys == {"graph|onednn||crash||add:bool->float|"}
 
 
-def test_the_identity_script_groups_a_directory_by_bug_and_refuses_a_missing_one(tmp_path, capsys):
-    """`python -m fuzzfuse.identity DIR` (formerly fuzzfuse.rootcause): two nvFuser evaluator
+def test_corpus_bugs_groups_a_directory_by_bug_and_refuses_a_missing_one(tmp_path, capsys):
+    """`fuzzfuse corpus bugs DIR` (formerly `python -m fuzzfuse.identity`): two nvFuser evaluator
     asserts that differ only by the op in their message are one bug; a oneDNN crash is another."""
     from fuzzfuse.corpus import Case, write_json
 
@@ -273,12 +274,12 @@ def test_the_identity_script_groups_a_directory_by_bug_and_refuses_a_missing_one
                          ("isnan", graph(("v0", "isnan", ["x0"], {})), crash("unary_evaluate_isnan")),
                          ("relu", relu, onednn)]:
         write_json(tmp_path / name / "case.json", Case(g, sig.backend, outcome=Outcome.CRASH, signature=sig).to_json())
-    assert main([str(tmp_path)]) == 0
+    assert main(["corpus", "bugs", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("3 repros: 3 coarse keys -> 2 bugs\n")
     assert f"[2] {root_cause_key(crash('unary_evaluate_silu'))}\n    isnan\n    silu\n" in out
     assert "[1] graph|onednn||crash||add:bool->float|\n    relu\n" in out
-    assert main([str(tmp_path / "missing")]) == 2
+    assert main(["corpus", "bugs", str(tmp_path / "missing")]) == 2
 
 
 def test_real_nnc_crashes_with_one_specific_message_are_one_root_cause_before_any_reduction():

@@ -9,7 +9,7 @@ CORPUS = Path(__file__).parent.parent / "corpus"
 
 
 def test_committed_seeds_match_the_generator(tmp_path):
-    """Byte for byte: `python -m fuzzfuse.seeds corpus/` on an up-to-date corpus changes nothing."""
+    """Byte for byte: `fuzzfuse corpus seeds corpus/` on an up-to-date corpus changes nothing."""
     assert len(seed_cases()) == 12
     written = write(tmp_path)
     assert len(written) == 20
