@@ -255,13 +255,20 @@ def run_repro(directory: Path, timeout: float = REPRO_TIMEOUT, script: str = REP
 
 
 _PYTHON_LIB = re.compile(r'(?<![\w.])/[^\s"\':]*/lib/(python3\.\d+)/')
+# Inductor's kernel files are named by a hash of their source and compile command, which holds
+# the install's paths: kernel-cache/torchinductor_cache_dir/7j/c7jj4dqd…wvz.main.cpp.
+_KERNEL_HASH = re.compile(r"(?:\b[a-z0-9]{2}/)?\b[a-z0-9]{40,}\b")
+_COMPILE_COMMAND = re.compile(r"^(g\+\+|c\+\+|clang\+\+) \S+ .*$", re.M)
 
 
 def portable_output(text: str) -> str:
     """Output as any install prints it: Python's own paths (a virtualenv's, pyenv's, the system's)
-    shortened to `.../lib/python3.X/`, and faulthandler's list of loaded extension modules, which
-    some runs of the same crash print and others do not, left out."""
+    shortened to `.../lib/python3.X/`, kernel file hashes as <hash>, a compiler's command line (its
+    include paths and -march=native are the machine's) as its first word, and faulthandler's list
+    of loaded extension modules, which some runs of the same crash print and others do not, left
+    out."""
     text = _PYTHON_LIB.sub(r".../lib/\1/", text)
+    text = _COMPILE_COMMAND.sub(r"\1 <hash>.main.cpp [this machine's flags and paths]", _KERNEL_HASH.sub("<hash>", text))
     return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("Extension modules: "))
 
 

@@ -204,6 +204,8 @@ def test_a_committed_cpu_repro_fails_as_recorded_and_its_readme_quotes_its_run(d
     assert run.status == 1 or (case.signature.outcome == "hard-crash" and run.status < 0)
     quoted = (directory / README).read_text().split("**Output** of `python repro.py`", 1)[1]
     quoted = quoted.split("```\n", 1)[1].split("\n```", 1)[0]
+    if run.status is not None and run.status < 0 and run.output.strip() and quoted.startswith(run.output.strip()):
+        return  # a process killed by a signal may die part-way through printing what the quote holds
     for line in quoted.splitlines():
         assert line == f"[... {line[5:]}" or line in run.output or line == "(nothing printed)"
 
