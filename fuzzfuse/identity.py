@@ -17,8 +17,9 @@ triage and the pytest plugin all ask it (or its index key, `BugIdentity.key`).
   The culprit is found where the failure was reduced (fuzzfuse.reduce.generalise probes each op's
   own value); where that found none, it is the first op of the reduced graph that is no filler:
   the reducer replaces every op it can by an input holding eager's value of it, so an op that is
-  still there computes something eager does not. An op every fuser computes from another (std,
-  from var: `Op.computed_from`) is named by that op.
+  still there computes something eager does not. An op computed from another (std from var in
+  every fuser: `Op.computed_from`; elu from expm1 in Inductor: `Backend.computes_from`) is named
+  by that op.
 - A crash known only by a Python frame and an unspecific message is the ops its reduced graph
   needs (fillers left out, and, where an op refused its operand's dtype, the ops that only
   consumed the bad value: rootcause.rejects_operand), with their dtype classes, and its folded
@@ -34,6 +35,7 @@ import enum
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, replace
 
+from .backends.base import computes_from
 from .corpus import Case, CorpusError, Variant, iter_cases
 from .graphform import graph_form
 from .ir import OPS, Graph, TensorInput
@@ -171,8 +173,10 @@ def identify(signature: Signature | None, graph: Graph | None = None,
             # A shape or a stride rule reads no dtype: a wrong shape is one bug whatever it holds.
             structural = symptom in (Symptom.WRONG_SHAPE, Symptom.WRONG_STRIDES)
             detail = "" if structural else dtype_class(graph, position)
-            # An op computed from another (std from var) is that op's bug when it is wrong.
-            culprit = OPS[node.op].computed_from or node.op if node.op in OPS else node.op
+            # An op computed from another (std from var; Inductor's elu from expm1) is that op's
+            # bug when it is wrong.
+            culprit = computes_from(signature.backend).get(node.op) or (
+                OPS[node.op].computed_from if node.op in OPS else None) or node.op
             return BugIdentity(comp, Anchor.CULPRIT, symptom, culprit, detail, phase, device)
     if signature.outcome in ("crash", "hard-crash"):
         # Its inputs' layouts, special values and constants, and the op that rejected the bad

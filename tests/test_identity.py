@@ -357,3 +357,20 @@ def test_a_wrong_std_is_the_bug_of_the_var_it_is_computed_from():
     var, std, sqrt = (identify(wrong, one(op), None, "cuda") for op in ("var", "std", "sqrt"))
     assert var.where == std.where == "var" and same_bug(var, std)
     assert sqrt.where == "sqrt" and not same_bug(sqrt, var)
+
+
+def test_an_op_a_fuser_computes_from_another_is_that_ops_bug_on_that_fuser_only():
+    """Inductor decomposes elu through expm1, whose vectorized CPU form is exp() - 1: its elu on a
+    subnormal is the expm1 bug. NNC computes elu from exp: there an elu is its own bug."""
+    from fuzzfuse.backends.base import computes_from
+
+    def elu() -> Graph:
+        return Graph.from_json({"schema": 1, "outputs": ["v0"], "inputs": [
+            {"kind": "tensor", "name": "x0", "shape": [4], "dtype": "float32", "layout": {"kind": "contiguous"},
+             "values": {"dist": "normal", "seed": 1}}], "nodes": [
+            {"name": "v0", "op": "elu", "args": ["x0"], "attrs": {"alpha": 1.0}}]})
+    assert computes_from("inductor")["elu"] == "expm1" and computes_from("dynamo:inductor")["elu"] == "expm1"
+    inductor = Signature("mismatch", "inductor", "run", "values", "float")
+    assert identify(inductor, elu(), None, "cpu").where == "expm1"
+    assert identify(inductor, chain("expm1"), None, "cpu").where == "expm1"
+    assert identify(WRONG, elu(), None, "cpu").where == "elu" and not computes_from("torchscript:nnc")

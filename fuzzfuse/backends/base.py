@@ -140,6 +140,11 @@ class Backend:
     # Whether the fuser promises eager's output strides (torch.compile does): campaigns then check
     # strides by default, where eager's own layout is not arbitrary (oracle.strides_defined).
     promises_strides: bool = False
+    # Ops this fuser computes from another op of the registry, beyond those every fuser does
+    # (ir.Op.computed_from): where such an op comes out wrong, its bug is the other op's, and a
+    # bug's identity (fuzzfuse.identity) names that op. Inductor's elu is its decomposition
+    # through expm1; NNC computes elu from exp, so there an elu is its own.
+    computes_from: Mapping[str, str] = MappingProxyType({})
 
     def check_available(self) -> None:
         """Raise Unavailable(reason) when this backend cannot run in this process."""
@@ -305,6 +310,20 @@ def _factory(name: str) -> Callable[[], Backend]:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as e:
         raise Unavailable(f"backend {name!r} cannot be loaded: {e}") from e
+
+
+@functools.cache
+def computes_from(name: str) -> Mapping[str, str]:
+    """The `Backend.computes_from` a registered backend (or `dynamo:NAME` of one) declares, read
+    from its class without making one; empty for any other name or a class that cannot load."""
+    spec = BACKENDS.get(name) or BACKENDS.get(name.removeprefix("dynamo:"), "")
+    if not spec:
+        return MappingProxyType({})
+    module, attr = spec.split(":")
+    try:
+        return getattr(importlib.import_module(module), attr).computes_from
+    except (ImportError, AttributeError):
+        return MappingProxyType({})
 
 
 def nameable_in_a_file(name: str) -> bool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Iterator
 
 import torch
@@ -43,6 +44,8 @@ class InductorBackend(DynamoBackend):
 
     # dynamo and aot_autograd without Inductor (fuzzfuse.attribution).
     reference_route = "dynamo:aot_eager"
+    # torch._decomp's elu is where(x > 0, x * scale, expm1(x * input_scale) * alpha * scale).
+    computes_from = MappingProxyType({"elu": "expm1"})
 
     def __init__(self, device: str | None = None):
         super().__init__("inductor", device)
