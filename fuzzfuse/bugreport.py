@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from .backends.base import _factory
+from .backends.registry import _factory
 from .corpus import Case, CorpusError, load_case, read_json, write_json
 from .export import FIXED, KERNEL_CACHES
 from .ir import Graph, TensorInput
