@@ -138,9 +138,12 @@ def _news(entry: SignatureRecord, out: Path) -> str:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from .replay import replay
+    from .replay import ReplayError, replay
 
-    return replay(args.paths, backend=args.backend, workers=args.workers, timeout=args.timeout)
+    try:
+        return replay(args.paths, backend=args.backend, workers=args.workers, timeout=args.timeout)
+    except ReplayError as e:
+        raise BadInput(str(e)) from e
 
 
 def cmd_triage(args: argparse.Namespace) -> int:
