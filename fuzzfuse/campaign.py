@@ -20,8 +20,9 @@ from .checkpoint import (CampaignArgs, CampaignState, DirectoryClaim, Phase, Sta
                          save_state, shard_dir)
 from .corpus import Case, known_graphs, load_case, save_case, write_json
 from .ir import Graph
+from .identity import known_repros
 from .pool import Job, SharedPool, case_pool, graph_job
-from .reductions import REDUCE_SHARE, CampaignReductions, Interrupted, OutOfTime, Reducing, known_repros
+from .reductions import REDUCE_SHARE, CampaignReductions, Interrupted, OutOfTime, Reducing
 from .steering import Steering
 from .strategies import Features, GenConfig, batch_features, config_to_json, generate, steer, swarm_max_ops
 from .verdict import CaseResult, HarnessError, Outcome, SignatureRecord, judge

@@ -3,6 +3,7 @@
 and the bug report, and re-run the repro in fresh processes before trusting it."""
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import re
@@ -24,8 +25,7 @@ from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, ReductionStats, cost, reduce, reduce_options
 from .reduce.generalise import Generalisation, generalise
-from .identity import root_cause_key, variant_entry
-from .reductions import known_repros, repro_slug
+from .identity import known_repros, root_cause_key, variant_entry
 from .export import judge as judge_run, judged_script, run_repro
 from .pool import case_pool, graph_job, run_jobs
 from .repro import repro_files
@@ -233,6 +233,15 @@ def verify_repro(directory: Path, signature: Signature, runs: int = VERIFY_RUNS,
     alike = [r for r in results if r[-1] == "as recorded"] or results[:1]
     output, varies = agreed_output([out for _, out, _, _ in alike])
     return Verified(verification, output, alike[0][2], varies)
+
+
+def repro_slug(signature: Signature, root_cause: str | None) -> str:
+    """A repro directory's name: the signature's readable words and a hash of the root cause, so
+    that two causes found under one coarse signature get two directories."""
+    if not root_cause:
+        return signature.slug()
+    words = signature.slug().rsplit("-", 1)[0]
+    return f"{words}-{hashlib.sha1(root_cause.encode()).hexdigest()[:8]}"
 
 
 def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, verify_runs: int = VERIFY_RUNS,
