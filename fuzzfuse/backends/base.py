@@ -3,7 +3,7 @@
 A backend turns a Graph plus concrete inputs into outputs under one fuser, with that fuser's
 fallback disabled, and reports evidence that fused code really ran. It raises `BackendError` with the
 stage ("compile" or "run") so that signatures can tell a codegen crash from a runtime one, and
-`Unsupported` (fuzzfuse.verdict's, re-exported here) for a graph it cannot express.
+`Unsupported` (backends/findings.py's, re-exported here) for a graph it cannot express.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import torch
 
 from ..ir import Graph
 from ..strategies import Features, ShapeConfig
-from ..verdict import Difference, Evidence, Stage, Unsupported
+from .findings import Difference, Evidence, Stage, Unsupported
 from .options import Options
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..ir.graph import Node
 from ..ir.types import ValueType, is_float, normalize_dims
-from ..verdict import Unsupported
+from .findings import Unsupported
 from .nvfuser_dtypes import DT, HALF, Val, scalar_dtype
 
 if TYPE_CHECKING:
