@@ -1,4 +1,4 @@
-"""The Backend base class, and what a backend reports: its result, its errors, its evidence.
+"""The Backend base class, and what a backend returns and raises (RunResult, BackendError...).
 
 A backend turns a Graph plus concrete inputs into outputs under one fuser, with that fuser's
 fallback disabled, and reports evidence that fused code really ran. It raises `BackendError` with the
