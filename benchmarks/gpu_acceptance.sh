@@ -99,7 +99,7 @@ python3 - "$OUT" <<'PY'
 import json, sys
 from pathlib import Path
 from fuzzfuse.corpus import iter_cases
-from fuzzfuse.reductions import known_repros
+from fuzzfuse.identity import known_repros
 
 out = Path(sys.argv[1])
 known = set(known_repros(["minimized"]))

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import torch
 
-from .backends.base import _factory
-from .corpus import Case, CorpusError, load_case, read_json, write_json
+from .backends.registry import _factory
+from .corpus import Case, CorpusError, ReductionFigures, load_case, read_json, write_json
 from .export import FIXED, KERNEL_CACHES
 from .ir import Graph, TensorInput
 from .ir.types import DTYPES, is_float
@@ -33,6 +33,7 @@ from .oracle import gradient_reduction_sizes, nvrtc_error, reduction_sizes
 from .repro import BACKEND_NAMES, _raised, repro_files, tolerances
 from .short_repro import HANG_SECONDS, MAX_LINES, Symptom, short_repro
 from .upstream import Relation, known
+from .verdict import Reproduction
 
 REPRO, REGRESSION, README = "repro.py", "regression.py", "README.md"
 # What another tool keeps in a README (fuzzfuse.versions' section): carried over as it is.
@@ -310,9 +311,48 @@ def run_text(case: Case, run: ReproRun | None) -> str:
     return text
 
 
+def _variants(case: Case) -> str:
+    """The other signatures this root cause was found as (a folded repro's `also_seen_as`)."""
+    if not case.also_seen_as:
+        return ""
+    rows = [f"- `{v.key}` ({v.backend}; ops: {', '.join(v.ops) or '-'}; was `{v.directory}`)"
+            for v in case.also_seen_as]
+    return "\n**Also seen as** (the same root cause, found through other ops, dtypes or routes):\n\n" + \
+        "\n".join(rows) + "\n"
+
+
 def _provenance(case: Case) -> str:
-    from .minimize import _provenance as provenance, _variants as variants
-    return provenance(case) + variants(case)
+    """Where the repro came from, in a maintainer's words: the seed and fuzzfuse's signature, the
+    reduction, how many fresh processes failed as recorded, how often campaigns hit it."""
+    red, ver = case.reduction or ReductionFigures(), case.verification
+    figure = lambda n: "?" if n is None else n  # noqa: E731
+    if ver is None:
+        checked = "The repro was not re-run."
+    else:
+        same = sum(v == "as recorded" for v in ver.verdicts)
+        checked = (f"The repro fails this way in {same} of {ver.runs} fresh processes." if ver.status is
+                   Reproduction.REPRODUCES else f"The repro {ver.status.value} ({same} of {ver.runs} fresh processes "
+                   f"failed as recorded; the others: {', '.join(sorted(set(ver.verdicts) - {'as recorded'}))}).")
+    return (f"Found by fuzzfuse (seed {case.seed}; signature `{case.signature.key()}`), reduced from "
+            f"{figure(red.ops_before)} ops to {figure(red.ops_after)} in {figure(red.queries)} queries. {checked} "
+            f"Seen {case.hits} time{'s' if case.hits != 1 else ''}.\n")
+
+
+# From the provenance paragraph (today's, or the wording before it: "seen N time(s).") to the end of
+# the report's head: what with_variants rewrites.
+_PROVENANCE = re.compile(r"^Found by fuzzfuse \(seed .*\Z", re.S | re.M)
+
+
+def with_variants(report: str, case: Case) -> str:
+    """`report` (a repro's README) with its provenance (hit count, verification) and "Also seen as"
+    list brought up to date with `case`, as folding changes them: the rest is the repro's own
+    output, which folding does not change, so the repro need not run again (a GPU repro folded on
+    a CPU machine)."""
+    head, found, rest = report.partition("\n## Repro")
+    if not found or not _PROVENANCE.search(head):
+        return report
+    head = _PROVENANCE.sub(lambda _: _provenance(case) + _variants(case), head)
+    return head + found + rest
 
 
 def readme(case: Case, repro: str, run: ReproRun | None, previous: str = "") -> str:
@@ -331,7 +371,7 @@ def readme(case: Case, repro: str, run: ReproRun | None, previous: str = "") -> 
 ```
 
 {run_text(case, run)}
-{_provenance(case)}
+{_provenance(case)}{_variants(case)}
 ## Reproducing with fuzzfuse's oracle
 
 `regression.py` is the same case judged by fuzzfuse's full oracle (eager, float64 arbitrating); the

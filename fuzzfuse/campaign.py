@@ -18,11 +18,12 @@ from .backends import backend_for_file, get_backend
 from .backends.options import Options
 from .checkpoint import (CampaignArgs, CampaignState, DirectoryClaim, Phase, Stats, WallClock, load_state,
                          save_state, shard_dir)
-from .corpus import Case, load_case, save_case, write_json
+from .corpus import Case, known_graphs, load_case, save_case, write_json
 from .ir import Graph
+from .identity import known_repros
 from .pool import Job, SharedPool, case_pool, graph_job
-from .reductions import REDUCE_SHARE, CampaignReductions, Interrupted, OutOfTime, Reducing, known_repros
-from .steering import Steering, known_graphs
+from .reductions import REDUCE_SHARE, CampaignReductions, Interrupted, OutOfTime, Reducing
+from .steering import Steering
 from .strategies import Features, GenConfig, batch_features, config_to_json, generate, steer, swarm_max_ops
 from .verdict import CaseResult, HarnessError, Outcome, SignatureRecord, judge
 from .worker import WorkerPool

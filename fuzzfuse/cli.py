@@ -9,16 +9,10 @@ import sys
 import time
 from pathlib import Path
 
+from .cli_args import AT_LEAST_ONE, CASE_TIMEOUT, EXIT_BAD_INPUT, FRACTION, POSITIVE_SECONDS, BadInput
 from .backends import BACKENDS, Unavailable, availability, default_backend, get_backend
 from .reductions import REDUCE_SHARE
 from .verdict import SignatureRecord
-
-EXIT_BAD_INPUT = 2
-
-
-class BadInput(Exception):
-    """One line for the user; exit code 2."""
-
 
 def cmd_backends(args: argparse.Namespace) -> int:
     for name, reason in availability().items():
@@ -138,9 +132,12 @@ def _news(entry: SignatureRecord, out: Path) -> str:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from .replay import replay
+    from .replay import ReplayError, replay
 
-    return replay(args.paths, backend=args.backend, workers=args.workers, timeout=args.timeout)
+    try:
+        return replay(args.paths, backend=args.backend, workers=args.workers, timeout=args.timeout)
+    except ReplayError as e:
+        raise BadInput(str(e)) from e
 
 
 def cmd_triage(args: argparse.Namespace) -> int:
@@ -265,25 +262,6 @@ class Parser(argparse.ArgumentParser):
         sys.exit(EXIT_BAD_INPUT)
 
 
-def _number(kind: type, low: float, high: float | None = None, low_open: bool = False):
-    """An argparse type: a `kind` number from `low` (excluded when low_open) to `high`."""
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
-        if value != value or value < low or (low_open and value == low) or (high is not None and value > high):
-            bound = f"> {low}" if low_open else f">= {low}"
-            raise argparse.ArgumentTypeError(f"{text} must be {bound}" + (f" and <= {high}" if high is not None else ""))
-        return value
-    return parse
-
-
-POSITIVE_SECONDS = _number(float, 0.0, low_open=True)
-# Below a second a case cannot even start its compile: every case would turn into a fake "hang".
-CASE_TIMEOUT = _number(float, 1.0)
-AT_LEAST_ONE = _number(int, 1)
-FRACTION = _number(float, 0.0, 1.0)
 
 
 def versions_cache() -> Path:

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .cli import AT_LEAST_ONE, CASE_TIMEOUT, EXIT_BAD_INPUT, BadInput
+from .cli_args import AT_LEAST_ONE, CASE_TIMEOUT, EXIT_BAD_INPUT, BadInput
 
 
 def cmd_fold(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from .backends.options import Options
 from .ir import Graph, GraphError
 from .oracle import Signature
 from .reduce.generalise import Generalisation
+from .rootcause import anchored, component
 from .short_repro import Symptom
 from .upstream import UpstreamIssue
 from .ir.untrusted import record, strings, take, text_map
@@ -285,3 +286,33 @@ def iter_cases(paths: list[str | Path]) -> Iterator[tuple[Path, Case | CorpusErr
             yield f, load_case(f)
         except CorpusError as e:
             yield f, e
+
+
+def known_graphs(directories: list[str], routes: set[str],
+                 backward: bool) -> list[tuple[Graph, Generalisation | None]]:
+    """The reduced graphs (with their generalisations) of the reproducing repros under `directories`
+    (and of the variants a folded repro lists) that a campaign on `routes` (its backend and the
+    reference routes beneath it, which its cases also run through) would hit: a mismatch found on another route may be that
+    route's own, an anchored crash is its fuser's on every route, and a gradient's bug never fails
+    a forward-only campaign's cases."""
+    found, components = [], {component(r) for r in routes}
+    for _, case in iter_cases(directories):
+        if isinstance(case, CorpusError) or not case.signature:
+            continue
+        # An anchored crash is one bug on every route of its fuser (its key folds the route).
+        anywhere = anchored(case.signature)
+        for backend, status, stage, graph, generalisation in _forms(case):
+            if (backend in routes or anywhere and component(backend) in components) and \
+                    status == Reproduction.REPRODUCES and (backward or not stage.startswith("backward")):
+                found.append((graph, generalisation))
+    return found
+
+
+def _forms(case) -> Iterator[tuple[str, object, str, Graph, Generalisation | None]]:
+    """(backend, verification status, stage, reduced graph, its generalisation) of a repro and of
+    each variant folded into it that kept its graph."""
+    yield (case.backend, case.verification.status if case.verification else None, case.signature.stage, case.graph,
+           case.generalisation)
+    for variant in case.also_seen_as:
+        if variant.graph is not None:
+            yield variant.backend, variant.verification, variant.signature.stage, variant.graph, variant.generalisation

@@ -33,8 +33,8 @@ from pathlib import Path
 from .backends import Unavailable
 from .corpus import Case, Variant, load_case, write_json
 from .identity import BugIdentity, case_identity, root_cause_key, variant_entry, variant_identity
-from .minimize import with_variants, write_minimized
-from .reductions import repro_slug
+from .bugreport import with_variants
+from .minimize import repro_slug, write_minimized
 from .ir import Graph
 from .oracle import Signature
 from .reduce import cost

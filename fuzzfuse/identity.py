@@ -35,7 +35,7 @@ import enum
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, replace
 
-from .backends.base import computes_from
+from .backends.registry import computes_from
 from .corpus import Case, CorpusError, Variant, iter_cases
 from .graphform import graph_form
 from .ir import OPS, Graph, TensorInput
@@ -309,6 +309,35 @@ class KnownBugs:
 
     def __len__(self) -> int:
         return len(self._keys)
+
+
+def known_repros(directories: list[str]) -> KnownBugs:
+    """The bugs of the minimized repros under `directories`, by identity and coarse key (a bad file
+    there is bad input: CorpusError). A repro's graph is reduced, so its identity is known; the
+    variants a folded repro lists count as its own."""
+    keys = KnownBugs()
+    for path, case in iter_cases(directories):
+        if isinstance(case, CorpusError):
+            raise case
+        if not case.signature:
+            continue
+        recorded = case.signature
+        sig = signature_today(recorded, case.detail)
+        directory = str(path.parent)
+        keys.add(recorded.key(), directory)
+        keys.add(sig.key(), directory)
+        # Its own graph's identity, generalised where the case records how, and without: a
+        # campaign that reduced the bug without generalising it (--reduce-budget spent) still finds it.
+        for general in {case.generalisation, None}:
+            root = root_cause_key(sig, case.graph, general, case.device)
+            if root:
+                keys.add(root, directory)
+        for variant in case.also_seen_as:
+            identity = variant_identity(variant, case.device)
+            for key in (variant.key, identity.key() if identity else None):
+                if key:
+                    keys.add(key, directory)
+    return keys
 
 
 def _without_device(key: str) -> str:

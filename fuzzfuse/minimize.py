@@ -3,9 +3,9 @@
 and the bug report, and re-run the repro in fresh processes before trusting it."""
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -24,12 +24,12 @@ from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, ReductionStats, cost, reduce, reduce_options
 from .reduce.generalise import Generalisation, generalise
-from .identity import root_cause_key, variant_entry
-from .reductions import known_repros, repro_slug
+from .identity import known_repros, root_cause_key, variant_entry
 from .export import judge as judge_run, judged_script, run_repro
 from .pool import case_pool, graph_job, run_jobs
 from .repro import repro_files
-from .bugreport import REGRESSION, SHORT_FORMS, case_device, readme, run_repro as run_repro_here, write_repro
+from .bugreport import (REGRESSION, SHORT_FORMS, case_device, readme, run_repro as run_repro_here, with_variants,
+                        write_repro)
 from .short_repro import Symptom
 from .verdict import HarnessError, Outcome, Reproduction, Verification, judge
 from .worker import WorkerPool
@@ -235,6 +235,15 @@ def verify_repro(directory: Path, signature: Signature, runs: int = VERIFY_RUNS,
     return Verified(verification, output, alike[0][2], varies)
 
 
+def repro_slug(signature: Signature, root_cause: str | None) -> str:
+    """A repro directory's name: the signature's readable words and a hash of the root cause, so
+    that two causes found under one coarse signature get two directories."""
+    if not root_cause:
+        return signature.slug()
+    words = signature.slug().rsplit("-", 1)[0]
+    return f"{words}-{hashlib.sha1(root_cause.encode()).hexdigest()[:8]}"
+
+
 def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, verify_runs: int = VERIFY_RUNS,
                    timeout: float = 60.0, slug: str | None = None) -> Path:
     """Write minimized/<slug>/{case.json, repro.py, README.md} for `case` reduced (slug: the
@@ -342,50 +351,6 @@ def refresh(directory: Path, verify_runs: int = VERIFY_RUNS, timeout: float = 60
     and re-verify the repro: how committed repros follow a change of the repro or report format
     (`fuzzfuse corpus refresh DIR...`)."""
     return write_minimized(Path(directory), load_case(Path(directory) / "case.json"), verify_runs, timeout)
-
-
-def _variants(case: Case) -> str:
-    """The other signatures this root cause was found as (a folded repro's `also_seen_as`)."""
-    if not case.also_seen_as:
-        return ""
-    rows = [f"- `{v.key}` ({v.backend}; ops: {', '.join(v.ops) or '-'}; was `{v.directory}`)"
-            for v in case.also_seen_as]
-    return "\n**Also seen as** (the same root cause, found through other ops, dtypes or routes):\n\n" + \
-        "\n".join(rows) + "\n"
-
-
-def _provenance(case: Case) -> str:
-    """Where the repro came from, in a maintainer's words: the seed and fuzzfuse's signature, the
-    reduction, how many fresh processes failed as recorded, how often campaigns hit it."""
-    red, ver = case.reduction or ReductionFigures(), case.verification
-    figure = lambda n: "?" if n is None else n  # noqa: E731
-    if ver is None:
-        checked = "The repro was not re-run."
-    else:
-        same = sum(v == "as recorded" for v in ver.verdicts)
-        checked = (f"The repro fails this way in {same} of {ver.runs} fresh processes." if ver.status is
-                   Reproduction.REPRODUCES else f"The repro {ver.status.value} ({same} of {ver.runs} fresh processes "
-                   f"failed as recorded; the others: {', '.join(sorted(set(ver.verdicts) - {'as recorded'}))}).")
-    return (f"Found by fuzzfuse (seed {case.seed}; signature `{case.signature.key()}`), reduced from "
-            f"{figure(red.ops_before)} ops to {figure(red.ops_after)} in {figure(red.queries)} queries. {checked} "
-            f"Seen {case.hits} time{'s' if case.hits != 1 else ''}.\n")
-
-
-# From the provenance paragraph (today's, or the wording before it: "seen N time(s).") to the end of
-# the report's head: what with_variants rewrites.
-_PROVENANCE = re.compile(r"^Found by fuzzfuse \(seed .*\Z", re.S | re.M)
-
-
-def with_variants(report: str, case: Case) -> str:
-    """`report` (a repro's README) with its provenance (hit count, verification) and "Also seen as"
-    list brought up to date with `case`, as folding changes them: the rest is the repro's own
-    output, which folding does not change, so the repro need not run again (a GPU repro folded on
-    a CPU machine)."""
-    head, found, rest = report.partition("\n## Repro")
-    if not found or not _PROVENANCE.search(head):
-        return report
-    head = _PROVENANCE.sub(lambda _: _provenance(case) + _variants(case), head)
-    return head + found + rest
 
 
 def minimize_files(paths: list[Path], out: Path, backend: str | None = None, workers: int = 2,

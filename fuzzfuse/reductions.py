@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import hashlib
 import math
 import sys
 import threading
@@ -39,18 +38,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from .corpus import CorpusError, iter_cases, load_case, save_case
+from .corpus import load_case, save_case
 from .dedup import PendingHit, RootCause, RootCauseBook
-from .oracle import Signature
-from .identity import KnownBugs, root_cause_key, variant_identity
+from .identity import KnownBugs, root_cause_key
+from .minimize import CaseReduction, reduce_case, repro_slug, save_minimized
 from .pool import PoolClosed, SharedPool
 from .reduce import NotInteresting, ReductionStats
-from .rootcause import anchored, signature_today
+from .rootcause import anchored
 from .verdict import HarnessError, MinimizedRepro, SignatureRecord
 
 if TYPE_CHECKING:
     from .campaign import Campaign
-    from .minimize import CaseReduction
     from .pool import PoolLease
 
 # The share of a campaign's workers that reductions may take while it fuzzes.
@@ -102,44 +100,6 @@ class _Task:
         except BaseException as e:  # handed to finish, in the campaign's thread
             self.future.set_exception(e)
         wake()
-
-
-def known_repros(directories: list[str]) -> KnownBugs:
-    """The bugs of the minimized repros under `directories`, by identity and coarse key (a bad file
-    there is bad input: CorpusError). A repro's graph is reduced, so its identity is known; the
-    variants a folded repro lists count as its own."""
-    keys = KnownBugs()
-    for path, case in iter_cases(directories):
-        if isinstance(case, CorpusError):
-            raise case
-        if not case.signature:
-            continue
-        recorded = case.signature
-        sig = signature_today(recorded, case.detail)
-        directory = str(path.parent)
-        keys.add(recorded.key(), directory)
-        keys.add(sig.key(), directory)
-        # Its own graph's identity, generalised where the case records how, and without: a
-        # campaign that reduced the bug without generalising it (--reduce-budget spent) still finds it.
-        for general in {case.generalisation, None}:
-            root = root_cause_key(sig, case.graph, general, case.device)
-            if root:
-                keys.add(root, directory)
-        for variant in case.also_seen_as:
-            identity = variant_identity(variant, case.device)
-            for key in (variant.key, identity.key() if identity else None):
-                if key:
-                    keys.add(key, directory)
-    return keys
-
-
-def repro_slug(signature: Signature, root_cause: str | None) -> str:
-    """A repro directory's name: the signature's readable words and a hash of the root cause, so
-    that two causes found under one coarse signature get two directories."""
-    if not root_cause:
-        return signature.slug()
-    words = signature.slug().rsplit("-", 1)[0]
-    return f"{words}-{hashlib.sha1(root_cause.encode()).hexdigest()[:8]}"
 
 
 class CampaignReductions:
@@ -269,8 +229,6 @@ class CampaignReductions:
                 budget: int | None):
         """Reduce the case at `case_path`: (case, its progress file, its CaseReduction or the
         NotInteresting that says it no longer fails)."""
-        from .minimize import reduce_case
-
         c = self.campaign
         case = load_case(c.out / case_path)
         progress = c.out / "reducing" / f"{label}.json"
@@ -388,8 +346,6 @@ class CampaignReductions:
     def _save(self, case, result: "CaseReduction", progress: Path, slug: str, what: str,
               view: Reducing) -> MinimizedRepro:
         """Write and verify the repro (in a reduction's thread)."""
-        from .minimize import save_minimized
-
         c = self.campaign
         view.verifying = True
         directory = save_minimized(c.out / "minimized", case, result, c.backend_name, timeout=c.timeout, slug=slug)

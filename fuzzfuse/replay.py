@@ -14,6 +14,10 @@ from .rootcause import signature_today
 from .verdict import judge
 
 
+class ReplayError(Exception):
+    """Nothing to replay, or no backend to replay it on: one line for the user (the CLI's bad input)."""
+
+
 def replay_results(cases: list, backend: str | None, workers: int, timeout: float) -> list["Replayed"]:
     """Run (path, Case) pairs, grouped by backend, each group in its own isolated pool. Cases whose
     own backend cannot run here (nvFuser cases on a CPU machine) are reported and skipped."""
@@ -74,8 +78,6 @@ def _compare(path: str, case, now: Signature | None) -> Replayed:
 def replay(paths: list[str], backend: str | None = None, workers: int = 1, timeout: float = 120.0) -> int:
     """Print one line per case. Exit 0 when every case passes, 1 when any still fails, 2 when a
     file named on the command line could not be read (files found in directories are skipped)."""
-    from .cli import BadInput
-
     loaded, unreadable_named = [], False
     named = {str(p) for p in paths}
     for path, case in iter_cases(paths):
@@ -85,13 +87,13 @@ def replay(paths: list[str], backend: str | None = None, workers: int = 1, timeo
         else:
             loaded.append((path, case))
     if not loaded and not case_files(paths):
-        raise BadInput(f"no case files under {' '.join(paths)}")
+        raise ReplayError(f"no case files under {' '.join(paths)}")
     try:
         rows = replay_results(loaded, backend, workers, timeout)
     except Unavailable as e:
-        raise BadInput(str(e)) from e
+        raise ReplayError(str(e)) from e
     if loaded and not rows:
-        raise BadInput("no case could run here: every case's backend is unavailable")
+        raise ReplayError("no case could run here: every case's backend is unavailable")
     for row in rows:
         print(f"{row.verdict:17} {row.path}  {row.now or ''}")
     failing = sum(r.now is not None for r in rows)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .backends.base import _factory
+from .backends.registry import _factory
 from .backends.options import Options, execute_switches
 from .ir import Graph, TensorInput, make_inputs
 from .ir.graph import Layout

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from .ir import Graph, ScalarInput
 from .ir.ops import OPS
 from .ir.types import category
-from .reduce.generalise import Generalisation
+
+if TYPE_CHECKING:  # a reduction's finding, read here, never computed: the reducer sits above generation
+    from .reduce.generalise import Generalisation
 
 # One case in KEEP_EVERY is drawn as if nothing were known (see the module's docstring).
 KEEP_EVERY = 10
@@ -183,39 +185,3 @@ class Steering:
 
     def holds(self, graph: Graph) -> bool:
         return avoided_by(graph, self.triggers)
-
-
-def known_graphs(directories: list[str], routes: set[str],
-                 backward: bool) -> list[tuple[Graph, Generalisation | None]]:
-    """The reduced graphs (with their generalisations) of the reproducing repros under `directories`
-    (and of the variants a folded repro lists) that a campaign on `routes` (its backend and the
-    reference routes beneath it, which its cases also run through) would hit: a mismatch found on another route may be that
-    route's own, an anchored crash is its fuser's on every route, and a gradient's bug never fails
-    a forward-only campaign's cases."""
-    # Imported here, not above: case files record backend options, so corpus imports the backends,
-    # whose base imports strategies, which imports this module for its triggers.
-    from .corpus import CorpusError, iter_cases
-    from .rootcause import anchored, component
-    from .verdict import Reproduction
-
-    found, components = [], {component(r) for r in routes}
-    for _, case in iter_cases(directories):
-        if isinstance(case, CorpusError) or not case.signature:
-            continue
-        # An anchored crash is one bug on every route of its fuser (its key folds the route).
-        anywhere = anchored(case.signature)
-        for backend, status, stage, graph, generalisation in _forms(case):
-            if (backend in routes or anywhere and component(backend) in components) and \
-                    status == Reproduction.REPRODUCES and (backward or not stage.startswith("backward")):
-                found.append((graph, generalisation))
-    return found
-
-
-def _forms(case) -> Iterator[tuple[str, object, str, Graph, Generalisation | None]]:
-    """(backend, verification status, stage, reduced graph, its generalisation) of a repro and of
-    each variant folded into it that kept its graph."""
-    yield (case.backend, case.verification.status if case.verification else None, case.signature.stage, case.graph,
-           case.generalisation)
-    for variant in case.also_seen_as:
-        if variant.graph is not None:
-            yield variant.backend, variant.verification, variant.signature.stage, variant.graph, variant.generalisation

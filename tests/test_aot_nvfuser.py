@@ -13,10 +13,10 @@ import torch
 from fuzzfuse.backends import Unavailable
 from fuzzfuse.backends.aot import _tensor_function
 from fuzzfuse.backends.aot_nvfuser import AotNvFuserBackend, decompositions
+from fuzzfuse.backends.from_aten import translate
 from fuzzfuse.backends.options import Options
 from fuzzfuse.ir import OPS, Graph, ScalarInput, compile_source, make_inputs, run_eager
 from fuzzfuse.ir.builder import GraphBuilder
-from fuzzfuse.ir.from_aten import translate
 from fuzzfuse.ir.interp import input_gradients, upstream_gradients, with_leaves
 from fuzzfuse.job import run_case
 from fuzzfuse.strategies import GenConfig, generate

@@ -361,7 +361,7 @@ def test_a_confirmed_signature_that_no_longer_fails_is_left_unreduced_and_the_ca
 def test_known_root_causes_of_the_committed_corpus_on_real_nnc(tmp_path):
     """The same against a real fuser: an NNC campaign told about minimized/ finds failures the
     regression corpus already holds, points at those repros and makes none of them again."""
-    from fuzzfuse.reductions import known_repros
+    from fuzzfuse.identity import known_repros
     corpus = str(ROOT / "minimized")
     known = known_repros([corpus])
     summary = Campaign("torchscript:nnc", tmp_path, seed=3, workers=1, max_cases=150, known=[corpus],

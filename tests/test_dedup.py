@@ -91,7 +91,7 @@ def test_fold_keeps_one_repro_per_root_cause_and_known_counts_the_folded_variant
     its identity."""
     from fuzzfuse.corpus import Case, load_case, write_json
     from fuzzfuse.fold import fold
-    from fuzzfuse.reductions import known_repros
+    from fuzzfuse.identity import known_repros
 
     isnan = Signature(**{**ASSERT.to_json(), "message": "INTERNAL ASSERT FAILED Unexpected operator type isnan in T"})
     other = Signature("crash", "nvfuser", "compile", "RuntimeError", "csrc/ops/alias.cpp:333", "Expected squeeze")

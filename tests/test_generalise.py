@@ -14,8 +14,7 @@ from fuzzfuse.ir.graph import Values
 from fuzzfuse.rekey import Pools, generalise_case
 from fuzzfuse.oracle import Signature
 from fuzzfuse.reduce.generalise import ALTERNATIVES_PER_OP, Generalisation, generalise
-from fuzzfuse.reductions import known_repros
-from fuzzfuse.identity import root_cause_key
+from fuzzfuse.identity import known_repros, root_cause_key
 from fuzzfuse.verdict import Outcome
 
 MINIMIZED = Path(__file__).parent.parent / "minimized"

@@ -362,7 +362,7 @@ def test_a_wrong_std_is_the_bug_of_the_var_it_is_computed_from():
 def test_an_op_a_fuser_computes_from_another_is_that_ops_bug_on_that_fuser_only():
     """Inductor decomposes elu through expm1, whose vectorized CPU form is exp() - 1: its elu on a
     subnormal is the expm1 bug. NNC computes elu from exp: there an elu is its own bug."""
-    from fuzzfuse.backends.base import computes_from
+    from fuzzfuse.backends.registry import computes_from
 
     def elu() -> Graph:
         return Graph.from_json({"schema": 1, "outputs": ["v0"], "inputs": [

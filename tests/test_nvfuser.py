@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fuzzfuse.identity import root_cause_key
+from fuzzfuse.identity import known_repros, root_cause_key
 from fuzzfuse.backends.base import Unavailable
 from fuzzfuse.backends.nvfuser import NvFuserBackend
 from fuzzfuse.backends.nvfuser_dtypes import NV_DTYPE
@@ -21,7 +21,6 @@ from fuzzfuse.ir import OPS, DTYPES, Graph, Layout, Values
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.ir.graph import GraphError
 from fuzzfuse.ir.types import FLOAT_DTYPES, FP8_DTYPES, INT_DTYPES, ValueType
-from fuzzfuse.reductions import known_repros
 from fuzzfuse.strategies import Features, GenConfig, generate
 
 # The dtypes nvFuser takes (its backend's declared features): no 8/16-bit integers, fp8 for casts.

@@ -244,7 +244,7 @@ def test_real_onednn_crashes_of_the_identity_rewrite_are_one_bug_the_add(backend
     dtype: none is specific, so each crash is pending until reduced. Reduced, each is the add that
     made the bad value: the rejecting op only consumed it, and its message says where it
     surfaced. One bug, whether or not generalisation found the consumer a filler."""
-    from fuzzfuse.backends.base import Unavailable, get_backend
+    from fuzzfuse.backends import Unavailable, get_backend
     from fuzzfuse.job import run_case
 
     try:
@@ -285,7 +285,7 @@ def test_corpus_bugs_groups_a_directory_by_bug_and_refuses_a_missing_one(tmp_pat
 def test_real_nnc_crashes_with_one_specific_message_are_one_root_cause_before_any_reduction():
     """NNC rejects floor, ceil and round of an integer tensor with one message of its own ("Invalid
     integral op_type: N"): one bug whatever op reached it, keyed at once (no reduction pending)."""
-    from fuzzfuse.backends.base import Unavailable, get_backend
+    from fuzzfuse.backends import Unavailable, get_backend
     from fuzzfuse.job import run_case
 
     try:

@@ -9,9 +9,9 @@ import pytest
 
 from fuzzfuse.backends import get_backend
 from fuzzfuse.campaign import Campaign
-from fuzzfuse.corpus import load_case
+from fuzzfuse.corpus import known_graphs, load_case
 from fuzzfuse.ir import Graph
-from fuzzfuse.steering import KEEP_EVERY, Steering, Trigger, known_graphs, unsteered
+from fuzzfuse.steering import KEEP_EVERY, Steering, Trigger, unsteered
 from fuzzfuse.strategies import GenConfig, config_from_json, config_to_json, generate, generate_steered
 
 CORPUS = Path(__file__).parent.parent / "minimized"

@@ -2,7 +2,7 @@
 
 aot_autograd (functorch) traces the case into aten FX graphs and partitions the joint graph into
 a forward and a backward, as for `aot:nnc`. Each FX graph is translated into the IR
-(`ir.from_aten`) when aot_autograd compiles it, then emitted as one nvfuser_direct
+(`backends.from_aten`) when aot_autograd compiles it, then emitted as one nvfuser_direct
 FusionDefinition at its first call, when the real inputs' strides are known (the backward's
 inputs are saved activations and upstream gradients). The backward fusion is what a training
 step runs: saved activations, broadcast gradients, reductions of gradients.
@@ -23,10 +23,10 @@ from dataclasses import replace
 import time
 
 from ..ir import Graph, ScalarInput, compile_source
-from ..ir.from_aten import Translation, translate
 from ..ir.interp import input_gradients, with_leaves
 from .aot import _tensor_function
 from .base import BackendError, Compiled, Evidence, RunResult, Unavailable, Unsupported, generic_repro_code
+from .from_aten import Translation, translate
 from .nvfuser import NvFuserBackend, _stage, execute, first_run_evidence, fusion_failure
 from .nvfuser_emit import emit
 from .options import Options

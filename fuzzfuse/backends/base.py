@@ -1,26 +1,24 @@
-"""The Backend base class and the registry of backends by their fixed public names.
+"""The Backend base class, and what a backend returns and raises (RunResult, BackendError...).
 
 A backend turns a Graph plus concrete inputs into outputs under one fuser, with that fuser's
 fallback disabled, and reports evidence that fused code really ran. It raises `BackendError` with the
 stage ("compile" or "run") so that signatures can tell a codegen crash from a runtime one, and
-`Unsupported` (fuzzfuse.verdict's, re-exported here) for a graph it cannot express.
+`Unsupported` (backends/findings.py's, re-exported here) for a graph it cannot express.
 """
 from __future__ import annotations
 
-import functools
-import importlib
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Iterator
+from typing import Iterator
 
 import torch
 
 from ..ir import Graph
 from ..strategies import Features, ShapeConfig
-from ..verdict import Difference, Evidence, Stage, Unsupported
+from .findings import Difference, Evidence, Stage, Unsupported
 from .options import Options
 
 
@@ -262,114 +260,3 @@ def run_fused(inputs, grad_outputs=None):
         return result.outputs, result.grads, result.fused is not False and result.backward_fused is not False
     return result.outputs, result.fused is not False
 '''
-
-
-# name -> "module:factory"; factories are imported lazily so that listing backends stays cheap.
-BACKENDS: dict[str, str] = {
-    "eager": "fuzzfuse.backends.eager:EagerBackend",
-    "torchscript:nnc": "fuzzfuse.backends.torchscript:NNCBackend",
-    "torchscript:onednn": "fuzzfuse.backends.torchscript:OneDNNBackend",
-    "torchscript:nvfuser": "fuzzfuse.backends.torchscript:TorchScriptNvFuserBackend",
-    # Reference routes (fuzzfuse.attribution): the TorchScript and aot routes without a fuser.
-    "torchscript:frontend": "fuzzfuse.backends.torchscript:TorchScriptFrontendBackend",
-    "aot:frontend": "fuzzfuse.backends.aot:AotFrontendBackend",
-    "aot:eager": "fuzzfuse.backends.aot:AotEagerBackend",
-    # aot_autograd (functorch's memory_efficient_fusion): the fuser compiles the forward and the
-    # backward FX graphs a training step produces.
-    "aot:nnc": "fuzzfuse.backends.aot:AotNNCBackend",
-    "aot:onednn": "fuzzfuse.backends.aot:AotOneDNNBackend",
-    # ... and nvFuser, through a translation of those FX graphs into the IR.
-    "aot:nvfuser": "fuzzfuse.backends.aot_nvfuser:AotNvFuserBackend",
-    "inductor": "fuzzfuse.backends.inductor:InductorBackend",
-    "nvfuser": "fuzzfuse.backends.nvfuser:NvFuserBackend",
-}
-# Preference order for the default backend: the first available one wins. nvFuser is the primary
-# target; without a GPU, NNC runs 40-120 cases/s on 2 cores where CPU Inductor manages ~1 (a C++
-# compile per graph), so NNC finds more in a short campaign.
-PREFERENCE = ("nvfuser", "torchscript:nnc", "inductor", "torchscript:onednn", "eager")
-# With --backward: nvFuser's forward-only backend gives way to its aot_autograd route.
-BACKWARD_PREFERENCE = ("aot:nvfuser", "torchscript:nnc", "inductor", "torchscript:onednn", "eager")
-
-
-def _factory(name: str) -> Callable[[], Backend]:
-    """A registered name, `custom:package.module:Factory` for backends outside this package
-    (the reducer's deliberately buggy test backends, say), or `dynamo:NAME` /
-    `dynamo:package.module:function` for any torch.compile backend."""
-    if name.startswith("dynamo:") and name.count(":") in (1, 2):
-        from .dynamo import DynamoBackend
-        return functools.partial(DynamoBackend, name.removeprefix("dynamo:"))
-    if name.startswith("custom:") and name.count(":") == 2:
-        spec = name.removeprefix("custom:")
-    elif name in BACKENDS:
-        spec = BACKENDS[name]
-    else:
-        raise Unavailable(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}, dynamo:NAME, "
-                          "dynamo:package.module:function, custom:package.module:Class")
-    module, attr = spec.split(":")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as e:
-        raise Unavailable(f"backend {name!r} cannot be loaded: {e}") from e
-
-
-@functools.cache
-def computes_from(name: str) -> Mapping[str, str]:
-    """The `Backend.computes_from` a registered backend (or `dynamo:NAME` of one) declares, read
-    from its class without making one; empty for any other name or a class that cannot load."""
-    spec = BACKENDS.get(name) or BACKENDS.get(name.removeprefix("dynamo:"), "")
-    if not spec:
-        return MappingProxyType({})
-    module, attr = spec.split(":")
-    try:
-        return getattr(importlib.import_module(module), attr).computes_from
-    except (ImportError, AttributeError):
-        return MappingProxyType({})
-
-
-def nameable_in_a_file(name: str) -> bool:
-    """Whether a case or campaign file may choose this backend by itself: a built-in name, or
-    `dynamo:NAME` of a registered torch.compile backend. Those select code that is already part of
-    fuzzfuse or torch. `custom:...` and `dynamo:package.module:function` import a module of the
-    name's choosing, so they load only when the user names them on the command line: a file is
-    data and never chooses code to run."""
-    return name in BACKENDS or (name.startswith("dynamo:") and ":" not in name.removeprefix("dynamo:"))
-
-
-def backend_for_file(recorded: str, requested: str | None, what: str) -> str:
-    """The backend to run a case (or resume a campaign) with: the one named on the command line,
-    else the one `what` (a file) records, if a file may choose it; else Unavailable, one line, and
-    nothing of that name is imported."""
-    if requested:
-        return requested
-    if recorded and not nameable_in_a_file(recorded):
-        raise Unavailable(f"{what} names backend {recorded!r}, which imports code: a file cannot choose it; "
-                          f"name it yourself with --backend {recorded} if you trust it")
-    return recorded
-
-
-def get_backend(name: str) -> Backend:
-    """An available backend instance, or Unavailable with the reason."""
-    backend = _factory(name)()
-    if not isinstance(backend, Backend):
-        raise Unavailable(f"backend {name!r} is a {type(backend).__name__}, not a fuzzfuse.backends.Backend")
-    backend.check_available()
-    return backend
-
-
-def availability() -> dict[str, str | None]:
-    """name -> None when available, else the reason it is not."""
-    from .dynamo import listed_names
-
-    out: dict[str, str | None] = {}
-    for name in (*BACKENDS, *listed_names()):
-        try:
-            get_backend(name)
-            out[name] = None
-        except Unavailable as e:
-            out[name] = str(e)
-    return out
-
-
-def default_backend(backward: bool = False) -> str:
-    status = availability()
-    return next(n for n in (BACKWARD_PREFERENCE if backward else PREFERENCE) if status.get(n) is None)

@@ -31,7 +31,7 @@ from typing import Iterator
 import torch
 
 from ..ir import Graph, TensorInput
-from ..verdict import Difference
+from .findings import Difference
 from .base import Evidence, RunResult, Unavailable, machine_versions
 from .dynamo import DynamoBackend, DynamoCompiled
 from .inductor_config import InductorConfig

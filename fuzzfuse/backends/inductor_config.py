@@ -17,7 +17,7 @@ from typing import Iterator
 import torch
 
 from ..ir.untrusted import record, take
-from ..verdict import Difference
+from .findings import Difference
 
 
 @dataclass(frozen=True)

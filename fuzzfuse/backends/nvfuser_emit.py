@@ -50,10 +50,11 @@ from ..ir.graph import Graph, Node, ScalarInput, TensorInput
 from ..ir.ops import OPS, reduced_dims
 from ..ir.types import DTYPES, INT_DTYPES, ValueType, is_float
 from ..ir.values import apply_layout
-from ..verdict import Unsupported
+from .findings import Unsupported
 from .nvfuser_dtypes import (DT, FLOAT_BINARY, FLOAT_UNARY, HALF, INT_IDENTITY, NO_HALF, NV_DTYPE, REDUCE, Val, model,
                              scalar_dtype)
 from .nvfuser_recipes import RECIPES
+from . import nvfuser_shape_recipes  # noqa: F401  (registers the resize/index/matmul/scan recipes in RECIPES)
 
 STYLES = ("direct", "upcast", "faithful")
 # Runtime scalar inputs are defined with the dtype of their Python kind (what fd.execute gets).

@@ -5,7 +5,8 @@ helpers (`op`, `operand`, `upcast`, `const`, `result`, ...): composites nvFuser 
 for (gelu, div_floor, softmax, ...) and ops whose attributes need translating (dims, shapes). An op
 in `fuzzfuse.ir.ops` whose `nvfuser` lowering is `"@name"` is lowered by the recipe registered here
 as `@recipe("name")`: a new `@name` lowering gets its recipe in this module (the recipes of
-`ir/ops_shape.py`'s ops live in `nvfuser_shape_recipes`, imported below).
+`ir/ops_shape.py`'s ops live in `nvfuser_shape_recipes`, which registers them here; the emitter
+imports both).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..ir.graph import Node
 from ..ir.types import ValueType, is_float, normalize_dims
-from ..verdict import Unsupported
+from .findings import Unsupported
 from .nvfuser_dtypes import DT, HALF, Val, scalar_dtype
 
 if TYPE_CHECKING:
@@ -301,7 +302,5 @@ def _reshape(e: NvFuserEmitter, node: Node, args: list, out: ValueType) -> Val:
     """Concrete sizes (a -1 in the graph is resolved by the type rule)."""
     return e.op("reshape", args[0], shape=out.shape, new_shape=list(out.shape))
 
-
-from . import nvfuser_shape_recipes  # noqa: E402,F401  (registers the resize/index/matmul/scan recipes)
 
 __all__ = ["RECIPES", "Recipe", "recipe"]

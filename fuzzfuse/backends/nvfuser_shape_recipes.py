@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ..ir.graph import Node
 from ..ir.ops_shape import VAR_MEAN_OUTPUTS
 from ..ir.types import INT_DTYPES, ValueType, is_float, normalize_dims
-from ..verdict import Unsupported
+from .findings import Unsupported
 from .nvfuser_dtypes import DT, HALF, Val, scalar_dtype
 from .nvfuser_recipes import recipe
 

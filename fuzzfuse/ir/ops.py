@@ -3,7 +3,9 @@
 A declaration gives the op's arity and which operand types it accepts, its type rule (shape and
 dtype, following PyTorch), its eager form, its TorchScript source form, how to draw its attributes,
 and (filled in by `fuzzfuse.backends.nvfuser`) its nvFuser lowering. Adding an op touches one place:
-this file. The generator, the type checker, every backend emitter and the reducer's "replace with a
+its declaration, here or (resize, indexing, matmul, arg and scan ops) in `ops_shape.py`, which
+registers through this module and which the `fuzzfuse.ir` package imports, so that `OPS` is whole
+once anything of `fuzzfuse.ir` is imported. The generator, the type checker, every backend emitter and the reducer's "replace with a
 simpler op" pass all iterate over `OPS`.
 """
 from __future__ import annotations
@@ -94,6 +96,8 @@ class Op:
 
 
 OPS: dict[str, Op] = {}
+# The ops of each kind, in registry order (filled in by `register`).
+OPS_BY_KIND: dict[str, list[str]] = {}
 # The kinds whose results are their operands' elements, moved: no arithmetic, so nothing a flush
 # of denormals touches (a Triton load or store keeps them).
 MOVES_DATA = frozenset({"view", "broadcast", "resize", "index"})
@@ -163,6 +167,7 @@ def register(op: Op) -> Op:
     folds_after = op.folds_after | frozenset(ALGEBRAIC_FOLDS.get(op.name, ()))
     OPS[op.name] = op = dataclasses.replace(op, fusers=fusers, anchors_for=anchors_for, accepts=accepts,
                                             folds_after=folds_after)
+    OPS_BY_KIND.setdefault(op.kind, []).append(op.name)
     return op
 
 
@@ -603,11 +608,6 @@ register(Op("reshape", "view", 1, _reshape_infer, lambda x, shape: torch.reshape
             lambda t, a: 1 <= t[0].rank <= 5, draw_attrs=lambda draw, ts: draw(_reshape_shape(ts)),
             nvfuser="@reshape"))
 
-from . import ops_shape  # noqa: E402,F401  (resize, indexing, matmul, arg and scan ops: registered there)
-
 ALL_DTYPES = tuple(DTYPES)
-OPS_BY_KIND: dict[str, list[str]] = {}
-for _op in OPS.values():
-    OPS_BY_KIND.setdefault(_op.kind, []).append(_op.name)
 
 __all__ = ["OPS", "OPS_BY_KIND", "Op", "register", "fused_by", "fusion_anchors", "reduced_dims", "lit", "ALL_DTYPES", "FLOAT_DTYPES", "INT_DTYPES"]

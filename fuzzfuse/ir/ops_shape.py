@@ -1,8 +1,8 @@
 """Registry ops that change shape or index: resize (slice, pad, cat), indexing (index_select,
 gather, scatter), matmul (matmul, bmm, linear), arg reductions (argmax, argmin), a scan (cumsum)
-and var_mean. Each is one declaration in `OPS`, like those of `ops.py` (which imports this module):
-its type rule, `accepts`, attribute and operand drawing, eager and TorchScript forms, nvFuser
-lowering (a recipe in `backends/nvfuser_shape_recipes.py`) and the TorchScript fusers that take it
+and var_mean. Each is one declaration in `OPS`, like those of `ops.py` (the `fuzzfuse.ir` package
+imports this module): its type rule, `accepts`, attribute and operand drawing, eager and TorchScript
+forms, nvFuser lowering (a recipe in `backends/nvfuser_shape_recipes.py`) and the TorchScript fusers that take it
 (measured by benchmarks/torchscript_fusible.py on torch 2.13 CPU: NNC fuses cat; oneDNN Graph fuses
 cat, matmul, bmm and linear; neither fuses the others).
 

@@ -9,7 +9,8 @@ differs is a translation defect.
 Tensors an FX graph creates from nothing (`zeros_like`, `scalar_tensor`, `full`...) become extra
 inputs, filled at call time: the IR has no constant-tensor op, and the fusion then reads them
 like any saved activation. Python scalars where the IR op takes none become zero-dim inputs.
-An aten op (or dtype) without an IR form raises Unsupported (fuzzfuse.verdict's) naming it.
+An aten op (or dtype) without an IR form raises Unsupported naming it. It lives with the backends,
+not in `fuzzfuse.ir`, because it is the aot:nvfuser route's front half and speaks their words.
 """
 from __future__ import annotations
 
@@ -19,12 +20,12 @@ from typing import Any, Callable
 
 import torch
 
-from .builder import GraphBuilder
-from .graph import Graph, GraphError
-from .ops import OPS
-from .ops_shape import VAR_MEAN_OUTPUTS
-from .types import DTYPES, SCALAR_TENSOR_DTYPE, ValueType, is_float, scalar_kind
-from ..verdict import Unsupported
+from ..ir.builder import GraphBuilder
+from ..ir.graph import Graph, GraphError
+from ..ir.ops import OPS
+from ..ir.ops_shape import VAR_MEAN_OUTPUTS
+from ..ir.types import DTYPES, SCALAR_TENSOR_DTYPE, ValueType, is_float, scalar_kind
+from .findings import Unsupported
 
 _DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 
