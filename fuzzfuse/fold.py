@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .backends import Unavailable
 from .corpus import Case, Variant, load_case, write_json
-from .identity import BugIdentity, case_identity, root_cause_key, variant_entry, variant_identity
+from .identity import BugIdentity, case_identity, root_cause_key, same_bug, variant_entry, variant_identity
 from .bugreport import with_variants
 from .minimize import repro_slug, write_minimized
 from .ir import Graph
@@ -135,10 +135,20 @@ def plan(repros: list[Repro], report: FoldReport) -> tuple[dict[str, Bug], dict[
     self-entries are dropped into `report`."""
     bugs: dict[str, Bug] = {}
     staying: dict[str, list[Variant]] = {}
+
+    def bug_of(identity: BugIdentity) -> Bug:
+        """The bug `identity` is, by same_bug: one of another key too (a culprit that is a kind and
+        an op of that kind), else a new one."""
+        key = identity.key()
+        if key not in bugs:
+            same = next((k for k, b in bugs.items() if same_bug(identity, b.identity)), None)
+            bugs[key] = bugs[same] if same is not None else Bug(identity)
+        return bugs[key]
+
     for repro in repros:
         if repro.identity is None:
             continue
-        bugs.setdefault(repro.identity.key(), Bug(repro.identity)).repros.append(repro)
+        bug_of(repro.identity).repros.append(repro)
     for repro in repros:
         seen = set()
         name = repro.directory.name
@@ -154,7 +164,12 @@ def plan(repros: list[Repro], report: FoldReport) -> tuple[dict[str, Bug], dict[
             if identity is None:
                 staying.setdefault(name, []).append(form)
                 continue
-            bugs.setdefault(identity.key(), Bug(identity)).forms.append(form)
+            bug_of(identity).forms.append(form)
+    # One Bug under each of its keys: each is kept under the first.
+    unique = {}
+    for key, bug in bugs.items():
+        unique.setdefault(id(bug), (key, bug))
+    bugs = dict(unique.values())
     for bug in bugs.values():
         bug.repros.sort(key=lambda r: (not r.reproduces(), cost(r.case.graph)))
     return bugs, staying
@@ -207,7 +222,7 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
         folded_in = [variant_entry(r.directory.name, r.case) for r in others]
         if others:
             report.folded.append((keep.directory.name, [r.directory.name for r in others]))
-        own = {(v.key, v.directory) for v, i in keep.forms if i is not None and i.key() == key}
+        own = {(v.key, v.directory) for v, i in keep.forms if same_bug(i, bug.identity)}
         for form in forms:
             if (form.key, form.directory) not in own:
                 lister = source[id(form)].directory.name

@@ -139,11 +139,14 @@ class BugIdentity:
 def same_bug(a: BugIdentity | None, b: BugIdentity | None) -> bool:
     """Whether two failures are one bug: the one answer to that question in fuzzfuse. A pending
     failure (None) is the same bug as nothing. An identity whose device is unrecorded (a repro
-    saved before devices were) matches its twin on any device."""
+    saved before devices were) matches its twin on any device, and a culprit that is a kind
+    (`*binary`: any op of it fails) matches each op of that kind."""
     if a is None or b is None:
         return False
     if a.device and b.device and a.device != b.device:
         return False
+    if a.anchor is Anchor.CULPRIT and b.anchor is Anchor.CULPRIT and one_of_kind(a.where, b.where):
+        return replace(a, device="", where="") == replace(b, device="", where="")
     return replace(a, device="") == replace(b, device="")
 
 
@@ -168,14 +171,16 @@ def identify(signature: Signature | None, graph: Graph | None = None,
     phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""
     if signature.outcome == "mismatch":
         position = culprit_position(graph, general)
-        if position is not None:
+        wildcard = filler_culprit(graph, general) if position is None else None
+        if position is not None or wildcard is not None:
+            position = position if position is not None else wildcard[0]
             node = graph.nodes[position]
             # A shape or a stride rule reads no dtype: a wrong shape is one bug whatever it holds.
             structural = symptom in (Symptom.WRONG_SHAPE, Symptom.WRONG_STRIDES)
             detail = "" if structural else dtype_class(graph, position)
             # An op computed from another (std from var; Inductor's elu from expm1) is that op's
-            # bug when it is wrong.
-            culprit = computes_from(signature.backend).get(node.op) or (
+            # bug when it is wrong; a culprit any op of its kind stands in for is that kind.
+            culprit = f"*{wildcard[1]}" if wildcard else computes_from(signature.backend).get(node.op) or (
                 OPS[node.op].computed_from if node.op in OPS else None) or node.op
             return BugIdentity(comp, Anchor.CULPRIT, symptom, culprit, detail, phase, device)
     if signature.outcome in ("crash", "hard-crash"):
@@ -215,6 +220,32 @@ def culprit_position(graph: Graph, generalisation: Generalisation | None) -> int
     if generalisation.alone and last in candidates:
         return last
     return candidates[0] if candidates else None
+
+
+def filler_culprit(graph: Graph, generalisation: Generalisation | None) -> tuple[int, str] | None:
+    """Where every live op of a reduced graph is a filler, the culprit the generalisation still
+    names: (position, op kind) of the one live op, or of the probed culprit; None elsewhere. Any
+    op of that kind fails there the same way (oneDNN Graph's binary ops with a 0-d operand all
+    return the wrong dtype; any reduction over an expanded dim, the wrong shape): the bug is the
+    kind's (`*binary`), which `same_bug` matches with each op of the kind."""
+    if generalisation is None:
+        return None
+    live = {n.name for n in graph.without_dead_code().nodes}
+    positions = [k for k, n in enumerate(graph.nodes) if n.name in live]
+    kinds = dict(generalisation.ops)
+    if not positions or any(k not in kinds for k in positions):
+        return None
+    if generalisation.culprit and generalisation.culprit[0] in positions:
+        return generalisation.culprit[0], kinds[generalisation.culprit[0]]
+    return (positions[0], kinds[positions[0]]) if len(positions) == 1 else None
+
+
+def one_of_kind(a: str, b: str) -> bool:
+    """Whether two culprits are one: equal, or one is a kind (`*reduction`) the other op is of."""
+    if a == b:
+        return True
+    wild, op = (a, b) if a.startswith("*") else (b, a)
+    return wild.startswith("*") and op in OPS and OPS[op].kind == wild[1:]
 
 
 def needed_ops(graph: Graph, generalisation: Generalisation | None, producers_only: bool = False) -> str:
@@ -284,12 +315,15 @@ class KnownBugs:
     def __init__(self, entries: dict[str, str] | None = None):
         self._keys: dict[str, str] = {}
         self._any_device: dict[str, str] = {}
+        self._culprits: list[tuple[BugIdentity, str]] = []  # for a culprit that is a kind, or of one
         for key, directory in (entries or {}).items():
             self.add(key, directory)
 
     def add(self, key: str, directory: str) -> None:
         """Record `key` (an identity key or a coarse signature key) as held by `directory`; the
         first directory recorded for a key keeps it."""
+        if key not in self._keys and (culprit := culprit_of_key(key)) is not None:
+            self._culprits.append((culprit, directory))
         self._keys.setdefault(key, directory)
         self._any_device.setdefault(_without_device(key), directory)
 
@@ -300,9 +334,10 @@ class KnownBugs:
         if key in self._keys:
             return self._keys[key]
         blank = _without_device(key)
-        if blank == key:  # a key naming no device: a bug recorded on any device is it
-            return self._any_device.get(key)
-        return self._keys.get(blank)
+        found = self._any_device.get(key) if blank == key else self._keys.get(blank)
+        if found is None and (culprit := culprit_of_key(key)) is not None:
+            found = next((d for known, d in self._culprits if same_bug(culprit, known)), None)
+        return found
 
     def items(self):
         return self._keys.items()
@@ -338,6 +373,14 @@ def known_repros(directories: list[str]) -> KnownBugs:
                 if key:
                     keys.add(key, directory)
     return keys
+
+
+def culprit_of_key(key: str) -> BugIdentity | None:
+    """The culprit identity an index key names, or None for any other key."""
+    parts = key.split("|")
+    if len(parts) != 7 or parts[0] != Anchor.CULPRIT.value or parts[3] not in {s.value for s in Symptom}:
+        return None
+    return BugIdentity(parts[1], Anchor.CULPRIT, Symptom(parts[3]), parts[5], parts[6], parts[4], parts[2])
 
 
 def _without_device(key: str) -> str:
