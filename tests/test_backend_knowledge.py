@@ -1,16 +1,22 @@
 """What a backend knows of itself is declared by its class, as data: the component its route
 reaches, its display name, how it flushes denormals on each device; the registry reads them by name
 without making a backend (a case file's `backend` string), and the consumers (root causes, repro
-headers, titles) read nothing else."""
+headers, titles, the flushed reference) read nothing else."""
 import sys
 
 import pytest
+import torch
 
 from fuzzfuse.backends import BACKENDS
 from fuzzfuse.backends.base import Backend
 from fuzzfuse.backends.dynamo import DynamoBackend
-from fuzzfuse.backends.findings import FlushStyle
+from fuzzfuse.backends.findings import Difference, FlushStyle
+from fuzzfuse.backends.options import Options
 from fuzzfuse.backends.registry import _registered_class, component, computes_from, declared, display_name
+from fuzzfuse.ir.builder import GraphBuilder
+from fuzzfuse.ir.graph import Values
+from fuzzfuse.ir.values import encode_exact
+from fuzzfuse.job import design_references, flushed_references, flushed_run
 
 # What the tables these attributes replaced (rootcause.COMPONENTS, repro.BACKEND_NAMES) said: every
 # output string (identity keys, repro headers, titles) stays what it was.
@@ -86,3 +92,48 @@ def test_inductor_declares_its_flush_per_device():
 
     assert dict(InductorBackend.flush_style) == {"cpu": FlushStyle.DAZ_FTZ, "cuda": FlushStyle.TRITON_FP32}
     assert InductorBackend.documented_differences is not Backend.documented_differences
+
+
+def _tan_eq_of_denormals():
+    """tan(x) == x for denormal x: True where every read flushes (x86's DAZ), False where only
+    arithmetic does (Triton: eq reads x as it is)."""
+    x = torch.tensor([9.214186204124655e-39, -1.1047601674594851e-38])
+    b = GraphBuilder()
+    t = b.tensor([2], values=Values(exact=encode_exact(x)))
+    return b.build([b.add("eq", b.add("tan", t), t)]), x
+
+
+def test_the_flushed_reference_follows_the_declared_style():
+    graph, x = _tan_eq_of_denormals()
+    daz, _ = flushed_references(graph, [x], FlushStyle.DAZ_FTZ)
+    triton, _ = flushed_references(graph, [x], FlushStyle.TRITON_FP32)
+    assert torch.equal(daz[0], flushed_run(graph, [x], daz=True)[0][0])
+    assert torch.equal(triton[0], flushed_run(graph, [x], daz=True, as_triton=True)[0][0])
+    assert not torch.equal(daz[0], triton[0])
+    assert flushed_references(graph, [x], FlushStyle.NONE) is None
+
+
+class _Flushing(Backend):
+    """A backend that documents a flush, in Triton's style on CPU (no real one does)."""
+
+    name = "custom:tests:Flushing"
+    flush_style = {"cpu": FlushStyle.TRITON_FP32}
+
+    def documented_differences(self, options):
+        return frozenset({Difference.DENORMAL_FLUSH})
+
+
+def test_the_job_judges_a_flush_by_the_style_the_backend_declares_for_its_device():
+    """Not by the inputs' device: a backend that flushes as Triton does on CPU gets Triton's
+    reference there; one that declares no style for its device gets none."""
+    graph, x = _tan_eq_of_denormals()
+    eager = [torch.eq(torch.tan(x), x)]
+    flushed, _, _ = design_references(_Flushing(), Options(), graph, [x], eager)
+    assert torch.equal(flushed()[0][0], flushed_run(graph, [x], daz=True, as_triton=True)[0][0])
+
+    class Elsewhere(_Flushing):
+        flush_style = {"cuda": FlushStyle.TRITON_FP32}
+    flushed, _, _ = design_references(Elsewhere(), Options(), graph, [x], eager)
+    assert flushed() is None  # no reference: a flush there is judged a mismatch
+    flushed, _, _ = design_references(Backend(), Options(), graph, [x], eager)
+    assert flushed is None

@@ -203,7 +203,8 @@ class InductorCompiled(DynamoCompiled):
         # only when its library is first loaded in a process, and Inductor loads a library once per
         # process: every run under that flag gets the state the first load left, as a user's
         # process would have it, whether or not this worker loaded that kernel before.
-        flushes = self.backend.device == "cpu" and Difference.DENORMAL_FLUSH in self.config.documented_differences("cpu")
+        flushes = (self.backend.flush_style.get(self.backend.device) == FlushStyle.DAZ_FTZ
+                   and Difference.DENORMAL_FLUSH in self.config.documented_differences(self.backend.device))
         with self.config.applied():
             torch.set_flush_denormal(flushes)
             try:
