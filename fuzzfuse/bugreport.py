@@ -23,14 +23,14 @@ from pathlib import Path
 
 import torch
 
-from .backends.registry import _factory
+from .backends.registry import _factory, declared, display_name
 from .corpus import Case, CorpusError, ReductionFigures, load_case, read_json, write_json
 from .export import FIXED, KERNEL_CACHES
 from .ir import Graph, TensorInput
 from .ir.types import DTYPES, is_float
 from .ir.values import logical_values
 from .oracle import gradient_reduction_sizes, nvrtc_error, reduction_sizes
-from .repro import BACKEND_NAMES, _raised, repro_files, tolerances
+from .repro import _raised, repro_files, tolerances
 from .short_repro import HANG_SECONDS, MAX_LINES, Symptom, short_repro
 from .upstream import Relation, known
 from .verdict import Reproduction
@@ -44,8 +44,9 @@ REPRO_TIMEOUT = 900.0
 
 
 def case_device(case: Case) -> str:
-    """Where the case ran: "cuda" for nvFuser and for a case recorded with a GPU, else "cpu"."""
-    if case.backend in ("nvfuser", "aot:nvfuser") or "gpu" in case.versions or "cuda" in case.versions:
+    """Where the case ran: "cuda" for a backend whose class runs there (nvFuser's routes) and for a
+    case recorded with a GPU, else "cpu"."""
+    if declared(case.backend, "device") == "cuda" or "gpu" in case.versions or "cuda" in case.versions:
         return "cuda"
     return "cpu"
 
@@ -178,7 +179,7 @@ def title(case: Case, symptom: Symptom | None = None) -> str:
     symptom = symptom or case.symptom
     backward = "the backward of " if (symptom and symptom.what.startswith("gradient")) or \
         case.signature.stage.startswith("backward") else ""
-    name = BACKEND_NAMES.get(case.backend, case.backend)
+    name = display_name(case.backend)
     fuser = f"{name[:-1]}, {where})" if name.endswith(")") else f"{name} ({where})"
     return (f"{fuser}: {backward}{op_chain(case.graph)} on "
             f"{describe_inputs(case.graph)}{f' with {config}' if config else ''} {symptom_text(case, symptom)}")

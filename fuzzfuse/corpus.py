@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Iterator
 
 from .backends.options import Options
+from .backends.registry import component
 from .ir import Graph, GraphError
 from .oracle import Signature
 from .reduce.generalise import Generalisation
-from .rootcause import anchored, component
+from .rootcause import anchored
 from .short_repro import Symptom
 from .upstream import UpstreamIssue
 from .ir.untrusted import record, strings, take, text_map

@@ -35,7 +35,7 @@ import enum
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, replace
 
-from .backends.registry import computes_from
+from .backends.registry import component, computes_from
 from .corpus import Case, CorpusError, Variant, iter_cases
 from .graphform import graph_form
 from .ir import OPS, Graph, TensorInput
@@ -43,7 +43,7 @@ from .ir.types import category
 from .ir.untrusted import record, take
 from .oracle import Signature
 from .reduce.generalise import Generalisation
-from .rootcause import component, downstream, fold, native_assert, rejects_operand, signature_today, specific_message
+from .rootcause import downstream, fold, native_assert, rejects_operand, signature_today, specific_message
 
 # The outcomes that are failures (a pass, an invalid case or a documented difference has no identity).
 FAILURES = ("crash", "hard-crash", "hang", "mismatch", "unfused", "flaky")

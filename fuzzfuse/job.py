@@ -19,6 +19,7 @@ from . import verdict
 from .attribution import attribute
 from .backends import Backend, BackendError, Compiled, get_backend
 from .backends.base import is_cuda_fault
+from .backends.findings import FlushStyle
 from .backends.options import Options
 from .ir import Graph, TensorInput, flush_denormals, interpret, make_inputs, run_autograd, run_eager, run_fp32_compute
 from .ir.interp import scalar_reference
@@ -155,11 +156,13 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: Options
 def design_references(backend: Backend, options: Options, graph: Graph, inputs: list, eager: list) -> tuple:
     """(flushed, widened, invalid): for each semantic the backend changes by design under these
     options, a function computing what decides it (None where the backend does not declare it),
-    run only at a mismatch: eager and float64 on flushed inputs (`flushed_references`), the
-    outputs with fp16/bf16 intermediates in float32 (`run_fp32_compute`), and whether eager's run
-    holds a NaN or an infinity (`holds_nonfinite`)."""
+    run only at a mismatch: eager and float64 on inputs flushed as the backend declares it flushes
+    on its device (`flushed_references`, `Backend.flush_style`), the outputs with fp16/bf16
+    intermediates in float32 (`run_fp32_compute`), and whether eager's run holds a NaN or an
+    infinity (`holds_nonfinite`)."""
     declared = backend.documented_differences(options)
-    flushed = _once(lambda: flushed_references(graph, inputs)) if Difference.DENORMAL_FLUSH in declared else None
+    style = backend.flush_style.get(backend.device, FlushStyle.NONE)
+    flushed = _once(lambda: flushed_references(graph, inputs, style)) if Difference.DENORMAL_FLUSH in declared else None
     widened = (_once(lambda: run_fp32_compute(graph, inputs, [e.dtype for e in eager]))
                if Difference.FP32_INTERMEDIATES in declared else None)
     invalid = _once(lambda: holds_nonfinite(graph, inputs)) if Difference.UNSAFE_MATH in declared else None
@@ -298,21 +301,25 @@ def _holds_double_denormal(graph: Graph, inputs: list) -> bool:
     return _eager_holds(graph, inputs, lambda v: v.dtype == torch.float64 and bool(((v != 0) & (v.abs() < tiny)).any()))
 
 
-def flushed_references(graph: Graph, inputs: list) -> tuple[list, list] | None:
-    """Eager and float64 on the inputs with their fp32 denormals flushed: what a fuser that flushes
-    by design must match. Eager runs on CPU under FTZ/DAZ, so that its intermediates flush as a
-    fuser's do; on CPU, x86's DAZ reads float64 denormals as zero too. CUDA inputs run there as
-    well, the results brought back, as Triton flushes (`flushed_run`): eager's CUDA kernels do not
-    flush (Triton's exp2 -> logical_and of a denormal result is False, and eager CUDA on flushed
-    inputs said True). A CUDA graph whose eager run holds a float64 denormal (Triton flushes fp32
-    only, and x86's FTZ/DAZ both), or one CPU eager fails on, runs on CUDA on flushed inputs. None
-    when eager fails."""
+def flushed_references(graph: Graph, inputs: list, style: FlushStyle) -> tuple[list, list] | None:
+    """Eager and float64 on the inputs with their fp32 denormals flushed as a fuser of this
+    `style` flushes by design: what it must match. Eager runs on CPU under FTZ/DAZ, so that its
+    intermediates flush as a fuser's do, the results brought back to the inputs' device.
+    DAZ_FTZ: x86's DAZ reads float64 denormals as zero too. TRITON_FP32: as Triton flushes
+    (`flushed_run`, as_triton): eager's CUDA kernels do not flush (Triton's exp2 -> logical_and of
+    a denormal result is False, and eager CUDA on flushed inputs said True). A graph whose eager
+    run holds a float64 denormal (Triton flushes fp32 only, and x86's FTZ/DAZ both), or one CPU
+    eager fails on, runs where its inputs are, on flushed inputs. None when eager fails, or for
+    FlushStyle.NONE (a fuser that does not flush)."""
     device = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
-    routes = [(inputs, True, False)]  # (inputs, FTZ/DAZ, as Triton flushes)
-    if device.type != "cpu":
-        routes = [] if _holds_double_denormal(graph, inputs) else \
-            [([x.cpu() if isinstance(x, torch.Tensor) else x for x in inputs], True, True)]
+    on_cpu = [x.cpu() if isinstance(x, torch.Tensor) else x for x in inputs]
+    if style == FlushStyle.DAZ_FTZ:
+        routes = [(on_cpu, True, False)]  # (inputs, FTZ/DAZ, as Triton flushes)
+    elif style == FlushStyle.TRITON_FP32:
+        routes = [] if _holds_double_denormal(graph, inputs) else [(on_cpu, True, True)]
         routes.append((inputs, False, False))
+    else:
+        return None
     for where, daz, as_triton in routes:
         try:
             eager, ref64 = flushed_run(graph, where, daz=daz, as_triton=as_triton)

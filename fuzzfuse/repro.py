@@ -317,11 +317,6 @@ def float64_graph(graph: Graph) -> Graph:
 
 # The exit status of a repro that cannot run as its bug needs here (git bisect run's "skip").
 SKIP_STATUS = 125
-BACKEND_NAMES = {"torchscript:nnc": "NNC", "torchscript:onednn": "oneDNN Graph", "torchscript:nvfuser": "nvFuser (TorchScript)",
-                 "torchscript:frontend": "TorchScript (no fuser)", "aot:nnc": "NNC (aot_autograd)",
-                 "aot:onednn": "oneDNN Graph (aot_autograd)", "aot:nvfuser": "nvFuser (aot_autograd)",
-                 "aot:frontend": "aot_autograd (no fuser)", "aot:eager": "aot_autograd's decompositions (aot_eager)",
-                 "nvfuser": "nvFuser", "inductor": "Inductor"}
 
 
 def pin_prelude(versions: dict[str, str]) -> str:
@@ -391,7 +386,7 @@ def repro_files(graph: Graph, backend, signature: Signature, versions: dict[str,
     pinned = backend.device == "cpu" and bool(versions.get("cpu_capability"))
     hang = signature.outcome == "hang"
     shown = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
-    header = (f'#!/usr/bin/env python3\n"""{BACKEND_NAMES.get(backend.name, backend.name)}: '
+    header = (f'#!/usr/bin/env python3\n"""{backend.display_name or backend.name}: '
               f'{describe_graph(graph)}: {signature.outcome} {signature.kind}'.rstrip() + "\n\n"
               f"Found by fuzzfuse (signature {key}) with {shown}.\n"
               "Prints what eager gives (float64 arbitrating) and what the fuser gives, then its verdict line;\n"

@@ -1,5 +1,6 @@
-"""Folding a failure's words into what names its bug: the component a backend's route reaches, a
-crash's native assert, a specific message with op names, dtypes and numbers folded out.
+"""Folding a failure's words into what names its bug: a crash's native assert, a specific message
+with op names, dtypes and numbers folded out (beside the component its backend's route reaches,
+which the backend declares: `Backend.component`, read by name with backends.registry.component).
 
 A signature's coarse key (`Signature.key()`) keeps every word of the normalized message, so that a
 reduction never slips to another failure. That makes it a surface, not a bug: one missing evaluator
@@ -24,21 +25,10 @@ from dataclasses import replace
 from .ir import OPS
 from .oracle import Signature, cpp_compile_error, cpp_location, normalize, nvrtc_error
 
-# Routes to one fuser are one component: the same assert reached through aot_autograd is the same bug.
-COMPONENTS = {
-    "nvfuser": "nvfuser", "aot:nvfuser": "nvfuser", "torchscript:nvfuser": "nvfuser",
-    "torchscript:nnc": "nnc", "aot:nnc": "nnc",
-    "torchscript:onednn": "onednn", "aot:onednn": "onednn",
-    "inductor": "inductor", "dynamo:inductor": "inductor",
-}
 _NATIVE = re.compile(r"\.(?:cpp|cc|cu|cuh|h|hpp):\d+$")
 # ATen's and c10's own argument checks: they fire for whatever caller passed a bad size, so their
 # location names the symptom; the fuser that computed the size is the bug.
 _LIBRARY_CHECKS = ("aten/", "c10/")
-
-
-def component(backend_name: str) -> str:
-    return COMPONENTS.get(backend_name, backend_name)
 
 
 # Messages that name no cause, compared (from their start) after `fold`: a crash that says only

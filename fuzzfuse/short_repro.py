@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .backends.registry import _factory
+from .backends.registry import _factory, display_name
 from .backends.options import Options, execute_switches
 from .ir import Graph, TensorInput, make_inputs
 from .ir.graph import Layout
@@ -246,7 +246,7 @@ def check_lines(signature: Signature, symptom: Symptom | None, graph: Graph, bac
                 tolerance: tuple[float, float]) -> list[str]:
     """The plain check the repro ends with: exit status 1 while the bug is present."""
     outcome, kind = signature.outcome, signature.kind
-    shown = _short_name(backend_name)
+    shown = display_name(backend_name)
     if outcome in ("crash", "hard-crash", "hang"):
         return [f'print("{shown} ran fn without error")']
     if outcome == "unfused":
@@ -285,11 +285,6 @@ def _is_float(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _short_name(backend_name: str) -> str:
-    from .repro import BACKEND_NAMES
-    return BACKEND_NAMES.get(backend_name, backend_name)
 
 
 def _profiled_last_call(lines: list[str], backward: bool) -> list[str]:

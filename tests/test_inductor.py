@@ -50,6 +50,7 @@ def _assert_flush_documented_only_where_declared(inductor, graph, x, fused, eage
     """`fused` (what a flushing kernel returned) is the documented flush for Inductor under the
     flag that flushes, and a mismatch for a backend that does not declare it. `flushed`: the
     flushed reference (default: the CPU's, every read flushed)."""
+    from fuzzfuse.backends.findings import FlushStyle
     from fuzzfuse.job import flushed_references
 
     class Result:
@@ -57,7 +58,7 @@ def _assert_flush_documented_only_where_declared(inductor, graph, x, fused, eage
     flushing = inductor.for_case(UNSAFE_MATH)
     assert Difference.DENORMAL_FLUSH in flushing.documented_differences(UNSAFE_MATH)
     judged = _judge_outputs(graph, graph.infer_types(), flushing, Result, eager, ref64, {}, False,
-                            flushed or (lambda: flushed_references(graph, [x])))
+                            flushed or (lambda: flushed_references(graph, [x], FlushStyle.DAZ_FTZ)))
     assert judged.outcome == Outcome.DOCUMENTED and judged.signature.kind == Difference.DENORMAL_FLUSH.value
     judged = _judge_outputs(graph, graph.infer_types(), inductor, Result, eager, ref64, {}, False)
     assert judged.outcome == Outcome.MISMATCH

@@ -19,7 +19,8 @@ from fuzzfuse.graphform import graph_form, special_classes
 from fuzzfuse.cli import main
 from fuzzfuse.identity import root_cause_key, variant_identity
 from fuzzfuse.reduce.generalise import Generalisation
-from fuzzfuse.rootcause import component, fold, signature_today
+from fuzzfuse.backends.registry import component
+from fuzzfuse.rootcause import fold, signature_today
 
 ERRORS = json.loads((Path(__file__).parent / "data" / "nvfuser_errors.json").read_text())
 

@@ -79,10 +79,14 @@ class _AotBackend:
 
 class AotNNCBackend(_AotBackend, NNCBackend):
     name = "aot:nnc"
+    component = "nnc"
+    display_name = "NNC (aot_autograd)"
 
 
 class AotOneDNNBackend(_AotBackend, OneDNNBackend):
     name = "aot:onednn"
+    component = "onednn"
+    display_name = "oneDNN Graph (aot_autograd)"
 
 
 class AotFrontendBackend(_AotBackend, TorchScriptFrontendBackend):
@@ -91,6 +95,8 @@ class AotFrontendBackend(_AotBackend, TorchScriptFrontendBackend):
     is TorchScript's handling of those graphs, or aot_autograd's own (see aot:eager)."""
 
     name = "aot:frontend"
+    component = "aot:frontend"  # no fuser: the frontend is the component
+    display_name = "aot_autograd (no fuser)"
     reference_route = "aot:eager"
 
 
@@ -99,6 +105,8 @@ class AotEagerBackend(_AotBackend, TorchScriptFrontendBackend):
     no-op compiler running the FX graphs as they are. A failure it shares is aot_autograd's."""
 
     name = "aot:eager"
+    component = "aot:eager"
+    display_name = "aot_autograd's decompositions (aot_eager)"
     reference_route = None
     repro_doc = "aot_autograd (functorch's memory_efficient_fusion, with the nop compiler) over `fn`."
     repro_compilers = (", nop", ", fw_compiler=nop, bw_compiler=nop")

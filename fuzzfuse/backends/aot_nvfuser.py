@@ -101,6 +101,8 @@ class _Fusion:
 
 class AotNvFuserBackend(NvFuserBackend):
     name = "aot:nvfuser"
+    component = "nvfuser"
+    display_name = "nvFuser (aot_autograd)"
     supports_backward = True
     # The same aot_autograd graphs run as they are (fuzzfuse.attribution): a gradient aot_autograd's
     # decompositions compute wrongly is theirs, not nvFuser's. Two H200 "nvFuser" backward

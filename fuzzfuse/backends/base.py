@@ -18,7 +18,7 @@ import torch
 
 from ..ir import Graph
 from ..strategies import Features, ShapeConfig
-from .findings import Difference, Evidence, Stage, Unsupported
+from .findings import Difference, Evidence, FlushStyle, Stage, Unsupported
 from .options import Options
 
 
@@ -97,7 +97,17 @@ class Backend:
     implement `run`; everything else has a default that suits a CPU backend without options."""
 
     name: str = ""
+    # The fuser this route reaches: routes to one fuser are one component, so that one assert
+    # reached through aot_autograd is one bug (fuzzfuse.rootcause, fuzzfuse.identity). "": the
+    # backend's own name.
+    component: str = ""
+    # What reports and repro headers call it ("NNC", "oneDNN Graph (aot_autograd)"); "": its name.
+    display_name: str = ""
     device: str = "cpu"
+    # How the fuser flushes fp32 denormals on each device, where it declares Difference.DENORMAL_FLUSH
+    # (`documented_differences`): what its flushed reference does (fuzzfuse.job.flushed_references).
+    # A device not listed: FlushStyle.NONE.
+    flush_style: Mapping[str, FlushStyle] = MappingProxyType({})
     # Shape policy for cases generated for this backend.
     shapes: ShapeConfig = ShapeConfig()
     # The ops/dtypes/layouts worth generating for this fuser (default: all).

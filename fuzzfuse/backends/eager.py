@@ -7,6 +7,8 @@ from .base import Backend, RunResult
 
 class EagerBackend(Backend):
     name = "eager"
+    component = "eager"
+    display_name = "eager"
     supports_backward = True
 
     def run(self, graph: Graph, inputs: list, grad_outputs: list | None = None) -> RunResult:

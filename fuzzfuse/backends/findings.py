@@ -1,5 +1,6 @@
 """What a backend says of a run besides its outputs: the `Stage` that failed, `Unsupported` for a
-graph it cannot express, the `Difference`s it documents, and the `Evidence` that fused code ran.
+graph it cannot express, the `Difference`s it documents (and the `FlushStyle` of its denormal
+flush), and the `Evidence` that fused code ran.
 
 These are the backends' own words, so they sit beneath every backend (and beneath `options`, which
 the emitters feed); `fuzzfuse.verdict`, which judges a run, takes them from here and re-exports them.
@@ -36,6 +37,23 @@ class Difference(str, enum.Enum):
     # order of a sum's terms) land as far from float64 as the fuser (tan of an expm1 near 1e7,
     # whose float32 ulp is a radian). Never a fuser's design: the oracle's limit, for every fuser.
     ILL_CONDITIONED = "ill-conditioned"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class FlushStyle(str, enum.Enum):
+    """How a fuser flushes denormals where it declares Difference.DENORMAL_FLUSH: what the flushed
+    reference it is judged by must do (fuzzfuse.job.flushed_references). A backend declares one per
+    device (`Backend.flush_style`)."""
+
+    NONE = "none"  # it never flushes: a flushed result is a mismatch
+    # x86's FTZ/DAZ (CPU Inductor's C++ kernels under -funsafe-math-optimizations, gcc < 13): every
+    # denormal read or written, float32 and float64 alike, is zero.
+    DAZ_FTZ = "daz-ftz"
+    # Triton's: float32 denormals flushed where arithmetic reads and writes them, not where
+    # comparisons read them; float64 never.
+    TRITON_FP32 = "triton-fp32"
 
     def __str__(self) -> str:
         return self.value

@@ -31,7 +31,7 @@ from typing import Iterator
 import torch
 
 from ..ir import Graph, TensorInput
-from .findings import Difference
+from .findings import Difference, FlushStyle
 from .base import Evidence, RunResult, Unavailable, machine_versions
 from .dynamo import DynamoBackend, DynamoCompiled
 from .inductor_config import InductorConfig
@@ -42,6 +42,11 @@ from ..strategies import ShapeConfig
 class InductorBackend(DynamoBackend):
     """`dynamo:inductor` that also counts the kernels Inductor generated: none means unfused."""
 
+    component = "inductor"
+    display_name = "Inductor"
+    # Its documented flush (InductorConfig.documented_differences): on CPU, that of the C++
+    # kernels gcc < 13 links crtfastmath into; on CUDA, Triton's.
+    flush_style = MappingProxyType({"cpu": FlushStyle.DAZ_FTZ, "cuda": FlushStyle.TRITON_FP32})
     # dynamo and aot_autograd without Inductor (fuzzfuse.attribution).
     reference_route = "dynamo:aot_eager"
     # torch._decomp's elu is where(x > 0, x * scale, expm1(x * input_scale) * alpha * scale).
@@ -198,7 +203,8 @@ class InductorCompiled(DynamoCompiled):
         # only when its library is first loaded in a process, and Inductor loads a library once per
         # process: every run under that flag gets the state the first load left, as a user's
         # process would have it, whether or not this worker loaded that kernel before.
-        flushes = self.backend.device == "cpu" and Difference.DENORMAL_FLUSH in self.config.documented_differences("cpu")
+        flushes = (self.backend.flush_style.get(self.backend.device) == FlushStyle.DAZ_FTZ
+                   and Difference.DENORMAL_FLUSH in self.config.documented_differences(self.backend.device))
         with self.config.applied():
             torch.set_flush_denormal(flushes)
             try:

@@ -115,6 +115,8 @@ def _aten_alone(graph: Graph, evidence: Evidence) -> bool:
 
 class NvFuserBackend(Backend):
     name = "nvfuser"
+    component = "nvfuser"
+    display_name = "nvFuser"
     device = "cuda"
     # Campaigns run one worker per core, so each compiles single-threaded: nvFuser's default pool
     # of 8 compile threads per process would oversubscribe the cores 8-fold.

@@ -9,7 +9,7 @@ import functools
 import importlib
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Callable
+from typing import Any, Callable
 
 from .base import Backend, Unavailable
 from .dynamo import DynamoBackend, listed_names
@@ -63,17 +63,54 @@ def _factory(name: str) -> Callable[[], Backend]:
 
 
 @functools.cache
-def computes_from(name: str) -> Mapping[str, str]:
-    """The `Backend.computes_from` a registered backend (or `dynamo:NAME` of one) declares, read
-    from its class without making one; empty for any other name or a class that cannot load."""
-    spec = BACKENDS.get(name) or BACKENDS.get(name.removeprefix("dynamo:"), "")
+def _registered_class(name: str) -> type | None:
+    """The class a built-in name loads, imported but not made; None for any other name or a class
+    that cannot load."""
+    spec = BACKENDS.get(name)
     if not spec:
-        return MappingProxyType({})
+        return None
     module, attr = spec.split(":")
     try:
-        return getattr(importlib.import_module(module), attr).computes_from
+        return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError):
-        return MappingProxyType({})
+        return None
+
+
+# What `dynamo:NAME` takes from the built-in NAME where that is a torch.compile backend itself
+# (InductorBackend is `dynamo:inductor` with kernel evidence): the fuser it reaches and how that
+# computes. Its public name, and all else, stay DynamoBackend's.
+FUSER_ATTRIBUTES = ("component", "computes_from")
+
+
+def declared(name: str, attr: str, default: Any = None) -> Any:
+    """Class attribute `attr` that the backend `name` declares, read without making one: a built-in
+    name's class; for `dynamo:...`, DynamoBackend's (FUSER_ATTRIBUTES: the built-in NAME's, where
+    that is a DynamoBackend). `default` for `custom:...` (a file may name it: nothing it names is
+    imported), an unknown name, a class that cannot load, or one without the attribute."""
+    cls = _registered_class(name)
+    if cls is None and name.startswith("dynamo:"):
+        cls = DynamoBackend
+        fuser = _registered_class(name.removeprefix("dynamo:")) if attr in FUSER_ATTRIBUTES else None
+        if fuser is not None and issubclass(fuser, DynamoBackend):
+            cls = fuser
+    return getattr(cls, attr, default) if cls is not None else default
+
+
+def computes_from(name: str) -> Mapping[str, str]:
+    """The `Backend.computes_from` a backend declares (`declared`); empty for a name without one."""
+    return declared(name, "computes_from", MappingProxyType({}))
+
+
+def component(name: str) -> str:
+    """The fuser a backend's route reaches (`Backend.component`): one for aot:nnc and
+    torchscript:nnc, and for inductor and dynamo:inductor; its own name where it declares none."""
+    return declared(name, "component", "") or name
+
+
+def display_name(name: str) -> str:
+    """What reports and repro headers call a backend (`Backend.display_name`); its own name where
+    it declares none."""
+    return declared(name, "display_name", "") or name
 
 
 def nameable_in_a_file(name: str) -> bool:

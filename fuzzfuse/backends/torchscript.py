@@ -248,6 +248,8 @@ class NNCBackend(_ScriptedBackend):
     which would turn every reduction case of a GPU campaign into the same hard crash."""
 
     name = "torchscript:nnc"
+    component = "nnc"
+    display_name = "NNC"
     env = NNC_ENV
     kernel_prefix = "fused_"
     group_kind = "prim::TensorExprGroup"
@@ -286,6 +288,8 @@ class OneDNNBackend(_ScriptedBackend):
     so that every fused kernel (`LlgaPartition_N`) and every mismatch is oneDNN's."""
 
     name = "torchscript:onednn"
+    component = "onednn"
+    display_name = "oneDNN Graph"
     device = "cpu"
     # oneDNN Graph takes float32/bfloat16 tensors only, and partitions only around a few anchors
     # (the registry's FUSION_ANCHORS) whose result has no other use (TORCHSCRIPT_FUSIBLE): with every
@@ -327,6 +331,8 @@ class TorchScriptNvFuserBackend(_ScriptedBackend):
     (The standalone nvFuser package is the `nvfuser` backend.)"""
 
     name = "torchscript:nvfuser"
+    component = "nvfuser"
+    display_name = "nvFuser (TorchScript)"
     device = "cuda"
     env = NVFUSER_ENV
     kernel_prefix = "CudaCodeGen::kernel"
@@ -363,6 +369,8 @@ class TorchScriptFrontendBackend(_ScriptedBackend):
     frontend bug. It fuses nothing, so it reports no fusion evidence (fused: None)."""
 
     name = "torchscript:frontend"
+    component = "torchscript:frontend"  # no fuser: the frontend is the component
+    display_name = "TorchScript (no fuser)"
     reference_route = None
 
     def __init__(self, device: str | None = None):
