@@ -177,7 +177,10 @@ def identify(signature: Signature | None, graph: Graph | None = None,
             node = graph.nodes[position]
             # A shape or a stride rule reads no dtype: a wrong shape is one bug whatever it holds.
             structural = symptom in (Symptom.WRONG_SHAPE, Symptom.WRONG_STRIDES)
-            detail = "" if structural else dtype_class(graph, position)
+            # A wrong dtype is a wrong result class: the class of what the op computed on is the
+            # bug's (add of a bool tensor and a scalar typed int64 where eager keeps bool, and bool
+            # where eager gives int64, is one type rule).
+            detail = "" if structural else dtype_class(graph, position, result=symptom is not Symptom.WRONG_DTYPE)
             # An op computed from another (std from var; Inductor's elu from expm1) is that op's
             # bug when it is wrong; a culprit any op of its kind stands in for is that kind.
             culprit = f"*{wildcard[1]}" if wildcard else computes_from(signature.backend).get(node.op) or (
@@ -262,18 +265,19 @@ def needed_ops(graph: Graph, generalisation: Generalisation | None, producers_on
     return " ".join(ops) or "*"
 
 
-def dtype_class(graph: Graph, position: int) -> str:
+def dtype_class(graph: Graph, position: int, result: bool = True) -> str:
     """The class of dtype an op computes in: the category of its widest tensor operand ("float",
     "int", "bool"), and of its result where that differs ("int->float" for a cast; a comparison is
-    "float->bool"). The exact dtype is a form: one lowering is wrong for float32 and float64 alike."""
+    "float->bool"); without `result`, the operand's alone. The exact dtype is a form: one lowering
+    is wrong for float32 and float64 alike."""
     node = graph.nodes[position]
     types = graph.infer_types()
     operands = [types[r].dtype for r in node.refs() if r in types and types[r].dtype]
-    result = types[node.name].dtype if node.name in types else ""
+    result_dtype = types[node.name].dtype if node.name in types else ""
     if not operands:
-        return CATEGORY_NAMES[category(result)] if result else ""
+        return CATEGORY_NAMES[category(result_dtype)] if result_dtype else ""
     widest = max(category(d) for d in operands)
-    out = category(result) if result else widest
+    out = category(result_dtype) if result_dtype and result else widest
     return CATEGORY_NAMES[widest] if out == widest else f"{CATEGORY_NAMES[widest]}->{CATEGORY_NAMES[out]}"
 
 

@@ -399,3 +399,19 @@ def test_a_culprit_any_op_of_its_kind_stands_in_for_is_that_kind_and_matches_eac
     known = KnownBugs({wild.key(): "onednn-0d-shape"})
     assert known.find(add.key()) == "onednn-0d-shape" and known.find(exp.key()) is None
     assert KnownBugs({add.key(): "add-dir"}).find(wild.key()) == "add-dir"
+
+
+def test_a_wrong_dtype_is_named_by_the_class_the_op_computed_on_not_the_result_eager_expected():
+    """oneDNN Graph keeps bool for add(bool, 0) where eager gives int64, and for add(bool, 0.0)
+    where eager gives float32: one type rule, whatever eager's result class; a wrong value keeps
+    the result class (a cast int->float is not an int op)."""
+    def add(scalar) -> Graph:
+        return Graph.from_json({"schema": 1, "outputs": ["v0"], "inputs": [
+            {"kind": "tensor", "name": "x0", "shape": [2], "dtype": "bool", "layout": {"kind": "contiguous"},
+             "values": {"dist": "normal", "seed": 1}}], "nodes": [{"name": "v0", "op": "add", "args": ["x0", scalar],
+                                                                  "attrs": {}}]})
+    dtype = Signature("mismatch", "torchscript:onednn", "run", "dtype", "bool")
+    to_int, to_float = (identify(dtype, add(s), None, "cpu") for s in (0, 0.0))
+    assert to_int.detail == to_float.detail == "bool" and same_bug(to_int, to_float)
+    values = Signature("mismatch", "torchscript:onednn", "run", "values", "float")
+    assert identify(values, add(0.0), None, "cpu").detail == "bool->float"
