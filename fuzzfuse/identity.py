@@ -185,6 +185,10 @@ def identify(signature: Signature | None, graph: Graph | None = None,
             # bug when it is wrong; a culprit any op of its kind stands in for is that kind.
             culprit = f"*{wildcard[1]}" if wildcard else computes_from(signature.backend).get(node.op) or (
                 OPS[node.op].computed_from if node.op in OPS else None) or node.op
+            if structural and node.op in OPS:
+                # A fuser's shape or layout rule is its kind's (every pointwise binary op's output
+                # layout, every reduction's kept dims): which op of the kind carried it is a form.
+                culprit = f"*{OPS[node.op].kind}"
             return BugIdentity(comp, Anchor.CULPRIT, symptom, culprit, detail, phase, device)
     if signature.outcome in ("crash", "hard-crash"):
         # Its inputs' layouts, special values and constants, and the op that rejected the bad

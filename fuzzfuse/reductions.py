@@ -368,6 +368,7 @@ class CampaignReductions:
         """Go on with a stopped run's book (CampaignState.root_causes) and the known bugs it learned
         triggers of, this run's --known taken."""
         book.know(self.known)
+        book.device = self.book.device  # the device is the campaign's, not a record of the book's
         self.book = book
         self.learned.update(learned)
 

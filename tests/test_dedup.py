@@ -116,3 +116,21 @@ def test_fold_keeps_one_repro_per_root_cause_and_known_counts_the_folded_variant
     known = known_repros([str(tmp_path)])
     assert known.find(isnan.key()) == known.find(root_cause_key(isnan)) == str(tmp_path / "silu")
     assert known.find(root_cause_key(other)) == str(tmp_path / "alias")
+
+
+def test_a_resumed_campaigns_book_keeps_the_campaigns_device():
+    """A book read back from state.json records no device; the resumed campaign's reductions name
+    theirs, so a wrong value found after --resume keys as before (it keyed with no device, and a
+    CPU bug looked new against a CUDA one and known against nothing)."""
+    from types import SimpleNamespace
+
+    from fuzzfuse.dedup import RootCauseBook
+    from fuzzfuse.identity import KnownBugs
+    from fuzzfuse.reductions import CampaignReductions
+
+    campaign = SimpleNamespace(features=SimpleNamespace(device="cpu"))
+    reductions = CampaignReductions(campaign, KnownBugs())
+    saved = RootCauseBook.from_json(RootCauseBook(KnownBugs(), "cpu").to_json())
+    assert saved.device == ""
+    reductions.restore(saved, {})
+    assert reductions.book.device == "cpu"

@@ -415,3 +415,20 @@ def test_a_wrong_dtype_is_named_by_the_class_the_op_computed_on_not_the_result_e
     assert to_int.detail == to_float.detail == "bool" and same_bug(to_int, to_float)
     values = Signature("mismatch", "torchscript:onednn", "run", "values", "float")
     assert identify(values, add(0.0), None, "cpu").detail == "bool->float"
+
+
+def test_a_wrong_shape_or_stride_is_its_op_kinds_rule():
+    """Inductor's output strides for a pointwise binary op on mixed layouts came out wrong through
+    div_floor and through logical_or: a layout rule is the kind's, so those are one bug; a wrong
+    value of either op stays the op's own."""
+    def binary(op: str) -> Graph:
+        return Graph.from_json({"schema": 1, "outputs": ["v0"], "inputs": [
+            {"kind": "tensor", "name": f"x{k}", "shape": [2, 3], "dtype": "float32", "layout": {"kind": "contiguous"},
+             "values": {"dist": "normal", "seed": k}} for k in range(2)], "nodes": [
+            {"name": "v0", "op": op, "args": ["x0", "x1"], "attrs": {}}]})
+    strides = Signature("mismatch", "inductor", "run", "strides", "float")
+    a, b = (identify(strides, binary(op), None, "cpu") for op in ("div_floor", "logical_or"))
+    assert a.where == b.where == "*binary" and same_bug(a, b)
+    assert identify(strides, chain("exp"), None, "cpu").where == "*unary"
+    values = Signature("mismatch", "inductor", "run", "values", "float")
+    assert identify(values, binary("div_floor"), None, "cpu").where == "div_floor"
