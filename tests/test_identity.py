@@ -377,27 +377,27 @@ def test_an_op_a_fuser_computes_from_another_is_that_ops_bug_on_that_fuser_only(
 
 
 def test_a_culprit_any_op_of_its_kind_stands_in_for_is_that_kind_and_matches_each_op_of_it():
-    """oneDNN Graph returns shape (1,) for a binary op on a 0-d tensor: generalisation finds any
+    """oneDNN Graph types a bf16 tensor plus a 0-d float32 one as float32: generalisation finds any
     binary op fails so (the position is a filler), so the bug is `*binary`, and a later form seen
-    through add, or eq, is it; a unary op, or another symptom, is not."""
+    through add, or mul, is it; a unary op, or another symptom, is not."""
     def binary(op: str) -> Graph:
         return Graph.from_json({"schema": 1, "outputs": ["v0"], "inputs": [
             {"kind": "tensor", "name": "x0", "shape": [], "dtype": "float32", "layout": {"kind": "contiguous"},
              "values": {"dist": "normal", "seed": 1}}], "nodes": [{"name": "v0", "op": op, "args": ["x0", "x0"],
                                                                   "attrs": {}}]})
-    shape = Signature("mismatch", "torchscript:onednn", "run", "shape", "float")
-    graph = binary("mul")
-    wild = identify(shape, graph, general(graph, ops=((0, "binary"),)), "cpu")
+    dtype = Signature("mismatch", "torchscript:onednn", "run", "dtype", "float")
+    graph = binary("sub")
+    wild = identify(dtype, graph, general(graph, ops=((0, "binary"),)), "cpu")
     assert wild.anchor is Anchor.CULPRIT and wild.where == "*binary"
-    add, eq = (identify(shape, binary(op), None, "cpu") for op in ("add", "eq"))
-    assert add.where == "add" and same_bug(wild, add) and same_bug(eq, wild) and not same_bug(add, eq)
-    exp = identify(shape, chain("exp"), None, "cpu")
+    add, mul = (identify(dtype, binary(op), None, "cpu") for op in ("add", "mul"))
+    assert add.where == "add" and same_bug(wild, add) and same_bug(mul, wild) and not same_bug(add, mul)
+    exp = identify(dtype, chain("exp"), None, "cpu")
     assert exp.where == "exp" and not same_bug(wild, exp)
-    dtype = identify(Signature("mismatch", "torchscript:onednn", "run", "dtype", "float"), graph,
-                     general(graph, ops=((0, "binary"),)), "cpu")
-    assert not same_bug(wild, dtype)
-    known = KnownBugs({wild.key(): "onednn-0d-shape"})
-    assert known.find(add.key()) == "onednn-0d-shape" and known.find(exp.key()) is None
+    values = identify(Signature("mismatch", "torchscript:onednn", "run", "values", "float"), graph,
+                      general(graph, ops=((0, "binary"),)), "cpu")
+    assert not same_bug(wild, values)
+    known = KnownBugs({wild.key(): "onednn-0d-dtype"})
+    assert known.find(add.key()) == "onednn-0d-dtype" and known.find(exp.key()) is None
     assert KnownBugs({add.key(): "add-dir"}).find(wild.key()) == "add-dir"
 
 
