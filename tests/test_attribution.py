@@ -60,6 +60,7 @@ def test_a_failure_torchscript_shares_without_the_fuser_is_the_frontends(graph, 
     assert "attributed to torchscript:frontend" in result.detail
 
 
+@pytest.mark.upstream_bug("torchscript-nnc-crash-runtimeerror-662c8eb0")
 def test_nncs_integer_round_crash_stays_nncs_because_the_frontend_passes():
     b = GraphBuilder()
     x = b.tensor((3, 4), "int32")
