@@ -196,11 +196,12 @@ OUTPUT_VARIES = {"torchscript-nnc-hard-crash-sigabrt-13207297": "heap corruption
 
 def _quoted_sample() -> list[Path]:
     """The CPU directories whose short repro is run to check its README's quote: one per fuser and
-    outcome (its fewest-ops directory), 21 of the 132. Whether each committed repro still fails as
-    recorded is the plugin's check (`--fuzzfuse-corpus minimized` runs every regression.py), so
-    running all 132 short repros again here cost CI about 1000 s of CPU (a fresh interpreter each,
-    an Inductor one 20-35 s) for the quote alone. FUZZFUSE_TEST_EVERY_QUOTE=1 checks every CPU
-    directory's quote, as after a torch upgrade or a corpus-wide regeneration."""
+    outcome (its fewest-ops directory), 21 of 132 when written. Whether each committed repro still
+    fails as recorded is the plugin's check (`--fuzzfuse-corpus minimized` runs every
+    regression.py), so running all 132 short repros again here, a fresh interpreter each, cost CI
+    the quote alone for the other 111: 387 s of CPU measured on a quiet 2-core machine (an Inductor
+    one 14-18 s, 225 s for its 16), more under CI's load. FUZZFUSE_TEST_EVERY_QUOTE=1 checks every
+    CPU directory's quote, as after a torch upgrade or a corpus-wide regeneration."""
     cpu = [d for d in DIRS if _regenerated(d) and case_device(load_case(d / "case.json")) == "cpu"]
     if os.environ.get("FUZZFUSE_TEST_EVERY_QUOTE") == "1":
         return cpu
