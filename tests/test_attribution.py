@@ -22,18 +22,20 @@ def _zeros(name: str, dtype: str, shape: list[int], **extra) -> dict:
             "values": {"dist": "zeros", "scale": 1.0, "seed": 0, "specials": 0.0}, **extra}
 
 
-# minimized/torchscript-nnc-mismatch-dtype-bool-affe1301: where(x, x, False) returns int64.
+# minimized/torchscript-frontend-mismatch-dtype-bool-681d7399 (first filed as torchscript-nnc-...-affe1301):
+# where(x, x, False) returns int64.
 PYTHON_FALSE_BECOMES_INT = {"inputs": [_zeros("x0", "bool", [])], "schema": 1, "outputs": ["v0"],
                             "nodes": [{"args": ["x0", "x0", False], "attrs": {}, "name": "v0", "op": "where"}]}
-# minimized/torchscript-nnc-crash-runtimeerror-torch-autograd-graph-py-e-76705eaf: clamp_min's
-# gradient for a broadcast tensor bound is not summed back to the input's shape.
+# minimized/torchscript-frontend-crash-runtimeerror-torch-autograd-graph-1baa8237 (first filed under
+# torchscript:nnc, 76705eaf): clamp_min's gradient for a broadcast tensor bound is not summed back
+# to the input's shape.
 CLAMP_GRADIENT_NOT_SUMMED = {
     "grad_seed": 824582771, "schema": 1, "outputs": ["v1"],
     "inputs": [_zeros("x0", "float32", [1, 1]), _zeros("x1", "float32", [2, 3], requires_grad=True)],
     "nodes": [{"args": ["x1"], "attrs": {"correction": 0, "dims": [1], "keepdim": False}, "name": "v0", "op": "var"},
               {"args": ["v0", "x0"], "attrs": {}, "name": "v1", "op": "clamp_min"}]}
-# minimized/torchscript-nnc-crash-runtimeerror-torch-autograd-graph-py-e-653eb42c: softmax's
-# backward gets a float64 gradient for a bfloat16 output.
+# minimized/torchscript-frontend-crash-runtimeerror-torch-autograd-graph-7337738f (first filed under
+# torchscript:nnc, 653eb42c): softmax's backward gets a float64 gradient for a bfloat16 output.
 SOFTMAX_BACKWARD_DTYPE = {
     "grad_seed": 58006403, "schema": 1, "outputs": ["v1"],
     "inputs": [_zeros("x0", "bfloat16", [1], requires_grad=True), _zeros("x1", "float64", [1])],
@@ -41,8 +43,13 @@ SOFTMAX_BACKWARD_DTYPE = {
               {"args": ["v0", "x1"], "attrs": {}, "name": "v1", "op": "add"}]}
 
 
-@pytest.mark.parametrize("graph", [PYTHON_FALSE_BECOMES_INT, CLAMP_GRADIENT_NOT_SUMMED, SOFTMAX_BACKWARD_DTYPE],
-                         ids=["python-false-becomes-int", "clamp-gradient-not-summed", "softmax-backward-dtype"])
+@pytest.mark.parametrize("graph", [
+    pytest.param(PYTHON_FALSE_BECOMES_INT, id="python-false-becomes-int",
+                 marks=pytest.mark.upstream_bug("torchscript-frontend-mismatch-dtype-bool-681d7399")),
+    pytest.param(CLAMP_GRADIENT_NOT_SUMMED, id="clamp-gradient-not-summed",
+                 marks=pytest.mark.upstream_bug("torchscript-frontend-crash-runtimeerror-torch-autograd-graph-1baa8237")),
+    pytest.param(SOFTMAX_BACKWARD_DTYPE, id="softmax-backward-dtype",
+                 marks=pytest.mark.upstream_bug("torchscript-frontend-crash-runtimeerror-torch-autograd-graph-7337738f"))])
 @pytest.mark.parametrize("backend", ["torchscript:nnc", "torchscript:onednn"])
 def test_a_failure_torchscript_shares_without_the_fuser_is_the_frontends(graph, backend):
     result = run_case(Graph.from_json(graph), get_backend(backend))
@@ -53,6 +60,7 @@ def test_a_failure_torchscript_shares_without_the_fuser_is_the_frontends(graph, 
     assert "attributed to torchscript:frontend" in result.detail
 
 
+@pytest.mark.upstream_bug("torchscript-nnc-crash-runtimeerror-662c8eb0")
 def test_nncs_integer_round_crash_stays_nncs_because_the_frontend_passes():
     b = GraphBuilder()
     x = b.tensor((3, 4), "int32")
@@ -92,7 +100,8 @@ def test_each_route_declares_a_built_in_reference_that_can_run_here(name, route)
     assert get_backend(route).name == route
 
 
-# minimized/aot-onednn-mismatch-nan-inf-float-c1b2f539: the gradient of pow(gelu(x), y) is inf
+# minimized/aot-eager-mismatch-nan-inf-float-5b864aeb (first filed under aot:onednn, c1b2f539): the
+# gradient of pow(gelu(x), y) is inf
 # where eager's is NaN, already in aot_autograd's decomposed backward run with the no-op compiler.
 DECOMPOSED_POW_GRADIENT = {
     "grad_seed": 321047556, "schema": 1, "outputs": ["v1"],
@@ -103,6 +112,7 @@ DECOMPOSED_POW_GRADIENT = {
               {"args": ["v0", "x0"], "attrs": {}, "name": "v1", "op": "pow"}]}
 
 
+@pytest.mark.upstream_bug("aot-eager-mismatch-nan-inf-float-5b864aeb")
 def test_an_aot_failure_the_decomposed_graph_already_has_is_filed_under_aot_eager():
     result = run_case(Graph.from_json(DECOMPOSED_POW_GRADIENT), get_backend("aot:onednn"))
     assert result.outcome == "mismatch", result
@@ -112,7 +122,8 @@ def test_an_aot_failure_the_decomposed_graph_already_has_is_filed_under_aot_eage
     assert (chain.then.route, chain.then.same_failure) == ("aot:eager", True)
 
 
-# minimized/inductor-mismatch-values-bool-078eb419: var over a size-1 dim of NaN is 0 under
+# minimized/inductor-mismatch-nan-inf-float-daed7bbd (a form of it; first filed as 078eb419): var over
+# a size-1 dim of NaN is 0 under
 # Inductor (eager: NaN), seen through logical_not.
 INDUCTOR_VAR_OF_NAN = {
     "schema": 1, "outputs": ["v1"],
@@ -121,6 +132,7 @@ INDUCTOR_VAR_OF_NAN = {
               {"args": ["v0"], "attrs": {}, "name": "v1", "op": "logical_not"}]}
 
 
+@pytest.mark.upstream_bug("inductor-mismatch-nan-inf-float-daed7bbd")
 def test_an_inductor_bug_that_aot_eager_does_not_share_stays_inductors():
     result = run_case(Graph.from_json(INDUCTOR_VAR_OF_NAN), get_backend("inductor"))
     assert result.outcome == "mismatch", result

@@ -392,6 +392,7 @@ def _cache_listing(root) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.exists() else []
 
 
+@pytest.mark.slow  # 15 s: cold Inductor compiles in a pool (over the fast budget, issue 36)
 def test_a_case_pool_compiles_into_a_kernel_cache_of_its_own(tmp_path, monkeypatch):
     """Whatever cache the environment names (the machine's, where an earlier run may have left the
     kernel), the pool's workers compile into the pool's own directory, which goes with the pool:
@@ -412,6 +413,7 @@ def test_a_case_pool_compiles_into_a_kernel_cache_of_its_own(tmp_path, monkeypat
     assert not own.exists()
 
 
+@pytest.mark.slow  # 18 s: a cold Inductor compile in a fresh process (over the fast budget, issue 36)
 def test_a_repro_run_starts_with_an_empty_kernel_cache_of_its_own(tmp_path):
     """export.run_repro (verification, the regression corpus, exported files): whatever cache the
     caller's environment names, the repro compiles into an empty one inside its work directory."""

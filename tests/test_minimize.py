@@ -166,6 +166,7 @@ def test_no_slippage_between_two_bugs():
     assert ops(result.graph) == ["sigmoid", "sum"]
 
 
+@pytest.mark.slow  # 17 s: reduces through the CLI (over the fast budget, issue 36)
 def test_reduce_cli_writes_minimized_dir(tmp_path):
     graph = busy_graph(lambda b, v: b.add("sigmoid", b.add("sum", v, dims=[1], keepdim=True)))
     from fuzzfuse.corpus import save_case
@@ -179,6 +180,7 @@ def test_reduce_cli_writes_minimized_dir(tmp_path):
     assert (slug / "repro.py").exists() and (slug / "README.md").exists()
 
 
+@pytest.mark.slow  # 26 s: reduces through the CLI (over the fast budget, issue 36)
 def test_reduce_cli_takes_a_corpus_reduces_once_per_signature_and_reports_bad_files(tmp_path):
     from fuzzfuse.corpus import save_case
     small = busy_graph(lambda b, v: b.add("sigmoid", b.add("sum", v, dims=[1], keepdim=True)))
@@ -230,6 +232,7 @@ def test_a_constant_input_is_spelled_out_in_the_repro_however_large(tmp_path):
     assert run.returncode == 0 and "matches eager" in run.stdout, run.stdout + run.stderr
 
 
+@pytest.mark.slow  # 12 s: a fresh repro run per capability (over the fast budget, issue 36)
 def test_a_cpu_repro_is_pinned_to_the_lowest_capability_it_fails_under(tmp_path):
     """NNC's elu bug (elu -> div) fails under ATEN_CPU_CAPABILITY=default: recorded with avx2 (as a
     campaign on an AVX2 machine records it), its repro is written pinned to default, so that it

@@ -36,6 +36,7 @@ def test_nnc_campaign_finds_reduces_and_saves_real_bugs(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.upstream_bug("torchscript-nnc-crash-runtimeerror-662c8eb0")
 def test_nnc_integer_round_crash_reduces_to_one_op(tmp_path):
     """NNC cannot compile round() of an integer tensor ("Invalid integral op_type")."""
     b = GraphBuilder()
@@ -57,6 +58,7 @@ def test_nnc_integer_round_crash_reduces_to_one_op(tmp_path):
     assert "import fuzzfuse" not in source and "from fuzzfuse" not in source
 
 
+@pytest.mark.upstream_bug("torchscript-nnc-crash-runtimeerror-662c8eb0")
 def test_big_inputs_collapse_first_on_a_real_nnc_crash():
     """The same crash on 16,384 input elements: the reducer's first queries make the inputs zeros
     and halve every dim while NNC still crashes, before any op pass runs."""
@@ -108,6 +110,7 @@ def test_reduce_gives_two_nnc_value_bugs_of_one_coarse_signature_two_repros_and_
 
 
 @pytest.mark.slow
+@pytest.mark.upstream_bug("torchscript-nnc-crash-runtimeerror-662c8eb0")
 def test_reduce_skips_a_case_that_no_longer_fails_on_nnc_and_reduces_the_next_smallest(tmp_path):
     """A corpus holding two cases of NNC's integer round() crash, the smaller one of which passes
     today (as a case does once the fuser is fixed or the failure was flaky): the smaller is skipped
@@ -147,6 +150,7 @@ def test_onednn_multiplies_int_by_float_scalar_in_integers():
 
 
 @pytest.mark.slow
+@pytest.mark.upstream_bug("inductor-mismatch-nan-inf-float-daed7bbd")
 def test_inductor_var_of_single_nan_is_zero():
     """Inductor (CPU) returns 0 for var over a size-1 dim holding NaN; eager returns NaN."""
     b = GraphBuilder()

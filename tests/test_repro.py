@@ -127,6 +127,7 @@ def test_verification_needs_the_recorded_signature_not_just_a_failing_exit(tmp_p
     assert verification.verdicts == (f"mismatch {signature.kind} {signature.location}",)
 
 
+@pytest.mark.slow  # 10 s: verifies and runs two repros (over the fast budget, issue 36)
 def test_a_refreshed_report_quotes_its_short_repros_own_run_and_names_the_ops(tmp_path):
     """refresh writes the short repro.py beside regression.py (which still prints the verdict line),
     and the README quotes the short repro's own run in a fresh process."""
@@ -145,6 +146,7 @@ def test_a_refreshed_report_quotes_its_short_repros_own_run_and_names_the_ops(tm
     assert full.output.splitlines()[-1].startswith("fuzzfuse-verdict: ")
 
 
+@pytest.mark.slow  # 11 s: a fresh CPU Inductor repro run (over the fast budget, issue 36)
 def test_a_repros_float64_reference_widens_the_floats_an_op_makes_from_integers(tmp_path):
     """exp2 of int8 is float32, and the float64 reference met float64 weights with it: linear
     refused the pair, so the H200's repro of exp2(int8) -> linear printed no verdict and was

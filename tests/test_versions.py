@@ -113,6 +113,7 @@ def test_a_run_that_fails_as_recorded_is_present_and_its_table_lands_in_versions
     assert readme.count(BEGIN) == readme.count(END) == 1 and f"| torch {torch.__version__} |" in readme
 
 
+@pytest.mark.slow  # 5-7 s: runs repros in a build (over the fast budget, issue 36)
 def test_from_cache_redraws_the_tables_without_running_and_a_second_run_resumes(tmp_path, capsys):
     repro = copy(PROXY, tmp_path / "corpus")
     cache = tmp_path / "results"

@@ -237,6 +237,7 @@ def test_abandoned_jobs_report_nothing_and_their_workers_are_replaced():
     assert "pid" in again
 
 
+@pytest.mark.slow  # 10 s: its queries sleep 2 s each (over the fast budget, issue 36)
 def test_a_reduction_borrows_up_to_its_share_of_the_workers_and_the_rest_go_on():
     """SharedPool: a reduction thread's queries (here 3 of 2 s, as a hang's reduction asks) run on
     at most `limit` workers at once, ahead of the queued cases, while the campaign's thread keeps
