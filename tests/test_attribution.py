@@ -132,6 +132,7 @@ INDUCTOR_VAR_OF_NAN = {
               {"args": ["v0"], "attrs": {}, "name": "v1", "op": "logical_not"}]}
 
 
+@pytest.mark.slow  # 7 s in CI: two Inductor compiles (over the fast budget)
 @pytest.mark.upstream_bug("inductor-mismatch-nan-inf-float-daed7bbd")
 def test_an_inductor_bug_that_aot_eager_does_not_share_stays_inductors():
     result = run_case(Graph.from_json(INDUCTOR_VAR_OF_NAN), get_backend("inductor"))

@@ -157,6 +157,7 @@ def test_cpu_inductor_sign_of_zero_is_a_counted_documented_difference(inductor):
     assert result.signature.kind == Difference.SIGNED_ZERO.value
 
 
+@pytest.mark.slow  # 7 s in CI: Inductor compiles under two configurations (over the fast budget)
 def test_cpu_inductor_denormal_flush_is_documented_only_under_the_flag_that_flushes(inductor):
     """With -funsafe-math-optimizations, gcc 12 links crtfastmath into the kernel: FTZ/DAZ, and
     ceil(1e-40) is 0. Documented for that configuration (Inductor's own opt-in), a pass without
