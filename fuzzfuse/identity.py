@@ -181,14 +181,15 @@ def identify(signature: Signature | None, graph: Graph | None = None,
             # bug's (add of a bool tensor and a scalar typed int64 where eager keeps bool, and bool
             # where eager gives int64, is one type rule).
             detail = "" if structural else dtype_class(graph, position, result=symptom is not Symptom.WRONG_DTYPE)
-            # An op computed from another (std from var; Inductor's elu from expm1) is that op's
-            # bug when it is wrong; a culprit any op of its kind stands in for is that kind.
-            culprit = f"*{wildcard[1]}" if wildcard else computes_from(signature.backend).get(node.op) or (
-                OPS[node.op].computed_from if node.op in OPS else None) or node.op
             if structural and node.op in OPS:
                 # A fuser's shape or layout rule is its kind's (every pointwise binary op's output
                 # layout, every reduction's kept dims): which op of the kind carried it is a form.
                 culprit = f"*{OPS[node.op].kind}"
+            elif wildcard:  # any op of its kind stands in for it: the bug is the kind's
+                culprit = f"*{wildcard[1]}"
+            else:  # an op computed from another (std from var; Inductor's elu from expm1) is that op's bug
+                culprit = computes_from(signature.backend).get(node.op) or (
+                    OPS[node.op].computed_from if node.op in OPS else None) or node.op
             return BugIdentity(comp, Anchor.CULPRIT, symptom, culprit, detail, phase, device)
     if signature.outcome in ("crash", "hard-crash"):
         # Its inputs' layouts, special values and constants, and the op that rejected the bad
@@ -208,6 +209,12 @@ def identify(signature: Signature | None, graph: Graph | None = None,
     return BugIdentity(comp, Anchor.GRAPH, symptom, form, "", phase, device)
 
 
+def live_positions(graph: Graph) -> list[int]:
+    """The positions of the ops some output reads, in graph order."""
+    live = {n.name for n in graph.without_dead_code().nodes}
+    return [k for k, n in enumerate(graph.nodes) if n.name in live]
+
+
 def culprit_position(graph: Graph, generalisation: Generalisation | None) -> int | None:
     """Where a wrong result starts. Where the reducer probed each op's own value
     (fuzzfuse.reduce.generalise): the first op found wrong; else the last op, where it fails alone
@@ -216,9 +223,8 @@ def culprit_position(graph: Graph, generalisation: Generalisation | None) -> int
     graph's one op that is no filler. None where that cannot be told: every op is a filler, or
     several ops remain and nothing says which matters (NNC and oneDNN Graph fuse two ops or more,
     so a reduced graph of theirs keeps one beside the op that matters)."""
-    live = {n.name for n in graph.without_dead_code().nodes}
     fillers = {k for k, _ in generalisation.ops} if generalisation is not None else set()
-    candidates = [k for k, n in enumerate(graph.nodes) if n.name in live and k not in fillers]
+    candidates = [k for k in live_positions(graph) if k not in fillers]
     if generalisation is None or not generalisation.probed:
         return candidates[0] if len(candidates) == 1 else None
     if generalisation.culprit and generalisation.culprit[0] in candidates:
@@ -237,8 +243,7 @@ def filler_culprit(graph: Graph, generalisation: Generalisation | None) -> tuple
     kind's (`*binary`), which `same_bug` matches with each op of the kind."""
     if generalisation is None:
         return None
-    live = {n.name for n in graph.without_dead_code().nodes}
-    positions = [k for k, n in enumerate(graph.nodes) if n.name in live]
+    positions = live_positions(graph)
     kinds = dict(generalisation.ops)
     if not positions or any(k not in kinds for k in positions):
         return None
