@@ -191,7 +191,9 @@ def test_a_short_repro_exits_0_once_its_fuser_gives_the_pinned_value(tmp_path):
 
 # NNC's heap corruption aborts at a different point in each run (glibc's message, the stack, or
 # not before the repro's last line): no run's output is every run's.
-OUTPUT_VARIES = {"torchscript-nnc-hard-crash-sigabrt-13207297": "heap corruption: each run aborts elsewhere"}
+OUTPUT_VARIES = {"torchscript-nnc-hard-crash-sigabrt-13207297": "heap corruption: each run aborts elsewhere",
+                 # 3 of 3 at verification and 6 of 6 alone here; one CI run under xdist's load ran to the end
+                 "aot-onednn-hard-crash-sigsegv-81bab612": "a segfault from corrupted memory: a run may not reach it"}
 
 
 def _quoted_sample() -> list[Path]:
