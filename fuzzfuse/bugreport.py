@@ -234,8 +234,9 @@ def machine() -> str:
 def run_repro(directory: Path, timeout: float = REPRO_TIMEOUT, script: str = REPRO, keep_path: bool = False) -> ReproRun:
     """Run `script` of a directory in a fresh interpreter in a clean directory holding only it (and
     inputs.pt), its kernel caches its own; Python unbuffered, so stdout and stderr interleave as on
-    a terminal. Without PYTHONPATH (a repro needs torch only), unless keep_path (a custom backend's
-    repro imports its module)."""
+    a terminal. PYTHONPATH without the entries that provide fuzzfuse (a repro needs torch and its
+    fuser only: on the GPU machine nvfuser_direct is found through PYTHONPATH), unless keep_path (a
+    custom backend's repro imports its module)."""
     with tempfile.TemporaryDirectory(prefix="fuzzfuse-run-") as clean:
         shutil.copy(Path(directory) / script, Path(clean) / REPRO)
         if (Path(directory) / "inputs.pt").exists():
@@ -245,7 +246,7 @@ def run_repro(directory: Path, timeout: float = REPRO_TIMEOUT, script: str = REP
         if keep_path:  # the custom backend's module is found as this process finds it (verify_repro's way)
             env["PYTHONPATH"] = os.pathsep.join(sys.path)
         else:
-            env.pop("PYTHONPATH", None)
+            env["PYTHONPATH"] = _without_fuzzfuse(env.get("PYTHONPATH", ""))
         try:
             run = subprocess.run([sys.executable, REPRO], cwd=clean, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  timeout=timeout, env=env)
@@ -254,6 +255,10 @@ def run_repro(directory: Path, timeout: float = REPRO_TIMEOUT, script: str = REP
             status, output = None, e.stdout or b""
         text = output.decode(errors="replace").replace(os.path.realpath(clean) + os.sep, "").replace(clean + os.sep, "")
         return ReproRun(status, portable_output(text), machine())
+
+
+def _without_fuzzfuse(path: str) -> str:
+    return os.pathsep.join(p for p in path.split(os.pathsep) if p and not (Path(p) / "fuzzfuse" / "__init__.py").exists())
 
 
 _PYTHON_LIB = re.compile(r'(?<![\w.])/[^\s"\':]*/lib/(python3\.\d+)/')
