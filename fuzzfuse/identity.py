@@ -9,6 +9,8 @@ triage and the pytest plugin all ask it (or its index key, `BugIdentity.key`).
 - A crash anchored at a native assert is that assert: component, innermost location and folded
   message. Two locations are never one bug; a wrapper is unwrapped (oracle), never merged.
 - A crash with no native location whose message is specific is that message, folded.
+- A wrong result that a known wrong rule computes exactly (fuzzfuse.explain: a float scalar
+  converted to the integer tensor's dtype) is that rule, through whichever op showed it.
 - A wrong result (a mismatch) is its **culprit**: the op that first computes something eager does
   not, with the class of dtype it computes in, the symptom (wrong numbers, a wrong dtype, shape or
   strides), the phase (forward or backward) and the device. Ops after the culprit (sign, eq,
@@ -37,6 +39,7 @@ from dataclasses import asdict, dataclass, replace
 
 from .backends.registry import component, computes_from
 from .corpus import Case, CorpusError, Variant, iter_cases
+from .explain import RULES
 from .graphform import graph_form
 from .ir import OPS, Graph, TensorInput
 from .ir.types import category
@@ -117,7 +120,8 @@ class BugIdentity:
             return f"{self.component}{on}: {self.where}"
         if self.anchor is Anchor.CULPRIT:
             phase = " (backward)" if self.phase == "backward" else ""
-            return f"{self.component}{on}: {self.where} on {self.detail}{phase}: {self.symptom.value}"
+            on_class = f" on {self.detail}" if self.detail else ""
+            return f"{self.component}{on}: {self.where}{on_class}{phase}: {self.symptom.value}"
         return f"{self.component}{on}: {self.symptom.value} of {self.where}"
 
     def to_json(self) -> dict:
@@ -161,6 +165,11 @@ def identify(signature: Signature | None, graph: Graph | None = None,
     comp = component(signature.backend)
     if native_assert(signature):
         return BugIdentity(comp, Anchor.ASSERT, Symptom.CRASH, signature.location, fold(signature.message))
+    if signature.outcome == "mismatch" and signature.message in RULES:
+        # A wrong rule that computes the fused values exactly (fuzzfuse.explain) is one bug through
+        # every op that shows it; it needs no reduced graph to be told.
+        phase = "backward" if signature.stage.startswith("backward") else "forward"
+        return BugIdentity(comp, Anchor.CULPRIT, symptom_of(signature), signature.message, "", phase, device)
     if specific_message(signature):
         return BugIdentity(comp, Anchor.MESSAGE, Symptom.CRASH, specific_message(signature))
     if graph is None:

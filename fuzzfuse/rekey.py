@@ -19,6 +19,8 @@ from .backends import Unavailable
 from .corpus import Case, CorpusError, ReductionFigures, Variant, load_case, write_json
 from .ir import Graph
 from .minimize import VERIFY_RUNS, first_output_wrong, generalised, reduce_case, reply_key, write_minimized
+from .oracle import Signature
+from .verdict import HarnessError, judge
 from .pool import case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation
@@ -74,15 +76,27 @@ def rereduce(directory: Path, pools: Pools, workers: int = 2, verify_runs: int =
     return before, after
 
 
-def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> Generalisation | None:
-    """Generalise a reduced case's graph as it is (no reduction), with the same-signature test."""
-    sig = signature_today(case.signature, case.detail)
-    target = replace(sig, backend=case.backend).key()  # as reduce_case keys a replay on the case's backend
+def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tuple[Signature, Generalisation | None]:
+    """Generalise a reduced case's graph as it is (no reduction), with the same-signature test: the
+    signature it fails with today and the generalisation. Today's signature is kept where it has
+    the recorded outcome, stage, kind and location (as reduce_case keeps it): a mismatch that a
+    known wrong rule explains now (fuzzfuse.explain) says so in its message."""
+    recorded = replace(signature_today(case.signature, case.detail), backend=case.backend)
     ids = itertools.count()
 
     def replies(candidates: list[Graph]) -> list[dict]:
         return run_jobs(pool, [graph_job(next(ids), case.backend, g, timeout, case.options, bool(case.check_strides))
                                for g in candidates])
+
+    try:
+        fresh = judge(case.backend, replies([case.graph])[0]).signature
+    except HarnessError:
+        fresh = None
+    if fresh is None or (fresh.outcome, fresh.stage, fresh.kind, fresh.location) != \
+            (recorded.outcome, recorded.stage, recorded.kind, recorded.location):
+        raise NotInteresting("the repro's graph does not fail as recorded now")
+    sig = fresh if case.signature.outcome == "mismatch" else recorded
+    target = sig.key()
 
     def is_interesting(candidates: list[Graph]) -> list[bool]:
         return [reply_key(case.backend, reply) == target for reply in replies(candidates)]
@@ -92,7 +106,7 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> Gene
 
     if not is_interesting([case.graph])[0]:
         raise NotInteresting("the repro's graph does not fail as recorded now")
-    return generalised(case.graph, sig, case.backend, is_interesting, first_wrong)
+    return sig, generalised(case.graph, sig, case.backend, is_interesting, first_wrong)
 
 
 def record_generalisation(directory: Path, pools: Pools, timeout: float = 60.0) -> tuple[str, str]:
@@ -106,9 +120,9 @@ def record_generalisation(directory: Path, pools: Pools, timeout: float = 60.0) 
 
 
 def _record_generalisation(directory: Path, case: Case, pools: Pools, timeout: float) -> str:
-    general = generalise_case(case, pools(case.backend), timeout)
+    signature, general = generalise_case(case, pools(case.backend), timeout)
     seen = [_generalised_variant(variant, case, pools, timeout) for variant in case.also_seen_as]
-    case = replace(case, generalisation=general, also_seen_as=seen)
+    case = replace(case, signature=signature, generalisation=general, also_seen_as=seen)
     write_json(directory / "case.json", case.to_json())
     sig = signature_today(case.signature, case.detail)
     return root_cause_key(sig, case.graph, general, case.device) or sig.key()
@@ -122,10 +136,10 @@ def _generalised_variant(variant: Variant, case: Case, pools: Pools, timeout: fl
         return variant
     probe = replace(case, graph=variant.graph, backend=sig.backend, signature=sig, detail="")
     try:
-        general = generalise_case(probe, pools(sig.backend), timeout)
+        sig, general = generalise_case(probe, pools(sig.backend), timeout)
     except (NotInteresting, Unavailable, ValueError):
         return variant
-    return replace(variant, root_cause=root_cause_key(sig, variant.graph, general, case.device) or sig.key(),
+    return replace(variant, key=sig.key(), root_cause=root_cause_key(sig, variant.graph, general, case.device) or sig.key(),
                    generalisation=general if general is not None else variant.generalisation)
 
 

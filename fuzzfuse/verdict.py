@@ -20,7 +20,7 @@ from __future__ import annotations
 import enum
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .backends.findings import Difference, Evidence, Stage, Unsupported
 from .ir import Graph, GraphError
@@ -189,11 +189,15 @@ def crashed(backend: str, stage: Stage | str, cause: BaseException, tb: str, *, 
 
 
 def mismatched(backend: str, mismatch: Mismatch, what: str, context: str = "",
-               stage: Stage = Stage.RUN, output: int | None = None) -> CaseResult:
+               stage: Stage = Stage.RUN, output: int | None = None, rule: str = "") -> CaseResult:
     """A fused output (or, at stage backward-run, a gradient) that float64 says is wrong; `what`
-    names it for people ("output 0 (v3)"), `output` its position among the graph's outputs."""
-    return CaseResult(Outcome.MISMATCH, mismatch.signature(backend, stage),
-                      f"{what}: {mismatch.kind}: {mismatch.detail}" + context, wrong_output=output)
+    names it for people ("output 0 (v3)"), `output` its position among the graph's outputs; `rule`:
+    the known wrong rule that computes the fused value exactly (fuzzfuse.explain), the signature's
+    message."""
+    signature = replace(mismatch.signature(backend, stage), message=rule)
+    said = f"; the fused values are exact where {rule}" if rule else ""
+    return CaseResult(Outcome.MISMATCH, signature, f"{what}: {mismatch.kind}: {mismatch.detail}{said}" + context,
+                      wrong_output=output)
 
 
 def documented(backend: str, difference: Difference, what: str, detail: str) -> CaseResult:

@@ -1,0 +1,73 @@
+"""Wrong values that a known wrong rule computes exactly: a mismatch named by its rule, not its op.
+
+A fuser that converts a float scalar to the dtype of the integer or bool tensor it meets is wrong
+wherever the scalar has a fraction, through every op that takes one. NNC computes `x >= 1e-05` on
+int32 as `x >= 0`, `x < 0.5` on bool as `x < 0`, `clamp_min(x, 0.5)` as `clamp_min(x, 0)`; oneDNN
+Graph computes `x / -2.0` on bool as `x / True` and `x + 0.5` on int32 as `x + 0`. The op that reads
+the scalar, the op before it (the reducer keeps one: NNC fuses two ops or more) and the observer
+after it are forms; the rule is the bug.
+
+Where a mismatching output equals, as the oracle judges it, eager's output on the same inputs with
+those scalars so converted, the mismatch's signature carries the rule as its message
+(`verdict.mismatched`), its identity is the rule (fuzzfuse.identity), and the reducer, which keeps
+the signature, never slips from the rule to another bug. A precision bug of one op with a small
+scalar (Inductor's div_floor of int32 by 1e-05) computes no such value, and stays its op's.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from .ir import Graph, run_eager
+from .ir.types import category
+from .oracle import compare_output
+
+SCALAR_CAST = "a float scalar is converted to the dtype of the integer or bool tensor it meets"
+# The rules a mismatch's signature may name (its message), each a bug of its own.
+RULES = (SCALAR_CAST,)
+
+
+def _converted(value: float, dtype: str, as_bool: bool) -> float:
+    """`value` as a fuser that converts it to `dtype` computes it, written back as a float scalar so
+    that eager's type promotion stays the graph's: PyTorch's conversion to bool (nonzero is True),
+    or truncation toward zero (to an integer dtype, and NNC's way to bool)."""
+    if dtype == "bool" and as_bool:
+        return 1.0 if value != 0 else 0.0
+    return float(math.trunc(value))
+
+
+def scalar_cast_graphs(graph: Graph) -> list[Graph]:
+    """The graph with every float constant of an op that also reads an integer or bool tensor
+    converted to that tensor's dtype, once per way of converting to bool; none where no conversion
+    changes a constant (1e-05 on int32 becomes 0.0, -2.0 on bool 1.0)."""
+    types = graph.infer_types()
+    found: dict[str, Graph] = {}
+    for as_bool in (True, False):
+        nodes, changed = [], False
+        for node in graph.nodes:
+            integral = [types[r].dtype for r in node.refs()
+                        if r in types and not types[r].is_scalar and category(types[r].dtype) < 2]
+            args = node.args
+            if integral:
+                args = tuple(_converted(a, integral[0], as_bool) if type(a) is float and math.isfinite(a) else a
+                             for a in node.args)
+            changed |= args != node.args
+            nodes.append(replace(node, args=args))
+        if changed:
+            candidate = replace(graph, nodes=tuple(nodes))
+            found.setdefault(candidate.digest(), candidate)
+    return list(found.values())
+
+
+def scalar_cast_explains(graph: Graph, inputs: list, output: int, fused, reduced: int = 1) -> bool:
+    """Whether fused output `output` is what eager computes with the graph's float scalars converted
+    to the dtype of the integer or bool tensor each meets (`scalar_cast_graphs`)."""
+    for candidate in scalar_cast_graphs(graph):
+        try:
+            eager, _ = run_eager(candidate, inputs)
+            ref64, _ = run_eager(candidate, inputs, upcast=True)
+        except Exception:  # eager refuses the converted graph: no explanation from it
+            continue
+        if compare_output(output, fused, eager[output], ref64[output], reduced) is None:
+            return True
+    return False

@@ -1,0 +1,108 @@
+"""A mismatch that a known wrong rule computes exactly is named by the rule (fuzzfuse.explain), on
+real fusers: NNC and oneDNN Graph convert a float scalar to the dtype of the integer or bool tensor
+it meets, whichever op reads it, and each is one bug however the campaign reached it."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fuzzfuse.backends import Unavailable, get_backend
+from fuzzfuse.corpus import load_case
+from fuzzfuse.explain import SCALAR_CAST, scalar_cast_graphs
+from fuzzfuse.identity import Anchor, identify, same_bug
+from fuzzfuse.ir import Graph
+from fuzzfuse.job import run_case
+from fuzzfuse.verdict import Outcome
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def graph(dtype: str, dist: str, *nodes: tuple) -> Graph:
+    """x0 (four elements of `dtype`, all `dist`), then each (op, args...) node in turn as v0, v1..."""
+    return Graph.from_json({"schema": 1, "outputs": [f"v{len(nodes) - 1}"], "inputs": [
+        {"kind": "tensor", "name": "x0", "shape": [4], "dtype": dtype, "layout": {"kind": "contiguous"},
+         "values": {"dist": dist}}],
+        "nodes": [{"name": f"v{k}", "op": op, "args": list(args), "attrs": {}} for k, (op, *args) in enumerate(nodes)]})
+
+
+def backend(name: str):
+    try:
+        return get_backend(name)
+    except Unavailable as e:
+        pytest.skip(str(e))
+
+
+def test_a_constant_the_conversion_leaves_alone_gives_no_graph_to_explain_with():
+    assert scalar_cast_graphs(graph("int32", "zeros", ("add", "x0", 2.0))) == []
+    assert scalar_cast_graphs(graph("float32", "zeros", ("ge", "x0", 1e-05))) == []
+    converted = scalar_cast_graphs(graph("int32", "zeros", ("ge", "x0", 1e-05)))
+    assert [g.nodes[0].args for g in converted] == [("x0", 0.0)]
+    # To bool, PyTorch's way (nonzero is True) and NNC's (truncation) are both tried.
+    on_bool = scalar_cast_graphs(graph("bool", "ones", ("div", "x0", -2.5)))
+    assert sorted(g.nodes[0].args[1] for g in on_bool) == [-2.0, 1.0]
+
+
+NNC_FORMS = [  # one bug, reached through three ops, two dtypes and another op before it
+    graph("int32", "zeros", ("sub", "x0", "x0"), ("ge", "v0", 1e-05)),
+    graph("int32", "zeros", ("neg", "x0"), ("clamp_min", "v0", 0.5)),
+    graph("int32", "zeros", ("isnan", "x0"), ("lt", "v0", 0.5)),
+]
+
+
+def test_nncs_scalar_conversion_is_one_bug_through_every_op_that_shows_it():
+    nnc = backend("torchscript:nnc")
+    identities = []
+    for form in NNC_FORMS:
+        result = run_case(form, nnc)
+        assert result.outcome is Outcome.MISMATCH, result.detail
+        assert result.signature.message == SCALAR_CAST and SCALAR_CAST in result.detail
+        identities.append(identify(result.signature, device="cpu"))
+    assert all(i.anchor is Anchor.CULPRIT and i.where == SCALAR_CAST for i in identities)
+    assert all(same_bug(identities[0], other) for other in identities[1:])
+    # NNC's round of 0.5 is wrong too, but no scalar explains it: its own op's bug.
+    rounded = run_case(graph("float32", "zeros", ("add", "x0", 0.5), ("round", "v0")), nnc)
+    assert rounded.outcome is Outcome.MISMATCH and rounded.signature.message == ""
+    assert not same_bug(identities[0], identify(rounded.signature, rounded.graph or graph("float32", "zeros",
+                                                                                       ("add", "x0", 0.5),
+                                                                                       ("round", "v0")),
+                                                device="cpu"))
+
+
+def test_onednn_graphs_scalar_conversion_is_one_bug_on_both_routes_and_not_nncs():
+    scripted = run_case(graph("int32", "zeros", ("add", "x0", 0.5), ("eq", "x0", "v0")), backend("torchscript:onednn"))
+    traced = run_case(graph("bool", "ones", ("div", "x0", -2.0)), backend("aot:onednn"))
+    assert scripted.outcome is traced.outcome is Outcome.MISMATCH, (scripted.detail, traced.detail)
+    ours = [identify(r.signature, device="cpu") for r in (scripted, traced)]
+    assert scripted.signature.message == traced.signature.message == SCALAR_CAST
+    assert same_bug(*ours)
+    nnc = identify(run_case(NNC_FORMS[0], backend("torchscript:nnc")).signature, device="cpu")
+    assert not same_bug(ours[0], nnc)  # the same rule in two fusers is two bugs
+
+
+@pytest.mark.slow
+def test_a_committed_repro_refreshed_takes_the_rule_and_folds_with_its_twin(tmp_path):
+    """`fuzzfuse corpus refresh --generalise` records today's signature (the rule), and fold then
+    puts two directories that held one bug by two ops into one."""
+    backend("torchscript:nnc")
+    corpus = tmp_path / "minimized"
+    for name in ("torchscript-nnc-mismatch-values-bool-3679f569", "torchscript-nnc-mismatch-values-float-260224ff"):
+        shutil.copytree(ROOT / "tests" / "data" / "scalar_cast_corpus" / name, corpus / name)
+    dirs = sorted(str(d) for d in corpus.iterdir())
+    run = subprocess.run([sys.executable, "-m", "fuzzfuse", "corpus", "refresh", "--generalise", *dirs],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert all(load_case(Path(d) / "case.json").signature.message == SCALAR_CAST for d in dirs)
+    run = subprocess.run([sys.executable, "-m", "fuzzfuse", "corpus", "fold", str(corpus)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    holders = [d for d in corpus.iterdir() if (d / "case.json").exists()
+               and load_case(d / "case.json").signature.message == SCALAR_CAST]
+    assert len(holders) == 1
+    listed = [v.directory for v in load_case(holders[0] / "case.json").also_seen_as]
+    assert {Path(d).name for d in dirs} - {holders[0].name} <= set(listed)
+    # 3679f569 listed a form that reads no scalar (NNC's reciprocal of an int zero): another bug,
+    # which the fold gave a directory of its own.
+    others = [load_case(d / "case.json") for d in corpus.iterdir() if (d / "case.json").exists() and d != holders[0]]
+    assert all(o.signature.message != SCALAR_CAST for o in others)
