@@ -5,7 +5,8 @@ wherever the scalar has a fraction, through every op that takes one. NNC compute
 int32 as `x >= 0`, `x < 0.5` on bool as `x < 0`, `clamp_min(x, 0.5)` as `clamp_min(x, 0)`; oneDNN
 Graph computes `x / -2.0` on bool as `x / True` and `x + 0.5` on int32 as `x + 0`. The op that reads
 the scalar, the op before it (the reducer keeps one: NNC fuses two ops or more) and the observer
-after it are forms; the rule is the bug.
+after it are forms; the rule is the bug. NNC keeps the integer dtype through a unary op for this: `sqrt(x != x) < 1e-05`
+is False, its sqrt right (0.0) and its scalar converted as if the sqrt were a bool.
 
 Where a mismatching output equals, as the oracle judges it, eager's output on the same inputs with
 those scalars so converted, the mismatch's signature carries the rule as its message
@@ -18,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .ir import Graph, run_eager
+from .ir import OPS, Graph, run_eager
 from .ir.types import category
 from .oracle import compare_output
 
@@ -36,26 +37,42 @@ def _converted(value: float, dtype: str, as_bool: bool) -> float:
     return float(math.trunc(value))
 
 
+def _integral_dtypes(graph: Graph, through_unary: bool) -> dict[str, str]:
+    """The integer or bool dtype each value counts as: its own where it has one; with
+    `through_unary`, also a unary op's result on a value that counts as one, which keeps that
+    dtype (NNC types sqrt of a bool as a bool when it converts a scalar the result meets, and
+    computes the sqrt itself right)."""
+    types = graph.infer_types()
+    integral = {name: t.dtype for name, t in types.items() if not t.is_scalar and category(t.dtype) < 2}
+    if through_unary:
+        for node in graph.nodes:
+            refs = node.refs()
+            if node.name not in integral and OPS[node.op].kind == "unary" and refs and refs[0] in integral:
+                integral[node.name] = integral[refs[0]]
+    return integral
+
+
 def scalar_cast_graphs(graph: Graph) -> list[Graph]:
     """The graph with every float constant of an op that also reads an integer or bool tensor
-    converted to that tensor's dtype, once per way of converting to bool; none where no conversion
-    changes a constant (1e-05 on int32 becomes 0.0, -2.0 on bool 1.0)."""
-    types = graph.infer_types()
+    converted to that tensor's dtype, for each way of converting to bool and each reach of the
+    dtype (`_integral_dtypes`); none where no conversion changes a constant (1e-05 on int32
+    becomes 0.0, -2.0 on bool 1.0)."""
     found: dict[str, Graph] = {}
-    for as_bool in (True, False):
-        nodes, changed = [], False
-        for node in graph.nodes:
-            integral = [types[r].dtype for r in node.refs()
-                        if r in types and not types[r].is_scalar and category(types[r].dtype) < 2]
-            args = node.args
-            if integral:
-                args = tuple(_converted(a, integral[0], as_bool) if type(a) is float and math.isfinite(a) else a
-                             for a in node.args)
-            changed |= args != node.args
-            nodes.append(replace(node, args=args))
-        if changed:
-            candidate = replace(graph, nodes=tuple(nodes))
-            found.setdefault(candidate.digest(), candidate)
+    for through_unary in (False, True):
+        integral = _integral_dtypes(graph, through_unary)
+        for as_bool in (True, False):
+            nodes, changed = [], False
+            for node in graph.nodes:
+                dtypes = [integral[r] for r in node.refs() if r in integral]
+                args = node.args
+                if dtypes:
+                    args = tuple(_converted(a, dtypes[0], as_bool) if type(a) is float and math.isfinite(a) else a
+                                 for a in node.args)
+                changed |= args != node.args
+                nodes.append(replace(node, args=args))
+            if changed:
+                candidate = replace(graph, nodes=tuple(nodes))
+                found.setdefault(candidate.digest(), candidate)
     return list(found.values())
 
 

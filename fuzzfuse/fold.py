@@ -12,12 +12,12 @@ each form's signature, ops, former directory and reduced graph). Which failures 
   holds that bug, gets one of its own, written and verified from its graph (`write_minimized`: the
   backend must run here; elsewhere it is reported and stays where it is);
 - a listed form recorded as not reproducing, a duplicate entry, and an entry naming its own
-  directory are dropped.
+  directory are dropped; so is a form that kept no reduced graph where its identity cannot be told
+  or is a bug no directory holds: it could be neither verified nor given a directory.
 
 A form folded before forms kept their graphs takes its graph back from version control: the last
 commit that still held its former directory's case.json, where that case is the form (the same
-signature). A form whose graph cannot be found that way stays where it is: its identity cannot be
-told.
+signature).
 
 `fuzzfuse corpus fold DIR` runs it (`--dry-run`: only say what would change).
 """
@@ -85,6 +85,10 @@ class FoldReport:
         out.append(f"{sum(len(f) for _, f in self.folded)} repro(s) folded into {len(self.folded)}, "
                    f"{len(self.moved)} form(s) moved, {len(self.split)} split out, {len(self.dropped)} dropped")
         return out
+
+
+NO_GRAPH = ("no reduced graph, here or in version control, to write its repro with (found again, it is reduced "
+            "anew)")
 
 
 def read_corpus(root: Path) -> list[Repro]:
@@ -161,6 +165,9 @@ def plan(repros: list[Repro], report: FoldReport) -> tuple[dict[str, Bug], dict[
             if form.verification is not None and form.verification is not Reproduction.REPRODUCES:
                 report.dropped.append((form.directory, name, f"recorded as {form.verification.value}"))
                 continue
+            if identity is None and form.graph is None:
+                report.dropped.append((form.directory, name, NO_GRAPH))
+                continue
             if identity is None:
                 staying.setdefault(name, []).append(form)
                 continue
@@ -189,8 +196,17 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
     bugs, staying = plan(repros, report)
     writes: dict[Path, Case] = {}
     # First the bugs only listed forms hold: each gets a directory, or its forms stay where they are.
-    homeless = [(key, _unique(bug.forms)) for key, bug in sorted(bugs.items()) if not bug.repros]
     source = {id(v): r for r in repros for v, _ in r.forms}
+    homeless = []
+    for key, bug in sorted(bugs.items()):
+        if bug.repros:
+            continue
+        # A form no directory's bug is and that kept no graph can be neither split nor kept: it
+        # would stay listed as a bug its directory does not hold.
+        report.dropped += [(f.directory, source[id(f)].directory.name, f"another bug than its directory's; {NO_GRAPH}")
+                           for f in _unique(bug.forms) if f.graph is None]
+        if forms := [f for f in _unique(bug.forms) if f.graph is not None]:
+            homeless.append((key, forms))
     devices = {split_on} if split_on else _devices_here()
     here = [(key, forms) for key, forms in homeless if (source[id(forms[0])].case.device or "cpu") in devices]
     for key, forms in homeless:
@@ -200,17 +216,19 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
                                   f"found on {device}: fold with `fuzzfuse corpus fold --split-on {device}` "
                                   f"where {device} runs")
                                  for f in forms]
+    gone: set[int] = set()
     if dry_run:
         report.split += [(f"(new) {key[:100]}", forms[0].directory) for key, forms in here]
         made = [None] * len(here)
     else:
         with ThreadPoolExecutor(max(1, jobs)) as pool:
-            made = list(pool.map(lambda kf: _split_out(root, kf[1], source, verify_runs, timeout, report), here))
+            made = list(pool.map(lambda kf: _split_out(root, kf[1], source, verify_runs, timeout, report, gone), here))
     done = {key: m for (key, _), m in zip(here, made)}
     for key, forms in homeless:
         if done.get(key) is None:
             for form in forms:
-                staying.setdefault(source[id(form)].directory.name, []).append(form)
+                if id(form) not in gone:
+                    staying.setdefault(source[id(form)].directory.name, []).append(form)
             continue
         directory, case, rest = done[key]
         writes[directory] = replace(case, also_seen_as=rest)
@@ -274,11 +292,11 @@ def _unique(forms: list[Variant]) -> list[Variant]:
 
 
 def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verify_runs: int, timeout: float,
-               report: FoldReport) -> tuple[Path, Case, list[Variant]] | None:
+               report: FoldReport, gone: set[int]) -> tuple[Path, Case, list[Variant]] | None:
     """A directory of its own for a bug only listed forms hold: the smallest form with a graph is
     written and verified as a repro (with the options and config of the directory it was listed
-    in); None where none can be (no graph kept, the backend does not run here, or it no longer
-    reproduces)."""
+    in); None where none can be (no graph kept, the backend does not run here, or none reproduces).
+    A form whose repro does not fail as recorded is dropped (its id added to `gone`)."""
     for form in sorted((f for f in forms if f.graph is not None), key=lambda f: cost(f.graph)):
         lister = source[id(form)]
         # A form keeps no raw error text: its normalized message (a fixed point of the
@@ -293,9 +311,12 @@ def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verif
             report.not_split.append((form.directory, lister.directory.name, str(e).split("\n")[0]))
             return None
         if written.verification is None or written.verification.status is not Reproduction.REPRODUCES:
+            # Run where it was found, it fails otherwise or not at all: no longer a member.
             shutil.rmtree(directory, ignore_errors=True)
-            report.not_split.append((form.directory, lister.directory.name,
-                                     "its repro does not fail as recorded here (it stays listed)"))
+            status = written.verification.status.value if written.verification else "not verified"
+            report.dropped.append((form.directory, lister.directory.name,
+                                   f"its repro, written and run here, {status.replace('-', ' ')}"))
+            gone.add(id(form))
             continue
         report.split.append((directory.name, lister.directory.name))
         return directory, written, [f for f in forms if f is not form]

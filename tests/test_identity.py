@@ -252,6 +252,21 @@ def test_a_form_of_another_bug_with_no_home_stays_where_its_backend_does_not_run
     assert [p.name for p in root.iterdir()] == [NVFUSER] and (root / NVFUSER / "case.json").read_text() == before
 
 
+def test_a_form_of_another_bug_that_kept_no_graph_is_dropped_on_any_machine(tmp_path):
+    """The same form without its reduced graph (and no version control to take it from) can be
+    neither split nor verified: it would stay listed as a bug its directory does not hold, so the
+    fold drops it, says why, and the directory keeps only its own bug."""
+    root = corpus(tmp_path, NVFUSER)
+    record = json.loads((root / NVFUSER / "case.json").read_text())
+    (form,) = record["also_seen_as"]
+    del form["graph"], form["generalisation"]
+    (root / NVFUSER / "case.json").write_text(json.dumps(record))
+    report = fold(root)
+    assert [(f, src) for f, src, _ in report.dropped] == [(form["directory"], NVFUSER)]
+    assert "no reduced graph" in report.dropped[0][2] and not (report.split or report.not_split)
+    assert not load_case(root / NVFUSER / "case.json").also_seen_as
+
+
 @pytest.mark.slow
 def test_a_form_of_another_bug_with_no_home_is_split_into_a_verified_directory_of_its_own(tmp_path):
     """NNC's wrong neg lists a wrong reciprocal (another culprit, no directory of its own): on NNC,
