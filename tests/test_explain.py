@@ -44,10 +44,12 @@ def test_a_constant_the_conversion_leaves_alone_gives_no_graph_to_explain_with()
     assert sorted(g.nodes[0].args[1] for g in on_bool) == [-2.0, 1.0]
 
 
-NNC_FORMS = [  # one bug, reached through three ops, two dtypes and another op before it
+NNC_FORMS = [  # one bug, reached through three ops, two dtypes, another op before it or between
     graph("int32", "zeros", ("sub", "x0", "x0"), ("ge", "v0", 1e-05)),
     graph("int32", "zeros", ("neg", "x0"), ("clamp_min", "v0", 0.5)),
     graph("int32", "zeros", ("isnan", "x0"), ("lt", "v0", 0.5)),
+    # NNC types sqrt of a bool as a bool when it converts the scalar (the sqrt itself is right)
+    graph("int32", "zeros", ("ne", "x0", "x0"), ("sqrt", "v0"), ("lt", "v1", 1e-05)),
 ]
 
 
