@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -27,13 +28,17 @@ def main() -> None:
     runs = {}
     todo = [d for d in report_dirs(args.dirs) if case_device(load_case(d / "case.json")) == "cuda"]
 
+    lock = threading.Lock()
+
     def run(directory: Path) -> None:
         done = run_repro(directory, args.timeout)
-        runs[directory.name] = done.to_json()
+        with lock:  # written after every run: a lease that ends early keeps what ran
+            runs[directory.name] = done.to_json()
+            args.out.write_text(json.dumps({"kind": "fuzzfuse-repro-outputs", "runs": runs}, indent=1,
+                                           sort_keys=True) + "\n")
         print(f"{directory.name}: {done.outcome()}", flush=True)
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         list(pool.map(run, todo))
-    args.out.write_text(json.dumps({"kind": "fuzzfuse-repro-outputs", "runs": runs}, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

@@ -345,11 +345,16 @@ def describe_graph(graph: Graph) -> str:
     return f"{chain or 'no op'} on {', '.join(dtypes) or 'scalars'}"
 
 
+# torch's logging prefix ("E1203 11:15:46.046000 6345 torch/_subclasses/fake_tensor.py:2908] [0/0] "):
+# a time, a process id and a log site, none of them the error's.
+_LOG_PREFIX = re.compile(r"^[EWIC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+\] (?:\[[^\]]*\] )?", re.M)
+
+
 def _raised(verdict: dict) -> str:
     """A crash as a title says it: the exception and the failing condition or message, without
     the assert's boilerplate, and where (`raises RuntimeError: dims.size() == 4 (got size:2) at
     csrc/jit/tensorexpr/expr.cpp:381`)."""
-    kind, message = verdict.get("kind", ""), verdict.get("message", "")
+    kind, message = verdict.get("kind", ""), _LOG_PREFIX.sub("", verdict.get("message", ""))
     text = re.sub(r"Error from segmentation group \d+:\s*", "", innermost_error(message)).strip()
     if nvrtc_error(text):  # named by its first compiler error
         line = nvrtc_error(text)
