@@ -50,10 +50,10 @@ CONSTANTS = (0.0, 1.0, 2.0, -1.0, 0.5, -0.5, 3.0, 0.125, 1e-5, 1e-6, 1e-12, 1e-3
 SOURCES = ("scratch", "seeds", "mixed")
 # One operand in this many (past the first) is a new input shaped to broadcast against the first,
 # either way (narrower: some dims 1, leading dims dropped; wider: a size-1 dim of the first grown),
-# and one first operand in this many a new input of the same type in a drawn layout: broadcasts in
+# and some first operands a new input of the same type in a drawn layout (_try_op): broadcasts in
 # every operand position, and expanded or strided operands meeting in one op.
 FRESH_OPERAND_EVERY = 4
-ROUND_TRIP_WEIGHT = 3
+ROUND_TRIP_WEIGHT = 1
 
 
 @dataclass(frozen=True)
@@ -217,9 +217,10 @@ def _try_op(draw: Callable, b: GraphBuilder, op_name: str, cfg: GenConfig, first
     """Add `op_name` with its first operand among `firsts` and the others among `tensors`."""
     op = OPS[op_name]
     first = _pick(draw, firsts)
-    # A reduction reads a new input (in a drawn layout) twice as often: reductions on every layout.
-    # Not where the first operand must be computed (a connected graph, chains, fusion anchors).
-    fresh_every = FRESH_OPERAND_EVERY // 2 if op.kind == "reduction" else FRESH_OPERAND_EVERY
+    # A reduction reads a new input (in a drawn layout) twice as often as another op: reductions on
+    # every layout, while chains (what fusers fuse) stay deep. Not where the first operand must be
+    # computed (a connected graph, chains, fusion anchors).
+    fresh_every = FRESH_OPERAND_EVERY if op.kind == "reduction" else 2 * FRESH_OPERAND_EVERY
     feats = cfg.features
     free_first = not (feats.connected or feats.chains or feats.anchors)
     if free_first and not draw(ints(0, fresh_every - 1)) and b.types[first].rank and \
@@ -286,8 +287,8 @@ def _broadcast_partner(draw: Callable, shape: tuple[int, ...], config: ShapeConf
     dim added), so that the other is."""
     if narrow or draw(st.booleans()):
         ones = [1 if draw(ints(0, 1)) else s for s in shape]
-        return tuple(ones[draw(ints(0, max(0, len(ones) - config.min_input_rank))):]) if draw(ints(0, 2)) == 0 \
-            else tuple(ones)
+        ones = ones[draw(ints(0, max(0, len(ones) - config.min_input_rank))):] if draw(ints(0, 2)) == 0 else ones
+        return (1,) * (config.min_input_rank - len(ones)) + tuple(ones)  # never fewer dims than the policy's
     wide = [choice(draw, [2, 3, 4, 5]) if s == 1 else s for s in shape]
     if len(wide) < config.max_rank and draw(ints(0, 2)) == 0:
         wide.insert(0, choice(draw, [2, 3]))

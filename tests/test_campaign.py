@@ -287,7 +287,7 @@ def test_known_root_causes_are_counted_not_reduced_again(tmp_path):
     """A campaign told where the regression corpus is (--known minimized/) spends no reduction on
     the root causes it already holds, and says which repro holds each (the crash names a C++
     assert: its root cause is known at once)."""
-    kwargs = dict(seed=1, workers=2, max_cases=25, timeout=8.0, features=SMALL, swarm=False, reduce_budget=40)
+    kwargs = dict(seed=5, workers=2, max_cases=25, timeout=8.0, features=SMALL, swarm=False, reduce_budget=40)
     first = Campaign(BUGGY + "CrashOnSumSigmoid", tmp_path / "first", **kwargs).run()
     (crash,) = [s for s in first["signatures"] if s["outcome"] == "crash"]
     repro = tmp_path / "first" / crash["minimized"]["path"]
@@ -345,7 +345,7 @@ def test_a_confirmed_signature_that_no_longer_fails_is_left_unreduced_and_the_ca
         tmp_path, monkeypatch):
     monkeypatch.setenv("FUZZFUSE_TEST_FIXED", str(tmp_path / "fixed"))
     backend = BUGGY + "CrashOnSumSigmoidUntilFixed"
-    campaign = Campaign(backend, tmp_path / "run", seed=1, workers=2, max_cases=25, timeout=8.0, features=SMALL,
+    campaign = Campaign(backend, tmp_path / "run", seed=5, workers=2, max_cases=25, timeout=8.0, features=SMALL,
                         swarm=False, reduce=False)
     campaign.run()
     (key,) = [k for k, e in campaign.stats.signatures.items() if e.outcome == "crash" and e.confirmed is True]
