@@ -25,6 +25,7 @@ from .ir import OPS, Graph, GraphError, Layout, TensorInput, Values
 from .ir.ops import choice, ints, permutations
 from .ir.builder import GraphBuilder, batch_norm, layer_norm, layer_norm_backward, matmul_epilogue, squeeze_excite
 from .ir.types import COMPUTE_DTYPES, FLOAT_DTYPES, FP8_DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
+from .seedgraphs import CONSTANTS, mutated_seed
 from .steering import MAX_REDRAWS, Trigger, unsteered
 
 ALL_LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "sliced", "expanded")
@@ -43,10 +44,8 @@ STEER_PARTNERS = 3
 NARROW_DISTS = ("specials", "lone_special", "halves", "denormals")
 SPECIAL_DISTS = ("specials", "lone_special")
 NARROW_EVERY = 5
-# The small exact constants real code uses, and the eps values of real normalization layers.
-CONSTANTS = (0.0, 1.0, 2.0, -1.0, 0.5, -0.5, 3.0, 0.125, 1e-5, 1e-6, 1e-12, 1e-3, 0.1, -10000.0)
 # Where a batch's cases come from (Features.source): drawn from scratch, mutated from the seed corpus
-# (fuzzfuse.seeds.mutated_seed), or each case one or the other with even odds ("mixed").
+# (seedgraphs.mutated_seed), or each case one or the other with even odds ("mixed").
 SOURCES = ("scratch", "seeds", "mixed")
 # One operand in this many (past the first) is a new input shaped to broadcast against the first,
 # either way (narrower: some dims 1, leading dims dropped; wider: a size-1 dim of the first grown),
@@ -548,8 +547,6 @@ def _draw(seed: int | str, config: GenConfig) -> Graph:
         raise ValueError(f"unknown case source {source!r}; one of {', '.join(SOURCES)}")
     rng = random.Random(f"{seed}:source")
     if source == "seeds" or (source == "mixed" and rng.random() < 0.5):
-        from .seeds import mutated_seed  # seeds -> corpus -> backends -> this module
-
         graph = mutated_seed(rng, config.features)
         return _training(graph, rng) if config.backward else graph
     for attempt in range(8):

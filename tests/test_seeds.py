@@ -7,8 +7,8 @@ from pathlib import Path
 
 from fuzzfuse.checkpoint import STATE_FILE
 from fuzzfuse.ir import make_inputs, run_eager
-from fuzzfuse.seeds import (CONSTANTS, _constant, _dtype, _layout, _op, mutated_seed, seed_cases, seed_graphs,
-                            write)
+from fuzzfuse.seedgraphs import CONSTANTS, _constant, _dtype, _layout, _op, mutated_seed, seed_graphs
+from fuzzfuse.seeds import seed_cases, write
 from fuzzfuse.strategies import Features, GenConfig, generate
 
 CORPUS = Path(__file__).parent.parent / "corpus"
