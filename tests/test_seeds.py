@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from fuzzfuse.checkpoint import STATE_FILE
 from fuzzfuse.ir import make_inputs, run_eager
 from fuzzfuse.seedgraphs import CONSTANTS, _constant, _dtype, _layout, _op, mutated_seed, seed_graphs
@@ -74,6 +76,7 @@ def test_the_seeds_source_draws_every_case_from_a_mutated_seed_and_mixed_about_h
     assert 10 <= sum(m != s for m, s in zip(mixed, scratch)) <= 30
 
 
+@pytest.mark.slow  # a fresh interpreter and a real NNC campaign: 7 s on the 2-core machine
 def test_fuzz_takes_the_source_switch_and_keeps_it_in_the_campaign_state(tmp_path):
     """A real campaign (NNC) of mutated seeds; --resume reads the source back from the state."""
     root = Path(__file__).parent.parent
