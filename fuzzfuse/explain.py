@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .ir import OPS, Graph, run_eager
+from .ir import OPS, Graph, ScalarInput, run_eager
 from .ir.types import category
 from .oracle import compare_output
 
@@ -52,37 +52,41 @@ def _integral_dtypes(graph: Graph, through_unary: bool) -> dict[str, str]:
     return integral
 
 
-def scalar_cast_graphs(graph: Graph) -> list[Graph]:
-    """The graph with every float constant of an op that also reads an integer or bool tensor
-    converted to that tensor's dtype, for each way of converting to bool and each reach of the
-    dtype (`_integral_dtypes`); none where no conversion changes a constant (1e-05 on int32
-    becomes 0.0, -2.0 on bool 1.0)."""
-    found: dict[str, Graph] = {}
+def scalar_cast_graphs(graph: Graph, inputs: list) -> list[tuple[Graph, list]]:
+    """The graph and its inputs with every float scalar (a constant, or a runtime scalar input) of
+    an op that also reads an integer or bool tensor converted to that tensor's dtype, for each way
+    of converting to bool and each reach of the dtype (`_integral_dtypes`); none where no
+    conversion changes a scalar (1e-05 on int32 becomes 0.0, -2.0 on bool 1.0)."""
+    positions = {spec.name: k for k, spec in enumerate(graph.inputs) if isinstance(spec, ScalarInput)}
+    found: dict[tuple, tuple[Graph, list]] = {}
     for through_unary in (False, True):
         integral = _integral_dtypes(graph, through_unary)
         for as_bool in (True, False):
-            nodes, changed = [], False
+            nodes, values = [], list(inputs)
             for node in graph.nodes:
                 dtypes = [integral[r] for r in node.refs() if r in integral]
                 args = node.args
                 if dtypes:
                     args = tuple(_converted(a, dtypes[0], as_bool) if type(a) is float and math.isfinite(a) else a
                                  for a in node.args)
-                changed |= args != node.args
+                    for r in node.refs():
+                        if r in positions and type(values[positions[r]]) is float and math.isfinite(values[positions[r]]):
+                            values[positions[r]] = _converted(values[positions[r]], dtypes[0], as_bool)
                 nodes.append(replace(node, args=args))
-            if changed:
-                candidate = replace(graph, nodes=tuple(nodes))
-                found.setdefault(candidate.digest(), candidate)
+            candidate = replace(graph, nodes=tuple(nodes))
+            scalars = tuple(values[k] for k in positions.values())
+            if candidate.digest() != graph.digest() or scalars != tuple(inputs[k] for k in positions.values()):
+                found.setdefault((candidate.digest(), scalars), (candidate, values))
     return list(found.values())
 
 
 def scalar_cast_explains(graph: Graph, inputs: list, output: int, fused, reduced: int = 1) -> bool:
     """Whether fused output `output` is what eager computes with the graph's float scalars converted
     to the dtype of the integer or bool tensor each meets (`scalar_cast_graphs`)."""
-    for candidate in scalar_cast_graphs(graph):
+    for candidate, values in scalar_cast_graphs(graph, inputs):
         try:
-            eager, _ = run_eager(candidate, inputs)
-            ref64, _ = run_eager(candidate, inputs, upcast=True)
+            eager, _ = run_eager(candidate, values)
+            ref64, _ = run_eager(candidate, values, upcast=True)
         except Exception:  # eager refuses the converted graph: no explanation from it
             continue
         if compare_output(output, fused, eager[output], ref64[output], reduced) is None:
