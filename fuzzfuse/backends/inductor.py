@@ -49,8 +49,9 @@ class InductorBackend(DynamoBackend):
     flush_style = MappingProxyType({"cpu": FlushStyle.DAZ_FTZ, "cuda": FlushStyle.TRITON_FP32})
     # dynamo and aot_autograd without Inductor (fuzzfuse.attribution).
     reference_route = "dynamo:aot_eager"
-    # torch._decomp's elu is where(x > 0, x * scale, expm1(x * input_scale) * alpha * scale).
-    computes_from = MappingProxyType({"elu": "expm1"})
+    # torch._decomp's elu is where(x > 0, x * scale, expm1(x * input_scale) * alpha * scale), and
+    # torch._refs' div(rounding_mode="trunc") of floats is trunc(a / b): Triton's division is its.
+    computes_from = MappingProxyType({"elu": "expm1", "div_trunc": "div"})
     device_routes = MappingProxyType({"cpu": "inductor:cpu", "cuda": "inductor:cuda"})
 
     def __init__(self, device: str | None = None):
