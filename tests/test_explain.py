@@ -10,7 +10,7 @@ import pytest
 
 from fuzzfuse.backends import Unavailable, get_backend
 from fuzzfuse.corpus import load_case
-from fuzzfuse.explain import SCALAR_CAST, scalar_cast_graphs
+from fuzzfuse.explain import SCALAR_CAST, ZERO_DIM_WIDER, scalar_cast_graphs, zero_dim_wider_graphs
 from fuzzfuse.identity import Anchor, identify, same_bug
 from fuzzfuse.ir import Graph
 from fuzzfuse.job import run_case
@@ -85,6 +85,22 @@ def test_onednn_graphs_scalar_conversion_is_one_bug_on_both_routes_and_not_nncs(
     assert same_bug(*ours)
     nnc = identify(run_case(NNC_FORMS[0], backend("torchscript:nnc")).signature, device="cpu")
     assert not same_bug(ours[0], nnc)  # the same rule in two fusers is two bugs
+
+
+def test_nncs_wider_zero_dim_integer_is_one_bug_through_the_ops_that_read_it():
+    """Two reduced cases of a 300-s NNC campaign (seed 2705073095): neg(int8) > a 0-d int32
+    INT_MAX, and cast(int32) < a 0-d int64 INT64_MAX. PyTorch converts the 0-d operand to the
+    tensor's dtype (-1); NNC computes in the wider dtype. One bug, whichever op reads the pair."""
+    nnc = backend("torchscript:nnc")
+    identities = []
+    for name in ("nnc-zero-dim-gt.json", "nnc-zero-dim-lt-after-cast.json"):
+        case = load_case(ROOT / "tests" / "data" / "explain_cases" / name)
+        assert len(zero_dim_wider_graphs(case.graph)) == 1
+        result = run_case(case.graph, nnc)
+        assert result.outcome is Outcome.MISMATCH and result.signature.message == ZERO_DIM_WIDER, result.detail
+        identities.append(identify(result.signature, device="cpu"))
+    assert same_bug(*identities)
+    assert zero_dim_wider_graphs(graph("int32", "zeros", ("add", "x0", "x0"))) == []
 
 
 @pytest.mark.slow
