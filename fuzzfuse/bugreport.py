@@ -470,10 +470,14 @@ def aot_nvfuser_repro(directory: Path, case: Case) -> str:
 
 def fails_as_recorded(case: Case, run: ReproRun) -> bool:
     """Whether a run of the short repro shows the bug: killed by a signal for a hard crash, exit
-    status 1 (or killed at the timeout, for a hang) otherwise."""
+    status 1 (or killed at the timeout, for a hang) otherwise. A crash whose exception was raised
+    as recorded and whose process then died at exit (nvFuser's executable destructor aborts after
+    an illegal memory access) shows it too."""
     if case.signature.outcome == "hard-crash":
         return run.status is not None and run.status < 0
-    return run.status == 1 or (run.status is None and case.signature.outcome == "hang")
+    raised_then_died = (case.signature.outcome == "crash" and run.status is not None and run.status < 0
+                        and re.search(rf"^\S*\b{re.escape(case.signature.kind)}: ", run.output, re.M) is not None)
+    return run.status == 1 or raised_then_died or (run.status is None and case.signature.outcome == "hang")
 
 
 # ATen's x86 CPU capabilities (ATEN_CPU_CAPABILITY), lowest first: a CPU case recorded without one

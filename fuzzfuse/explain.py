@@ -5,27 +5,35 @@ wherever the scalar has a fraction, through every op that takes one. NNC compute
 int32 as `x >= 0`, `x < 0.5` on bool as `x < 0`, `clamp_min(x, 0.5)` as `clamp_min(x, 0)`; oneDNN
 Graph computes `x / -2.0` on bool as `x / True` and `x + 0.5` on int32 as `x + 0`. The op that reads
 the scalar, the op before it (the reducer keeps one: NNC fuses two ops or more) and the observer
-after it are forms; the rule is the bug. NNC keeps the integer dtype through a unary op for this: `sqrt(x != x) < 1e-05`
-is False, its sqrt right (0.0) and its scalar converted as if the sqrt were a bool.
+after it are forms; the rule is the bug. NNC keeps the integer dtype through a unary op for this:
+`sqrt(x != x) < 1e-05` is False, its sqrt right (0.0) and its scalar converted as if the sqrt were
+a bool.
+
+A fuser that ranks a 0-d integer tensor like a dimensioned one computes an int8 tensor against a
+0-d int32 INT_MAX in int32, where PyTorch converts the 0-d operand to int8 first (-1): NNC's gt and
+Inductor CUDA's logical_xor are wrong that way, each through whichever op reads such a pair.
 
 Where a mismatching output equals, as the oracle judges it, eager's output on the same inputs with
-those scalars so converted, the mismatch's signature carries the rule as its message
-(`verdict.mismatched`), its identity is the rule (fuzzfuse.identity), and the reducer, which keeps
-the signature, never slips from the rule to another bug. A precision bug of one op with a small
-scalar (Inductor's div_floor of int32 by 1e-05) computes no such value, and stays its op's.
+those scalars so converted (or that op computed in the wider dtype), the mismatch's signature
+carries the rule as its message (`verdict.mismatched`), its identity is the rule
+(fuzzfuse.identity), and the reducer, which keeps the signature, never slips from the rule to
+another bug. A precision bug of one op with a small scalar (Inductor's div_floor of int32 by
+1e-05) computes no such value, and stays its op's.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import replace
 
-from .ir import OPS, Graph, run_eager
+from .ir import OPS, Graph, ScalarInput, run_eager
+from .ir.graph import Node
 from .ir.types import category
 from .oracle import compare_output
 
 SCALAR_CAST = "a float scalar is converted to the dtype of the integer or bool tensor it meets"
+ZERO_DIM_WIDER = "a 0-d integer tensor of a wider dtype sets the dtype a binary op computes in"
 # The rules a mismatch's signature may name (its message), each a bug of its own.
-RULES = (SCALAR_CAST,)
+RULES = (SCALAR_CAST, ZERO_DIM_WIDER)
 
 
 def _converted(value: float, dtype: str, as_bool: bool) -> float:
@@ -52,39 +60,83 @@ def _integral_dtypes(graph: Graph, through_unary: bool) -> dict[str, str]:
     return integral
 
 
-def scalar_cast_graphs(graph: Graph) -> list[Graph]:
-    """The graph with every float constant of an op that also reads an integer or bool tensor
-    converted to that tensor's dtype, for each way of converting to bool and each reach of the
-    dtype (`_integral_dtypes`); none where no conversion changes a constant (1e-05 on int32
-    becomes 0.0, -2.0 on bool 1.0)."""
-    found: dict[str, Graph] = {}
+def scalar_cast_graphs(graph: Graph, inputs: list) -> list[tuple[Graph, list]]:
+    """The graph and its inputs with every float scalar (a constant, or a runtime scalar input) of
+    an op that also reads an integer or bool tensor converted to that tensor's dtype, for each way
+    of converting to bool and each reach of the dtype (`_integral_dtypes`); none where no
+    conversion changes a scalar (1e-05 on int32 becomes 0.0, -2.0 on bool 1.0)."""
+    positions = {spec.name: k for k, spec in enumerate(graph.inputs) if isinstance(spec, ScalarInput)}
+    found: dict[tuple, tuple[Graph, list]] = {}
     for through_unary in (False, True):
         integral = _integral_dtypes(graph, through_unary)
         for as_bool in (True, False):
-            nodes, changed = [], False
+            nodes, values = [], list(inputs)
             for node in graph.nodes:
                 dtypes = [integral[r] for r in node.refs() if r in integral]
                 args = node.args
                 if dtypes:
                     args = tuple(_converted(a, dtypes[0], as_bool) if type(a) is float and math.isfinite(a) else a
                                  for a in node.args)
-                changed |= args != node.args
+                    for r in node.refs():
+                        if r in positions and type(values[positions[r]]) is float and math.isfinite(values[positions[r]]):
+                            values[positions[r]] = _converted(values[positions[r]], dtypes[0], as_bool)
                 nodes.append(replace(node, args=args))
-            if changed:
-                candidate = replace(graph, nodes=tuple(nodes))
-                found.setdefault(candidate.digest(), candidate)
+            candidate = replace(graph, nodes=tuple(nodes))
+            scalars = tuple(values[k] for k in positions.values())
+            if candidate.digest() != graph.digest() or scalars != tuple(inputs[k] for k in positions.values()):
+                found.setdefault((candidate.digest(), scalars), (candidate, values))
     return list(found.values())
+
+
+def zero_dim_wider_graphs(graph: Graph) -> list[Graph]:
+    """The graph with each binary op that reads a dimensioned integer tensor and a 0-d integer
+    tensor of a wider dtype computing in that wider dtype, as a fuser that ranks the 0-d operand
+    like a dimensioned one does (PyTorch converts the 0-d int32 INT_MAX to int8 before comparing
+    it with an int8 tensor: -1; such a fuser compares in int32). None where no op has such a pair."""
+    types = graph.infer_types()
+    nodes, changed = [], False
+    for node in graph.nodes:
+        operands = [r for r in node.refs() if r in types and not types[r].is_scalar]
+        if OPS[node.op].kind == "binary" and len(operands) == 2 and all(category(types[r].dtype) == 1
+                                                                        for r in operands):
+            narrow, wide = sorted(operands, key=lambda r: len(types[r].shape) == 0)
+            a, b = types[narrow], types[wide]
+            if len(a.shape) > 0 and len(b.shape) == 0 and _bits(b.dtype) > _bits(a.dtype):
+                cast = Node(f"{narrow}_as_{b.dtype}", "cast", (narrow,), {"dtype": b.dtype})
+                nodes.append(cast)
+                node = replace(node, args=tuple(cast.name if x == narrow else x for x in node.args))
+                changed = True
+        nodes.append(node)
+    return [replace(graph, nodes=tuple(nodes))] if changed else []
+
+
+def _bits(dtype: str) -> int:
+    return {"uint8": 8, "int8": 8, "int16": 16, "int32": 32, "int64": 64}.get(dtype, 0)
+
+
+def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int = 1) -> str:
+    """The known wrong rule whose eager run gives fused output `output` (the module's docstring), or
+    "" where none does."""
+    if scalar_cast_explains(graph, inputs, output, fused, reduced):
+        return SCALAR_CAST
+    for candidate in zero_dim_wider_graphs(graph):
+        if _computes(candidate, inputs, output, fused, reduced):
+            return ZERO_DIM_WIDER
+    return ""
+
+
+def _computes(graph: Graph, inputs: list, output: int, fused, reduced: int) -> bool:
+    """Whether eager's run of `graph` on `inputs` gives fused output `output`, as the oracle judges."""
+    try:
+        eager, _ = run_eager(graph, inputs)
+        ref64, _ = run_eager(graph, inputs, upcast=True)
+    except Exception:  # eager refuses the changed graph: no explanation from it
+        return False
+    return compare_output(output, fused, eager[output], ref64[output], reduced) is None
 
 
 def scalar_cast_explains(graph: Graph, inputs: list, output: int, fused, reduced: int = 1) -> bool:
     """Whether fused output `output` is what eager computes with the graph's float scalars converted
     to the dtype of the integer or bool tensor each meets (`scalar_cast_graphs`)."""
-    for candidate in scalar_cast_graphs(graph):
-        try:
-            eager, _ = run_eager(candidate, inputs)
-            ref64, _ = run_eager(candidate, inputs, upcast=True)
-        except Exception:  # eager refuses the converted graph: no explanation from it
-            continue
-        if compare_output(output, fused, eager[output], ref64[output], reduced) is None:
-            return True
-    return False
+    return any(_computes(candidate, values, output, fused, reduced) for candidate, values in
+               scalar_cast_graphs(graph, inputs))

@@ -16,6 +16,9 @@ triage and the pytest plugin all ask it (or its index key, `BugIdentity.key`).
   strides), the phase (forward or backward) and the device. Ops after the culprit (sign, eq,
   reciprocal, a cast, div_trunc(v, v)) only make its wrong value visible: they are observers, not
   the bug, and so are the special value, the constant, the shape and the route that exposed it.
+  Where the fuser's one lowering runs on several devices (Inductor's C++ and Triton code) and the
+  reduced graph fails alike on each that was run (`Generalisation.devices`), the bug is the
+  lowering's: its identity names no device.
   The culprit is found where the failure was reduced (fuzzfuse.reduce.generalise probes each op's
   own value); where that found none, it is the first op of the reduced graph that is no filler:
   the reducer replaces every op it can by an input holding eager's value of it, so an op that is
@@ -175,6 +178,8 @@ def identify(signature: Signature | None, graph: Graph | None = None,
     if graph is None:
         return None
     general = generalisation if generalisation is not None and generalisation.applies_to(graph) else None
+    if general is not None and len(general.devices) > 1:
+        device = ""  # the same wrong value on each device its one lowering runs on: one bug on all
     symptom = symptom_of(signature)
     judged = signature.outcome in ("mismatch", "unfused")
     phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""

@@ -24,7 +24,7 @@ from .backends.options import Options
 from .ir import Graph, TensorInput, flush_denormals, interpret, make_inputs, run_autograd, run_eager, run_fp32_compute
 from .ir.interp import scalar_reference
 from .ir.values import input_set
-from .explain import SCALAR_CAST, scalar_cast_explains
+from .explain import explaining_rule
 from .oracle import (ATOL, RTOL, compare_output, nearer_references, nearest_run, gradient_reduction_sizes, reduction_sizes,
                      signed_zero_difference)
 from .pool import Job
@@ -134,8 +134,8 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: Options
                              *design_references(backend, options, graph, inputs, eager),
                              rounded=_once(lambda: rounding_runs(graph, inputs, eager)),
                              scalar=lambda output, positions: scalar_reference(graph, inputs, output, positions),
-                             cast=lambda output, fused, reduced: scalar_cast_explains(graph, inputs, output, fused,
-                                                                                      reduced))
+                             rule=lambda output, fused, reduced: explaining_rule(graph, inputs, output, fused,
+                                                                                 reduced))
     if failure:
         return judged(failure)
     # Gradients are not judged downstream of undefined behaviour (a where on a NaN cast's result).
@@ -210,7 +210,7 @@ def holds_nonfinite(graph: Graph, inputs: list) -> bool:
 
 def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: list, ref64: list, tainted: dict,
                    check_strides: bool, flushed=None, widened=None, invalid=None, rounded=None,
-                   scalar=None, cast=None) -> CaseResult | None:
+                   scalar=None, rule=None) -> CaseResult | None:
     """The mismatch verdict of the first wrong output; else a documented difference (a zero of
     the other sign, or, where the backend declares the semantic (`design_references`, each
     computed at its first call), an output that is right once denormals are flushed (`flushed`)
@@ -219,9 +219,9 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
     float64 as runs that round other ways than eager (`rounded`, `rounding_runs`): ill-conditioned);
     None when every output is right. A wrong value that eager computes and the fused output does
     not, by the scalar arbiter (`scalar`: ir.interp.scalar_reference), is eager's own bug: the
-    mismatch is eager's (`eager_fault`). A wrong value that eager gives with the graph's float
-    scalars converted to the integer or bool tensor's dtype (`cast`: explain.scalar_cast_explains)
-    is that rule's bug, whichever op showed it."""
+    mismatch is eager's (`eager_fault`). A wrong value that a known wrong rule computes exactly
+    (`rule`: explain.explaining_rule: a float scalar converted to the integer tensor's dtype, a
+    0-d integer tensor that widens the op) is that rule's bug, whichever op showed it."""
     reduced = reduction_sizes(graph, types)
     documented = None
     for i, name in enumerate(graph.outputs):
@@ -265,9 +265,8 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
                 and eager_fault(fused, eager[i], lambda positions: scalar(i, positions)):
             return verdict.mismatched(EAGER_FAULT, mismatch, what, f"{result.context}\n\n{EAGER_FAULT_NOTE}", output=i)
         if mismatch:
-            rule = SCALAR_CAST if (cast is not None and mismatch.kind in ("values", "nan-inf")
-                                   and cast(i, fused, reduced[name])) else ""
-            return verdict.mismatched(backend.name, mismatch, what, result.context, output=i, rule=rule)
+            named = rule(i, fused, reduced[name]) if rule is not None and mismatch.kind in ("values", "nan-inf") else ""
+            return verdict.mismatched(backend.name, mismatch, what, result.context, output=i, rule=named)
         sign = documented is None and signed_zero_difference(fused, eager[i], ref64[i])
         if sign:
             documented = verdict.documented(backend.name, Difference.SIGNED_ZERO, what, sign)

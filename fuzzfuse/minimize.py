@@ -18,6 +18,7 @@ from typing import Callable, NamedTuple
 import torch
 
 from .backends import Unavailable, backend_for_file, get_backend
+from .backends.registry import declared
 from .backends.options import Options
 from .corpus import Case, CorpusError, ReductionFigures, iter_cases, load_case, umask_mode, write_json
 from .ir import Graph
@@ -130,6 +131,9 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
                 graph, stats = again.graph, _combined(stats, again.stats)
                 general = generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options),
                                       batch=max(1, workers))
+        if general is not None:
+            general = replace(general, devices=devices_failing_alike(
+                active, backend, graph, options, kept, timeout, bool(case.check_strides), ids))
         return CaseReduction(graph, stats, kept, options, general)
     finally:
         if own:
@@ -142,6 +146,35 @@ def _combined(first: ReductionStats, then: ReductionStats) -> ReductionStats:
     return replace(then, queries=first.queries + then.queries + 1, cache_hits=first.cache_hits + then.cache_hits,
                    successes=first.successes + then.successes + 1, rounds=first.rounds + then.rounds,
                    ops_before=first.ops_before, inputs_before=first.inputs_before, cost_before=first.cost_before)
+
+
+def devices_failing_alike(pool, backend: str, graph: Graph, options: Options, signature: Signature,
+                          timeout: float, check_strides: bool, ids) -> tuple[str, ...]:
+    """The devices a reduced wrong value fails alike on (the same outcome, stage, kind and class),
+    its own among them, where its fuser runs one lowering on several (`Backend.device_routes`)
+    and another of them runs here; () where none does, or it fails on its own device only. Run with
+    the fuser's defaults only: a configuration drawn for one device may not exist on another."""
+    routes = declared(backend, "device_routes", {})
+    config = options.inductor_config
+    if signature.outcome != "mismatch" or not routes or (config is not None and config != type(config)()):
+        return ()
+    own = get_backend(backend).device
+    alike = [own]
+    for device, route in sorted(routes.items()):
+        if device == own:
+            continue
+        try:
+            get_backend(route)
+        except Unavailable:
+            continue
+        reply = run_jobs(pool, [graph_job(next(ids), route, graph, timeout, Options(), check_strides)])[0]
+        try:
+            theirs = judge(route, reply).signature
+        except HarnessError:
+            continue
+        if theirs is not None and replace(theirs, backend=signature.backend) == signature:
+            alike.append(device)
+    return tuple(sorted(alike)) if len(alike) > 1 else ()
 
 
 def reply_key(backend: str, reply: dict) -> str | None:

@@ -18,7 +18,8 @@ from pathlib import Path
 from .backends import Unavailable
 from .corpus import Case, CorpusError, ReductionFigures, Variant, load_case, write_json
 from .ir import Graph
-from .minimize import VERIFY_RUNS, first_output_wrong, generalised, reduce_case, reply_key, write_minimized
+from .minimize import (VERIFY_RUNS, devices_failing_alike, first_output_wrong, generalised, reduce_case, reply_key,
+                       write_minimized)
 from .oracle import Signature
 from .verdict import HarnessError, judge
 from .pool import case_pool, graph_job, run_jobs
@@ -106,7 +107,11 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tupl
 
     if not is_interesting([case.graph])[0]:
         raise NotInteresting("the repro's graph does not fail as recorded now")
-    return sig, generalised(case.graph, sig, case.backend, is_interesting, first_wrong)
+    general = generalised(case.graph, sig, case.backend, is_interesting, first_wrong)
+    if general is not None:
+        general = replace(general, devices=devices_failing_alike(pool, case.backend, case.graph, case.options, sig,
+                                                                 timeout, bool(case.check_strides), ids))
+    return sig, general
 
 
 def record_generalisation(directory: Path, pools: Pools, timeout: float = 60.0) -> tuple[str, str]:

@@ -10,7 +10,7 @@ import pytest
 
 from fuzzfuse.backends import Unavailable, get_backend
 from fuzzfuse.corpus import load_case
-from fuzzfuse.explain import SCALAR_CAST, scalar_cast_graphs
+from fuzzfuse.explain import SCALAR_CAST, ZERO_DIM_WIDER, scalar_cast_graphs, zero_dim_wider_graphs
 from fuzzfuse.identity import Anchor, identify, same_bug
 from fuzzfuse.ir import Graph
 from fuzzfuse.job import run_case
@@ -19,11 +19,13 @@ from fuzzfuse.verdict import Outcome
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def graph(dtype: str, dist: str, *nodes: tuple) -> Graph:
-    """x0 (four elements of `dtype`, all `dist`), then each (op, args...) node in turn as v0, v1..."""
+def graph(dtype: str, dist: str, *nodes: tuple, scalar: float | None = None) -> Graph:
+    """x0 (four elements of `dtype`, all `dist`; and s0, a runtime float `scalar`, where given), then
+    each (op, args...) node in turn as v0, v1..."""
+    runtime = [{"kind": "scalar", "name": "s0", "dtype": "float", "value": scalar}] if scalar is not None else []
     return Graph.from_json({"schema": 1, "outputs": [f"v{len(nodes) - 1}"], "inputs": [
         {"kind": "tensor", "name": "x0", "shape": [4], "dtype": dtype, "layout": {"kind": "contiguous"},
-         "values": {"dist": dist}}],
+         "values": {"dist": dist}}] + runtime,
         "nodes": [{"name": f"v{k}", "op": op, "args": list(args), "attrs": {}} for k, (op, *args) in enumerate(nodes)]})
 
 
@@ -35,13 +37,13 @@ def backend(name: str):
 
 
 def test_a_constant_the_conversion_leaves_alone_gives_no_graph_to_explain_with():
-    assert scalar_cast_graphs(graph("int32", "zeros", ("add", "x0", 2.0))) == []
-    assert scalar_cast_graphs(graph("float32", "zeros", ("ge", "x0", 1e-05))) == []
-    converted = scalar_cast_graphs(graph("int32", "zeros", ("ge", "x0", 1e-05)))
-    assert [g.nodes[0].args for g in converted] == [("x0", 0.0)]
+    assert scalar_cast_graphs(graph("int32", "zeros", ("add", "x0", 2.0)), []) == []
+    assert scalar_cast_graphs(graph("float32", "zeros", ("ge", "x0", 1e-05)), []) == []
+    converted = scalar_cast_graphs(graph("int32", "zeros", ("ge", "x0", 1e-05)), [])
+    assert [g.nodes[0].args for g, _ in converted] == [("x0", 0.0)]
     # To bool, PyTorch's way (nonzero is True) and NNC's (truncation) are both tried.
-    on_bool = scalar_cast_graphs(graph("bool", "ones", ("div", "x0", -2.5)))
-    assert sorted(g.nodes[0].args[1] for g in on_bool) == [-2.0, 1.0]
+    on_bool = scalar_cast_graphs(graph("bool", "ones", ("div", "x0", -2.5)), [])
+    assert sorted(g.nodes[0].args[1] for g, _ in on_bool) == [-2.0, 1.0]
 
 
 NNC_FORMS = [  # one bug, reached through three ops, two dtypes, another op before it or between
@@ -50,6 +52,8 @@ NNC_FORMS = [  # one bug, reached through three ops, two dtypes, another op befo
     graph("int32", "zeros", ("isnan", "x0"), ("lt", "v0", 0.5)),
     # NNC types sqrt of a bool as a bool when it converts the scalar (the sqrt itself is right)
     graph("int32", "zeros", ("ne", "x0", "x0"), ("sqrt", "v0"), ("lt", "v1", 1e-05)),
+    # a runtime scalar argument is converted as a constant is
+    graph("int32", "zeros", ("clamp_min", "x0", "s0"), ("reciprocal", "v0"), scalar=0.5),
 ]
 
 
@@ -81,6 +85,22 @@ def test_onednn_graphs_scalar_conversion_is_one_bug_on_both_routes_and_not_nncs(
     assert same_bug(*ours)
     nnc = identify(run_case(NNC_FORMS[0], backend("torchscript:nnc")).signature, device="cpu")
     assert not same_bug(ours[0], nnc)  # the same rule in two fusers is two bugs
+
+
+def test_nncs_wider_zero_dim_integer_is_one_bug_through_the_ops_that_read_it():
+    """Two reduced cases of a 300-s NNC campaign (seed 2705073095): neg(int8) > a 0-d int32
+    INT_MAX, and cast(int32) < a 0-d int64 INT64_MAX. PyTorch converts the 0-d operand to the
+    tensor's dtype (-1); NNC computes in the wider dtype. One bug, whichever op reads the pair."""
+    nnc = backend("torchscript:nnc")
+    identities = []
+    for name in ("nnc-zero-dim-gt.json", "nnc-zero-dim-lt-after-cast.json"):
+        case = load_case(ROOT / "tests" / "data" / "explain_cases" / name)
+        assert len(zero_dim_wider_graphs(case.graph)) == 1
+        result = run_case(case.graph, nnc)
+        assert result.outcome is Outcome.MISMATCH and result.signature.message == ZERO_DIM_WIDER, result.detail
+        identities.append(identify(result.signature, device="cpu"))
+    assert same_bug(*identities)
+    assert zero_dim_wider_graphs(graph("int32", "zeros", ("add", "x0", "x0"))) == []
 
 
 @pytest.mark.slow

@@ -153,6 +153,10 @@ class Backend:
     # bug's identity (fuzzfuse.identity) names that op. Inductor's elu is its decomposition
     # through expm1; NNC computes elu from exp, so there an elu is its own.
     computes_from: Mapping[str, str] = MappingProxyType({})
+    # The backends that run this fuser's own lowering on each device, by device (Inductor's C++ and
+    # Triton code share one lowering): a reduced wrong value that fails alike on another device is
+    # that lowering's bug, one bug on both (fuzzfuse.minimize.devices_failing_alike).
+    device_routes: Mapping[str, str] = MappingProxyType({})
 
     def check_available(self) -> None:
         """Raise Unavailable(reason) when this backend cannot run in this process."""

@@ -49,8 +49,10 @@ class InductorBackend(DynamoBackend):
     flush_style = MappingProxyType({"cpu": FlushStyle.DAZ_FTZ, "cuda": FlushStyle.TRITON_FP32})
     # dynamo and aot_autograd without Inductor (fuzzfuse.attribution).
     reference_route = "dynamo:aot_eager"
-    # torch._decomp's elu is where(x > 0, x * scale, expm1(x * input_scale) * alpha * scale).
-    computes_from = MappingProxyType({"elu": "expm1"})
+    # torch._decomp's elu is where(x > 0, x * scale, expm1(x * input_scale) * alpha * scale), and
+    # torch._refs' div(rounding_mode="trunc") of floats is trunc(a / b): Triton's division is its.
+    computes_from = MappingProxyType({"elu": "expm1", "div_trunc": "div"})
+    device_routes = MappingProxyType({"cpu": "inductor:cpu", "cuda": "inductor:cuda"})
 
     def __init__(self, device: str | None = None):
         super().__init__("inductor", device)
@@ -215,6 +217,20 @@ class InductorCompiled(DynamoCompiled):
             result.outputs = [o.clone() for o in result.outputs]
             result.grads = [g.clone() if g is not None else g for g in result.grads] if result.grads else result.grads
         return result
+
+
+class InductorOnCPU(InductorBackend):
+    """Inductor's C++ code, also where a GPU is: the CPU route of a bug found on CUDA."""
+
+    def __init__(self):
+        super().__init__("cpu")
+
+
+class InductorOnCUDA(InductorBackend):
+    """Inductor's Triton code: the CUDA route of a bug found on CPU."""
+
+    def __init__(self):
+        super().__init__("cuda")
 
 
 def config_of(options: Options) -> InductorConfig:

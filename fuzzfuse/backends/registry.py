@@ -32,6 +32,9 @@ BACKENDS: dict[str, str] = {
     # ... and nvFuser, through a translation of those FX graphs into the IR.
     "aot:nvfuser": "fuzzfuse.backends.aot_nvfuser:AotNvFuserBackend",
     "inductor": "fuzzfuse.backends.inductor:InductorBackend",
+    # Inductor on one device whatever the machine has (Backend.device_routes).
+    "inductor:cpu": "fuzzfuse.backends.inductor:InductorOnCPU",
+    "inductor:cuda": "fuzzfuse.backends.inductor:InductorOnCUDA",
     "nvfuser": "fuzzfuse.backends.nvfuser:NvFuserBackend",
 }
 # Preference order for the default backend: the first available one wins. nvFuser is the primary

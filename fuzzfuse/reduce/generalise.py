@@ -66,8 +66,9 @@ class Generalisation:
     filler; `dtypes`, (input position, dtype category) for each input whose dtype is free within its
     category; `culprit`, (node position, mismatch kind) of the first op whose own value is wrong,
     where that is not the graph's last; `probed`, whether the culprit was looked for (where it was
-    and none is found, the graph's last op is the first wrong one). `graph`: the digest of the
-    (renamed) graph it was found on; `queries`: what it cost."""
+    and none is found, the graph's last op is the first wrong one); `devices`, where its fuser's
+    one lowering runs on several, those the failure showed alike on (none: not probed, or one).
+    `graph`: the digest of the (renamed) graph it was found on; `queries`: what it cost."""
 
     graph: str
     ops: tuple[tuple[int, str], ...] = ()
@@ -76,6 +77,7 @@ class Generalisation:
     culprit: tuple[int, str] | None = None
     probed: bool = False
     alone: bool = False
+    devices: tuple[str, ...] = ()
 
     def applies_to(self, graph: Graph) -> bool:
         return self.graph == graph.renamed().digest()
@@ -88,7 +90,8 @@ class Generalisation:
     def to_json(self) -> dict:
         return {"graph": self.graph, "ops": [list(p) for p in self.ops], "dtypes": [list(p) for p in self.dtypes],
                 "queries": self.queries, **({"culprit": list(self.culprit)} if self.culprit else {}),
-                **({"probed": True} if self.probed else {}), **({"alone": True} if self.alone else {})}
+                **({"probed": True} if self.probed else {}), **({"alone": True} if self.alone else {}),
+                **({"devices": list(self.devices)} if self.devices else {})}
 
     @staticmethod
     def from_json(d: dict) -> "Generalisation":
@@ -109,9 +112,12 @@ class Generalisation:
         if culprit is not None and not (isinstance(culprit, list) and len(culprit) == 2 and isinstance(culprit[0], int)
                                         and culprit[0] >= 0 and culprit[1] in MISMATCH_KINDS):
             raise GraphError(f"generalisation: bad culprit {culprit!r}")
+        devices = d.get("devices") or []
+        if not (isinstance(devices, list) and all(x in ("cpu", "cuda") for x in devices)):
+            raise GraphError(f"generalisation: bad devices {devices!r}")
         return Generalisation(d["graph"], pairs("ops", OPS_BY_KIND), pairs("dtypes", CATEGORIES),
                               int(d.get("queries", 0)), tuple(culprit) if culprit else None, d.get("probed") is True,
-                              d.get("alone") is True)
+                              d.get("alone") is True, tuple(devices))
 
 
 def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtypes: Iterable[str] = (),

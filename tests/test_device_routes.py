@@ -1,0 +1,58 @@
+"""One lowering on two devices (fuzzfuse.minimize.devices_failing_alike): Inductor's C++ and Triton
+code share their lowering, so a reduced wrong value that fails alike on CPU and CUDA is one bug,
+named by no device, and a CUDA form of a committed CPU bug is known. The probe runs where both
+devices do (the GPU machine); here it must leave a bug on its own device."""
+import itertools
+from pathlib import Path
+
+import pytest
+import torch
+
+from fuzzfuse.backends.options import Options
+from fuzzfuse.corpus import load_case
+from fuzzfuse.identity import KnownBugs, identify, same_bug
+from fuzzfuse.minimize import devices_failing_alike
+from fuzzfuse.pool import case_pool
+from fuzzfuse.reduce.generalise import Generalisation
+
+ROOT = Path(__file__).resolve().parent.parent
+# Copies of two committed case files as found (minimized/ folds them into one since this rule).
+TWINS = ROOT / "tests" / "data" / "device_twins"
+CPU_TWIN = TWINS / "inductor-mismatch-nan-inf-float-62c90d20"  # div_floor(inf, 1.0) on CPU
+CUDA_TWIN = TWINS / "inductor-mismatch-nan-inf-float-c4e70044"  # div_floor(-inf, 1.0) on CUDA
+
+
+def test_a_wrong_value_alike_on_both_devices_names_no_device_and_is_the_cpu_bugs_twin():
+    cpu, cuda = (load_case(d / "case.json") for d in (CPU_TWIN, CUDA_TWIN))
+    on_cpu = identify(cpu.signature, cpu.graph, cpu.generalisation, "cpu")
+    alone = identify(cuda.signature, cuda.graph, cuda.generalisation, "cuda")
+    assert on_cpu.where == alone.where == "div_floor" and not same_bug(on_cpu, alone)
+    shared = Generalisation(cuda.graph.renamed().digest(), devices=("cpu", "cuda"))
+    both = identify(cuda.signature, cuda.graph, shared, "cuda")
+    assert both.device == "" and same_bug(both, on_cpu)
+    known = KnownBugs({on_cpu.key(): CPU_TWIN.name})
+    assert known.find(both.key()) == CPU_TWIN.name and known.find(alone.key()) is None
+    assert Generalisation.from_json(shared.to_json()) == shared
+
+
+@pytest.mark.slow  # loading Inductor takes seconds
+def test_where_the_other_device_cannot_run_the_bug_stays_on_its_own():
+    case = load_case(CPU_TWIN / "case.json")
+    if torch.cuda.is_available():
+        pytest.skip("CUDA runs here: the probe would run")
+    # Nothing runs (no pool is given): the only other route is unavailable here.
+    assert devices_failing_alike(None, "inductor", case.graph, Options(), case.signature, 120.0, False,
+                                 itertools.count()) == ()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the probe runs both devices")
+def test_on_a_gpu_the_cuda_twin_fails_alike_on_cpu(tmp_path):
+    """Real Inductor on both devices: div_floor of an infinity by 1.0 is wrong in the shared
+    lowering (floor(a / b)), so the CUDA repro fails alike on CPU (passed on the H200, 2026-12-03,
+    in 66 s)."""
+    case = load_case(CUDA_TWIN / "case.json")
+    with case_pool("inductor", 2, 300.0) as pool:
+        devices = devices_failing_alike(pool, "inductor", case.graph, Options(), case.signature, 300.0, False,
+                                        itertools.count())
+    assert devices == ("cpu", "cuda")
