@@ -291,7 +291,7 @@ def _broadcast_partner(draw: Callable, shape: tuple[int, ...], config: ShapeConf
     wide = [choice(draw, [2, 3, 4, 5]) if s == 1 else s for s in shape]
     if len(wide) < config.max_rank and draw(ints(0, 2)) == 0:
         wide.insert(0, choice(draw, [2, 3]))
-    return tuple(wide)
+    return (1,) * (config.min_input_rank - len(wide)) + tuple(wide)  # a 0-d value's partner too
 
 
 def _broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
