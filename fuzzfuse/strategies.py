@@ -242,7 +242,9 @@ def _try_op(draw: Callable, b: GraphBuilder, op_name: str, cfg: GenConfig, first
             continue
         target = b.types[first].shape
         if not draw(ints(0, FRESH_OPERAND_EVERY - 1)):
-            dtype = choice(draw, [b.types[first].dtype, *cfg.features.dtypes])
+            # Of the first's dtype where anchors are declared: oneDNN Graph left mixed-dtype pairs unfused.
+            dtype = b.types[first].dtype if cfg.features.anchors else \
+                choice(draw, [b.types[first].dtype, *cfg.features.dtypes])
             args.append(_new_input(draw, b, cfg, _broadcast_partner(draw, target, cfg.shapes), dtype))
             continue
         fits = [t for t in tensors if _broadcastable(b.types[t].shape, target)]
@@ -271,7 +273,10 @@ def _operand(draw: Callable, b: GraphBuilder, cfg: GenConfig, tensors: list[str]
         return _pick(draw, same)
     feats = cfg.features
     dtype = want.dtype if index or want.dtype in feats.dtypes else choice(draw, feats.dtypes)
-    return b.tensor(want.shape, dtype, draw(layouts(want.shape, feats.layouts)), draw(values(feats.special_values)))
+    # Never fewer dims than the shape policy's (a 0-d value's partner too): where that is not the
+    # type the op wants, the op's type check turns the draw down.
+    shape = tuple(want.shape) if index else (1,) * (cfg.shapes.min_input_rank - len(want.shape)) + tuple(want.shape)
+    return b.tensor(shape, dtype, draw(layouts(shape, feats.layouts)), draw(values(feats.special_values)))
 
 
 def _new_input(draw: Callable, b: GraphBuilder, cfg: GenConfig, shape: tuple[int, ...], dtype: str) -> str:
@@ -399,11 +404,14 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
         b.tensor(shape, dtype, draw(layouts(tuple(shape), feats.layouts)), draw(values(feats.special_values)))
     scalars = [b.scalar(choice(draw, [0.5, -2.0, 3.0])) for _ in range(draw(ints(0, 1)))]
     n_ops = draw(ints(min(feats.min_ops, config.max_ops), config.max_ops))
-    choices = [("op", o) for o in feats.ops] + [("pattern", p) for p in feats.patterns]
+    # No round trips where anchors are declared: casts are no anchors, and oneDNN Graph left a graph
+    # of two or three ops ending in a round trip unfused.
+    patterns = tuple(p for p in feats.patterns if p != "round_trip" or not feats.anchors)
+    choices = [("op", o) for o in feats.ops] + [("pattern", p) for p in patterns]
     # A focus pattern is what its coverage recipe exists for: drawn as often as all the ops together.
     choices += [("pattern", p) for p in feats.patterns if p in FOCUS_PATTERNS for _ in feats.ops[1:]]
     # Round trips as often as a few ops together: mixed precision casts at every layer boundary.
-    choices += [("pattern", "round_trip")] * ROUND_TRIP_WEIGHT if "round_trip" in feats.patterns else []
+    choices += [("pattern", "round_trip")] * ROUND_TRIP_WEIGHT if "round_trip" in patterns else []
     attempts = 0
     while len(b.nodes) < n_ops and attempts < 4 * n_ops:
         attempts += 1
