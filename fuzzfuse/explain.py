@@ -31,7 +31,8 @@ from .ir.types import category
 from .oracle import compare_output
 
 SCALAR_CAST = "a float scalar is converted to the dtype of the integer or bool tensor it meets"
-ZERO_DIM_WIDER = "a 0-d integer tensor of a wider dtype sets the dtype a binary op computes in"
+# A signature's message is a fixed point of oracle.normalize (no digits), as every key's is.
+ZERO_DIM_WIDER = "a zero-dim integer tensor of a wider dtype sets the dtype a binary op computes in"
 # The rules a mismatch's signature may name (its message), each a bug of its own.
 RULES = (SCALAR_CAST, ZERO_DIM_WIDER)
 

@@ -483,23 +483,34 @@ def variant_entry(name: str, case: Case) -> Variant:
 # ---- the corpus, grouped ------------------------------------------------------------------------
 
 def groups(paths: list[str], variants: bool = False) -> tuple[dict[str, list[tuple[str, str, str]]], list[str]]:
-    """identity key -> [(directory, backend, coarse key)], and the files that could not be read.
+    """identity key -> [(directory, backend, coarse key)], and the files that could not be read;
+    identities that are one bug by same_bug share the first one's key.
     variants: each folded variant of a repro is a member too, named `directory<-former directory`:
     a directory whose members key apart holds more than one bug."""
     found: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    seen: list[BugIdentity] = []
     bad = []
+
+    def key_of(identity: BugIdentity | None, coarse: str) -> str:
+        """The key of the first bug recorded that `identity` is (same_bug: a blank device and a
+        device, a kind and its op, are one), else its own."""
+        if identity is None:
+            return f"pending|{coarse}"
+        same = next((other for other in seen if same_bug(identity, other)), None)
+        if same is None:
+            seen.append(identity)
+        return (same or identity).key()
+
     for path, case in iter_cases(paths):
         if isinstance(case, CorpusError):
             bad.append(str(case))
             continue
         if path.name != "case.json" or not case.signature:
             continue
-        identity = case_identity(case)
-        found[identity.key() if identity else f"pending|{case.signature.key()}"].append(
+        found[key_of(case_identity(case), case.signature.key())].append(
             (path.parent.name, case.backend, case.signature.key()))
         for variant in case.also_seen_as if variants else ():
-            identity = variant_identity(variant, case.device)
-            found[identity.key() if identity else f"pending|{variant.key}"].append(
+            found[key_of(variant_identity(variant, case.device), variant.key)].append(
                 (f"{path.parent.name}<-{variant.directory}", variant.backend, variant.key))
     return found, bad
 

@@ -133,6 +133,7 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: Options
     failure = _judge_outputs(graph, types, backend, result, eager, ref64, tainted, check_strides,
                              *design_references(backend, options, graph, inputs, eager),
                              rounded=_once(lambda: rounding_runs(graph, inputs, eager)),
+                             unflushed=_once(lambda: unflushed_outputs(backend, graph, options, inputs)),
                              scalar=lambda output, positions: scalar_reference(graph, inputs, output, positions),
                              rule=lambda output, fused, reduced: explaining_rule(graph, inputs, output, fused,
                                                                                  reduced))
@@ -210,14 +211,17 @@ def holds_nonfinite(graph: Graph, inputs: list) -> bool:
 
 def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: list, ref64: list, tainted: dict,
                    check_strides: bool, flushed=None, widened=None, invalid=None, rounded=None,
-                   scalar=None, rule=None) -> CaseResult | None:
+                   scalar=None, rule=None, unflushed=None) -> CaseResult | None:
     """The mismatch verdict of the first wrong output; else a documented difference (a zero of
     the other sign, or, where the backend declares the semantic (`design_references`, each
     computed at its first call), an output that is right once denormals are flushed (`flushed`)
     or right as float32 intermediates make it (`widened`), or any output of a run that holds a
     NaN or an infinity under unsafe math (`invalid`); for any backend, wrong values as near
     float64 as runs that round other ways than eager (`rounded`, `rounding_runs`): ill-conditioned);
-    None when every output is right. A wrong value that eager computes and the fused output does
+    None when every output is right. Where eager on flushed inputs does not explain a wrong value
+    of a fuser that flushes, the fuser run again with its flush turned off (`unflushed`:
+    `unflushed_outputs`) may: Triton's flushed sin(x) / x of a subnormal x is 0, eager's on a
+    flushed x is nan, and the unflushed kernel's is eager's 1. A wrong value that eager computes and the fused output does
     not, by the scalar arbiter (`scalar`: ir.interp.scalar_reference), is eager's own bug: the
     mismatch is eager's (`eager_fault`). A wrong value that a known wrong rule computes exactly
     (`rule`: explain.explaining_rule: a float scalar converted to the integer tensor's dtype, a
@@ -241,6 +245,12 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
                                                                               references[1][i]), reduced[name]):
                 documented = documented or verdict.documented(backend.name, Difference.DENORMAL_FLUSH, what,
                                                               f"{mismatch.detail}; right once fp32 denormals flush")
+                continue
+            plain = unflushed() if unflushed is not None else []
+            if plain and not compare_output(i, plain[i], eager[i], ref64[i], reduced[name]):
+                documented = documented or verdict.documented(
+                    backend.name, Difference.DENORMAL_FLUSH, what,
+                    f"{mismatch.detail}; the fuser's own result is right where it does not flush")
                 continue
         if mismatch and widened is not None and mismatch.kind in ("values", "nan-inf"):
             wide = widened()
@@ -299,6 +309,18 @@ def eager_fault(fused, eager: torch.Tensor, scalar) -> bool:
     close = lambda x: torch.isclose(x[positions], r, rtol=RTOL[eager.dtype], atol=ATOL[eager.dtype],  # noqa: E731
                                     equal_nan=True)
     return bool(close(a).all() and not close(e).any())
+
+
+def unflushed_outputs(backend: Backend, graph: Graph, options: Options, inputs: list) -> list:
+    """The fuser's outputs with its documented flush of denormals turned off
+    (`Backend.options_without_flush`), where eager's run holds an fp32 denormal for it to flush;
+    [] where it does not, or no setting turns the flush off."""
+    other = backend.options_without_flush(options)
+    tiny = torch.finfo(torch.float32).tiny
+    if other is None or not _eager_holds(graph, inputs, lambda v: v.dtype == torch.float32
+                                         and bool(((v != 0) & (v.abs() < tiny)).any())):
+        return []
+    return list(backend.compile(graph, other).run(inputs, None).outputs)
 
 
 def _holds_double_denormal(graph: Graph, inputs: list) -> bool:

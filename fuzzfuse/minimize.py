@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -316,6 +317,13 @@ def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, 
 CPU_CAPABILITIES = ("default", "avx2", "avx512")
 
 
+def raised_text(errors: str, kind: str) -> str:
+    """What a run's stderr says after its last `Kind: ` line start: the exception's own text, as a
+    case's detail records it (the traceback above it is the repro's, not the fuser's)."""
+    starts = list(re.finditer(rf"^{re.escape(kind)}: ", errors, re.M))
+    return errors[starts[-1].end():] if starts else errors
+
+
 def pin_candidates(case: Case) -> list[Case]:
     """The case pinned to each CPU capability below the recorded one, lowest first, then as
     recorded: a bug found on an AVX-512 machine usually fails under `default` too, and a repro
@@ -358,7 +366,8 @@ def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS,
         symptom = Symptom.parse(verified.output) if candidate.signature.outcome == "mismatch" else None
         case = replace(candidate, verification=verification, symptom=symptom)
         if case.signature.outcome == "crash" and case.detail == case.signature.message and verified.errors:
-            case = replace(case, detail=verified.errors)  # a form kept no raw error text: its repro's run is one
+            # A form kept no raw error text: its repro's run is one, from where the error is raised.
+            case = replace(case, detail=raised_text(verified.errors, case.signature.kind))
         write_json(staging / "case.json", case.to_json())
         if case.signature.outcome == "mismatch" and symptom is None:  # nothing to pin: the full repro is the repro
             source = files["repro.py"]

@@ -3,14 +3,15 @@ code share their lowering, so a reduced wrong value that fails alike on CPU and 
 named by no device, and a CUDA form of a committed CPU bug is known. The probe runs where both
 devices do (the GPU machine); here it must leave a bug on its own device."""
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
 from fuzzfuse.backends.options import Options
-from fuzzfuse.corpus import load_case
-from fuzzfuse.identity import KnownBugs, identify, same_bug
+from fuzzfuse.corpus import load_case, write_json
+from fuzzfuse.identity import KnownBugs, groups, identify, same_bug
 from fuzzfuse.minimize import devices_failing_alike
 from fuzzfuse.pool import case_pool
 from fuzzfuse.reduce.generalise import Generalisation
@@ -56,3 +57,17 @@ def test_on_a_gpu_the_cuda_twin_fails_alike_on_cpu(tmp_path):
         devices = devices_failing_alike(pool, "inductor", case.graph, Options(), case.signature, 300.0, False,
                                         itertools.count())
     assert devices == ("cpu", "cuda")
+
+
+def test_a_corpus_listing_counts_the_twins_as_one_bug(tmp_path):
+    """`fuzzfuse corpus bugs`: the CUDA twin keyed with no device and its CPU twin are one bug,
+    listed under one key."""
+    for twin in (CPU_TWIN, CUDA_TWIN):
+        case = load_case(twin / "case.json")
+        if twin == CUDA_TWIN:
+            case = replace(case, generalisation=Generalisation(case.graph.renamed().digest(), devices=("cpu", "cuda")))
+        (tmp_path / twin.name).mkdir()
+        write_json(tmp_path / twin.name / "case.json", case.to_json())
+    found, bad = groups([str(tmp_path)])
+    assert not bad and [sorted(m[0] for m in members) for members in found.values()] == \
+        [sorted([CPU_TWIN.name, CUDA_TWIN.name])]

@@ -359,10 +359,11 @@ def test_the_committed_nvrtc_errors_key_on_their_kind_and_type_classes_with_the_
         function = re.search(r'function "([^"]+)"', case.detail)[1]
         assert function in sig.message and normalize(sig.message) == sig.message
     # Their folded variants kept their coarse keys only, without the call's types: the name is all
-    # that tells a warp shuffle from a missing ceil there, so it stays (a conversion names its types).
+    # that tells a warp shuffle from a missing ceil there, so it stays. (Six other NVRTC errors
+    # listed without a graph, a conversion from f16 to float among them, were other bugs that could
+    # be neither verified nor split: the fold dropped them.)
     entries = [v for name in NVRTC_REPROS for v in load_case(minimized / name / "case.json").also_seen_as]
     folded = {fold(v.signature.message) for v in entries if not v.signature.message.endswith("]")}
-    assert "CUDA NVRTC compile error: no suitable conversion function from f16 to float exists" in folded
     assert any("__shfl_xor_sync" in f for f in folded) and not any(" F " in f for f in folded)
     # The warp shuffle of a float16 reduction was folded by hand into the missing-__half-overload
     # repro (f9dc2494); its call's types ([f16, int]) make it another bug, and the fold split it

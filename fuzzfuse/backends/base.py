@@ -158,6 +158,12 @@ class Backend:
     # that lowering's bug, one bug on both (fuzzfuse.minimize.devices_failing_alike).
     device_routes: Mapping[str, str] = MappingProxyType({})
 
+    def options_without_flush(self, options: Options) -> Options | None:
+        """`options` with the fuser's documented flush of denormals turned off, where a setting of
+        the fuser's own turns it off (Inductor's flags); None where none does. A wrong value that
+        the fuser itself no longer computes so is the flush's (fuzzfuse.job)."""
+        return None
+
     def check_available(self) -> None:
         """Raise Unavailable(reason) when this backend cannot run in this process."""
 

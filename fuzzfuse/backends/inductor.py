@@ -76,6 +76,10 @@ class InductorBackend(DynamoBackend):
             raise Unavailable("Inductor on CUDA needs a GPU")
 
     # ---- per-case configuration ---------------------------------------------------------------
+    def options_without_flush(self, options: Options) -> Options | None:
+        config = config_of(options).without_flush(self.device)
+        return replace(options, inductor_config=config) if config is not None else None
+
     def draw_options(self, seed: int) -> Options:
         return Options(inductor_config=InductorConfig.draw(seed, self.device))
 

@@ -147,6 +147,19 @@ class InductorConfig:
             differences.add(Difference.DENORMAL_FLUSH)
         return frozenset(differences)
 
+    def without_flush(self, device: str) -> "InductorConfig | None":
+        """This configuration with the flush of fp32 denormals it documents turned off, where a flag
+        turns it off: Triton's by eager_numerics.disable_ftz, CPU's crtfastmath by leaving out
+        cpp.enable_unsafe_math_opt_flag. None where it does not flush."""
+        if Difference.DENORMAL_FLUSH not in self.documented_differences(device):
+            return None
+        flags = dict(self.flags)
+        if device == "cuda":
+            flags["eager_numerics.disable_ftz"] = True
+        else:
+            flags.pop("cpp.enable_unsafe_math_opt_flag", None)
+        return replace(self, flags=tuple(sorted(flags.items())))
+
     def simpler(self) -> Iterator["InductorConfig"]:
         """Candidates one step closer to Inductor's defaults (the reducer keeps those that still
         fail the same way): each flag dropped, then the mode, the marks and dynamic."""
