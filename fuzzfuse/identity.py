@@ -168,15 +168,16 @@ def identify(signature: Signature | None, graph: Graph | None = None,
     comp = component(signature.backend)
     if native_assert(signature):
         return BugIdentity(comp, Anchor.ASSERT, Symptom.CRASH, signature.location, fold(signature.message))
-    if signature.outcome == "mismatch" and signature.message in RULES:
-        # A wrong rule that computes the fused values exactly (fuzzfuse.explain) is one bug through
-        # every op that shows it; it needs no reduced graph to be told.
-        phase = "backward" if signature.stage.startswith("backward") else "forward"
-        return BugIdentity(comp, Anchor.CULPRIT, symptom_of(signature), signature.message, "", phase, device)
     if specific_message(signature):
         return BugIdentity(comp, Anchor.MESSAGE, Symptom.CRASH, specific_message(signature))
     if graph is None:
         return None
+    if signature.outcome == "mismatch" and signature.message in RULES:
+        # A wrong rule that computes the fused values exactly (fuzzfuse.explain) is one bug through
+        # every op that shows it. Pending until reduced, as every wrong value: a new one is then
+        # reduced once into its repro, a known one counted.
+        phase = "backward" if signature.stage.startswith("backward") else "forward"
+        return BugIdentity(comp, Anchor.CULPRIT, symptom_of(signature), signature.message, "", phase, device)
     general = generalisation if generalisation is not None and generalisation.applies_to(graph) else None
     if general is not None and len(general.devices) > 1:
         device = ""  # the same wrong value on each device its one lowering runs on: one bug on all

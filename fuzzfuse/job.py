@@ -133,10 +133,7 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: Options
     failure = _judge_outputs(graph, types, backend, result, eager, ref64, tainted, check_strides,
                              *design_references(backend, options, graph, inputs, eager),
                              rounded=_once(lambda: rounding_runs(graph, inputs, eager)),
-                             unflushed=_once(lambda: unflushed_outputs(backend, graph, options, inputs)),
-                             scalar=lambda output, positions: scalar_reference(graph, inputs, output, positions),
-                             rule=lambda output, fused, reduced: explaining_rule(graph, inputs, output, fused,
-                                                                                 reduced))
+                             **wrong_value_checks(backend, options, graph, inputs))
     if failure:
         return judged(failure)
     # Gradients are not judged downstream of undefined behaviour (a where on a NaN cast's result).
@@ -155,6 +152,15 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: Options
     if extra_sets and grad_outputs is None:
         return extra_input_sets(graph, backend, compiled, ran, check_strides, generate_seconds)
     return ran
+
+
+def wrong_value_checks(backend: Backend, options: Options, graph: Graph, inputs: list) -> dict:
+    """The checks a wrong value of this graph on these inputs is judged by, each computed only when
+    asked (`_judge_outputs`: `unflushed`, `scalar`, `rule`). Every input set of a case is judged by
+    the same checks, so that a re-check of a failure found on an extra set keys it the same way."""
+    return {"unflushed": _once(lambda: unflushed_outputs(backend, graph, options, inputs)),
+            "scalar": lambda output, positions: scalar_reference(graph, inputs, output, positions),
+            "rule": lambda output, fused, reduced: explaining_rule(graph, inputs, output, fused, reduced)}
 
 
 def design_references(backend: Backend, options: Options, graph: Graph, inputs: list, eager: list) -> tuple:
@@ -439,7 +445,8 @@ def extra_input_sets(graph: Graph, backend: Backend, compiled: Compiled, first: 
                 continue
             failure = _judge_outputs(variant, types, backend, result, eager, ref64, tainted, check_strides,
                                      *design_references(backend, compiled.options, variant, inputs, eager),
-                                     rounded=_once(lambda: rounding_runs(variant, inputs, eager)))
+                                     rounded=_once(lambda: rounding_runs(variant, inputs, eager)),
+                                     **wrong_value_checks(backend, compiled.options, variant, inputs))
             if failure:
                 return _extra_failure(failure, first, variant, k, not _same_specs(graph, variant))
         first.input_sets += 1
