@@ -27,7 +27,7 @@ from dataclasses import replace
 
 from .ir import OPS, Graph, ScalarInput, run_eager
 from .ir.graph import Node
-from .ir.types import category
+from .ir.types import DTYPES, category
 from .oracle import compare_output
 
 SCALAR_CAST = "a float scalar is converted to the dtype of the integer or bool tensor it meets"
@@ -102,7 +102,7 @@ def zero_dim_wider_graphs(graph: Graph) -> list[Graph]:
                                                                         for r in operands):
             narrow, wide = sorted(operands, key=lambda r: len(types[r].shape) == 0)
             a, b = types[narrow], types[wide]
-            if len(a.shape) > 0 and len(b.shape) == 0 and _bits(b.dtype) > _bits(a.dtype):
+            if len(a.shape) > 0 and len(b.shape) == 0 and DTYPES[b.dtype].itemsize > DTYPES[a.dtype].itemsize:
                 cast = Node(f"{narrow}_as_{b.dtype}", "cast", (narrow,), {"dtype": b.dtype})
                 nodes.append(cast)
                 node = replace(node, args=tuple(cast.name if x == narrow else x for x in node.args))
@@ -111,14 +111,11 @@ def zero_dim_wider_graphs(graph: Graph) -> list[Graph]:
     return [replace(graph, nodes=tuple(nodes))] if changed else []
 
 
-def _bits(dtype: str) -> int:
-    return {"uint8": 8, "int8": 8, "int16": 16, "int32": 32, "int64": 64}.get(dtype, 0)
-
-
 def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int = 1) -> str:
     """The known wrong rule whose eager run gives fused output `output` (the module's docstring), or
     "" where none does."""
-    if scalar_cast_explains(graph, inputs, output, fused, reduced):
+    if any(_computes(candidate, values, output, fused, reduced) for candidate, values in
+           scalar_cast_graphs(graph, inputs)):
         return SCALAR_CAST
     for candidate in zero_dim_wider_graphs(graph):
         if _computes(candidate, inputs, output, fused, reduced):
@@ -135,9 +132,3 @@ def _computes(graph: Graph, inputs: list, output: int, fused, reduced: int) -> b
         return False
     return compare_output(output, fused, eager[output], ref64[output], reduced) is None
 
-
-def scalar_cast_explains(graph: Graph, inputs: list, output: int, fused, reduced: int = 1) -> bool:
-    """Whether fused output `output` is what eager computes with the graph's float scalars converted
-    to the dtype of the integer or bool tensor each meets (`scalar_cast_graphs`)."""
-    return any(_computes(candidate, values, output, fused, reduced) for candidate, values in
-               scalar_cast_graphs(graph, inputs))

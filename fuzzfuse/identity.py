@@ -172,18 +172,17 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         return BugIdentity(comp, Anchor.MESSAGE, Symptom.CRASH, specific_message(signature))
     if graph is None:
         return None
-    if signature.outcome == "mismatch" and signature.message in RULES:
-        # A wrong rule that computes the fused values exactly (fuzzfuse.explain) is one bug through
-        # every op that shows it. Pending until reduced, as every wrong value: a new one is then
-        # reduced once into its repro, a known one counted.
-        phase = "backward" if signature.stage.startswith("backward") else "forward"
-        return BugIdentity(comp, Anchor.CULPRIT, symptom_of(signature), signature.message, "", phase, device)
     general = generalisation if generalisation is not None and generalisation.applies_to(graph) else None
     if general is not None and len(general.devices) > 1:
         device = ""  # the same wrong value on each device its one lowering runs on: one bug on all
     symptom = symptom_of(signature)
     judged = signature.outcome in ("mismatch", "unfused")
     phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""
+    if signature.outcome == "mismatch" and signature.message in RULES:
+        # A wrong rule that computes the fused values exactly (fuzzfuse.explain) is one bug through
+        # every op that shows it. Pending until reduced, as every wrong value: a new one is then
+        # reduced once into its repro, a known one counted.
+        return BugIdentity(comp, Anchor.CULPRIT, symptom, signature.message, "", phase, device)
     if signature.outcome == "mismatch":
         position = culprit_position(graph, general)
         wildcard = filler_culprit(graph, general) if position is None else None

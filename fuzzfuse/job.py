@@ -227,8 +227,8 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
     None when every output is right. Where eager on flushed inputs does not explain a wrong value
     of a fuser that flushes, the fuser run again with its flush turned off (`unflushed`:
     `unflushed_outputs`) may: Triton's flushed sin(x) / x of a subnormal x is 0, eager's on a
-    flushed x is nan, and the unflushed kernel's is eager's 1. A wrong value that eager computes and the fused output does
-    not, by the scalar arbiter (`scalar`: ir.interp.scalar_reference), is eager's own bug: the
+    flushed x is nan, and the unflushed kernel's is eager's 1. A wrong value that eager computes
+    and the fused output does not, by the scalar arbiter (`scalar`: ir.interp.scalar_reference), is eager's own bug: the
     mismatch is eager's (`eager_fault`). A wrong value that a known wrong rule computes exactly
     (`rule`: explain.explaining_rule: a float scalar converted to the integer tensor's dtype, a
     0-d integer tensor that widens the op) is that rule's bug, whichever op showed it."""

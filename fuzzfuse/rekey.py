@@ -98,6 +98,8 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tupl
         raise NotInteresting("the repro's graph does not fail as recorded now")
     sig = fresh if case.signature.outcome == "mismatch" else recorded
     target = sig.key()
+    if fresh.key() != target:  # the same test as is_interesting's, on the run made above
+        raise NotInteresting("the repro's graph does not fail as recorded now")
 
     def is_interesting(candidates: list[Graph]) -> list[bool]:
         return [reply_key(case.backend, reply) == target for reply in replies(candidates)]
@@ -105,8 +107,6 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tupl
     def first_wrong(candidates: list[Graph]) -> list[str | None]:
         return [first_output_wrong(case.backend, reply) for reply in replies(candidates)]
 
-    if not is_interesting([case.graph])[0]:
-        raise NotInteresting("the repro's graph does not fail as recorded now")
     general = generalised(case.graph, sig, case.backend, is_interesting, first_wrong)
     if general is not None:
         general = replace(general, devices=devices_failing_alike(pool, case.backend, case.graph, case.options, sig,
