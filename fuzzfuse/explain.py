@@ -13,6 +13,14 @@ A fuser that ranks a 0-d integer tensor like a dimensioned one computes an int8 
 0-d int32 INT_MAX in int32, where PyTorch converts the 0-d operand to int8 first (-1): NNC's gt and
 Inductor CUDA's logical_xor are wrong that way, each through whichever op reads such a pair.
 
+A fuser that proves a value constant folds it, and may compute what follows from the fold wrong:
+NNC's simplifier folds `x - x` of an integer tensor to 0 and `x < x` to False, and then computes
+`eq(v, v)` of `reciprocal(0)` or `log10(False)` as False (their infinities compared through their
+difference). Each op after the fold that shows it is a form. The constant-valued op (one whose
+eager value is the same on other inputs of the same types: an op of a tensor with itself, a test
+that the dtype decides) is handed to the fuser as an input holding its value instead; where the
+fuser, still fusing, then computes eager's value, the fold is the bug.
+
 Where a mismatching output equals, as the oracle judges it, eager's output on the same inputs with
 those scalars so converted (or that op computed in the wider dtype), the mismatch's signature
 carries the rule as its message (`verdict.mismatched`), its identity is the rule
@@ -23,9 +31,12 @@ another bug. A precision bug of one op with a small scalar (Inductor's div_floor
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
-from .ir import OPS, Graph, ScalarInput, run_eager
+import torch
+
+from .ir import OPS, Graph, ScalarInput, TensorInput, interpret, run_eager
 from .ir.graph import Node
 from .ir.types import DTYPES, category
 from .oracle import compare_output
@@ -34,7 +45,8 @@ SCALAR_CAST = "a float scalar is converted to the dtype of the integer or bool t
 # A signature's message is a fixed point of oracle.normalize (no digits), as every key's is.
 ZERO_DIM_WIDER = "a zero-dim integer tensor of a wider dtype sets the dtype a binary op computes in"
 # The rules a mismatch's signature may name (its message), each a bug of its own.
-RULES = (SCALAR_CAST, ZERO_DIM_WIDER)
+FOLDED_CONSTANT = "a value the fuser proves constant is folded, and what it computes from the fold is wrong"
+RULES = (SCALAR_CAST, ZERO_DIM_WIDER, FOLDED_CONSTANT)
 
 
 def _converted(value: float, dtype: str, as_bool: bool) -> float:
@@ -111,15 +123,79 @@ def zero_dim_wider_graphs(graph: Graph) -> list[Graph]:
     return [replace(graph, nodes=tuple(nodes))] if changed else []
 
 
-def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int = 1) -> str:
+# How an input's values are changed to tell an op whose value its operands' types decide:
+# at random, its lowest and highest values (for a float: -inf and inf), and NaN or each element
+# flipped (a bool negated, an integer's lowest bit toggled).
+REDRAWS = ("random", "lowest", "highest", "flipped")
+
+
+def _redrawn(x, how: str, generator: torch.Generator):
+    """Input `x` with its values changed `how` (REDRAWS), its shape and dtype kept."""
+    if not isinstance(x, torch.Tensor):
+        return x
+    x = x.detach().cpu()
+    if x.dtype == torch.bool:
+        return {"random": torch.rand(x.shape, generator=generator) < 0.5, "lowest": torch.zeros_like(x),
+                "highest": torch.ones_like(x), "flipped": ~x}[how]
+    if how == "random":
+        values = torch.randn(x.shape, generator=generator) * 100
+        return values.to(x.dtype) if x.is_floating_point() else values.round().to(x.dtype)
+    if x.is_floating_point():
+        return torch.full_like(x, {"lowest": -math.inf, "highest": math.inf, "flipped": math.nan}[how])
+    info = torch.iinfo(x.dtype)
+    return x ^ 1 if how == "flipped" else torch.full_like(x, info.min if how == "lowest" else info.max)
+
+
+def constant_values(graph: Graph, inputs: list) -> dict[str, torch.Tensor]:
+    """The ops that read graph inputs alone and whose eager value is the same whatever values
+    those inputs hold (`x - x` and `x < x` of an integer tensor, isnan of one), by name, each with
+    that value: what a fuser can prove constant and fold. An op constant only on finite values
+    (log_softmax over a dim of one element) is not: a fuser proves nothing of it. The graph's own
+    outputs are left out."""
+    generator = torch.Generator().manual_seed(0)
+    try:
+        values = interpret(graph, inputs)[0]
+        others = [interpret(graph, [_redrawn(x, how, generator) for x in inputs])[0] for how in REDRAWS]
+    except Exception:  # eager refuses other values (an index out of range): nothing to tell
+        return {}
+    names = {i.name for i in graph.inputs}
+    found = {}
+    for node in graph.nodes:
+        refs, value = node.refs(), values[node.name]
+        if (refs and set(refs) <= names and node.name not in graph.outputs and isinstance(value, torch.Tensor)
+                and all(torch.equal(o[node.name], value.cpu()) for o in others)):
+            found[node.name] = value
+    return found
+
+
+def opaque_constant_graphs(graph: Graph, inputs: list) -> list[tuple[Graph, list]]:
+    """For each constant-valued op (`constant_values`), the graph and its inputs with that op
+    replaced by an input of its name holding its value: the same computation, with nothing left
+    for the fuser to fold."""
+    found = []
+    for name, value in constant_values(graph, inputs).items():
+        spec = TensorInput(name, tuple(value.shape), str(value.dtype).removeprefix("torch."))
+        candidate = replace(graph, inputs=graph.inputs + (spec,), nodes=tuple(n for n in graph.nodes if n.name != name))
+        found.append((candidate, list(inputs) + [value.clone()]))
+    return found
+
+
+def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int = 1,
+                    run_fused: Callable[[Graph, list], list | None] | None = None) -> str:
     """The known wrong rule whose eager run gives fused output `output` (the module's docstring), or
-    "" where none does."""
+    "" where none does. `run_fused(graph, inputs)`: the fuser's outputs on another graph, None
+    where it does not fuse it; the folded constant is tested only where it is given."""
     if any(_computes(candidate, values, output, fused, reduced) for candidate, values in
            scalar_cast_graphs(graph, inputs)):
         return SCALAR_CAST
     for candidate in zero_dim_wider_graphs(graph):
         if _computes(candidate, inputs, output, fused, reduced):
             return ZERO_DIM_WIDER
+    if run_fused is not None:
+        for candidate, values in opaque_constant_graphs(graph, inputs):
+            outputs = run_fused(candidate, values)
+            if outputs is not None and _computes(candidate, values, output, outputs[output], reduced):
+                return FOLDED_CONSTANT
     return ""
 
 

@@ -160,7 +160,18 @@ def wrong_value_checks(backend: Backend, options: Options, graph: Graph, inputs:
     the same checks, so that a re-check of a failure found on an extra set keys it the same way."""
     return {"unflushed": _once(lambda: unflushed_outputs(backend, graph, options, inputs)),
             "scalar": lambda output, positions: scalar_reference(graph, inputs, output, positions),
-            "rule": lambda output, fused, reduced: explaining_rule(graph, inputs, output, fused, reduced)}
+            "rule": lambda output, fused, reduced: explaining_rule(graph, inputs, output, fused, reduced,
+                                                                   lambda g, x: fused_outputs(backend, options, g, x))}
+
+
+def fused_outputs(backend: Backend, options: Options, graph: Graph, inputs: list) -> list | None:
+    """The backend's outputs on another graph, where it runs that graph fused; None where it
+    declines it, falls back, or fails on it (a rule tested that way then explains nothing)."""
+    try:
+        result = backend.compile(graph, options).run(inputs, None)
+    except Exception:
+        return None
+    return list(result.outputs) if result.fused is not False else None
 
 
 def design_references(backend: Backend, options: Options, graph: Graph, inputs: list, eager: list) -> tuple:

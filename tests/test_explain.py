@@ -10,23 +10,28 @@ import pytest
 
 from fuzzfuse.backends import Unavailable, get_backend
 from fuzzfuse.corpus import load_case
-from fuzzfuse.explain import SCALAR_CAST, ZERO_DIM_WIDER, scalar_cast_graphs, zero_dim_wider_graphs
+from fuzzfuse.explain import (FOLDED_CONSTANT, SCALAR_CAST, ZERO_DIM_WIDER, constant_values, scalar_cast_graphs,
+                              zero_dim_wider_graphs)
 from fuzzfuse.identity import Anchor, identify, same_bug
-from fuzzfuse.ir import Graph
+from fuzzfuse.ir import Graph, make_inputs
 from fuzzfuse.job import run_case
 from fuzzfuse.verdict import Outcome
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def graph(dtype: str, dist: str, *nodes: tuple, scalar: float | None = None) -> Graph:
-    """x0 (four elements of `dtype`, all `dist`; and s0, a runtime float `scalar`, where given), then
-    each (op, args...) node in turn as v0, v1..."""
+def graph(dtype: str, dist: str, *nodes: tuple, scalar: float | None = None, shape: tuple = (4,)) -> Graph:
+    """x0 (of `shape`, four elements by default, of `dtype`, all `dist`; and s0, a runtime float
+    `scalar`, where given), then each (op, args..., {attrs} where it has some) node in turn as v0,
+    v1..."""
     runtime = [{"kind": "scalar", "name": "s0", "dtype": "float", "value": scalar}] if scalar is not None else []
+    split = [(op, args[:-1], args[-1]) if args and isinstance(args[-1], dict) else (op, args, {})
+             for op, *args in nodes]
     return Graph.from_json({"schema": 1, "outputs": [f"v{len(nodes) - 1}"], "inputs": [
-        {"kind": "tensor", "name": "x0", "shape": [4], "dtype": dtype, "layout": {"kind": "contiguous"},
+        {"kind": "tensor", "name": "x0", "shape": list(shape), "dtype": dtype, "layout": {"kind": "contiguous"},
          "values": {"dist": dist}}] + runtime,
-        "nodes": [{"name": f"v{k}", "op": op, "args": list(args), "attrs": {}} for k, (op, *args) in enumerate(nodes)]})
+        "nodes": [{"name": f"v{k}", "op": op, "args": list(args), "attrs": attrs}
+                  for k, (op, args, attrs) in enumerate(split)]})
 
 
 def backend(name: str):
@@ -104,6 +109,43 @@ def test_nncs_wider_zero_dim_integer_is_one_bug_through_the_ops_that_read_it():
     # Until reduced, a wrong value is pending, a rule's too: a campaign reduces a new one once.
     assert identify(result.signature, device="cpu") is None
     assert zero_dim_wider_graphs(graph("int32", "zeros", ("add", "x0", "x0"))) == []
+
+
+def test_an_op_is_constant_only_where_no_values_of_its_operands_change_it():
+    def constant(*nodes, dtype="int32", shape=(4,)):
+        g = graph(dtype, "zeros", *nodes, ("add", f"v{len(nodes) - 1}", "x0"), shape=shape)
+        return sorted(constant_values(g, make_inputs(g)))
+    assert constant(("sub", "x0", "x0")) == constant(("lt", "x0", "x0")) == constant(("isnan", "x0")) == ["v0"]
+    assert constant(("sub", "x0", "x0"), ("exp", "v0")) == ["v0"]  # ops on inputs alone: the fold's start
+    assert constant(("add", "x0", "x0")) == constant(("isnan", "x0"), dtype="float32") == []
+    assert constant(("sub", "x0", "x0"), dtype="float32") == []  # inf - inf is nan
+    # zero on every finite value, nan on an infinity: no fuser proves it constant
+    assert constant(("log_softmax", "x0", {"dim": 0}), dtype="float32", shape=(1,)) == []
+
+
+NNC_FOLDS = [  # NNC folds an op of a tensor with itself, or a test its dtype decides, then compares wrong
+    graph("int32", "zeros", ("lt", "x0", "x0"), ("log10", "v0"), ("eq", "v1", "v1")),
+    graph("int32", "zeros", ("sub", "x0", "x0"), ("reciprocal", "v0"), ("eq", "v1", "v1")),
+    graph("bool", "zeros", ("isnan", "x0"), ("rsqrt", "v0"), ("gt", "v1", "v0")),
+    graph("int32", "zeros", ("eq", "x0", "x0"), ("tanh", "v0"), ("add", "v1", "v1"), ("le", "v2", "v1")),
+]
+
+
+def test_nncs_fold_of_a_constant_is_one_bug_through_every_op_that_shows_it():
+    """Four committed NNC directories (cc70e056, 12d7b27e, 43cfe4ff, eba927e5): each right once the
+    constant reaches NNC as an input, so one bug; a precision fault with a constant-looking op
+    (log_softmax over one element, 18ba1744) stays its own."""
+    nnc = backend("torchscript:nnc")
+    identities = []
+    for form in NNC_FOLDS:
+        result = run_case(form, nnc)
+        assert result.outcome is Outcome.MISMATCH and result.signature.message == FOLDED_CONSTANT, result.detail
+        identities.append(identify(result.signature, form, device="cpu"))
+    assert all(same_bug(identities[0], other) for other in identities[1:])
+    precision = graph("float32", "zeros", ("log_softmax", "x0", {"dim": 0}), ("rsqrt", "v0"), ("isnan", "v1"),
+                      shape=(1,))
+    own = run_case(precision, nnc)
+    assert own.outcome is Outcome.MISMATCH and own.signature.message == "", own.detail
 
 
 @pytest.mark.slow
