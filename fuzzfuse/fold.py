@@ -13,7 +13,9 @@ each form's signature, ops, former directory and reduced graph). Which failures 
   backend must run here; elsewhere it is reported and stays where it is);
 - a listed form recorded as not reproducing, a duplicate entry, and an entry naming its own
   directory are dropped; so is a form that kept no reduced graph where its identity cannot be told
-  or is a bug no directory holds: it could be neither verified nor given a directory.
+  or is a bug no directory holds, and so is a form for which no repro can be written where its
+  backend runs (an aot:nvfuser form keeps no fusion script): it could be neither verified nor given
+  a directory.
 
 A form folded before forms kept their graphs takes its graph back from version control: the last
 commit that still held its former directory's case.json, where that case is the form (the same
@@ -296,7 +298,8 @@ def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verif
     """A directory of its own for a bug only listed forms hold: the smallest form with a graph is
     written and verified as a repro (with the options and config of the directory it was listed
     in); None where none can be (no graph kept, the backend does not run here, or none reproduces).
-    A form whose repro does not fail as recorded is dropped (its id added to `gone`)."""
+    A form whose repro does not fail as recorded, or for which none can be written where its backend
+    runs, is dropped (its id added to `gone`)."""
     for form in sorted((f for f in forms if f.graph is not None), key=lambda f: cost(f.graph)):
         lister = source[id(form)]
         # A form keeps no raw error text: its normalized message (a fixed point of the
@@ -307,9 +310,18 @@ def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verif
         directory = root / _slug(form, case)
         try:
             written = write_minimized(directory, case, verify_runs, timeout)
-        except (Unavailable, ValueError) as e:  # no backend here, or no repro can be written for it
+        except Unavailable as e:  # its backend does not run here: it stays, for a machine where it does
             report.not_split.append((form.directory, lister.directory.name, str(e).split("\n")[0]))
             return None
+        except ValueError as e:
+            # No repro can be written for it (an aot:nvfuser form keeps no fusion script) where its
+            # backend runs: it can be neither verified nor split, so it leaves, as a form that kept
+            # no graph does. A campaign that finds its bug again reduces it anew.
+            shutil.rmtree(directory, ignore_errors=True)
+            report.dropped.append((form.directory, lister.directory.name,
+                                   f"no repro can be written for it: {str(e).split(chr(10))[0]}"))
+            gone.add(id(form))
+            continue
         if written.verification is None or written.verification.status is not Reproduction.REPRODUCES:
             # Run where it was found, it fails otherwise or not at all: no longer a member.
             shutil.rmtree(directory, ignore_errors=True)

@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from fuzzfuse.cli import main
+from fuzzfuse.corpus import load_case
 
 ROOT = Path(__file__).parent.parent
 MINIMIZED = ROOT / "minimized"
@@ -96,6 +98,23 @@ def test_fold_dry_run_says_what_it_would_do_and_changes_nothing(tmp_path, capsys
     assert lines[0] == f"{ELU_SMALL} <- 1: {ELU_LARGE}"
     assert lines[-1].startswith("1 repro(s) folded into 1, ")
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.slow  # nvFuser compiles and three fresh processes per split form
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="its forms are nvFuser's: a fold splits them on a CUDA GPU")
+def test_fold_drops_a_form_no_repro_can_be_written_for_where_its_backend_runs(tmp_path, capsys):
+    """fa9994a4 (as committed on 2026-12-03) listed an aot:nvfuser crash whose fusion script was
+    never recorded: on the GPU it could be neither verified nor split, so it stayed listed as a bug
+    its directory does not hold. The fold drops it; the nvFuser crash listed beside it is split."""
+    pytest.importorskip("nvfuser_direct")
+    holder, unwritable = "nvfuser-mismatch-shape-float-fa9994a4", "aot-nvfuser-crash-runtimeerror-torch-ops-py-call-d4046641"
+    root = tmp_path / "minimized"
+    shutil.copytree(Path(__file__).parent / "data" / "unwritable_form_corpus" / holder, root / holder)
+    assert run(["corpus", "fold", str(root), "--split-on", "cuda"]) == 0
+    out = capsys.readouterr().out
+    assert f"dropped {unwritable} from {holder}: no repro can be written for it" in out, out
+    assert unwritable not in {v.directory for v in load_case(root / holder / "case.json").also_seen_as}
+    assert "not split" not in out, out
 
 
 def test_seeds_rewrites_the_committed_seed_corpus_byte_for_byte(tmp_path, capsys):
