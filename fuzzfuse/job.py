@@ -280,7 +280,7 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
                 documented = documented or verdict.documented(
                     backend.name, Difference.UNSAFE_MATH, what, f"{mismatch.detail}; eager's run holds a NaN or an infinity")
                 continue
-        if mismatch and rounded is not None and mismatch.kind == "values":
+        if mismatch and rounded is not None and mismatch.kind in ("values", "nan-inf"):
             runs = rounded()
             if runs and not compare_output(i, fused, nearest_run(fused, [eager[i], *(r[i] for r in runs)]), ref64[i],
                                            reduced[name]):

@@ -388,3 +388,43 @@ def test_a_wrong_value_no_rounding_explains_stays_a_mismatch():
     eager, _ = run_eager(exp_sum, make_inputs(exp_sum))
     judged = _judged(exp_sum, [eager[0] * 1.01], rounded=True)
     assert judged.outcome == Outcome.MISMATCH and judged.signature.kind == "values"
+
+
+def test_an_infinity_one_ulp_decides_is_ill_conditioned_on_a_real_fuser():
+    """A 300-s NNC campaign (2026-12-03) reported tanh -> eq(v, x) -> log2 as new: NNC's tanh of
+    -0.00050034304 is x itself, 0.72 ulp from float64 (eager's is the neighbour, 0.28 ulp), so eq
+    is True and log2 gives 0 where eager gives -inf. Runs that round tanh the other way give 0
+    too: an infinity one ulp decides is as ill-conditioned as a value it decides."""
+    from fuzzfuse.backends import Unavailable, get_backend
+    from fuzzfuse.job import run_case
+
+    try:
+        nnc = get_backend("torchscript:nnc")
+    except Unavailable as e:
+        pytest.skip(str(e))
+    b = GraphBuilder()
+    x = b.tensor((2,), "float32", values=Values(exact=encode_exact(torch.tensor([-0.0005003430414944887, 0.5]))))
+    graph = b.build([b.add("log2", b.add("eq", b.add("tanh", x), x))])
+    judged = run_case(graph, nnc)
+    assert judged.outcome == Outcome.DOCUMENTED and judged.signature.kind == "ill-conditioned", judged.detail
+    # far from any rounding: eq(x, x) -> log2 is 0 everywhere, and a fused -inf there is wrong
+    fused_wrong = _judged(b.build([b.add("log2", b.add("eq", x, x))]), [torch.tensor([0.0, -math.inf])], rounded=True)
+    assert fused_wrong.outcome == Outcome.MISMATCH and fused_wrong.signature.kind == "nan-inf"
+
+
+def test_a_run_that_rounds_other_ways_computes_an_op_its_dtype_defines_in_that_dtype():
+    """nextafter(inf, 1) in bfloat16 is its largest finite value: computed in float64 and rounded
+    up, it would be inf, and Inductor CPU's inf (minimized/...-3994f8c3, a real bug: it computes
+    bfloat16's nextafter in float32) would pass as ill-conditioned."""
+    from fuzzfuse.job import rounding_runs
+
+    b = GraphBuilder()
+    x = b.tensor((1,), "bfloat16", values=Values(exact=encode_exact(torch.tensor([math.inf], dtype=torch.bfloat16))))
+    y = b.tensor((1,), "bfloat16", values=Values(exact=encode_exact(torch.tensor([1.0], dtype=torch.bfloat16))))
+    graph = b.build([b.add("nextafter", x, y)])
+    inputs = make_inputs(graph)
+    eager, _ = run_eager(graph, inputs)
+    assert eager[0].item() == torch.finfo(torch.bfloat16).max
+    assert {r[0].item() for r in rounding_runs(graph, inputs, eager)} == {eager[0].item()}
+    judged = _judged(graph, [torch.tensor([math.inf], dtype=torch.bfloat16)], rounded=True)
+    assert judged.outcome == Outcome.MISMATCH, judged.detail

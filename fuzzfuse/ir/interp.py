@@ -160,7 +160,8 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
     and a sum or product reduces its terms in its own dtype in an order `rounding` shuffles
     (`_reordered`): a run of the graph at eager's precision with other roundings than eager's
     (values in float64 tensors). Where such runs land far from float64, so may eager's and a
-    fuser's, both right.
+    fuser's, both right. An op whose result its dtype defines (`Op.exact_in_dtype`) computes in
+    that dtype.
     """
     env: dict = {}
     for spec, value in zip(graph.inputs, inputs):
@@ -178,6 +179,12 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
                     and isinstance(args[0], torch.Tensor) and args[0].is_floating_point())
         if reorders:
             out = op.eager(_reordered(node, args[0], types[node.args[0]].dtype, rounding), *args[1:], **attrs)
+        elif rounding is not None and op.exact_in_dtype:
+            # no rounding of a float64 result is the op's (nextafter of inf in bfloat16 is its
+            # largest finite value, never a rounding of float64's)
+            own = DTYPES[types[node.name].dtype]
+            out = op.eager(*[a.to(own) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args],
+                           **attrs)
         elif flush_as_triton and op.compares:
             torch.set_flush_denormal(False)
             try:
