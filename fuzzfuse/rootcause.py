@@ -109,7 +109,8 @@ _WRAPPER_PREFIX = re.compile(r"^(?:\s*(?:\w+(?:Error|Exception):|Error from segm
 _OPERATOR = re.compile(r"(operator type):?\s+\w+")
 _ATEN_OP = re.compile(r"\b(aten|prim)(::|\.)\w+")
 _DTYPE_WORDS = re.compile(
-    r"(?:\bnvf::)?\b__(?:half|bfloat)\b"
+    r"(?:\bnvf::)?\b__(?:half|bfloat|e4m3|e5m2|e8m0|e2m1)\b"
+    r"|\b(?:torch\.)?float8_e(?:4m3fn|5m2|4m3fnuz|5m2fnuz|8m0fnu)\b"
     r"|\b(?:torch\.)?(?:float|double|half|bfloat16|float16|float32|float64|int8|int16|int32|int64|uint8|bool|long|int"
     r"|int64_t|int32_t)\b"
     r"|\b(?:torch\.(?:cuda\.)?)?(?:CPU|CUDA)?(?:Float|Double|Half|BFloat16|Long|Int|Bool|Byte)(?:Type|Tensor)?\b")
