@@ -13,6 +13,13 @@ A fuser that ranks a 0-d integer tensor like a dimensioned one computes an int8 
 0-d int32 INT_MAX in int32, where PyTorch converts the 0-d operand to int8 first (-1): NNC's gt and
 Inductor CUDA's logical_xor are wrong that way, each through whichever op reads such a pair.
 
+A fuser whose op gives a zero of the other sign (Inductor's clamp_min of -0.0 is +0.0, eager keeps
+-0.0; Triton's amin of -0.0 and +0.0) shows it only where a later op reads the sign: 1/x is -inf
+for inf. A zero's sign alone is a documented difference (docs/documented-differences.md); amplified
+it is reported, once: each op's zeros are given the other sign in eager's run (x + 0.0 makes them
++0.0, -((-x) + 0.0) makes them -0.0), and where that run gives the fused value, the zero's sign is
+the bug, whichever op lost it and whichever op amplified it.
+
 A fuser that proves a value constant folds it, and may compute what follows from the fold wrong:
 NNC's simplifier folds `x - x` of an integer tensor to 0 and `x < x` to False, and then computes
 `eq(v, v)` of `reciprocal(0)` or `log10(False)` as False (their infinities compared through their
@@ -46,7 +53,8 @@ SCALAR_CAST = "a float scalar is converted to the dtype of the integer or bool t
 ZERO_DIM_WIDER = "a zero-dim integer tensor of a wider dtype sets the dtype a binary op computes in"
 # The rules a mismatch's signature may name (its message), each a bug of its own.
 FOLDED_CONSTANT = "a value the fuser proves constant is folded, and what it computes from the fold is wrong"
-RULES = (SCALAR_CAST, ZERO_DIM_WIDER, FOLDED_CONSTANT)
+ZERO_SIGN = "an op gives a zero of the other sign, and an op after it reads the sign"
+RULES = (SCALAR_CAST, ZERO_DIM_WIDER, ZERO_SIGN, FOLDED_CONSTANT)
 
 
 def _converted(value: float, dtype: str, as_bool: bool) -> float:
@@ -123,6 +131,37 @@ def zero_dim_wider_graphs(graph: Graph) -> list[Graph]:
     return [replace(graph, nodes=tuple(nodes))] if changed else []
 
 
+def zero_sign_graphs(graph: Graph, inputs: list) -> list[Graph]:
+    """For each op whose eager value holds a float zero and that another op reads, the graph with
+    those zeros made +0.0 for its readers, and the graph with them made -0.0 (the module's
+    docstring); none where no op's value holds a zero another op reads."""
+    try:
+        values = interpret(graph, inputs)[0]
+    except Exception:
+        return []
+    read = {r for node in graph.nodes for r in node.refs()}
+    found = []
+    for node in graph.nodes:
+        value = values[node.name]
+        if node.name not in read or not (isinstance(value, torch.Tensor) and value.is_floating_point()
+                                         and bool((value == 0).any())):
+            continue
+        name = node.name
+        positive = [Node(f"{name}_as_pos_zero", "add", (name, 0.0), {})]
+        negative = [Node(f"{name}_negated", "neg", (name,), {}),
+                    Node(f"{name}_negated_pos", "add", (f"{name}_negated", 0.0), {}),
+                    Node(f"{name}_as_neg_zero", "neg", (f"{name}_negated_pos",), {})]
+        for inserted in (positive, negative):
+            nodes = []
+            for other in graph.nodes:
+                if other.name == name:
+                    nodes += [other, *inserted]
+                    continue
+                nodes.append(replace(other, args=tuple(inserted[-1].name if a == name else a for a in other.args)))
+            found.append(replace(graph, nodes=tuple(nodes)))
+    return found
+
+
 # How an input's values are changed to tell an op whose value its operands' types decide:
 # at random, its lowest and highest values (for a float: -inf and inf), and NaN or each element
 # flipped (a bool negated, an integer's lowest bit toggled).
@@ -191,6 +230,8 @@ def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int
     for candidate in zero_dim_wider_graphs(graph):
         if _computes(candidate, inputs, output, fused, reduced):
             return ZERO_DIM_WIDER
+    if any(_computes(candidate, inputs, output, fused, reduced) for candidate in zero_sign_graphs(graph, inputs)):
+        return ZERO_SIGN
     if run_fused is not None:
         for candidate, values in opaque_constant_graphs(graph, inputs):
             outputs = run_fused(candidate, values)

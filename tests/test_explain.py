@@ -7,13 +7,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from fuzzfuse.backends import Unavailable, get_backend
 from fuzzfuse.corpus import load_case
-from fuzzfuse.explain import (FOLDED_CONSTANT, SCALAR_CAST, ZERO_DIM_WIDER, constant_values, scalar_cast_graphs,
-                              zero_dim_wider_graphs)
+from fuzzfuse.explain import (FOLDED_CONSTANT, SCALAR_CAST, ZERO_DIM_WIDER, ZERO_SIGN, constant_values,
+                              scalar_cast_graphs, zero_dim_wider_graphs, zero_sign_graphs)
 from fuzzfuse.identity import Anchor, identify, same_bug
-from fuzzfuse.ir import Graph, make_inputs
+from fuzzfuse.ir import Graph, make_inputs, run_eager
 from fuzzfuse.job import run_case
 from fuzzfuse.verdict import Outcome
 
@@ -146,6 +147,30 @@ def test_nncs_fold_of_a_constant_is_one_bug_through_every_op_that_shows_it():
                       shape=(1,))
     own = run_case(precision, nnc)
     assert own.outcome is Outcome.MISMATCH and own.signature.message == "", own.detail
+
+
+def test_each_zero_an_op_reads_is_given_either_sign_and_nothing_else_changes():
+    g = graph("float32", "zeros", ("exp", "x0"), ("sub", "v0", "v0"), ("reciprocal", "v1"))
+    candidates = zero_sign_graphs(g, make_inputs(g))
+    assert len(candidates) == 2  # sub's zeros, both ways; exp holds none and reciprocal is read by none
+    values = [run_eager(c, make_inputs(c))[0][0] for c in candidates]
+    assert [bool(torch.signbit(v).all()) for v in values] == [False, True]  # 1/+0 and 1/-0
+    assert zero_sign_graphs(graph("int32", "zeros", ("neg", "x0"), ("neg", "v0")), []) == []
+
+
+@pytest.mark.slow  # Inductor's C++ compiles
+def test_a_zero_of_the_other_sign_is_one_bug_whichever_op_lost_it_and_read_it():
+    """Inductor CPU's clamp_min(-0.0, 0.0) and clamp(-0.0, 0.0, 1.0) are +0.0 (eager keeps -0.0):
+    reciprocal and rsqrt then give inf where eager gives -inf. One bug, named by the zero's sign."""
+    inductor = backend("inductor:cpu")
+    forms = [graph("float32", "zeros", ("neg", "x0"), ("clamp_min", "v0", 0.0), ("reciprocal", "v1")),
+             graph("float32", "zeros", ("neg", "x0"), ("clamp", "v0", 0.0, 1.0), ("rsqrt", "v1"))]
+    identities = []
+    for form in forms:
+        result = run_case(form, inductor)
+        assert result.outcome is Outcome.MISMATCH and result.signature.message == ZERO_SIGN, result.detail
+        identities.append(identify(result.signature, form, device="cpu"))
+    assert same_bug(*identities)
 
 
 @pytest.mark.slow
