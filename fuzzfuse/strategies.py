@@ -52,6 +52,11 @@ SOURCES = ("scratch", "seeds", "mixed")
 # and some first operands a new input of the same type in a drawn layout (_try_op): broadcasts in
 # every operand position, and expanded or strided operands meeting in one op.
 FRESH_OPERAND_EVERY = 4
+# The most dims a drawn value has, whatever makes it (unsqueeze, a reshape's split, a wider
+# broadcast partner of such a value): the generator's one bound on rank. It is no IR type rule
+# (reshape takes any rank, as eager does: aot_autograd's backwards reshape every value the forward
+# made); the shape policy's max_rank bounds the inputs drawn from scratch.
+MAX_VALUE_RANK = 6
 ROUND_TRIP_WEIGHT = 1
 
 
@@ -259,7 +264,7 @@ def _try_op(draw: Callable, b: GraphBuilder, op_name: str, cfg: GenConfig, first
         out = op.infer(types, attrs)
     except (ValueError, KeyError, IndexError):
         return None
-    if out.numel() > cfg.shapes.max_numel or out.rank > 6:
+    if out.numel() > cfg.shapes.max_numel or out.rank > MAX_VALUE_RANK:
         return None
     return b.add(op_name, *args, **attrs)
 
