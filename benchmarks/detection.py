@@ -1,15 +1,16 @@
 """Detection power: how soon a campaign finds a bug whose trigger is narrow, and how small its
 reduced repro gets.
 
-    PYTHONPATH=$PWD python benchmarks/detection.py [--set seeded|real] [--seeds 3] [--budget 60]
-        [--bugs dtype_op,op_pair]
+    PYTHONPATH=$PWD python benchmarks/detection.py [--set seeded|real] [--source scratch|seeds|mixed]
+        [--seeds 3] [--budget 60] [--bugs dtype_op,op_pair]
 
 Each bug of a set (a torch.compile backend wrong on one narrow trigger) is fuzzed by a campaign on
 2 workers, once per campaign seed, until the first case that fails on the buggy backend and passes
 on the same capture without the bug, or until the budget runs out. Two sets: "seeded"
 (benchmarks/seeded_bugs.py, written beside the generator; dynamo's graph run as traced plus the
 bug, clean reference `dynamo:eager`) and "real" (benchmarks/real_bugs.py, triggers of upstream
-reports; AOT autograd's aten graph plus the bug, clean reference `dynamo:aot_eager`). Per bug it
+reports; AOT autograd's aten graph plus the bug, clean reference `dynamo:aot_eager`). --source says
+where the campaign's cases come from (strategies.SOURCES: generated, mutated seeds, or both). Per bug it
 prints the median seconds and cases (graphs) to that first detection, the input sets run by then
 (a compiled graph may run on several), and the ops of the reduced repro of the first seed's
 detection against the fewest ops the trigger needs. Seconds depend on the machine's load: compare
@@ -18,6 +19,7 @@ cases too, and runs made at the same time.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import tempfile
@@ -34,6 +36,7 @@ from fuzzfuse.corpus import load_case  # noqa: E402
 from fuzzfuse.job import run_case  # noqa: E402
 from fuzzfuse.minimize import reduce_case  # noqa: E402
 from fuzzfuse.reduce import NotInteresting  # noqa: E402
+from fuzzfuse.strategies import SOURCES  # noqa: E402
 
 # set -> (module the backends live in, the clean reference, bug -> fewest ops of its trigger)
 SETS = {"seeded": ("benchmarks.seeded_bugs", "dynamo:eager", seeded_bugs.MINIMAL_OPS),
@@ -77,12 +80,14 @@ class FirstDetection(Campaign):
         return self.detection is not None or super()._done_submitting()
 
 
-def measure(bug_set: str, bug: str, seed: int, budget: float, workers: int,
-            out: Path) -> tuple[Detection | None, int]:
+def measure(bug_set: str, bug: str, seed: int, budget: float, workers: int, out: Path,
+            source: str = "scratch") -> tuple[Detection | None, int]:
     """The first detection (None: not within the budget), and the cases the campaign ran."""
     module, clean, _ = SETS[bug_set]
-    campaign = FirstDetection(f"dynamo:{module}:{bug}", out, seed=seed, workers=workers,
-                              time_limit=budget, reduce=False, clean=clean)
+    backend = f"dynamo:{module}:{bug}"
+    features = dataclasses.replace(get_backend(backend).features, source=source)
+    campaign = FirstDetection(backend, out, seed=seed, workers=workers, time_limit=budget, reduce=False,
+                              clean=clean, features=features)
     campaign.run()
     return campaign.detection, campaign.stats.cases
 
@@ -100,6 +105,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--set", choices=SETS, default="seeded", help="which bugs: seeded (default) or real")
     p.add_argument("--bugs", help="comma-separated bugs of the set; default: all of them")
+    p.add_argument("--source", choices=SOURCES, default="scratch", help="where the campaigns' cases come from")
     p.add_argument("--seeds", type=int, default=3, help="campaign seeds per bug")
     p.add_argument("--budget", type=float, default=60.0, help="seconds per campaign")
     p.add_argument("--workers", type=int, default=2)
@@ -116,7 +122,8 @@ def main() -> None:
         for bug in bugs:
             found: list[Detection] = []
             for seed in range(args.seeds):
-                d, ran = measure(args.set, bug, seed, args.budget, args.workers, Path(tmp) / f"{bug}-{seed}")
+                d, ran = measure(args.set, bug, seed, args.budget, args.workers, Path(tmp) / f"{bug}-{seed}",
+                                 args.source)
                 print(f"{bug} seed {seed}: " + (f"{d.seconds:.1f}s, {d.cases} cases, {d.input_sets} input sets"
                                                 if d else f"not found in {args.budget:.0f}s ({ran} cases)"),
                       file=sys.stderr, flush=True)
@@ -135,7 +142,7 @@ def main() -> None:
     total = sum(len(found) for _, found, _ in rows)
     print(f"\ndetected within {args.budget:.0f}s: {total} of {len(rows) * args.seeds} campaigns; "
           f"bugs found at least once: {sum(bool(found) for _, found, _ in rows)} of {len(rows)} "
-          f"({time.strftime('%Y-%m-%d %H:%M')})")
+          f"(set {args.set}, source {args.source}, {time.strftime('%Y-%m-%d %H:%M')})")
 
 
 if __name__ == "__main__":

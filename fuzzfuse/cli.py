@@ -3,6 +3,7 @@ line on stderr and exit code 2; nothing else is lost."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import secrets
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 from .cli_args import AT_LEAST_ONE, CASE_TIMEOUT, EXIT_BAD_INPUT, FRACTION, POSITIVE_SECONDS, BadInput
 from .backends import BACKENDS, Unavailable, availability, default_backend, get_backend
 from .reductions import REDUCE_SHARE
+from .strategies import SOURCES
 from .verdict import SignatureRecord
 
 def cmd_backends(args: argparse.Namespace) -> int:
@@ -86,7 +88,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                                 reduce=not args.no_reduce,
                                 backward=args.backward, devices=_devices(args.devices, backend), shard=args.shard,
                                 reduce_budget=args.reduce_budget, known=args.known, focus_share=args.focus_share,
-                                reduce_share=args.reduce_share)
+                                reduce_share=args.reduce_share,
+                                features=dataclasses.replace(get_backend(backend).features, source=args.source))
         with campaign_display() as display:
             campaign.display = display
             summary = campaign.run()
@@ -315,6 +318,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--focus-share", type=FRACTION, default=0.25, metavar="FRACTION",
                    help="share of worker time for batches aimed at the least-covered scheduler (nvFuser; 0: never). "
                         "Those batches compile more kernels a case: a higher share trades cases/s for coverage")
+    f.add_argument("--source", choices=SOURCES, default="scratch",
+                   help="where cases come from: generated from scratch (default), mutated from the seed corpus "
+                        "(real model subgraphs with one op, dtype, layout, shape or constant changed at a time), "
+                        "or mixed (each case one or the other)")
     f.set_defaults(func=cmd_fuzz)
 
     m = sub.add_parser("reduce", help="minimize failing cases into OUT/<slug>/, one per reduced root cause")

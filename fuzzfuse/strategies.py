@@ -25,10 +25,12 @@ from .ir import OPS, Graph, GraphError, Layout, TensorInput, Values
 from .ir.ops import choice, ints, permutations
 from .ir.builder import GraphBuilder, batch_norm, layer_norm, layer_norm_backward, matmul_epilogue, squeeze_excite
 from .ir.types import COMPUTE_DTYPES, FLOAT_DTYPES, FP8_DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
+from .seedgraphs import CONSTANTS, mutated_seed
 from .steering import MAX_REDRAWS, Trigger, unsteered
 
 ALL_LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "sliced", "expanded")
-PATTERNS = ("layer_norm", "batch_norm", "squeeze_excite")
+# round_trip: a value cast to another drawn dtype and, half the time, back (what mixed precision does).
+PATTERNS = ("layer_norm", "batch_norm", "squeeze_excite", "round_trip")
 # Drawn only where a backend's coverage recipe asks for them (the default stream stays as it was).
 FOCUS_PATTERNS = ("layer_norm_backward", "matmul_epilogue")
 # A dense layer's sizes: mostly multiples of 8 (Hopper's TMA loads need 16-byte aligned rows of
@@ -42,6 +44,20 @@ STEER_PARTNERS = 3
 NARROW_DISTS = ("specials", "lone_special", "halves", "denormals")
 SPECIAL_DISTS = ("specials", "lone_special")
 NARROW_EVERY = 5
+# Where a batch's cases come from (Features.source): drawn from scratch, mutated from the seed corpus
+# (seedgraphs.mutated_seed), or each case one or the other with even odds ("mixed").
+SOURCES = ("scratch", "seeds", "mixed")
+# One operand in this many (past the first) is a new input shaped to broadcast against the first,
+# either way (narrower: some dims 1, leading dims dropped; wider: a size-1 dim of the first grown),
+# and some first operands a new input of the same type in a drawn layout (_try_op): broadcasts in
+# every operand position, and expanded or strided operands meeting in one op.
+FRESH_OPERAND_EVERY = 4
+# The most dims a drawn value has, whatever makes it (unsqueeze, a reshape's split, a wider
+# broadcast partner of such a value): the generator's one bound on rank. It is no IR type rule
+# (reshape takes any rank, as eager does: aot_autograd's backwards reshape every value the forward
+# made); the shape policy's max_rank bounds the inputs drawn from scratch.
+MAX_VALUE_RANK = 6
+ROUND_TRIP_WEIGHT = 1
 
 
 @dataclass(frozen=True)
@@ -74,6 +90,8 @@ class Features:
     # The device the cases run on: an op whose eager form has no kernel there for the operands'
     # dtype (Op.cuda_missing) is not drawn.
     device: str = "cpu"
+    # Where cases come from: one of SOURCES.
+    source: str = "scratch"
 
 
 @dataclass(frozen=True)
@@ -181,11 +199,12 @@ def layouts(draw: Callable, shape: tuple[int, ...], allowed: tuple[str, ...] = A
 
 @st.composite
 def scalar_constants(draw: Callable) -> float | int | bool:
+    """Mostly the small exact constants real code uses (CONSTANTS), some others."""
     kind = choice(draw, ["float"] * 6 + ["int"] * 3 + ["bool"])
     if kind == "float":
-        return choice(draw, [0.5, 2.0, -1.5, 1e-5, 3.0, 0.0, 1.0, -0.25, 1e4])
+        return choice(draw, [*CONSTANTS, -1.5, -0.25, 1e4])
     if kind == "int":
-        return choice(draw, [0, 1, 2, 3, -2, 7])
+        return choice(draw, [0, 1, 2, -1, 3, -2, 7])
     return draw(st.booleans())
 
 
@@ -202,6 +221,21 @@ def _try_op(draw: Callable, b: GraphBuilder, op_name: str, cfg: GenConfig, first
     """Add `op_name` with its first operand among `firsts` and the others among `tensors`."""
     op = OPS[op_name]
     first = _pick(draw, firsts)
+    # A reduction reads a new input (in a drawn layout) twice as often as another op: reductions on
+    # every layout, while chains (what fusers fuse) stay deep. Not where the first operand must be
+    # computed (a connected graph, chains, fusion anchors).
+    fresh_every = FRESH_OPERAND_EVERY if op.kind == "reduction" else 2 * FRESH_OPERAND_EVERY
+    feats = cfg.features
+    free_first = not (feats.connected or feats.chains or feats.anchors)
+    if free_first and not draw(ints(0, fresh_every - 1)) and b.types[first].rank and \
+            b.types[first].dtype in feats.dtypes:
+        shape = b.types[first].shape
+        shape = _broadcast_partner(draw, shape, cfg.shapes) if op.arity > 1 and draw(st.booleans()) else shape
+        first = _new_input(draw, b, cfg, shape, b.types[first].dtype)
+    if free_first and op_name == "where" and b.types[first].dtype != "bool":  # a mask, often of a broadcast shape
+        masks = [t for t in firsts if b.types[t].dtype == "bool"]
+        first = _pick(draw, masks) if masks and draw(st.booleans()) else \
+            _new_input(draw, b, cfg, _broadcast_partner(draw, b.types[first].shape, cfg.shapes, narrow=True), "bool")
     args: list = [first]
     if op.draw_operands is not None:
         args += [_operand(draw, b, cfg, tensors, want, index=pos in op.index_operands)
@@ -212,6 +246,12 @@ def _try_op(draw: Callable, b: GraphBuilder, op_name: str, cfg: GenConfig, first
             args.append(choice(draw, scalars) if use_input else draw(scalar_constants()))
             continue
         target = b.types[first].shape
+        if not draw(ints(0, FRESH_OPERAND_EVERY - 1)):
+            # Of the first's dtype where anchors are declared: oneDNN Graph left mixed-dtype pairs unfused.
+            dtype = b.types[first].dtype if cfg.features.anchors else \
+                choice(draw, [b.types[first].dtype, *cfg.features.dtypes])
+            args.append(_new_input(draw, b, cfg, _broadcast_partner(draw, target, cfg.shapes), dtype))
+            continue
         fits = [t for t in tensors if _broadcastable(b.types[t].shape, target)]
         args.append(_pick(draw, fits) if fits else first)
     types = [b.types[a] if isinstance(a, str) else ValueType(None, scalar_kind(a)) for a in args]
@@ -224,7 +264,7 @@ def _try_op(draw: Callable, b: GraphBuilder, op_name: str, cfg: GenConfig, first
         out = op.infer(types, attrs)
     except (ValueError, KeyError, IndexError):
         return None
-    if out.numel() > cfg.shapes.max_numel or out.rank > 6:
+    if out.numel() > cfg.shapes.max_numel or out.rank > MAX_VALUE_RANK:
         return None
     return b.add(op_name, *args, **attrs)
 
@@ -238,7 +278,30 @@ def _operand(draw: Callable, b: GraphBuilder, cfg: GenConfig, tensors: list[str]
         return _pick(draw, same)
     feats = cfg.features
     dtype = want.dtype if index or want.dtype in feats.dtypes else choice(draw, feats.dtypes)
-    return b.tensor(want.shape, dtype, draw(layouts(want.shape, feats.layouts)), draw(values(feats.special_values)))
+    # Never fewer dims than the shape policy's (a 0-d value's partner too): where that is not the
+    # type the op wants, the op's type check turns the draw down.
+    shape = tuple(want.shape) if index else (1,) * (cfg.shapes.min_input_rank - len(want.shape)) + tuple(want.shape)
+    return b.tensor(shape, dtype, draw(layouts(shape, feats.layouts)), draw(values(feats.special_values)))
+
+
+def _new_input(draw: Callable, b: GraphBuilder, cfg: GenConfig, shape: tuple[int, ...], dtype: str) -> str:
+    return b.tensor(shape, dtype, draw(layouts(tuple(shape), cfg.features.layouts)),
+                    draw(values(cfg.features.special_values)))
+
+
+def _broadcast_partner(draw: Callable, shape: tuple[int, ...], config: ShapeConfig,
+                       narrow: bool = False) -> tuple[int, ...]:
+    """A shape that broadcasts with `shape`: narrower (dims set to 1, leading dims dropped), so that
+    this operand is the one broadcast, or (unless `narrow`) wider (size-1 dims grown, or a leading
+    dim added), so that the other is."""
+    if narrow or draw(st.booleans()):
+        ones = [1 if draw(ints(0, 1)) else s for s in shape]
+        ones = ones[draw(ints(0, max(0, len(ones) - config.min_input_rank))):] if draw(ints(0, 2)) == 0 else ones
+        return (1,) * (config.min_input_rank - len(ones)) + tuple(ones)  # never fewer dims than the policy's
+    wide = [choice(draw, [2, 3, 4, 5]) if s == 1 else s for s in shape]
+    if len(wide) < config.max_rank and draw(ints(0, 2)) == 0:
+        wide.insert(0, choice(draw, [2, 3]))
+    return (1,) * (config.min_input_rank - len(wide)) + tuple(wide)  # a 0-d value's partner too
 
 
 def _broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
@@ -249,7 +312,8 @@ def _broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
         return False
 
 
-def _try_pattern(draw: Callable, b: GraphBuilder, name: str, firsts: list[str]) -> str | None:
+def _try_pattern(draw: Callable, b: GraphBuilder, name: str, firsts: list[str],
+                 dtypes: tuple[str, ...] = ()) -> str | None:
     if name == "matmul_epilogue":  # new inputs of its own; one layer a graph (see _matmul_layer)
         if any(OPS[n.op].kind == "matmul" for n in b.nodes):
             return None
@@ -257,6 +321,8 @@ def _try_pattern(draw: Callable, b: GraphBuilder, name: str, firsts: list[str]) 
             return _matmul_layer(draw, b, b.types[firsts[-1]].dtype)
         except GraphError:
             return None
+    if name == "round_trip":
+        return _round_trip(draw, b, _pick(draw, firsts), dtypes)
     floats = [t for t in firsts if is_float(b.types[t].dtype) and b.types[t].rank >= 1]
     if not floats:
         return None
@@ -288,6 +354,16 @@ def _try_pattern(draw: Callable, b: GraphBuilder, name: str, firsts: list[str]) 
     except GraphError:
         return None
     return None
+
+
+def _round_trip(draw: Callable, b: GraphBuilder, x: str, dtypes: tuple[str, ...]) -> str | None:
+    """x cast to another of the batch's dtypes (any pair of them) and, half the time, back."""
+    source = b.types[x].dtype
+    others = [d for d in dtypes if d != source]
+    if not others or source in FP8_DTYPES:
+        return None
+    y = b.add("cast", x, dtype=choice(draw, others))
+    return b.add("cast", y, dtype=source) if draw(st.booleans()) else y
 
 
 def _matmul_layer(draw: Callable, b: GraphBuilder, dtype: str) -> str:
@@ -333,9 +409,14 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
         b.tensor(shape, dtype, draw(layouts(tuple(shape), feats.layouts)), draw(values(feats.special_values)))
     scalars = [b.scalar(choice(draw, [0.5, -2.0, 3.0])) for _ in range(draw(ints(0, 1)))]
     n_ops = draw(ints(min(feats.min_ops, config.max_ops), config.max_ops))
-    choices = [("op", o) for o in feats.ops] + [("pattern", p) for p in feats.patterns]
+    # No round trips where anchors are declared: casts are no anchors, and oneDNN Graph left a graph
+    # of two or three ops ending in a round trip unfused.
+    patterns = tuple(p for p in feats.patterns if p != "round_trip" or not feats.anchors)
+    choices = [("op", o) for o in feats.ops] + [("pattern", p) for p in patterns]
     # A focus pattern is what its coverage recipe exists for: drawn as often as all the ops together.
     choices += [("pattern", p) for p in feats.patterns if p in FOCUS_PATTERNS for _ in feats.ops[1:]]
+    # Round trips as often as a few ops together: mixed precision casts at every layer boundary.
+    choices += [("pattern", "round_trip")] * ROUND_TRIP_WEIGHT if "round_trip" in patterns else []
     attempts = 0
     while len(b.nodes) < n_ops and attempts < 4 * n_ops:
         attempts += 1
@@ -354,8 +435,8 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
             continue
         if kind == "pattern":
             # A focus pattern is drawn only where a coverage recipe asks for it: always take it.
-            if name in FOCUS_PATTERNS or draw(ints(0, 3)) == 0:
-                _try_pattern(draw, b, name, firsts)
+            if name in FOCUS_PATTERNS or name == "round_trip" or draw(ints(0, 3)) == 0:
+                _try_pattern(draw, b, name, firsts, feats.dtypes)
         else:
             out = _try_op(draw, b, name, config, firsts, tensors, scalars)
             folds = [o for o in feats.ops if name in OPS[o].folds_after] if out and feats.fold_bait else []
@@ -417,6 +498,15 @@ def requires_grad(draw: Callable, graph: Graph) -> Graph:
     return dataclasses.replace(graph, grad_seed=draw(ints(0, 2**31 - 1))) if graph.requires_grad else graph
 
 
+def _training(graph: Graph, rng: random.Random) -> Graph:
+    """A mutated seed as a backward case: every float input whose gradient reaches an output safely
+    requires grad, as in the seeds' training mode."""
+    marked = tuple(dataclasses.replace(i, requires_grad=all(grad_reach(graph, i.name)))
+                   if isinstance(i, TensorInput) and i.dtype in FLOAT_DTYPES else i for i in graph.inputs)
+    graph = dataclasses.replace(graph, inputs=marked)
+    return dataclasses.replace(graph, grad_seed=rng.randrange(2**31)) if graph.requires_grad else graph
+
+
 @functools.lru_cache(maxsize=64)
 def _drawer(config: GenConfig) -> Callable[[bytes], object]:
     """A Hypothesis test that records the graph it is given; built once per config because
@@ -465,6 +555,13 @@ def generate_steered(seed: int, config: GenConfig = GenConfig()) -> tuple[Graph,
 
 
 def _draw(seed: int | str, config: GenConfig) -> Graph:
+    source = config.features.source
+    if source not in SOURCES:
+        raise ValueError(f"unknown case source {source!r}; one of {', '.join(SOURCES)}")
+    rng = random.Random(f"{seed}:source")
+    if source == "seeds" or (source == "mixed" and rng.random() < 0.5):
+        graph = mutated_seed(rng, config.features)
+        return _training(graph, rng) if config.backward else graph
     for attempt in range(8):
         graph = _drawer(config)(random.Random(f"{seed}:{attempt}").randbytes(8192))
         if graph is not None:
@@ -546,4 +643,4 @@ def batch_features(campaign_seed: int, batch: int, base: Features = Features()) 
 __all__ = ["Features", "ShapeConfig", "GenConfig", "swarm", "shapes", "values", "layouts", "graphs",
            "generate", "batch_features", "config_to_json", "config_from_json", "scalar_constants", "PATTERNS",
            "FOCUS_PATTERNS", "ALL_LAYOUTS", "requires_grad", "grad_reach", "graph_triples", "admitted_triples",
-           "steer", "swarm_max_ops", "NARROW_DISTS", "SPECIAL_DISTS"]
+           "steer", "swarm_max_ops", "NARROW_DISTS", "SPECIAL_DISTS", "SOURCES"]

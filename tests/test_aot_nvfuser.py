@@ -106,6 +106,17 @@ def test_constants_and_python_scalars_become_inputs():
         len(backward.constants)
 
 
+def test_a_backward_reshape_of_a_rank_six_value_translates():
+    """The generator keeps values up to rank 6 (a reshape splitting a rank-5 value makes one); the
+    backward reshapes the gradient back, which the IR's reshape must accept as eager does (a
+    clean CI run's aot:nvfuser stand-in test: "reshape does not accept" a rank-6 gradient)."""
+    b = GraphBuilder()
+    x = b.add("unsqueeze", b.tensor((3, 6, 1, 3)), dim=0)
+    graph = _training(b.build([b.add("exp", b.add("reshape", x, shape=[1, 3, 1, 6, 1, 3]))]))
+    want, got = _aot_run(graph, _as_fx), _aot_run(graph, _via_ir)
+    assert len(got) == len(want) and all(_identical(g, w) for g, w in zip(got, want))
+
+
 # ---- the backend's plumbing with a torch-evaluated nvFuser stand-in ----------------------------
 class _StandInFusion(TorchFusionDefinition):
     class fec:  # noqa: N801  (nvFuser's executor cache: one pointwise kernel, by name)

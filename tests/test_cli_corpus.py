@@ -120,6 +120,6 @@ def test_fold_drops_a_form_no_repro_can_be_written_for_where_its_backend_runs(tm
 def test_seeds_rewrites_the_committed_seed_corpus_byte_for_byte(tmp_path, capsys):
     assert run(["corpus", "seeds", str(tmp_path)]) == 0
     written = [Path(line) for line in capsys.readouterr().out.splitlines()]
-    assert len(written) == 20 and all(p.parent == tmp_path for p in written)
+    assert len(written) == 38 and all(p.parent == tmp_path for p in written)  # 30 forward, 8 training
     for path in written:
         assert path.read_text() == (ROOT / "corpus" / path.name).read_text(), path.name

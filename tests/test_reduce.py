@@ -59,7 +59,7 @@ def find_graph(predicate, start: int, min_ops: int) -> Graph:
 
 @pytest.fixture(scope="module")
 def sigmoid_graph() -> Graph:
-    return find_graph(sigmoid_after_sum, 180, 15)  # seed 180: 20 ops, the sum reaches the sigmoid via tanh
+    return find_graph(sigmoid_after_sum, 3096, 15)  # seed 3096: 19 ops
 
 
 def test_sigmoid_through_sum_reduces_to_two_ops(sigmoid_graph):

@@ -207,7 +207,7 @@ def _to(t, x, dtype=None, **kwargs):
 
 @aten("view", "_unsafe_view", "reshape")
 def _reshape(t, x, shape):
-    if t.type(x).rank == 0:  # the IR reshapes ranks 1 to 5: a zero-dim tensor goes through shape [1]
+    if t.type(x).rank == 0:  # the IR reshapes from rank 1: a zero-dim tensor goes through shape [1]
         x = t.add("unsqueeze", x, dim=0)
         if list(shape) in ([1], [-1]):
             return x

@@ -605,7 +605,11 @@ def _reshape_shape(draw: Callable, ts: Types) -> Attrs:
 
 register(Op("reshape", "view", 1, _reshape_infer, lambda x, shape: torch.reshape(x, shape),
             lambda args, at: f"torch.reshape({args[0]}, {lit(list(at['shape']))})",
-            lambda t, a: 1 <= t[0].rank <= 5, draw_attrs=lambda draw, ts: draw(_reshape_shape(ts)),
+            # Eager reshapes a tensor of any rank, and aot_autograd's backwards reshape whatever the
+            # forward made (a rank-6 value back to rank 5, say): no cap on rank here, the generator
+            # keeps its own (strategies.MAX_VALUE_RANK). Rank 0 has no dim for _reshape_shape to
+            # split (from_aten unsqueezes one first).
+            lambda t, a: t[0].rank >= 1, draw_attrs=lambda draw, ts: draw(_reshape_shape(ts)),
             nvfuser="@reshape"))
 
 ALL_DTYPES = tuple(DTYPES)
