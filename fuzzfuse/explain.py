@@ -16,9 +16,10 @@ Inductor CUDA's logical_xor are wrong that way, each through whichever op reads 
 A fuser whose op gives a zero of the other sign (Inductor's clamp_min of -0.0 is +0.0, eager keeps
 -0.0; Triton's amin of -0.0 and +0.0) shows it only where a later op reads the sign: 1/x is -inf
 for inf. A zero's sign alone is a documented difference (docs/documented-differences.md); amplified
-it is reported, once: each op's zeros are given the other sign in eager's run (x + 0.0 makes them
-+0.0, -((-x) + 0.0) makes them -0.0), and where that run gives the fused value, the zero's sign is
-the bug, whichever op lost it and whichever op amplified it.
+it is reported once per op that loses the sign: each op's zeros are given the other sign in
+eager's run (x + 0.0 makes them +0.0, -((-x) + 0.0) makes them -0.0), and where that run gives the
+fused value, the mismatch is named by the rule and that op, whichever op amplified it (nvFuser's
+abs of +0.0 giving -0.0 is another bug than its div_trunc's zero).
 
 A fuser that proves a value constant folds it, and may compute what follows from the fold wrong:
 NNC's simplifier folds `x - x` of an integer tensor to 0 and `x < x` to False, and then computes
@@ -45,8 +46,9 @@ import torch
 
 from .ir import OPS, Graph, ScalarInput, TensorInput, interpret, run_eager
 from .ir.graph import Node
+from .ir.ops import MOVES_DATA
 from .ir.types import DTYPES, category
-from .oracle import compare_output
+from .oracle import compare_output, normalize
 
 SCALAR_CAST = "a float scalar is converted to the dtype of the integer or bool tensor it meets"
 # A signature's message is a fixed point of oracle.normalize (no digits), as every key's is.
@@ -55,6 +57,12 @@ ZERO_DIM_WIDER = "a zero-dim integer tensor of a wider dtype sets the dtype a bi
 FOLDED_CONSTANT = "a value the fuser proves constant is folded, and what it computes from the fold is wrong"
 ZERO_SIGN = "an op gives a zero of the other sign, and an op after it reads the sign"
 RULES = (SCALAR_CAST, ZERO_DIM_WIDER, ZERO_SIGN, FOLDED_CONSTANT)
+
+
+def names_a_rule(message: str) -> bool:
+    """Whether a signature's message is a rule's: the rule itself, or ZERO_SIGN with the op that
+    loses the sign ("...: clamp_min")."""
+    return message in RULES or message.startswith(ZERO_SIGN + ": ")
 
 
 def _converted(value: float, dtype: str, as_bool: bool) -> float:
@@ -131,17 +139,21 @@ def zero_dim_wider_graphs(graph: Graph) -> list[Graph]:
     return [replace(graph, nodes=tuple(nodes))] if changed else []
 
 
-def zero_sign_graphs(graph: Graph, inputs: list) -> list[Graph]:
-    """For each op whose eager value holds a float zero and that another op reads, the graph with
-    those zeros made +0.0 for its readers, and the graph with them made -0.0 (the module's
-    docstring); none where no op's value holds a zero another op reads."""
+def zero_sign_graphs(graph: Graph, inputs: list) -> list[tuple[str, Graph]]:
+    """For each op whose eager value holds a float zero and that another op reads, the op's name
+    with the graph whose readers see those zeros as +0.0, and with the graph where they see -0.0
+    (the module's docstring), nearest the output first; none where no op's value holds a zero
+    another op reads."""
     try:
         values = interpret(graph, inputs)[0]
     except Exception:
         return []
     read = {r for node in graph.nodes for r in node.refs()}
     found = []
-    for node in graph.nodes:
+    # The op nearest the reader first, ops that only move data last: flipping neg's zero explains
+    # neg -> clamp_min -> reciprocal as well as flipping clamp_min's does, and the op that passed
+    # the zero on is where the fused sign and eager's part.
+    for node in sorted(reversed(graph.nodes), key=lambda n: OPS[n.op].kind in MOVES_DATA):
         value = values[node.name]
         if node.name not in read or not (isinstance(value, torch.Tensor) and value.is_floating_point()
                                          and bool((value == 0).any())):
@@ -158,7 +170,7 @@ def zero_sign_graphs(graph: Graph, inputs: list) -> list[Graph]:
                     nodes += [other, *inserted]
                     continue
                 nodes.append(replace(other, args=tuple(inserted[-1].name if a == name else a for a in other.args)))
-            found.append(replace(graph, nodes=tuple(nodes)))
+            found.append((node.op, replace(graph, nodes=tuple(nodes))))
     return found
 
 
@@ -230,8 +242,9 @@ def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int
     for candidate in zero_dim_wider_graphs(graph):
         if _computes(candidate, inputs, output, fused, reduced):
             return ZERO_DIM_WIDER
-    if any(_computes(candidate, inputs, output, fused, reduced) for candidate in zero_sign_graphs(graph, inputs)):
-        return ZERO_SIGN
+    for op, candidate in zero_sign_graphs(graph, inputs):
+        if _computes(candidate, inputs, output, fused, reduced):
+            return normalize(f"{ZERO_SIGN}: {op}")  # a fixed point of the normalizer, as every key's message
     if run_fused is not None:
         for candidate, values in opaque_constant_graphs(graph, inputs):
             outputs = run_fused(candidate, values)

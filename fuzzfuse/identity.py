@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, replace
 
 from .backends.registry import component, computes_from
 from .corpus import Case, CorpusError, Variant, iter_cases
-from .explain import RULES
+from .explain import names_a_rule
 from .graphform import graph_form
 from .ir import OPS, Graph, TensorInput
 from .ir.types import category
@@ -178,7 +178,7 @@ def identify(signature: Signature | None, graph: Graph | None = None,
     symptom = symptom_of(signature)
     judged = signature.outcome in ("mismatch", "unfused")
     phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""
-    if signature.outcome == "mismatch" and signature.message in RULES:
+    if signature.outcome == "mismatch" and names_a_rule(signature.message):
         # A wrong rule that computes the fused values exactly (fuzzfuse.explain) is one bug through
         # every op that shows it. Pending until reduced, as every wrong value: a new one is then
         # reduced once into its repro, a known one counted.
