@@ -21,7 +21,7 @@ import torch
 
 from .backends.registry import _factory, display_name
 from .backends.options import Options, execute_switches
-from .ir import Graph, TensorInput, make_inputs, to_source
+from .ir import Graph, TensorInput, make_inputs
 from .ir.graph import Layout
 from .ir.interp import node_source
 from .ir.ops import OPS
@@ -325,11 +325,6 @@ def short_repro(graph: Graph, backend_name: str, options: Options, signature: Si
         lines += [""]
     lines += define + ["", ""] * (backend_name != "nvfuser") + [""] * (backend_name == "nvfuser")
     lines += inputs
-    if signature.outcome == "hard-crash" and backend_name == "nvfuser":
-        # The run that found it computed eager's values first, and a crash of memory can need what
-        # eager left there: 18e500d0 segfaults in fd.execute only after eager's scatter ran.
-        lines += ["# eager first, as the run that found it: the crash may need what eager leaves in memory"]
-        lines += [ln.strip() for ln in to_source(graph).splitlines()[1:-1]]
     if signature.outcome == "hard-crash":  # the signal's name and the Python stack, on stderr
         lines.append("faulthandler.enable(all_threads=False)")
     if signature.outcome == "hang":
