@@ -452,7 +452,8 @@ def test_the_summary_says_where_the_wall_time_and_the_workers_time_went(tmp_path
     assert abs(sum(v for k, v in phases.items() if k != "total") - total) < 0.05
     assert 0 < wall - total < 2.0 and phases["start-up"] > 0 and phases["fuzzing"] > 0
     uses = summary["worker_seconds_by_use"]
-    assert {"fuzz", "starting"} <= set(uses) and 1.5 * total < sum(uses.values()) <= 2 * total + 0.1
+    # each use is rounded to 0.1 s: the sum may pass two workers' time by 0.05 s a use
+    assert {"fuzz", "starting"} <= set(uses) and 1.5 * total < sum(uses.values()) <= 2 * total + 0.05 * len(uses)
     assert summary["busy_share"] == pytest.approx(
         sum(uses.get(k, 0.0) for k in ("fuzz", "reduce", "learn")) / (2 * total), abs=0.01)  # uses are rounded
     assert summary["cases"] == 40
