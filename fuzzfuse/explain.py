@@ -18,8 +18,10 @@ A fuser whose op gives a zero of the other sign (Inductor's clamp_min of -0.0 is
 for inf. A zero's sign alone is a documented difference (docs/documented-differences.md); amplified
 it is reported once per op that loses the sign: each op's zeros are given the other sign in
 eager's run (x + 0.0 makes them +0.0, -((-x) + 0.0) makes them -0.0), and where that run gives the
-fused value, the mismatch is named by the rule and that op, whichever op amplified it (nvFuser's
-abs of +0.0 giving -0.0 is another bug than its div_trunc's zero).
+fused value, the op that lost the sign (`sign_loser`: the fuser's own values of those ops say
+which) is named with the rule, and its identity is that op's, as any wrong value of it is
+(fuzzfuse.identity), whichever op amplified it. nvFuser's abs of +0.0 giving -0.0 is another bug
+than its div_trunc's zero; NNC's elu of -0.0 giving +0.0 is its elu bug.
 
 A fuser that proves a value constant folds it, and may compute what follows from the fold wrong:
 NNC's simplifier folds `x - x` of an integer tensor to 0 and `x < x` to False, and then computes
@@ -57,6 +59,11 @@ ZERO_DIM_WIDER = "a zero-dim integer tensor of a wider dtype sets the dtype a bi
 FOLDED_CONSTANT = "a value the fuser proves constant is folded, and what it computes from the fold is wrong"
 ZERO_SIGN = "an op gives a zero of the other sign, and an op after it reads the sign"
 RULES = (SCALAR_CAST, ZERO_DIM_WIDER, ZERO_SIGN, FOLDED_CONSTANT)
+
+
+def sign_lost_by(message: str) -> str:
+    """The op a ZERO_SIGN message names as losing the sign; "" for any other message."""
+    return message.removeprefix(ZERO_SIGN + ": ") if message.startswith(ZERO_SIGN + ": ") else ""
 
 
 def names_a_rule(message: str) -> bool:
@@ -139,8 +146,8 @@ def zero_dim_wider_graphs(graph: Graph) -> list[Graph]:
     return [replace(graph, nodes=tuple(nodes))] if changed else []
 
 
-def zero_sign_graphs(graph: Graph, inputs: list) -> list[tuple[str, Graph]]:
-    """For each op whose eager value holds a float zero and that another op reads, the op's name
+def zero_sign_graphs(graph: Graph, inputs: list) -> list[tuple[Node, Graph]]:
+    """For each op whose eager value holds a float zero and that another op reads, the op's node
     with the graph whose readers see those zeros as +0.0, and with the graph where they see -0.0
     (the module's docstring), nearest the output first; none where no op's value holds a zero
     another op reads."""
@@ -150,9 +157,7 @@ def zero_sign_graphs(graph: Graph, inputs: list) -> list[tuple[str, Graph]]:
         return []
     read = {r for node in graph.nodes for r in node.refs()}
     found = []
-    # The op nearest the reader first, ops that only move data last: flipping neg's zero explains
-    # neg -> clamp_min -> reciprocal as well as flipping clamp_min's does, and the op that passed
-    # the zero on is where the fused sign and eager's part.
+    # The op nearest the reader first, ops that only move data last (`sign_loser` says why).
     for node in sorted(reversed(graph.nodes), key=lambda n: OPS[n.op].kind in MOVES_DATA):
         value = values[node.name]
         if node.name not in read or not (isinstance(value, torch.Tensor) and value.is_floating_point()
@@ -170,8 +175,35 @@ def zero_sign_graphs(graph: Graph, inputs: list) -> list[tuple[str, Graph]]:
                     nodes += [other, *inserted]
                     continue
                 nodes.append(replace(other, args=tuple(inserted[-1].name if a == name else a for a in other.args)))
-            found.append((node.op, replace(graph, nodes=tuple(nodes))))
+            found.append((node, replace(graph, nodes=tuple(nodes))))
     return found
+
+
+def sign_loser(graph: Graph, inputs: list, explaining: list[Node],
+               run_fused: Callable[[Graph, list], list | None] | None) -> Node:
+    """Of the ops whose zeros, given the other sign, explain a fused value (`explaining`, nearest
+    the output first), the one that loses the sign. Flipping neg's zero explains neg -> clamp_min
+    -> reciprocal as well as flipping clamp_min's does, whichever of the two lost it (NNC's neg of
+    +0.0 is +0.0; Inductor's clamp_min of -0.0 is +0.0): the fuser runs the graph with those ops'
+    values as outputs too, and the first op, in graph order, whose fused zeros have the other sign
+    is the one. Where that cannot be run or shows none, the op nearest the output."""
+    if run_fused is not None:
+        extra = tuple(n.name for n in explaining if n.name not in graph.outputs)
+        probe = replace(graph, outputs=graph.outputs + extra)
+        outputs = run_fused(probe, inputs)
+        if outputs is not None:
+            eager = interpret(graph, inputs)[0]
+            fused = dict(zip(probe.outputs, outputs))
+            named = {e.name for e in explaining}
+            for node in (n for n in graph.nodes if n.name in named):
+                mine, theirs = eager[node.name].detach().cpu(), fused[node.name]
+                if not isinstance(theirs, torch.Tensor) or theirs.shape != mine.shape:
+                    continue
+                theirs = theirs.detach().cpu().to(mine.dtype)
+                zeros = (mine == 0) & (theirs == 0)
+                if bool((zeros & (torch.signbit(mine) != torch.signbit(theirs))).any()):
+                    return node
+    return explaining[0]
 
 
 # How an input's values are changed to tell an op whose value its operands' types decide:
@@ -242,9 +274,10 @@ def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int
     for candidate in zero_dim_wider_graphs(graph):
         if _computes(candidate, inputs, output, fused, reduced):
             return ZERO_DIM_WIDER
-    for op, candidate in zero_sign_graphs(graph, inputs):
-        if _computes(candidate, inputs, output, fused, reduced):
-            return normalize(f"{ZERO_SIGN}: {op}")  # a fixed point of the normalizer, as every key's message
+    explaining = list({node.name: node for node, candidate in zero_sign_graphs(graph, inputs)
+                       if _computes(candidate, inputs, output, fused, reduced)}.values())
+    if explaining:  # a fixed point of the normalizer, as every key's message
+        return normalize(f"{ZERO_SIGN}: {sign_loser(graph, inputs, explaining, run_fused).op}")
     if run_fused is not None:
         for candidate, values in opaque_constant_graphs(graph, inputs):
             outputs = run_fused(candidate, values)

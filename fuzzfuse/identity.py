@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, replace
 
 from .backends.registry import component, computes_from
 from .corpus import Case, CorpusError, Variant, iter_cases
-from .explain import names_a_rule
+from .explain import names_a_rule, sign_lost_by
 from .graphform import graph_form
 from .ir import OPS, Graph, TensorInput
 from .ir.types import category
@@ -178,6 +178,13 @@ def identify(signature: Signature | None, graph: Graph | None = None,
     symptom = symptom_of(signature)
     judged = signature.outcome in ("mismatch", "unfused")
     phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""
+    lost_by = sign_lost_by(signature.message) if signature.outcome == "mismatch" else ""
+    if lost_by and any(n.op == lost_by for n in graph.nodes):
+        # A zero of the other sign is one more wrong value of the op that loses it (NNC's elu,
+        # computed as alpha * (exp(x) - 1), is +0.0 for -0.0 and imprecise near 0): its culprit.
+        position = next(k for k, n in enumerate(graph.nodes) if n.op == lost_by)
+        culprit = computes_from(signature.backend).get(lost_by) or OPS[lost_by].computed_from or lost_by
+        return BugIdentity(comp, Anchor.CULPRIT, symptom, culprit, dtype_class(graph, position), phase, device)
     if signature.outcome == "mismatch" and names_a_rule(signature.message):
         # A wrong rule that computes the fused values exactly (fuzzfuse.explain) is one bug through
         # every op that shows it. Pending until reduced, as every wrong value: a new one is then

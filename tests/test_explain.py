@@ -153,7 +153,7 @@ def test_each_zero_an_op_reads_is_given_either_sign_and_nothing_else_changes():
     g = graph("float32", "zeros", ("exp", "x0"), ("sub", "v0", "v0"), ("reciprocal", "v1"))
     candidates = zero_sign_graphs(g, make_inputs(g))
     assert len(candidates) == 2  # sub's zeros, both ways; exp holds none and reciprocal is read by none
-    assert [op for op, _ in candidates] == ["sub", "sub"]
+    assert [node.op for node, _ in candidates] == ["sub", "sub"]
     values = [run_eager(c, make_inputs(c))[0][0] for _, c in candidates]
     assert [bool(torch.signbit(v).all()) for v in values] == [False, True]  # 1/+0 and 1/-0
     assert zero_sign_graphs(graph("int32", "zeros", ("neg", "x0"), ("neg", "v0")), []) == []
@@ -172,8 +172,26 @@ def test_a_zero_of_the_other_sign_is_one_bug_per_op_that_loses_it_whichever_read
         result = run_case(form, inductor)
         assert result.outcome is Outcome.MISMATCH and result.signature.message.startswith(ZERO_SIGN), result.detail
         identities.append(identify(result.signature, form, device="cpu"))
-    assert [i.where for i in identities] == [f"{ZERO_SIGN}: clamp_min"] * 2 + [f"{ZERO_SIGN}: clamp"]
+    # the op that loses the sign is the culprit, as for any wrong value of it; the fuser run with
+    # neg's and clamp_min's values as outputs shows which (flipping either explains the output)
+    assert [i.where for i in identities] == ["clamp_min", "clamp_min", "clamp"]
     assert same_bug(identities[0], identities[1]) and not same_bug(identities[0], identities[2])
+
+
+def test_the_op_that_loses_the_sign_is_found_by_the_fusers_own_values():
+    """NNC's neg of +0.0 is +0.0 (a 300-s campaign, 2026-12-03, reported neg -> atan2, neg -> sqrt ->
+    reciprocal and neg -> tan -> atan2 as three new bugs): flipping sqrt's or tan's zero explains
+    the output as well as flipping neg's, and NNC's own value of neg says neg lost it."""
+    nnc = backend("torchscript:nnc")
+    forms = [graph("float32", "zeros", ("neg", "x0"), ("atan2", "v0", "v0")),
+             graph("float32", "zeros", ("neg", "x0"), ("sqrt", "v0"), ("reciprocal", "v1")),
+             graph("float32", "zeros", ("neg", "x0"), ("tan", "v0"), ("atan2", "v1", "v1"))]
+    identities = []
+    for form in forms:
+        result = run_case(form, nnc)
+        assert result.outcome is Outcome.MISMATCH and result.signature.message == f"{ZERO_SIGN}: neg", result.detail
+        identities.append(identify(result.signature, form, device="cpu"))
+    assert identities[0].where == "neg" and all(same_bug(identities[0], other) for other in identities[1:])
 
 
 @pytest.mark.slow
