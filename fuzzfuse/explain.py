@@ -230,36 +230,47 @@ def _redrawn(x, how: str, generator: torch.Generator):
 
 
 def constant_values(graph: Graph, inputs: list) -> dict[str, torch.Tensor]:
-    """The ops that read graph inputs alone and whose eager value is the same whatever values
-    those inputs hold (`x - x` and `x < x` of an integer tensor, isnan of one), by name, each with
-    that value: what a fuser can prove constant and fold. An op constant only on finite values
-    (log_softmax over a dim of one element) is not: a fuser proves nothing of it. The graph's own
-    outputs are left out."""
+    """The ops where a constant begins: each op whose eager value is the same whatever values the
+    graph's inputs hold (`x - x` and `x < x` of an integer tensor, isnan of one, `eq(v, v)` of an
+    integer value), and that reads no such op's value, by name, each with that value: what a
+    fuser can prove constant and fold. An op constant only on finite values (log_softmax over a
+    dim of one element) is not: a fuser proves nothing of it. The graph's own outputs are left
+    out."""
     generator = torch.Generator().manual_seed(0)
     try:
         values = interpret(graph, inputs)[0]
         others = [interpret(graph, [_redrawn(x, how, generator) for x in inputs])[0] for how in REDRAWS]
     except Exception:  # eager refuses other values (an index out of range): nothing to tell
         return {}
-    names = {i.name for i in graph.inputs}
-    found = {}
-    for node in graph.nodes:
-        refs, value = node.refs(), values[node.name]
-        if (refs and set(refs) <= names and node.name not in graph.outputs and isinstance(value, torch.Tensor)
-                and all(torch.equal(o[node.name], value.cpu()) for o in others)):
-            found[node.name] = value
-    return found
+    constant = {node.name for node in graph.nodes if isinstance(values[node.name], torch.Tensor)
+                and all(torch.equal(o[node.name], values[node.name].cpu()) for o in others)}
+    return {node.name: values[node.name] for node in graph.nodes
+            if node.name in constant and node.refs() and not constant & set(node.refs())
+            and node.name not in graph.outputs}
 
 
 def opaque_constant_graphs(graph: Graph, inputs: list) -> list[tuple[Graph, list]]:
-    """For each constant-valued op (`constant_values`), the graph and its inputs with that op
-    replaced by an input of its name holding its value: the same computation, with nothing left
-    for the fuser to fold."""
+    """For each op where a constant begins (`constant_values`), the graph and its inputs with that
+    op replaced by an input of its name holding its value, and, where it reads one graph input
+    twice (`x - x`), with its second read of a copy of that input: the same computation, with
+    nothing left for the fuser to fold. The copy keeps two ops fused where NNC fuses no lone op
+    (`sub(x, x) -> abs` of int64)."""
     found = []
+    positions = {spec.name: k for k, spec in enumerate(graph.inputs)}
     for name, value in constant_values(graph, inputs).items():
         spec = TensorInput(name, tuple(value.shape), str(value.dtype).removeprefix("torch."))
         candidate = replace(graph, inputs=graph.inputs + (spec,), nodes=tuple(n for n in graph.nodes if n.name != name))
         found.append((candidate, list(inputs) + [value.clone()]))
+        node = next(n for n in graph.nodes if n.name == name)
+        twice = [r for r in dict.fromkeys(node.refs()) if node.refs().count(r) > 1 and r in positions]
+        if twice:
+            original = graph.inputs[positions[twice[0]]]
+            copy = replace(original, name=f"{original.name}_copy")
+            second = [k for k, a in enumerate(node.args) if a == original.name][1]
+            split = replace(node, args=tuple(copy.name if k == second else a for k, a in enumerate(node.args)))
+            candidate = replace(graph, inputs=graph.inputs + (copy,),
+                                nodes=tuple(split if n.name == name else n for n in graph.nodes))
+            found.append((candidate, list(inputs) + [inputs[positions[original.name]].clone()]))
     return found
 
 

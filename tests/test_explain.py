@@ -117,7 +117,8 @@ def test_an_op_is_constant_only_where_no_values_of_its_operands_change_it():
         g = graph(dtype, "zeros", *nodes, ("add", f"v{len(nodes) - 1}", "x0"), shape=shape)
         return sorted(constant_values(g, make_inputs(g)))
     assert constant(("sub", "x0", "x0")) == constant(("lt", "x0", "x0")) == constant(("isnan", "x0")) == ["v0"]
-    assert constant(("sub", "x0", "x0"), ("exp", "v0")) == ["v0"]  # ops on inputs alone: the fold's start
+    assert constant(("sub", "x0", "x0"), ("exp", "v0")) == ["v0"]  # where the constant begins
+    assert constant(("neg", "x0"), ("eq", "v0", "v0"), ("exp", "v1")) == ["v1"]
     assert constant(("add", "x0", "x0")) == constant(("isnan", "x0"), dtype="float32") == []
     assert constant(("sub", "x0", "x0"), dtype="float32") == []  # inf - inf is nan
     # zero on every finite value, nan on an infinity: no fuser proves it constant
@@ -129,13 +130,18 @@ NNC_FOLDS = [  # NNC folds an op of a tensor with itself, or a test its dtype de
     graph("int32", "zeros", ("sub", "x0", "x0"), ("reciprocal", "v0"), ("eq", "v1", "v1")),
     graph("bool", "zeros", ("isnan", "x0"), ("rsqrt", "v0"), ("gt", "v1", "v0")),
     graph("int32", "zeros", ("eq", "x0", "x0"), ("tanh", "v0"), ("add", "v1", "v1"), ("le", "v2", "v1")),
+    # a constant that begins past the inputs (a 300-s campaign's neg -> eq(v, v) -> cos -> lt)
+    graph("int32", "zeros", ("neg", "x0"), ("eq", "v0", "v0"), ("cos", "v1"), ("lt", "v2", "v1"), shape=()),
+    # int64 abs of x - x is garbage; NNC fuses no lone abs, so only x - (a copy of x) tells it
+    graph("int64", "zeros", ("sub", "x0", "x0"), ("abs", "v0"), shape=(2, 9)),
 ]
 
 
 def test_nncs_fold_of_a_constant_is_one_bug_through_every_op_that_shows_it():
-    """Four committed NNC directories (cc70e056, 12d7b27e, 43cfe4ff, eba927e5): each right once the
-    constant reaches NNC as an input, so one bug; a precision fault with a constant-looking op
-    (log_softmax over one element, 18ba1744) stays its own."""
+    """Four committed NNC directories (cc70e056, 12d7b27e, 43cfe4ff, eba927e5) and two campaign
+    finds: each right once the constant reaches NNC as an input, or its x - x as x - (a copy of
+    x), so one bug; a precision fault with a constant-looking op (log_softmax over one element,
+    18ba1744) stays its own."""
     nnc = backend("torchscript:nnc")
     identities = []
     for form in NNC_FOLDS:
