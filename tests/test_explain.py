@@ -112,6 +112,16 @@ def test_nncs_wider_zero_dim_integer_is_one_bug_through_the_ops_that_read_it():
     assert zero_dim_wider_graphs(graph("int32", "zeros", ("add", "x0", "x0"))) == []
 
 
+def test_a_rule_that_explains_the_fused_value_comes_before_blaming_eager():
+    """lt of a 0-d int32 INT_MAX and an int8 [0] (a 300-s NNC campaign, 2026-12-03): PyTorch
+    converts INT_MAX to int8 (-1 < 0: True); NNC compares in int32 (False). The scalar arbiter
+    ranks the 0-d operand like NNC, so the campaign blamed eager; the rule is NNC's."""
+    case = load_case(ROOT / "tests" / "data" / "explain_cases" / "nnc-zero-dim-lt-once-blamed-on-eager.json")
+    result = run_case(case.graph, backend("torchscript:nnc"))
+    assert result.outcome is Outcome.MISMATCH, result.detail
+    assert (result.signature.backend, result.signature.message) == ("torchscript:nnc", ZERO_DIM_WIDER)
+
+
 def test_an_op_is_constant_only_where_no_values_of_its_operands_change_it():
     def constant(*nodes, dtype="int32", shape=(4,)):
         g = graph(dtype, "zeros", *nodes, ("add", f"v{len(nodes) - 1}", "x0"), shape=shape)
