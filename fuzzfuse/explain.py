@@ -180,30 +180,44 @@ def zero_sign_graphs(graph: Graph, inputs: list) -> list[tuple[Node, Graph]]:
 
 
 def sign_loser(graph: Graph, inputs: list, explaining: list[Node],
-               run_fused: Callable[[Graph, list], list | None] | None) -> Node:
+               run_fused: Callable[[Graph, list], list | None] | None) -> tuple[Node | None, bool]:
     """Of the ops whose zeros, given the other sign, explain a fused value (`explaining`, nearest
-    the output first), the one that loses the sign. Flipping neg's zero explains neg -> clamp_min
-    -> reciprocal as well as flipping clamp_min's does, whichever of the two lost it (NNC's neg of
-    +0.0 is +0.0; Inductor's clamp_min of -0.0 is +0.0): the fuser runs the graph with those ops'
-    values as outputs too, and the first op, in graph order, whose fused zeros have the other sign
-    is the one. Where that cannot be run or shows none, the op nearest the output."""
-    if run_fused is not None:
-        extra = tuple(n.name for n in explaining if n.name not in graph.outputs)
-        probe = replace(graph, outputs=graph.outputs + extra)
-        outputs = run_fused(probe, inputs)
-        if outputs is not None:
-            eager = interpret(graph, inputs)[0]
-            fused = dict(zip(probe.outputs, outputs))
-            named = {e.name for e in explaining}
-            for node in (n for n in graph.nodes if n.name in named):
-                mine, theirs = eager[node.name].detach().cpu(), fused[node.name]
-                if not isinstance(theirs, torch.Tensor) or theirs.shape != mine.shape:
-                    continue
-                theirs = theirs.detach().cpu().to(mine.dtype)
-                zeros = (mine == 0) & (theirs == 0)
-                if bool((zeros & (torch.signbit(mine) != torch.signbit(theirs))).any()):
-                    return node
-    return explaining[0]
+    the output first), the one seen losing the sign, and whether the fuser's own values were seen.
+    Flipping neg's zero explains neg -> clamp_min -> reciprocal as well as flipping clamp_min's
+    does, whichever of the two lost it (NNC's neg of +0.0 is +0.0; Inductor's clamp_min of -0.0 is
+    +0.0): the fuser runs the graph with those ops' values and their operands' as outputs too, and
+    the first op, in graph order, whose fused zeros have the other sign while its operands are
+    eager's is the one. An op whose operand is already wrong lost nothing: NNC's trunc(frac(x)) is
+    +0.0 for x < 0 because its frac is x - floor(x), positive. (None, False) where that cannot be
+    run."""
+    if run_fused is None:
+        return None, False
+    names = {n.name for n in graph.nodes}
+    watched = [n.name for n in explaining] + [r for n in explaining for r in n.refs() if r in names]
+    extra = tuple(dict.fromkeys(w for w in watched if w not in graph.outputs))
+    probe = replace(graph, outputs=graph.outputs + extra)
+    outputs = run_fused(probe, inputs)
+    if outputs is None:
+        return None, False
+    eager, ref64 = interpret(graph, inputs)[0], interpret(graph, inputs, upcast=True)[0]
+    fused = dict(zip(probe.outputs, outputs))
+
+    def right(name: str) -> bool:
+        value = fused[name]
+        return isinstance(value, torch.Tensor) and compare_output(0, value, eager[name], ref64[name]) is None
+
+    named = {e.name for e in explaining}
+    for node in (n for n in graph.nodes if n.name in named):
+        mine, theirs = eager[node.name].detach().cpu(), fused[node.name]
+        if not isinstance(theirs, torch.Tensor) or theirs.shape != mine.shape:
+            continue
+        if not all(right(r) for r in node.refs() if r in names):
+            continue
+        theirs = theirs.detach().cpu().to(mine.dtype)
+        zeros = (mine == 0) & (theirs == 0)
+        if bool((zeros & (torch.signbit(mine) != torch.signbit(theirs))).any()):
+            return node, True
+    return None, True
 
 
 # How an input's values are changed to tell an op whose value its operands' types decide:
@@ -234,32 +248,40 @@ def constant_values(graph: Graph, inputs: list) -> dict[str, torch.Tensor]:
     graph's inputs hold (`x - x` and `x < x` of an integer tensor, isnan of one, `eq(v, v)` of an
     integer value), and that reads no such op's value, by name, each with that value: what a
     fuser can prove constant and fold. An op constant only on finite values (log_softmax over a
-    dim of one element) is not: a fuser proves nothing of it. The graph's own outputs are left
-    out."""
+    dim of one element) is not: a fuser proves nothing of it. An output no op reads is left out:
+    no fold of it computes anything after it."""
     generator = torch.Generator().manual_seed(0)
     try:
         values = interpret(graph, inputs)[0]
         others = [interpret(graph, [_redrawn(x, how, generator) for x in inputs])[0] for how in REDRAWS]
     except Exception:  # eager refuses other values (an index out of range): nothing to tell
         return {}
+    read = {r for node in graph.nodes for r in node.refs()}
     constant = {node.name for node in graph.nodes if isinstance(values[node.name], torch.Tensor)
                 and all(torch.equal(o[node.name], values[node.name].cpu()) for o in others)}
     return {node.name: values[node.name] for node in graph.nodes
             if node.name in constant and node.refs() and not constant & set(node.refs())
-            and node.name not in graph.outputs}
+            and node.name in read}
 
 
 def opaque_constant_graphs(graph: Graph, inputs: list) -> list[tuple[Graph, list]]:
     """For each op where a constant begins (`constant_values`), the graph and its inputs with that
-    op replaced by an input of its name holding its value, and, where it reads one graph input
+    op replaced by an input of its name holding its value (an output keeps its op, and the ops
+    that read it read that input instead), and, where it reads one graph input
     twice (`x - x`), with its second read of a copy of that input: the same computation, with
     nothing left for the fuser to fold. The copy keeps two ops fused where NNC fuses no lone op
     (`sub(x, x) -> abs` of int64)."""
     found = []
     positions = {spec.name: k for k, spec in enumerate(graph.inputs)}
     for name, value in constant_values(graph, inputs).items():
-        spec = TensorInput(name, tuple(value.shape), str(value.dtype).removeprefix("torch."))
-        candidate = replace(graph, inputs=graph.inputs + (spec,), nodes=tuple(n for n in graph.nodes if n.name != name))
+        if name in graph.outputs:  # the op stays for its output; the ops that read it read the input
+            spec = TensorInput(f"{name}_value", tuple(value.shape), str(value.dtype).removeprefix("torch."))
+            nodes = tuple(n if n.name == name else replace(n, args=tuple(spec.name if a == name else a for a in n.args))
+                          for n in graph.nodes)
+        else:
+            spec = TensorInput(name, tuple(value.shape), str(value.dtype).removeprefix("torch."))
+            nodes = tuple(n for n in graph.nodes if n.name != name)
+        candidate = replace(graph, inputs=graph.inputs + (spec,), nodes=nodes)
         found.append((candidate, list(inputs) + [value.clone()]))
         node = next(n for n in graph.nodes if n.name == name)
         twice = [r for r in dict.fromkeys(node.refs()) if node.refs().count(r) > 1 and r in positions]
@@ -287,13 +309,21 @@ def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int
             return ZERO_DIM_WIDER
     explaining = list({node.name: node for node, candidate in zero_sign_graphs(graph, inputs)
                        if _computes(candidate, inputs, output, fused, reduced)}.values())
-    if explaining:  # a fixed point of the normalizer, as every key's message
-        return normalize(f"{ZERO_SIGN}: {sign_loser(graph, inputs, explaining, run_fused).op}")
+    loser, seen = sign_loser(graph, inputs, explaining, run_fused) if explaining else (None, False)
+    if loser is not None:  # a fixed point of the normalizer, as every key's message
+        return normalize(f"{ZERO_SIGN}: {loser.op}")
+    # A zero of the other sign explains a fold's wrong infinity too (NNC folds isnan of an int32
+    # to False, and its relu of rsqrt(log1p(False)) is 0, as of -inf), and an earlier op's wrong
+    # value (NNC's positive frac, truncated): where the fuser's values show no op losing a sign,
+    # the fold is tried, which the fuser's own run proves; the sign is presumed only where no run
+    # could show it.
     if run_fused is not None:
         for candidate, values in opaque_constant_graphs(graph, inputs):
             outputs = run_fused(candidate, values)
             if outputs is not None and _computes(candidate, values, output, outputs[output], reduced):
                 return FOLDED_CONSTANT
+    if explaining and not seen:  # no run shows which op lost it: the op nearest the output
+        return normalize(f"{ZERO_SIGN}: {explaining[0].op}")
     return ""
 
 

@@ -2,6 +2,7 @@
 real fusers: NNC and oneDNN Graph convert a float scalar to the dtype of the integer or bool tensor
 it meets, whichever op reads it, and each is one bug however the campaign reached it."""
 import shutil
+from dataclasses import replace
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from fuzzfuse.explain import (FOLDED_CONSTANT, SCALAR_CAST, ZERO_DIM_WIDER, ZERO
                               scalar_cast_graphs, zero_dim_wider_graphs, zero_sign_graphs)
 from fuzzfuse.identity import Anchor, identify, same_bug
 from fuzzfuse.ir import Graph, make_inputs, run_eager
+from fuzzfuse.ir.values import with_exact_values
 from fuzzfuse.job import run_case
 from fuzzfuse.verdict import Outcome
 
@@ -163,6 +165,30 @@ def test_nncs_fold_of_a_constant_is_one_bug_through_every_op_that_shows_it():
                       shape=(1,))
     own = run_case(precision, nnc)
     assert own.outcome is Outcome.MISMATCH and own.signature.message == "", own.detail
+
+
+def test_a_fold_read_beside_an_output_and_one_a_sign_flip_also_explains_are_the_fold():
+    """Two of a 300-s NNC campaign's six "new" bugs (2026-12-03): lt(x, x) kept as an output, and
+    isnan of an int32, whose relu(rsqrt(log1p(False))) NNC computes as 0, as a -0.0 would give.
+    NNC's own values show no op losing a sign, and given the constant as an input it computes
+    eager's value: the fold, 12d7b27e's bug."""
+    nnc = backend("torchscript:nnc")
+    beside = graph("int32", "zeros", ("lt", "x0", "x0"), ("rsqrt", "v0"), ("eq", "v1", "v1"), shape=())
+    beside = Graph.from_json({**beside.to_json(), "outputs": ["v2", "v0"]})
+    flipped = graph("int32", "zeros", ("isnan", "x0"), ("log1p", "v0"), ("rsqrt", "v1"), ("relu", "v2"), shape=())
+    for form in (beside, flipped):
+        result = run_case(form, nnc)
+        assert result.outcome is Outcome.MISMATCH and result.signature.message == FOLDED_CONSTANT, result.detail
+
+
+def test_a_zero_whose_operand_the_fuser_already_got_wrong_lost_no_sign():
+    """NNC's frac is x - floor(x), positive for x < 0, so its trunc(frac(-0.69)) is +0.0 and the
+    rsqrt after it inf, where eager's are -0.0 and -inf. Flipping trunc's zero explains the output,
+    but trunc read a wrong operand: no rule, and the culprit is frac's (d3a22038)."""
+    g = graph("float32", "zeros", ("frac", "x0"), ("trunc", "v0"), ("rsqrt", "v1"), shape=())
+    g = replace(g, inputs=(with_exact_values(g.inputs[0], torch.tensor(-0.6931471824645996)),))
+    result = run_case(g, backend("torchscript:nnc"))
+    assert result.outcome is Outcome.MISMATCH and result.signature.message == "", result.detail
 
 
 def test_each_zero_an_op_reads_is_given_either_sign_and_nothing_else_changes():
