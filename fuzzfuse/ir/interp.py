@@ -163,6 +163,21 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
     fuser's, both right. An op whose result its dtype defines (`Op.exact_in_dtype`) computes in
     that dtype.
     """
+    if upcast:
+        # An op that makes a float of integers (sqrt of an int32, a true division of two) makes
+        # torch's default dtype: in float32 the arbiter would round as eager does, and side with
+        # it against a fuser that rounds better (eager's sqrt of 594 is not the nearest float32).
+        default = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            return _interpret(graph, inputs, True, flush_as_triton, rounding)
+        finally:
+            torch.set_default_dtype(default)
+    return _interpret(graph, inputs, False, flush_as_triton, rounding)
+
+
+def _interpret(graph: Graph, inputs: list, upcast: bool, flush_as_triton: bool,
+               rounding: torch.Generator | None) -> tuple[dict, dict[str, str]]:
     env: dict = {}
     for spec, value in zip(graph.inputs, inputs):
         if upcast and isinstance(value, torch.Tensor) and value.is_floating_point():
@@ -203,7 +218,7 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
         elif not upcast and _order_dependent(node, args[0]):
             tainted[node.name] = REDUCTION_ORDER
         if upcast and out.is_floating_point():
-            out = out.double()  # ops that make the default float from ints/bools (exp of a bool...)
+            out = out.double()  # an op that names the float dtype it makes
         if rounding is not None:
             out = _round_faithfully(out, types[node.name].dtype, rounding)
         env[node.name] = out
