@@ -16,6 +16,9 @@ triage and the pytest plugin all ask it (or its index key, `BugIdentity.key`).
   strides), the phase (forward or backward) and the device. Ops after the culprit (sign, eq,
   reciprocal, a cast, div_trunc(v, v)) only make its wrong value visible: they are observers, not
   the bug, and so are the special value, the constant, the shape and the route that exposed it.
+  Where the fuser's code for the culprit is a call of eager's own kernel (Inductor's C++ fmod is
+  ATen's at::vec fmod: `Backend.eager_kernels`), the bug is eager's, the one eager shows itself
+  where its vectorized loop runs (fuzzfuse.job's scalar arbiter): its identity names eager.
   Where the fuser's one lowering runs on several devices (Inductor's C++ and Triton code) and the
   reduced graph fails alike on each that was run (`Generalisation.devices`), the bug is the
   lowering's: its identity names no device.
@@ -40,7 +43,7 @@ import enum
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, replace
 
-from .backends.registry import component, computes_from
+from .backends.registry import component, computes_from, eager_kernels
 from .corpus import Case, CorpusError, Variant, iter_cases
 from .explain import names_a_rule, sign_lost_by
 from .graphform import graph_form
@@ -211,6 +214,8 @@ def identify(signature: Signature | None, graph: Graph | None = None,
             else:  # an op computed from another (std from var; Inductor's elu from expm1) is that op's bug
                 culprit = computes_from(signature.backend).get(node.op) or (
                     OPS[node.op].computed_from if node.op in OPS else None) or node.op
+            if culprit in eager_kernels(signature.backend, device):
+                comp = component("eager")  # the fuser called eager's own kernel: eager's bug
             return BugIdentity(comp, Anchor.CULPRIT, symptom, culprit, detail, phase, device)
     if signature.outcome in ("crash", "hard-crash"):
         # Its inputs' layouts, special values and constants, and the op that rejected the bad

@@ -153,6 +153,11 @@ class Backend:
     # bug's identity (fuzzfuse.identity) names that op. Inductor's elu is its decomposition
     # through expm1; NNC computes elu from exp, so there an elu is its own.
     computes_from: Mapping[str, str] = MappingProxyType({})
+    # Ops whose code this fuser emits, by device, as a call of eager's own kernel (Inductor's C++
+    # `a.fmod(b)` is ATen's at::vec::Vectorized::fmod, the loop eager's fmod vectorizes with): a
+    # wrong value of one there is eager's bug, the one eager shows where its vectorized loop runs
+    # (fuzzfuse.job's scalar arbiter), and its identity names eager (fuzzfuse.identity).
+    eager_kernels: Mapping[str, frozenset[str]] = MappingProxyType({})
     # The backends that run this fuser's own lowering on each device, by device (Inductor's C++ and
     # Triton code share one lowering): a reduced wrong value that fails alike on another device is
     # that lowering's bug, one bug on both (fuzzfuse.minimize.devices_failing_alike).

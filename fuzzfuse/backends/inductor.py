@@ -53,6 +53,8 @@ class InductorBackend(DynamoBackend):
     # torch._refs' div(rounding_mode="trunc") of floats is trunc(a / b): Triton's division is its.
     computes_from = MappingProxyType({"elu": "expm1", "div_trunc": "div"})
     device_routes = MappingProxyType({"cpu": "inductor:cpu", "cuda": "inductor:cuda"})
+    # CppVecOverrides.fmod is f"{a}.fmod({b})".
+    eager_kernels = MappingProxyType({"cpu": frozenset({"fmod"})})
 
     def __init__(self, device: str | None = None):
         super().__init__("inductor", device)

@@ -82,7 +82,7 @@ def _registered_class(name: str) -> type | None:
 # What `dynamo:NAME` takes from the built-in NAME where that is a torch.compile backend itself
 # (InductorBackend is `dynamo:inductor` with kernel evidence): the fuser it reaches and how that
 # computes. Its public name, and all else, stay DynamoBackend's.
-FUSER_ATTRIBUTES = ("component", "computes_from")
+FUSER_ATTRIBUTES = ("component", "computes_from", "eager_kernels")
 
 
 def declared(name: str, attr: str, default: Any = None) -> Any:
@@ -102,6 +102,12 @@ def declared(name: str, attr: str, default: Any = None) -> Any:
 def computes_from(name: str) -> Mapping[str, str]:
     """The `Backend.computes_from` a backend declares (`declared`); empty for a name without one."""
     return declared(name, "computes_from", MappingProxyType({}))
+
+
+def eager_kernels(name: str, device: str) -> frozenset[str]:
+    """The ops whose code the backend `name` emits on `device` as eager's own kernel
+    (`Backend.eager_kernels`); empty for a name without them."""
+    return declared(name, "eager_kernels", MappingProxyType({})).get(device, frozenset())
 
 
 def component(name: str) -> str:
