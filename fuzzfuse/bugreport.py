@@ -154,6 +154,8 @@ def symptom_text(case: Case, symptom: Symptom | None) -> str:
         if sig.kind == "shape":
             shown = {k: v.partition(" ")[2] or v for k, v in shown.items()}
         noun = {"shape": "shape ", "strides": "strides "}.get(sig.kind, "")
+        if sig.backend == EAGER:
+            return f"returns {shown['eager']} ({SCALAR_LOOP}: {shown['fused']})"
         return f"returns {noun}{shown['fused']} (eager: {shown['eager']})"
     if sig.outcome == "mismatch":
         return f"returns the wrong {sig.kind}"
@@ -168,6 +170,12 @@ def symptom_text(case: Case, symptom: Symptom | None) -> str:
     return {"hang": "hangs", "unfused": "runs the unfused fallback"}.get(sig.outcome, sig.outcome)
 
 
+def reported_backend(case: Case) -> str:
+    """What the bug is reported against: the case's backend, or eager where the mismatch is eager's
+    own (its vectorized kernel wrong, its scalar loop and the fuser right: fuzzfuse.job)."""
+    return EAGER if case.signature.backend == EAGER else case.backend
+
+
 def title(case: Case, symptom: Symptom | None = None) -> str:
     """"NNC (CPU): neg → clamp(v0, 0.0, -1.5) on int32 returns -1 (eager: -1.5)": the fuser and
     device, the CPU capability when above default, the op chain, the inputs with their trigger
@@ -179,7 +187,7 @@ def title(case: Case, symptom: Symptom | None = None) -> str:
     symptom = symptom or case.symptom
     backward = "the backward of " if (symptom and symptom.what.startswith("gradient")) or \
         case.signature.stage.startswith("backward") else ""
-    name = display_name(case.backend)
+    name = display_name(reported_backend(case))
     fuser = f"{name[:-1]}, {where})" if name.endswith(")") else f"{name} ({where})"
     return (f"{fuser}: {backward}{op_chain(case.graph)} on "
             f"{describe_inputs(case.graph)}{f' with {config}' if config else ''} {symptom_text(case, symptom)}")
@@ -414,6 +422,10 @@ def write_regression(directory: Path, case: Case) -> None:
         (directory / "inputs.pt").unlink(missing_ok=True)
 
 
+# The backend of a mismatch that is eager's own, and what its right value is computed by.
+EAGER = "eager"
+SCALAR_LOOP = "one element at a time"
+
 # The backends whose repro has an upstream idiom (fuzzfuse.short_repro); any other (custom:,
 # dynamo:) runs through fuzzfuse, so its repro.py is the full one.
 SHORT_FORMS = ("nvfuser", "aot:nvfuser", "inductor", "torchscript:nnc", "torchscript:onednn", "torchscript:frontend",
@@ -428,8 +440,8 @@ def write_repro(directory: Path, case: Case, hang_seconds: float = HANG_SECONDS)
     elif case.backend == "aot:nvfuser":
         source = aot_nvfuser_repro(directory, case)
     else:
-        source = short_repro(case.graph, case.backend, case.options, case.signature, case.versions, title(case),
-                             case.symptom, _tolerance(case, case.symptom), case_device(case), hang_seconds)
+        source = short_repro(case.graph, reported_backend(case), case.options, case.signature, case.versions,
+                             title(case), case.symptom, _tolerance(case, case.symptom), case_device(case), hang_seconds)
     (Path(directory) / REPRO).write_text(source)
     return source
 

@@ -1,18 +1,27 @@
 """The arbiter must not share the fault it judges: a wrong value that eager's vectorized kernel
 computes, and float64 computed from one-element inputs (ATen's scalar loop) does not, is eager's
 bug, never the fuser's."""
+import math
+import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
 import torch
 
+from fuzzfuse.bugreport import write_repro
 from fuzzfuse.corpus import load_case
+from fuzzfuse.identity import case_identity, identify, same_bug
 from fuzzfuse.ir import Graph
 from fuzzfuse.ir.graph import Node, TensorInput
 from fuzzfuse.ir.interp import run_eager, scalar_reference
+from fuzzfuse.ir.values import with_exact_values
 from fuzzfuse.job import EAGER_FAULT, backend_for, eager_fault, run_case
 from fuzzfuse.verdict import Outcome
 
 DATA = Path(__file__).parent / "data"
+MINIMIZED = Path(__file__).parent.parent / "minimized"
 
 
 def _fmod_graph(n: int) -> Graph:
@@ -60,3 +69,41 @@ def test_a_real_nnc_case_whose_eager_fmod_is_wrong_is_attributed_to_eager():
     assert result.outcome is Outcome.MISMATCH
     assert result.signature.backend == EAGER_FAULT, result.signature
     assert "attributed to eager" in result.detail
+
+
+def test_an_eager_fault_and_a_fusers_call_of_the_same_kernel_are_one_bug():
+    """Inductor's C++ fmod is ATen's at::vec fmod (0772db8d: nan for 3.4e38 by 1.2e-38), the kernel
+    eager's own vectorized fmod runs (a campaign's reduced NNC case: fmod(-1.8e308, 0.5) is nan in
+    eager, NNC right): one bug,
+    eager's, whichever route showed it. On CUDA, Inductor's fmod is its own."""
+    eagers = case_identity(load_case(DATA / "eager_vectorized_fmod_case.json"))
+    committed = load_case(MINIMIZED / "inductor-mismatch-nan-inf-float-0772db8d" / "case.json")
+    inductors = case_identity(committed)
+    assert eagers.component == inductors.component == "eager" and same_bug(eagers, inductors)
+    on_cuda = identify(committed.signature, committed.graph, committed.generalisation, device="cuda")
+    assert on_cuda.component == "inductor" and not same_bug(on_cuda, eagers)
+
+
+@pytest.mark.skipif(torch.backends.cpu.get_cpu_capability() == "DEFAULT", reason="eager's fault is in its AVX2 kernel")
+def test_an_eager_faults_repro_runs_eager_and_expects_the_scalar_loops_value(tmp_path):
+    """The repro of a mismatch that is eager's is reported to PyTorch: fn run eagerly, checked
+    against the value the same op gives one element at a time, no fuser in it."""
+    case = load_case(DATA / "eager_vectorized_fmod_case.json")
+    source = write_repro(tmp_path, case)
+    assert "torch.jit" not in source and "out = fn(x0)" in source and "expected 0 (the same op one element" in source
+    run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "got nan" in run.stdout, run.stdout + run.stderr
+
+
+def test_the_float64_arbiter_makes_a_float_of_integers_in_float64():
+    """Eager's sqrt of an int32 594 is 24.372114, not the nearest float32 (24.372116, NNC's): an
+    arbiter that made that float in the default float32 rounded as eager does and sided with it
+    (a 300-s NNC campaign reported sqrt -> exp as a new bug, 2026-12-03)."""
+    graph = Graph((TensorInput("x", (3,), "int32"),), (Node("s", "sqrt", ("x",)), Node("e", "exp", ("s",))), ("e",))
+    x = torch.tensor([-2147483648, -1574, 594], dtype=torch.int32)
+    (ref,), _ = run_eager(graph, [x], upcast=True)
+    assert ref.dtype == torch.float64 and math.isclose(ref[2].item(), math.exp(math.sqrt(594)), rel_tol=1e-15)
+    assert torch.get_default_dtype() == torch.float32
+    pinned = replace(graph, inputs=(with_exact_values(graph.inputs[0], x),))
+    result = run_case(pinned, backend_for("torchscript:nnc"))
+    assert result.outcome is not Outcome.MISMATCH, result.detail
