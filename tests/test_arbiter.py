@@ -95,15 +95,19 @@ def test_an_eager_faults_repro_runs_eager_and_expects_the_scalar_loops_value(tmp
     assert run.returncode == 1 and "got nan" in run.stdout, run.stdout + run.stderr
 
 
-def test_the_float64_arbiter_makes_a_float_of_integers_in_float64():
+def test_the_float64_arbiter_computes_an_op_that_makes_a_float_of_integers_in_float64():
     """Eager's sqrt of an int32 594 is 24.372114, not the nearest float32 (24.372116, NNC's): an
-    arbiter that made that float in the default float32 rounded as eager does and sided with it
-    (a 300-s NNC campaign reported sqrt -> exp as a new bug, 2026-12-03)."""
+    arbiter that computed it in float32 rounded as eager does and sided with it (a 300-s NNC
+    campaign reported sqrt -> exp as a new bug, 2026-12-03)."""
     graph = Graph((TensorInput("x", (3,), "int32"),), (Node("s", "sqrt", ("x",)), Node("e", "exp", ("s",))), ("e",))
     x = torch.tensor([-2147483648, -1574, 594], dtype=torch.int32)
     (ref,), _ = run_eager(graph, [x], upcast=True)
     assert ref.dtype == torch.float64 and math.isclose(ref[2].item(), math.exp(math.sqrt(594)), rel_tol=1e-15)
-    assert torch.get_default_dtype() == torch.float32
+    # The conversion is the op's meaning and stays: int32 2147483647 is float32 2^31, whose
+    # remainder by 3.0 is 2 (Inductor's 1, 4cd231b6, stays a bug).
+    rem = Graph((TensorInput("x", (1,), "int32"),), (Node("r", "remainder", ("x", 3.0)),), ("r",))
+    (exact,), _ = run_eager(rem, [torch.tensor([2147483647], dtype=torch.int32)], upcast=True)
+    assert exact.dtype == torch.float64 and exact.item() == 2.0
     pinned = replace(graph, inputs=(with_exact_values(graph.inputs[0], x),))
     result = run_case(pinned, backend_for("torchscript:nnc"))
     assert result.outcome is not Outcome.MISMATCH, result.detail

@@ -139,6 +139,20 @@ def _reordered(node: Node, x: torch.Tensor, dtype: str, generator: torch.Generat
     return x
 
 
+def _made_float(node: Node, args: list, made: str) -> list:
+    """For the arbiter: the integer or bool operands of a pointwise op that makes a float of them
+    (sqrt of an int32, remainder of one by 3.0), converted as eager's type promotion converts them
+    (to the float dtype it makes: int32 2147483647 is float32 2^31), then to float64, where the op
+    then computes. In the default float32 the op would round as eager does and side with it
+    against a fuser that rounds better (eager's sqrt of 594 is not the nearest float32, NNC's is);
+    the conversion itself is the op's meaning, and stays."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if OPS[node.op].kind not in ("unary", "binary") or not is_float(made) or not tensors \
+            or any(a.is_floating_point() for a in tensors):
+        return args
+    return [a.to(DTYPES[made]).double() if isinstance(a, torch.Tensor) else a for a in args]
+
+
 def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_triton: bool = False,
               rounding: torch.Generator | None = None) -> tuple[dict, dict[str, str]]:
     """All values of the graph by name, and the names tainted by undefined behaviour (a float->int
@@ -163,30 +177,17 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
     fuser's, both right. An op whose result its dtype defines (`Op.exact_in_dtype`) computes in
     that dtype.
     """
-    if upcast:
-        # An op that makes a float of integers (sqrt of an int32, a true division of two) makes
-        # torch's default dtype: in float32 the arbiter would round as eager does, and side with
-        # it against a fuser that rounds better (eager's sqrt of 594 is not the nearest float32).
-        default = torch.get_default_dtype()
-        torch.set_default_dtype(torch.float64)
-        try:
-            return _interpret(graph, inputs, True, flush_as_triton, rounding)
-        finally:
-            torch.set_default_dtype(default)
-    return _interpret(graph, inputs, False, flush_as_triton, rounding)
-
-
-def _interpret(graph: Graph, inputs: list, upcast: bool, flush_as_triton: bool,
-               rounding: torch.Generator | None) -> tuple[dict, dict[str, str]]:
     env: dict = {}
     for spec, value in zip(graph.inputs, inputs):
         if upcast and isinstance(value, torch.Tensor) and value.is_floating_point():
             value = value.double()
         env[spec.name] = value
     tainted: dict[str, str] = {}
-    types = graph.infer_types() if rounding is not None else {}
+    types = graph.infer_types() if rounding is not None or upcast else {}
     for node in graph.nodes:
         args = [env[a] if isinstance(a, str) else a for a in node.args]
+        if upcast and node.name in types:
+            args = _made_float(node, args, types[node.name].dtype)
         attrs = _upcast_attrs(node) if upcast else node.attrs
         attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()}
         op = OPS[node.op]
