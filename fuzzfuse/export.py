@@ -32,6 +32,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .hostcpu import host_isa
 from .tracebacks import cpp_location, error_location, innermost_error, printed_error, python_location
 
 # A repro directory holding a file of this name records a fixed bug (its text, if any, says where
@@ -76,6 +77,7 @@ class Recorded:
     location: str
     key: str
     status: str
+    host_isa: str = ""  # the recording host's own ISA (fuzzfuse.hostcpu), "" where unrecorded
 
     @staticmethod
     def read(directory: Path) -> "Recorded":
@@ -88,19 +90,28 @@ class Recorded:
             raise ValueError("not a JSON object")
         sig = case.get("signature") or {}
         verification = case.get("verification") or {}
-        if not isinstance(sig, dict) or not isinstance(verification, dict):
-            raise ValueError("its signature and verification must be JSON objects")
+        versions = case.get("versions") or {}
+        if not isinstance(sig, dict) or not isinstance(verification, dict) or not isinstance(versions, dict):
+            raise ValueError("its signature, verification and versions must be JSON objects")
+        isa = versions.get("host_isa", "")
+        if not isinstance(isa, str):
+            raise ValueError("its versions' host_isa must be a string")
         fields = [sig.get(k, "") for k in ("outcome", "backend", "stage", "kind", "location", "message")]
         text = [case.get("backend", ""), case.get("outcome", ""), verification.get("status", ""), *fields]
         if not all(isinstance(t, str) for t in text):
             raise ValueError("its backend, outcome, signature and verification status must be strings")
-        return Recorded(text[0], fields[0] or text[1], fields[3], fields[4], "|".join(fields), text[2])
+        return Recorded(text[0], fields[0] or text[1], fields[3], fields[4], "|".join(fields), text[2], isa)
 
 
 def skip_reason(case: Recorded) -> str | None:
-    """Repros whose recorded re-runs disagreed cannot give a verdict."""
+    """Repros whose recorded re-runs disagreed cannot give a verdict, nor a CPU repro recorded on a
+    host of another ISA: its fault may be in code that ISA chose (fuzzfuse.hostcpu)."""
     if case.status in ("flaky", "does not reproduce"):
         return f"recorded as {case.status} when it was minimized"
+    here = host_isa()
+    if case.host_isa and here and case.host_isa != here:
+        return (f"recorded on an {case.host_isa.upper()} host and this one is {here.upper()}: its fault may be "
+                f"in code the host's ISA chooses (libm, oneDNN, -march=native), which ATEN_CPU_CAPABILITY does not pin")
     return None
 
 

@@ -17,7 +17,9 @@ import fuzzfuse.repro
 from fuzzfuse.backends import availability, get_backend
 from fuzzfuse.cli import main
 from fuzzfuse.corpus import load_case
-from fuzzfuse.export import judged_script
+from fuzzfuse.backends.base import machine_versions
+from fuzzfuse.export import Recorded, judged_script, skip_reason
+from fuzzfuse.hostcpu import host_isa
 
 pytest_plugins = ["pytester"]
 
@@ -101,6 +103,24 @@ def expect(result, *patterns):
 
 def test_minimized_holds_real_repros():
     assert sorted(MINIMIZED.glob("*/repro.py")), "minimized/ should hold the repros of real failures found by campaigns"
+
+
+def test_a_cpu_repro_recorded_on_a_host_of_another_isa_skips_and_one_of_this_isa_runs(tmp_path):
+    """Four CPU repros recorded on an AVX-512 host, pinned to ATEN_CPU_CAPABILITY=default, passed on
+    an AVX2 one (libm's exp, oneDNN's bf16 linear): the pin does not cover the host's own ISA, so
+    the case records it and the plugin skips it on a host of another ISA, with the reason."""
+    here = host_isa()
+    if not here:
+        pytest.skip("this host's ISA cannot be read (no /proc/cpuinfo)")
+    other = "avx2" if here == "avx512" else "avx512"
+    committed = json.loads((MINIMIZED / "torchscript-nnc-mismatch-values-float-775646d0" / "case.json").read_text())
+    assert committed["versions"]["host_isa"] == "avx512"
+    for isa, skipped in ((other, True), (here, False), ("", False)):
+        case = {**committed, "versions": {**committed["versions"], "host_isa": isa}}
+        (tmp_path / "case.json").write_text(json.dumps(case))
+        reason = skip_reason(Recorded.read(tmp_path))
+        assert bool(reason) == skipped and (not skipped or f"recorded on an {isa.upper()} host" in reason), reason
+    assert machine_versions("cpu").get("host_isa") == here
 
 
 def test_the_plugin_is_registered_through_the_pytest11_entry_point():

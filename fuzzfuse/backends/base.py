@@ -16,6 +16,7 @@ from typing import Iterator
 
 import torch
 
+from ..hostcpu import host_isa
 from ..ir import Graph
 from ..strategies import Features, ShapeConfig
 from .findings import Difference, Evidence, FlushStyle, Stage, Unsupported
@@ -235,10 +236,11 @@ class Backend:
 
 def machine_versions(device: str) -> dict[str, str]:
     """What a bug may depend on besides the packages: on CPU, the capability ATen dispatches to and
-    Inductor generates C++ for (ATEN_CPU_CAPABILITY; a repro pins it), on a GPU its name, driver
-    and CUDA."""
+    Inductor generates C++ for (ATEN_CPU_CAPABILITY; a repro pins it) and the host's own ISA (which
+    nothing pins), on a GPU its name, driver and CUDA."""
     if device == "cpu":
-        return {"cpu_capability": torch.backends.cpu.get_cpu_capability().lower()}
+        isa = host_isa()  # what ATEN_CPU_CAPABILITY does not pin (fuzzfuse.hostcpu)
+        return {"cpu_capability": torch.backends.cpu.get_cpu_capability().lower(), **({"host_isa": isa} if isa else {})}
     out = {"cuda": str(torch.version.cuda)}
     if torch.cuda.is_available():
         out["gpu"] = torch.cuda.get_device_name()
