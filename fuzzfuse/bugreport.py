@@ -33,7 +33,7 @@ from .oracle import gradient_reduction_sizes, nvrtc_error, reduction_sizes
 from .repro import _raised, repro_files, tolerances
 from .short_repro import HANG_SECONDS, MAX_LINES, Symptom, short_repro
 from .upstream import Relation, known
-from .verdict import Reproduction
+from .verdict import EAGER_FAULT, Reproduction
 
 REPRO, REGRESSION, README = "repro.py", "regression.py", "README.md"
 # What another tool keeps in a README (fuzzfuse.versions' section): carried over as it is.
@@ -154,7 +154,7 @@ def symptom_text(case: Case, symptom: Symptom | None) -> str:
         if sig.kind == "shape":
             shown = {k: v.partition(" ")[2] or v for k, v in shown.items()}
         noun = {"shape": "shape ", "strides": "strides "}.get(sig.kind, "")
-        if sig.backend == EAGER:
+        if sig.backend == EAGER_FAULT:
             return f"returns {shown['eager']} ({SCALAR_LOOP}: {shown['fused']})"
         return f"returns {noun}{shown['fused']} (eager: {shown['eager']})"
     if sig.outcome == "mismatch":
@@ -173,7 +173,7 @@ def symptom_text(case: Case, symptom: Symptom | None) -> str:
 def reported_backend(case: Case) -> str:
     """What the bug is reported against: the case's backend, or eager where the mismatch is eager's
     own (its vectorized kernel wrong, its scalar loop and the fuser right: fuzzfuse.job)."""
-    return EAGER if case.signature.backend == EAGER else case.backend
+    return EAGER_FAULT if case.signature.backend == EAGER_FAULT else case.backend
 
 
 def title(case: Case, symptom: Symptom | None = None) -> str:
@@ -422,8 +422,7 @@ def write_regression(directory: Path, case: Case) -> None:
         (directory / "inputs.pt").unlink(missing_ok=True)
 
 
-# The backend of a mismatch that is eager's own, and what its right value is computed by.
-EAGER = "eager"
+# What the right value of a mismatch that is eager's own (verdict.EAGER_FAULT) is computed by.
 SCALAR_LOOP = "one element at a time"
 
 # The backends whose repro has an upstream idiom (fuzzfuse.short_repro); any other (custom:,

@@ -52,6 +52,7 @@ from .ir.types import category
 from .ir.untrusted import record, take
 from .oracle import Signature
 from .reduce.generalise import Generalisation
+from .verdict import EAGER_FAULT
 from .rootcause import downstream, fold, native_assert, rejects_operand, signature_today, specific_message
 
 # The outcomes that are failures (a pass, an invalid case or a documented difference has no identity).
@@ -186,8 +187,8 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         # A zero of the other sign is one more wrong value of the op that loses it (NNC's elu,
         # computed as alpha * (exp(x) - 1), is +0.0 for -0.0 and imprecise near 0): its culprit.
         position = next(k for k, n in enumerate(graph.nodes) if n.op == lost_by)
-        culprit = computes_from(signature.backend).get(lost_by) or OPS[lost_by].computed_from or lost_by
-        return BugIdentity(comp, Anchor.CULPRIT, symptom, culprit, dtype_class(graph, position), phase, device)
+        at_fault, culprit = culprit_op(signature.backend, lost_by, device)
+        return BugIdentity(at_fault, Anchor.CULPRIT, symptom, culprit, dtype_class(graph, position), phase, device)
     if signature.outcome == "mismatch" and names_a_rule(signature.message):
         # A wrong rule that computes the fused values exactly (fuzzfuse.explain) is one bug through
         # every op that shows it. Pending until reduced, as every wrong value: a new one is then
@@ -211,11 +212,8 @@ def identify(signature: Signature | None, graph: Graph | None = None,
                 culprit = f"*{OPS[node.op].kind}"
             elif wildcard:  # any op of its kind stands in for it: the bug is the kind's
                 culprit = f"*{wildcard[1]}"
-            else:  # an op computed from another (std from var; Inductor's elu from expm1) is that op's bug
-                culprit = computes_from(signature.backend).get(node.op) or (
-                    OPS[node.op].computed_from if node.op in OPS else None) or node.op
-            if culprit in eager_kernels(signature.backend, device):
-                comp = component("eager")  # the fuser called eager's own kernel: eager's bug
+            else:
+                comp, culprit = culprit_op(signature.backend, node.op, device)
             return BugIdentity(comp, Anchor.CULPRIT, symptom, culprit, detail, phase, device)
     if signature.outcome in ("crash", "hard-crash"):
         # Its inputs' layouts, special values and constants, and the op that rejected the bad
@@ -233,6 +231,15 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         return BugIdentity(comp, Anchor.GRAPH, symptom, needed_ops(graph, general), "/".join(layouts), phase, device)
     form = graph_form(graph, _dtype_policy(signature), focus=not judged, generalisation=general)
     return BugIdentity(comp, Anchor.GRAPH, symptom, form, "", phase, device)
+
+
+def culprit_op(backend: str, op: str, device: str) -> tuple[str, str]:
+    """(the component at fault, the op named) for a wrong value of `op` on `backend`: an op computed
+    from another (std from var in every fuser; Inductor's elu from expm1) is that op's bug, and an
+    op the fuser computes with eager's own kernel on `device` (Inductor's C++ fmod) is eager's."""
+    culprit = computes_from(backend).get(op) or (OPS[op].computed_from if op in OPS else None) or op
+    at_fault = component(EAGER_FAULT) if culprit in eager_kernels(backend, device) else component(backend)
+    return at_fault, culprit
 
 
 def live_positions(graph: Graph) -> list[int]:

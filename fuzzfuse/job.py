@@ -29,7 +29,7 @@ from .oracle import (ATOL, RTOL, compare_output, nearer_references, nearest_run,
                      signed_zero_difference)
 from .pool import Job
 from .strategies import GenConfig, generate_steered, graph_triples
-from .verdict import CaseResult, Difference, Evidence, Outcome, Stage, Unsupported
+from .verdict import EAGER_FAULT, CaseResult, Difference, Evidence, Outcome, Stage, Unsupported
 
 _backends: dict[str, Backend] = {}
 
@@ -305,8 +305,8 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
 
 
 # Where the scalar arbiter finds eager's value wrong and the fused one right, the mismatch is
-# eager's: a bug of ATen's vectorized kernels, reported to PyTorch, never to the fuser.
-EAGER_FAULT = "eager"
+# eager's (verdict.EAGER_FAULT): a bug of ATen's vectorized kernels, reported to PyTorch, never to
+# the fuser.
 EAGER_FAULT_NOTE = ("attributed to eager: computed from one-element inputs (ATen's scalar loop), float64 agrees "
                     "with the fused output and not with eager's, whose vectorized kernel is wrong here")
 # How many wrong elements the scalar arbiter recomputes.

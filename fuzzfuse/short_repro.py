@@ -28,6 +28,7 @@ from .ir.ops import OPS
 from .ir.untrusted import record, take
 from .ir.values import logical_values
 from .oracle import Signature
+from .verdict import EAGER_FAULT
 
 # Elements an input may have and still be spelled out in the repro.
 LITERAL_LIMIT = 64
@@ -193,7 +194,7 @@ def run_lines(backend_name: str, graph: Graph, options: Options) -> tuple[list[s
     """(imports and switches, the code that defines what runs, the code that runs it binding
     `out`, and `grads` in a backward case) for one backend."""
     family = backend_name.split(":")[0]
-    if backend_name == "eager":  # eager's own fault: fn as it is
+    if backend_name == EAGER_FAULT:  # eager's own fault: fn as it is
         return ["import torch"], function_source(graph), [f"out = fn({_call(graph)})"]
     leaves = [f"{i.name}.requires_grad_()" for i in graph.inputs if isinstance(i, TensorInput) and i.requires_grad]
     if backend_name == "nvfuser":
@@ -271,7 +272,7 @@ def check_lines(signature: Signature, symptom: Symptom | None, graph: Graph, bac
     index = f"[{', '.join(map(str, symptom.at))}]" if symptom.at else ""
     reference = f" (eager; float64 gives {symptom.float64})" if symptom.float64 not in (None, symptom.eager) else " (eager)"
     value = symptom.eager
-    if backend_name == "eager":  # eager's vectorized kernel is wrong: right is the fuser's, the scalar loop's value
+    if backend_name == EAGER_FAULT:  # eager's vectorized kernel is wrong: right is the fuser's, the scalar loop's value
         reference, value = " (the same op one element at a time, and the fuser)", symptom.fused
     lines = [f"got = {source}{index}.item()",
              f'print(f"{symptom.what}{index}: expected {value}{reference}, got {{got}}")']

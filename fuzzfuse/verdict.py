@@ -188,6 +188,13 @@ def crashed(backend: str, stage: Stage | str, cause: BaseException, tb: str, *, 
     return CaseResult(Outcome.CRASH, sig, _text(cause) + context, traceback=tb[-MAX_MESSAGE:], restart_worker=sticky)
 
 
+# The backend a mismatch is recorded against where eager, not the fuser, is wrong (fuzzfuse.job's
+# scalar arbiter: ATen's vectorized kernel wrong, its scalar loop and the fuser right). Its report
+# goes to PyTorch, its repro runs eager (fuzzfuse.bugreport, fuzzfuse.short_repro), and its
+# identity names eager's component (fuzzfuse.identity).
+EAGER_FAULT = "eager"
+
+
 def mismatched(backend: str, mismatch: Mismatch, what: str, context: str = "",
                stage: Stage = Stage.RUN, output: int | None = None, rule: str = "") -> CaseResult:
     """A fused output (or, at stage backward-run, a gradient) that float64 says is wrong; `what`
