@@ -274,12 +274,13 @@ def opaque_constant_graphs(graph: Graph, inputs: list) -> list[tuple[Graph, list
     found = []
     positions = {spec.name: k for k, spec in enumerate(graph.inputs)}
     for name, value in constant_values(graph, inputs).items():
-        if name in graph.outputs:  # the op stays for its output; the ops that read it read the input
-            spec = TensorInput(f"{name}_value", tuple(value.shape), str(value.dtype).removeprefix("torch."))
+        kept = name in graph.outputs  # the op stays for its output; the ops that read it read the input
+        dtype = str(value.dtype).removeprefix("torch.")
+        spec = TensorInput(f"{name}_value" if kept else name, tuple(value.shape), dtype)
+        if kept:
             nodes = tuple(n if n.name == name else replace(n, args=tuple(spec.name if a == name else a for a in n.args))
                           for n in graph.nodes)
         else:
-            spec = TensorInput(name, tuple(value.shape), str(value.dtype).removeprefix("torch."))
             nodes = tuple(n for n in graph.nodes if n.name != name)
         candidate = replace(graph, inputs=graph.inputs + (spec,), nodes=nodes)
         found.append((candidate, list(inputs) + [value.clone()]))

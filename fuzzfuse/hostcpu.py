@@ -8,12 +8,14 @@ repro recorded on another host's ISA skips rather than passes.
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 # The flags each ISA level needs, as torch's own cpuinfo checks them, highest first.
 LEVELS = (("avx512", {"avx512f", "avx512bw", "avx512vl", "avx512dq"}), ("avx2", {"avx2", "fma"}))
 
 
+@functools.cache  # read once a process: the plugin asks for every repro, a campaign for every case
 def host_isa() -> str:
     """"avx512", "avx2" or "default" for this x86 host; "" where it cannot be read (no
     /proc/cpuinfo, another architecture): unknown, which nothing is skipped for."""

@@ -281,10 +281,11 @@ def _operand(draw: Callable, b: GraphBuilder, cfg: GenConfig, tensors: list[str]
     # Never fewer dims than the shape policy's (a 0-d value's partner too): where that is not the
     # type the op wants, the op's type check turns the draw down.
     shape = tuple(want.shape) if index else (1,) * (cfg.shapes.min_input_rank - len(want.shape)) + tuple(want.shape)
-    return b.tensor(shape, dtype, draw(layouts(shape, feats.layouts)), draw(values(feats.special_values)))
+    return _new_input(draw, b, cfg, shape, dtype)
 
 
-def _new_input(draw: Callable, b: GraphBuilder, cfg: GenConfig, shape: tuple[int, ...], dtype: str) -> str:
+def _new_input(draw: Callable, b: GraphBuilder, cfg: GenConfig, shape: tuple[int, ...] | list[int], dtype: str) -> str:
+    """A new input of `shape` and `dtype` in a layout and with values the batch's features allow."""
     return b.tensor(shape, dtype, draw(layouts(tuple(shape), cfg.features.layouts)),
                     draw(values(cfg.features.special_values)))
 
@@ -405,8 +406,7 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
         # Inputs share a broadcast-compatible shape: some dims set to 1, some leading dims dropped.
         shape = [1 if draw(ints(0, 4)) == 0 else s for s in base]
         shape = shape[draw(ints(0, len(shape) - config.shapes.min_input_rank)) if draw(ints(0, 3)) == 0 else 0:]
-        dtype = choice(draw, feats.dtypes)
-        b.tensor(shape, dtype, draw(layouts(tuple(shape), feats.layouts)), draw(values(feats.special_values)))
+        _new_input(draw, b, config, shape, choice(draw, feats.dtypes))
     scalars = [b.scalar(choice(draw, [0.5, -2.0, 3.0])) for _ in range(draw(ints(0, 1)))]
     n_ops = draw(ints(min(feats.min_ops, config.max_ops), config.max_ops))
     # No round trips where anchors are declared: casts are no anchors, and oneDNN Graph left a graph
