@@ -224,6 +224,24 @@ def test_fp8_is_drawn_only_where_a_backend_declares_it_and_only_cast_or_viewed()
     assert seen >= 10  # drawn regularly (one fp8 operand in ten graphs at least)
 
 
+def test_fp8_meeting_another_dtype_is_an_invalid_graph_as_in_eager():
+    """A reducer pass that drops the cast after an fp8 input leaves add(fp8, float32): eager refuses
+    it ("Promotion for Float8 Types is not supported"), so the graph is inadmissible, a GraphError,
+    not a RuntimeError that ends the campaign (it did, on the H200)."""
+    from fuzzfuse.reduce.passes import admissible
+    import dataclasses
+    b = GraphBuilder()
+    x, y = b.tensor((3,), "float8_e5m2"), b.tensor((3,), "float32")
+    kept = b.build([b.add("add", b.add("cast", x, dtype="float32"), y)])
+    cast, add = kept.nodes
+    g = dataclasses.replace(kept, nodes=(dataclasses.replace(add, args=(x, y)),))  # the cast bypassed
+    with pytest.raises(GraphError, match="float8_e5m2 and float32 do not promote"):
+        g.validate()
+    assert not admissible(g)
+    with pytest.raises(RuntimeError, match="Promotion for Float8"):
+        torch.add(torch.zeros(3, dtype=torch.float8_e5m2), torch.zeros(3))
+
+
 def test_8_and_16_bit_integers_promote_reduce_and_shift_as_eager_does():
     """The new integer dtypes in the ops a known CPU codegen weak spot touches: min/max/sum/prod
     reductions, casts both ways, shifts by every defined amount, mixed with other dtypes."""

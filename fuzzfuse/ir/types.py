@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .untrusted import GraphError
+
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
     "float16": torch.float16,
@@ -88,7 +90,10 @@ def scalar_kind(value: object) -> str:
 def _promote(a: str | None, b: str) -> str:
     if a is None:
         return b
-    return dtype_name(torch.promote_types(DTYPES[a], DTYPES[b]))
+    try:
+        return dtype_name(torch.promote_types(DTYPES[a], DTYPES[b]))
+    except RuntimeError as e:  # eager refuses it too (float8 with another type): no valid graph
+        raise GraphError(f"{a} and {b} do not promote: {str(e).splitlines()[0]}") from None
 
 
 def _combine_categories(higher: str | None, lower: str | None) -> str | None:
