@@ -33,6 +33,7 @@ import math
 import sys
 import threading
 import time
+import traceback
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -245,6 +246,13 @@ class CampaignReductions:
         except (NotInteresting, HarnessError) as e:  # a harness error is fuzzfuse's, never the bug: it stops
             print(f"not minimized {view.what}: {e}", file=sys.stderr)  # this reduction, not the campaign
             return case, progress, e
+        except PoolClosed:
+            raise
+        except Exception as e:  # fuzzfuse's own defect in a pass: the traceback for its bug report, and
+            traceback.print_exc()  # the campaign goes on (a long GPU job must not end on one reduction)
+            error = HarnessError(f"fuzzfuse failed reducing it ({type(e).__name__}: {e}): a fuzzfuse bug")
+            print(f"not minimized {view.what}: {error}", file=sys.stderr)
+            return case, progress, error
 
     def _anchored(self, shared: SharedPool, key: str, batch: int) -> _Task:
         entry = self.campaign.stats.signatures[key]

@@ -360,6 +360,24 @@ def test_a_confirmed_signature_that_no_longer_fails_is_left_unreduced_and_the_ca
     assert campaign.reducer_queue() == [] and not (tmp_path / "run" / "minimized").exists()
 
 
+def test_a_reducer_defect_ends_that_reduction_not_the_campaign(tmp_path, monkeypatch, capfd):
+    """A fuzzfuse bug inside a reduction pass (an H200 nvFuser campaign ended at 61 s of 565 on a
+    RuntimeError from type promotion) stops that reduction, with its traceback printed for a
+    fuzzfuse issue, and the campaign finishes; the signature says why it has no repro."""
+    import fuzzfuse.reductions
+
+    def broken_pass(*args, **kwargs):
+        raise RuntimeError("a pass fuzzfuse got wrong")
+    monkeypatch.setattr(fuzzfuse.reductions, "reduce_case", broken_pass)
+    campaign = Campaign(BUGGY + "CrashOnSumSigmoid", tmp_path / "run", seed=SUM_SIGMOID_SEED, workers=2,
+                        max_cases=25, timeout=8.0, features=SMALL, swarm=False, reduce_budget=20)
+    summary = campaign.run()
+    assert summary["cases"] == 25
+    (crash,) = [e for e in campaign.stats.signatures.values() if e.outcome == "crash"]
+    assert "a fuzzfuse bug" in crash.unreduced and crash.minimized is None
+    assert "RuntimeError: a pass fuzzfuse got wrong" in capfd.readouterr().err
+
+
 @pytest.mark.slow
 def test_known_root_causes_of_the_committed_corpus_on_real_nnc(tmp_path):
     """The same against a real fuser: an NNC campaign told about minimized/ finds failures the
