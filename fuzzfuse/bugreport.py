@@ -427,7 +427,7 @@ SCALAR_LOOP = "one element at a time"
 
 # The backends whose repro has an upstream idiom (fuzzfuse.short_repro); any other (custom:,
 # dynamo:) runs through fuzzfuse, so its repro.py is the full one.
-SHORT_FORMS = ("nvfuser", "aot:nvfuser", "inductor", "torchscript:nnc", "torchscript:onednn", "torchscript:frontend",
+SHORT_FORMS = ("nvfuser", "aot:nvfuser", "inductor", "inductor:cpu", "inductor:cuda", "torchscript:nnc", "torchscript:onednn", "torchscript:frontend",
                "aot:nnc", "aot:onednn", "aot:frontend", "aot:eager")
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from fuzzfuse.bugreport import (README, REGRESSION, REPRO, VERSIONS_SECTION, ReproRun, case_device,
-                                issue_body, load_outputs, regenerate, run_repro, title)
+                                issue_body, load_outputs, regenerate, run_repro, title, write_repro)
+from fuzzfuse.backends.inductor import InductorBackend
 from fuzzfuse.cli import main
 from fuzzfuse.corpus import CorpusError, load_case
 from fuzzfuse.ir import TensorInput
@@ -180,6 +181,15 @@ def test_regenerating_runs_the_short_repro_quotes_it_verbatim_keeps_versions_and
     quoted = again.split("**Output** of `python repro.py`", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0]
     assert quoted == run.output.rstrip("\n")
     assert re.search(r"^output \d+.*: expected .*, got ", run.output, re.M)
+
+
+@pytest.mark.parametrize("route", sorted(InductorBackend.device_routes.values()))
+def test_a_campaign_on_one_device_route_writes_the_short_repro(route, tmp_path):
+    """`fuzz --backend inductor:cuda` records that route as the case's backend: its repro is the
+    short torch.compile one too (an H200 campaign wrote 136-line oracle copies before)."""
+    case = load_case(MINIMIZED / "inductor-mismatch-nan-inf-float-62c90d20" / "case.json")
+    source = write_repro(tmp_path, replace(case, backend=route))
+    assert "torch.compile(fn" in source and "fuzzfuse" not in source and source.count("\n") <= 30
 
 
 @pytest.mark.slow
