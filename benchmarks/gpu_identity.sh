@@ -23,7 +23,7 @@ case "$STEP" in
     echo "fold exit $?" >> "$OUT/fold.txt"
     # Every CUDA repro run once more, for the READMEs (fuzzfuse report --regenerate --outputs);
     # the hang's repro waits out its timeout, so it runs beside the others.
-    PYTHONPATH=$PWD python3 benchmarks/gpu_repro_outputs.py minimized --jobs 12 --out "$OUT/gpu_outputs.json" \
+    PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} python3 benchmarks/gpu_repro_outputs.py minimized --jobs 12 --out "$OUT/gpu_outputs.json" \
       > "$OUT/outputs.txt" 2>&1
     tar czf "$OUT/minimized.tgz" minimized
     ;;
