@@ -391,6 +391,27 @@ def test_an_op_a_fuser_computes_from_another_is_that_ops_bug_on_that_fuser_only(
     assert identify(WRONG, elu(), None, "cpu").where == "elu" and not computes_from("torchscript:nnc")
 
 
+def test_inductors_min_and_max_ops_are_one_code_and_one_bug():
+    """An H200 campaign reported argmin and argmax over int8 (index 128 comes back as -128) as two
+    new bugs, and minimum and maximum returning the other zero as two more: Inductor emits each
+    pair from one helper with the comparison turned round. Other fusers keep them apart."""
+    def one(op: str, dtype: str) -> Graph:
+        attrs = {"dim": 0, "keepdim": False} if op.startswith("arg") else {}
+        args = ["x0"] if op.startswith("arg") else ["x0", "x1"]
+        return Graph.from_json({"schema": 1, "outputs": ["v0"], "inputs": [
+            {"kind": "tensor", "name": n, "shape": [129], "dtype": dtype, "layout": {"kind": "contiguous"},
+             "values": {"dist": "normal", "seed": 1}} for n in ("x0", "x1")], "nodes": [
+            {"name": "v0", "op": op, "args": args, "attrs": attrs}]})
+    inductor = Signature("mismatch", "inductor", "run", "values", "int")
+    argmin, argmax = (identify(inductor, one(op, "int8"), None, "cuda") for op in ("argmin", "argmax"))
+    assert argmin.where == argmax.where == "argmax" and same_bug(argmin, argmax)
+    floats = Signature("mismatch", "inductor", "run", "nan-inf", "float")
+    minimum, maximum = (identify(floats, one(op, "float32"), None, "cuda") for op in ("minimum", "maximum"))
+    assert same_bug(minimum, maximum) and not same_bug(minimum, argmax)
+    nnc = Signature("mismatch", "torchscript:nnc", "run", "nan-inf", "float")
+    assert not same_bug(*(identify(nnc, one(op, "float32"), None, "cpu") for op in ("minimum", "maximum")))
+
+
 def test_a_culprit_any_op_of_its_kind_stands_in_for_is_that_kind_and_matches_each_op_of_it():
     """oneDNN Graph types a bf16 tensor plus a 0-d float32 one as float32: generalisation finds any
     binary op fails so (the position is a filler), so the bug is `*binary`, and a later form seen

@@ -51,7 +51,11 @@ class InductorBackend(DynamoBackend):
     reference_route = "dynamo:aot_eager"
     # torch._decomp's elu is where(x > 0, x * scale, expm1(x * input_scale) * alpha * scale), and
     # torch._refs' div(rounding_mode="trunc") of floats is trunc(a / b): Triton's division is its.
-    computes_from = MappingProxyType({"elu": "expm1", "div_trunc": "div"})
+    # argmin and minimum are argmax's and maximum's code with the comparison turned round (Triton:
+    # triton_helpers.min_with_index / minimum beside max_with_index / maximum, one tl.where on a < b
+    # or a > b; C++: min_propagate_nan beside max_propagate_nan): a wrong value of one is a bug of both.
+    computes_from = MappingProxyType({"elu": "expm1", "div_trunc": "div", "argmin": "argmax",
+                                      "minimum": "maximum"})
     device_routes = MappingProxyType({"cpu": "inductor:cpu", "cuda": "inductor:cuda"})
     # CppVecOverrides.fmod is f"{a}.fmod({b})".
     eager_kernels = MappingProxyType({"cpu": frozenset({"fmod"})})
