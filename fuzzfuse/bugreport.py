@@ -194,6 +194,9 @@ def title(case: Case, symptom: Symptom | None = None) -> str:
 
 
 # ---- running a repro -------------------------------------------------------------------------
+_MISSING_MODULE = re.compile(r"^ModuleNotFoundError: No module named '([^']+)'", re.M)
+
+
 @dataclass(frozen=True)
 class ReproRun:
     """One fresh run of repro.py: its exit status (negative: killed by that signal; None: killed at
@@ -204,7 +207,15 @@ class ReproRun:
     output: str
     machine: str
 
+    def missing_module(self) -> str | None:
+        """The module the run could not import (nvfuser_direct off PYTHONPATH, say): such a run never
+        reached its fuser and shows nothing of the bug."""
+        found = _MISSING_MODULE.search(self.output)
+        return found.group(1) if found else None
+
     def outcome(self) -> str:
+        if self.missing_module():
+            return f"could not import {self.missing_module()} (it never reached its fuser)"
         if self.status is None:
             return "was killed at the timeout"
         if self.status < 0:
@@ -230,7 +241,13 @@ def load_outputs(path: Path) -> dict[str, ReproRun]:
     data = read_json(path, "repro outputs")
     if not isinstance(data, dict) or data.get("kind") != "fuzzfuse-repro-outputs" or not isinstance(data.get("runs"), dict):
         raise CorpusError(f"{path}: not a fuzzfuse-repro-outputs file")
-    return {name: ReproRun.from_json(run, f"{path}: {name}") for name, run in data["runs"].items()}
+    runs = {name: ReproRun.from_json(run, f"{path}: {name}") for name, run in data["runs"].items()}
+    unreached = sorted(name for name, run in runs.items() if run.missing_module())
+    if unreached:
+        print(f"{path}: not quoting {len(unreached)} run(s) that never reached their fuser "
+              f"({runs[unreached[0]].outcome()}): {', '.join(unreached[:3])}{' …' * (len(unreached) > 3)}",
+              file=sys.stderr)
+    return {name: run for name, run in runs.items() if name not in unreached}
 
 
 def machine() -> str:

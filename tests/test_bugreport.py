@@ -262,3 +262,17 @@ def test_a_gpu_run_recorded_elsewhere_is_quoted_as_recorded(tmp_path):
     path.write_text(json.dumps({"kind": "fuzzfuse-repro-outputs", "runs": {"d": run.to_json()}}))
     assert load_outputs(path) == {"d": run}
     assert run.outcome() == "died by SIGABRT"
+
+
+def test_a_gpu_run_that_never_reached_its_fuser_is_not_quoted(tmp_path, capsys):
+    """A GPU machine's run whose PYTHONPATH lost nvfuser_direct (103 of 119 runs on the H200 once)
+    exits 1 like a bug: it is named for what it is and left out of the READMEs, with a warning."""
+    lost = ReproRun(1, "Traceback (most recent call last):\n  File \"repro.py\", line 8, in <module>\n"
+                       "ModuleNotFoundError: No module named 'nvfuser_direct'\n", "NVIDIA H200, torch 2.11.0+cu130")
+    ran = ReproRun(1, "output 0: expected 128 (eager), got -128\n", "NVIDIA H200, torch 2.11.0+cu130")
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps({"kind": "fuzzfuse-repro-outputs", "runs": {"lost": lost.to_json(), "ran": ran.to_json()}}))
+    assert load_outputs(path) == {"ran": ran}
+    assert "not quoting 1 run(s) that never reached their fuser" in capsys.readouterr().err
+    assert lost.outcome() == "could not import nvfuser_direct (it never reached its fuser)"
+    assert ran.outcome() == "exit status 1" and ran.missing_module() is None
