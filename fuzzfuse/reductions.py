@@ -244,15 +244,14 @@ class CampaignReductions:
             reduction.stats.seconds = round(time.time() - start, 2)
             return case, progress, reduction
         except (NotInteresting, HarnessError) as e:  # a harness error is fuzzfuse's, never the bug: it stops
-            print(f"not minimized {view.what}: {e}", file=sys.stderr)  # this reduction, not the campaign
-            return case, progress, e
+            error = e  # this reduction, not the campaign
         except PoolClosed:
             raise
         except Exception as e:  # fuzzfuse's own defect in a pass: the traceback for its bug report, and
             traceback.print_exc()  # the campaign goes on (a long GPU job must not end on one reduction)
             error = HarnessError(f"fuzzfuse failed reducing it ({type(e).__name__}: {e}): a fuzzfuse bug")
-            print(f"not minimized {view.what}: {error}", file=sys.stderr)
-            return case, progress, error
+        print(f"not minimized {view.what}: {error}", file=sys.stderr)
+        return case, progress, error
 
     def _anchored(self, shared: SharedPool, key: str, batch: int) -> _Task:
         entry = self.campaign.stats.signatures[key]
