@@ -12,7 +12,7 @@ triage and the pytest plugin all ask it (or its index key, `BugIdentity.key`).
 - A wrong result that a known wrong rule computes exactly (fuzzfuse.explain: a float scalar
   converted to the integer tensor's dtype) is that rule, through whichever op showed it.
 - A wrong result (a mismatch) is its **culprit**: the op that first computes something eager does
-  not, with the class of dtype it computes in, the symptom (wrong numbers, a wrong dtype, shape or
+  not, with the class of dtype it computes in (none for an op that only moves data), the symptom (wrong numbers, a wrong dtype, shape or
   strides), the phase (forward or backward) and the device. Ops after the culprit (sign, eq,
   reciprocal, a cast, div_trunc(v, v)) only make its wrong value visible: they are observers, not
   the bug, and so are the special value, the constant, the shape and the route that exposed it.
@@ -48,6 +48,7 @@ from .corpus import Case, CorpusError, Variant, iter_cases
 from .explain import names_a_rule, sign_lost_by
 from .graphform import graph_form
 from .ir import OPS, Graph, TensorInput
+from .ir.ops import MOVES_DATA
 from .ir.types import category
 from .ir.untrusted import record, take
 from .oracle import Signature
@@ -205,7 +206,12 @@ def identify(signature: Signature | None, graph: Graph | None = None,
             # A wrong dtype is a wrong result class: the class of what the op computed on is the
             # bug's (add of a bool tensor and a scalar typed int64 where eager keeps bool, and bool
             # where eager gives int64, is one type rule).
-            detail = "" if structural else dtype_class(graph, position, result=symptom is not Symptom.WRONG_DTYPE)
+            # An op that only moves data (index_select, pad, cat, a view) computes nothing: the
+            # dtype it moves is a form of its bug (one index_select over broadcast dims returned
+            # stale elements for bool and for float32), unless the dtype itself is what is wrong.
+            moves = node.op in OPS and OPS[node.op].kind in MOVES_DATA and symptom is not Symptom.WRONG_DTYPE
+            detail = "" if structural or moves else dtype_class(graph, position,
+                                                                 result=symptom is not Symptom.WRONG_DTYPE)
             if structural and node.op in OPS:
                 # A fuser's shape or layout rule is its kind's (every pointwise binary op's output
                 # layout, every reduction's kept dims): which op of the kind carried it is a form.

@@ -468,3 +468,26 @@ def test_a_wrong_shape_or_stride_is_its_op_kinds_rule():
     assert identify(strides, chain("exp"), None, "cpu").where == "*unary"
     values = Signature("mismatch", "inductor", "run", "values", "float")
     assert identify(values, binary("div_floor"), None, "cpu").where == "div_floor"
+
+
+def test_an_op_that_only_moves_data_is_one_bug_whatever_dtype_it_moves():
+    """An H200 nvFuser campaign reported index_select (one index, its result broadcast against the
+    input) returning stale elements for float32 as new beside the committed bool form: an op that
+    computes nothing is not a different bug for another dtype. An op that computes stays split."""
+    def one(op: str, dtype: str) -> Graph:
+        index = {"kind": "tensor", "name": "i", "shape": [1], "dtype": "int64", "layout": {"kind": "contiguous"},
+                 "values": {"dist": "zeros", "seed": 1}}
+        x = {"kind": "tensor", "name": "x0", "shape": [2, 4], "dtype": dtype, "layout": {"kind": "contiguous"},
+             "values": {"dist": "normal", "seed": 1}}
+        node = ({"name": "v0", "op": op, "args": ["x0", "i"], "attrs": {"dim": 1}} if op == "index_select"
+                else {"name": "v0", "op": op, "args": ["x0", "x0"], "attrs": {}})
+        return Graph.from_json({"schema": 1, "outputs": ["v0"], "inputs": [x, index] if op == "index_select" else [x],
+                                "nodes": [node]})
+    wrong = Signature("mismatch", "nvfuser", "run", "values", "float")
+    moved = [identify(wrong, one("index_select", dtype), None, "cuda") for dtype in ("bool", "float32", "int32")]
+    assert moved[0].where == "index_select" and moved[0].detail == ""
+    assert same_bug(moved[0], moved[1]) and same_bug(moved[1], moved[2])
+    computed = [identify(wrong, one("add", dtype), None, "cuda") for dtype in ("int32", "float32")]
+    assert computed[0].where == "add" and not same_bug(*computed)
+    wrong_dtype = Signature("mismatch", "nvfuser", "run", "dtype", "float")
+    assert identify(wrong_dtype, one("index_select", "float32"), None, "cuda").detail != ""
