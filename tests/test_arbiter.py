@@ -18,6 +18,7 @@ from fuzzfuse.ir.graph import Node, TensorInput
 from fuzzfuse.ir.interp import run_eager, scalar_reference
 from fuzzfuse.ir.values import with_exact_values
 from fuzzfuse.job import EAGER_FAULT, backend_for, eager_fault, run_case
+from fuzzfuse.oracle import compare_output
 from fuzzfuse.verdict import Outcome
 
 DATA = Path(__file__).parent / "data"
@@ -111,3 +112,24 @@ def test_the_float64_arbiter_computes_an_op_that_makes_a_float_of_integers_in_fl
     pinned = replace(graph, inputs=(with_exact_values(graph.inputs[0], x),))
     result = run_case(pinned, backend_for("torchscript:nnc"))
     assert result.outcome is not Outcome.MISMATCH, result.detail
+
+
+def _div_trunc_graph(dtype: str, divisor) -> Graph:
+    return Graph((TensorInput("x", (), dtype),), (Node("q", "div", ("x", divisor)), Node("t", "trunc", ("q",))),
+                 ("t",))
+
+
+def test_the_arbiter_reads_a_python_scalar_as_eager_does_in_the_ops_compute_dtype():
+    """x / 0.001 in float32 divides by float32(0.001) = 0.0010000000475: 1 / 0.001 truncates to 999
+    in CPU eager and in nvFuser on the H200, 1000 in CUDA eager. An arbiter dividing by the double
+    0.001 sided with CUDA eager and reported nvFuser's 999 as a wrong value; eager's own reading of
+    the scalar makes 999 the float32 program's value. In float64 the scalar stays a double."""
+    one = torch.ones(())
+    (cpu_eager,), _ = run_eager(_div_trunc_graph("float32", 0.001), [one])
+    (ref,), _ = run_eager(_div_trunc_graph("float32", 0.001), [one], upcast=True)
+    assert cpu_eager.item() == ref.item() == 999.0
+    cuda_eager = torch.tensor(1000.0)  # measured on the H200 (torch 2.11)
+    assert compare_output(0, cpu_eager, cuda_eager, ref) is None
+    assert compare_output(0, cuda_eager, cpu_eager, ref) is not None
+    (ref64,), _ = run_eager(_div_trunc_graph("float64", 0.001), [one.double()], upcast=True)
+    assert ref64.item() == 1000.0

@@ -1297,6 +1297,24 @@ def test_fusion_evidence_on_gpu():
 
 
 @pytest.mark.gpu
+def test_division_by_a_python_scalar_is_judged_as_eager_reads_the_scalar():
+    """1 / 0.001 in float32 is 999.99994 (the scalar read as float32, as eager reads it); nvFuser
+    truncates it to 999, CUDA eager to 1000. A fresh campaign reported that as a new bug while the
+    arbiter divided by the double 0.001: now float64 sides with the float32 program, and the case
+    passes. Measured on the H200 (nvfuser_direct 0.2.36)."""
+    from fuzzfuse.job import run_case
+    from fuzzfuse.verdict import Outcome
+    backend = _nvfuser_backend()
+    graph = Graph.from_json({"schema": 1, "outputs": ["v1"], "inputs": [
+        {"kind": "tensor", "name": "x0", "shape": [], "dtype": "float32", "layout": {"kind": "contiguous"},
+         "values": {"dist": "ones", "seed": 0}}], "nodes": [
+        {"name": "v0", "op": "div", "args": ["x0", 0.001], "attrs": {}},
+        {"name": "v1", "op": "trunc", "args": ["v0"], "attrs": {}}]})
+    result = run_case(graph, backend, options=Options(style="faithful"))
+    assert result.outcome in (Outcome.PASS, Outcome.DOCUMENTED), result
+
+
+@pytest.mark.gpu
 def test_matmul_expr_eval_off_leaves_a_matmul_to_the_matmul_scheduler_or_to_no_one():
     """By default ATen (expr_eval) runs a matmul; with matmul_expr_eval off (and fuse_matmul on, per
     fusion), the matmul scheduler takes an fp16 matmul with an epilogue, and nothing takes an fp32

@@ -153,6 +153,20 @@ def _made_float(node: Node, args: list, made: str) -> list:
     return [a.to(DTYPES[made]).double() if isinstance(a, torch.Tensor) else a for a in args]
 
 
+def _scalars_as_eager_reads_them(node: Node, args: list, types: dict) -> list:
+    """For the arbiter: the Python float operands of an op that computes in float32, float16 or
+    bfloat16 (no float64 operand), rounded to float32, as eager reads them (TensorIterator converts
+    a wrapped number to the op's compute type: x / 0.001 divides by 0.0010000000475 in float32, so
+    1 / 0.001 truncates to 999). In float64 the arbiter would divide by 0.001 itself and side with
+    whichever run happens to round the quotient up (CUDA eager's 1000) against a fuser computing
+    the float32 program exactly (nvFuser's and CPU eager's 999)."""
+    if not any(isinstance(a, float) for a in args):
+        return args
+    if any(types[r].dtype == "float64" for r in node.refs() if r in types):
+        return args
+    return [float(torch.tensor(a, dtype=torch.float32)) if isinstance(a, float) else a for a in args]
+
+
 def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_triton: bool = False,
               rounding: torch.Generator | None = None) -> tuple[dict, dict[str, str]]:
     """All values of the graph by name, and the names tainted by undefined behaviour (a float->int
@@ -188,6 +202,7 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
         args = [env[a] if isinstance(a, str) else a for a in node.args]
         if upcast and node.name in types:
             args = _made_float(node, args, types[node.name].dtype)
+            args = _scalars_as_eager_reads_them(node, args, types)
         attrs = _upcast_attrs(node) if upcast else node.attrs
         attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()}
         op = OPS[node.op]
