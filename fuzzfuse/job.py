@@ -22,7 +22,7 @@ from .backends.base import is_cuda_fault
 from .backends.findings import FlushStyle
 from .backends.options import Options
 from .ir import Graph, TensorInput, flush_denormals, interpret, make_inputs, run_autograd, run_eager, run_fp32_compute
-from .ir.interp import scalar_reference
+from .ir.interp import order_dependent_positions, scalar_reference
 from .ir.values import input_set
 from .explain import explaining_rule
 from .oracle import (ATOL, RTOL, compare_output, nearer_references, nearest_run, gradient_reduction_sizes, reduction_sizes,
@@ -133,6 +133,7 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: Options
     failure = _judge_outputs(graph, types, backend, result, eager, ref64, tainted, check_strides,
                              *design_references(backend, options, graph, inputs, eager),
                              rounded=_once(lambda: rounding_runs(graph, inputs, eager)),
+                             ordered=_once(lambda: order_dependent_positions(graph, inputs)),
                              **wrong_value_checks(backend, options, graph, inputs))
     if failure:
         return judged(failure)
@@ -228,13 +229,15 @@ def holds_nonfinite(graph: Graph, inputs: list) -> bool:
 
 def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: list, ref64: list, tainted: dict,
                    check_strides: bool, flushed=None, widened=None, invalid=None, rounded=None,
-                   scalar=None, rule=None, unflushed=None) -> CaseResult | None:
+                   scalar=None, rule=None, unflushed=None, ordered=None) -> CaseResult | None:
     """The mismatch verdict of the first wrong output; else a documented difference (a zero of
     the other sign, or, where the backend declares the semantic (`design_references`, each
     computed at its first call), an output that is right once denormals are flushed (`flushed`)
     or right as float32 intermediates make it (`widened`), or any output of a run that holds a
     NaN or an infinity under unsafe math (`invalid`); for any backend, wrong values as near
-    float64 as runs that round other ways than eager (`rounded`, `rounding_runs`): ill-conditioned);
+    float64 as runs that round other ways than eager (`rounded`, `rounding_runs`): ill-conditioned;
+    wrong values only at positions that depend on an evaluation order the graph leaves open
+    (`ordered`: ir.interp.order_dependent_positions): evaluation order);
     None when every output is right. Where eager on flushed inputs does not explain a wrong value
     of a fuser that flushes, the fuser run again with its flush turned off (`unflushed`:
     `unflushed_outputs`) may: Triton's flushed sin(x) / x of a subnormal x is 0, eager's on a
@@ -280,6 +283,12 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
                 documented = documented or verdict.documented(
                     backend.name, Difference.UNSAFE_MATH, what, f"{mismatch.detail}; eager's run holds a NaN or an infinity")
                 continue
+        if mismatch and ordered is not None and mismatch.kind in ("values", "nan-inf") \
+                and only_where(fused, eager[i], ordered().get(name)):
+            documented = documented or verdict.documented(
+                backend.name, Difference.EVALUATION_ORDER, what,
+                f"{mismatch.detail}; only where a value overflows in some order of evaluation")
+            continue
         if mismatch and rounded is not None and mismatch.kind in ("values", "nan-inf"):
             runs = rounded()
             if runs and not compare_output(i, fused, nearest_run(fused, [eager[i], *(r[i] for r in runs)]), ref64[i],
@@ -302,6 +311,17 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
         if sign:
             documented = verdict.documented(backend.name, Difference.SIGNED_ZERO, what, sign)
     return documented
+
+
+def only_where(fused, eager: torch.Tensor, positions) -> bool:
+    """Whether `fused` differs from eager (beyond the oracle's tolerance; NaNs equal) only at
+    `positions` (a bool mask of eager's shape; None: nowhere)."""
+    if positions is None or not (isinstance(fused, torch.Tensor) and fused.shape == eager.shape
+                                 and fused.dtype == eager.dtype and eager.is_floating_point()):
+        return False
+    a, e = fused.detach().cpu().double(), eager.detach().cpu().double()
+    differ = ~torch.isclose(a, e, rtol=RTOL[eager.dtype], atol=ATOL[eager.dtype], equal_nan=True)
+    return bool(differ.any()) and not bool((differ & ~positions.cpu()).any())
 
 
 # Where the scalar arbiter finds eager's value wrong and the fused one right, the mismatch is
@@ -461,6 +481,7 @@ def extra_input_sets(graph: Graph, backend: Backend, compiled: Compiled, first: 
             failure = _judge_outputs(variant, types, backend, result, eager, ref64, tainted, check_strides,
                                      *design_references(backend, compiled.options, variant, inputs, eager),
                                      rounded=_once(lambda: rounding_runs(variant, inputs, eager)),
+                                     ordered=_once(lambda: order_dependent_positions(variant, inputs)),
                                      **wrong_value_checks(backend, compiled.options, variant, inputs))
             if failure:
                 return _extra_failure(failure, first, variant, k, not _same_specs(graph, variant))

@@ -1,6 +1,7 @@
 """The oracle: rounding noise that eager itself shows is never reported; real divergence is; one
 bug gives one signature."""
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -428,3 +429,48 @@ def test_a_run_that_rounds_other_ways_computes_an_op_its_dtype_defines_in_that_d
     assert {r[0].item() for r in rounding_runs(graph, inputs, eager)} == {eager[0].item()}
     judged = _judged(graph, [torch.tensor([math.inf], dtype=torch.bfloat16)], rounded=True)
     assert judged.outcome == Outcome.MISMATCH, judged.detail
+
+
+def test_positions_that_overflow_in_some_order_of_evaluation_are_found_and_only_they():
+    """x1 - x0 * x0 of float64 3.6e307 and inf: eager's product overflows and the result is nan,
+    an fma (nvFuser's on the H200) gives inf; lerp's (end - start) * (1 - w) overflows where
+    eager's fma does not; a matmul term past float32's range. Ordinary positions stay judged."""
+    from fuzzfuse.ir.graph import Graph, Node, TensorInput
+    from fuzzfuse.ir.interp import order_dependent_positions
+    from fuzzfuse.job import only_where
+    fma = Graph((TensorInput("x0", (2,), "float64"), TensorInput("x1", (2,), "float32")),
+                (Node("p", "mul", ("x0", "x0")), Node("d", "sub", ("x1", "p")), Node("n", "neg", ("d",))), ("n",))
+    x0, x1 = torch.tensor([3.5953862697246315e+307, 2.0], dtype=torch.float64), torch.tensor([math.inf, 1.0])
+    masks = order_dependent_positions(fma, [x0, x1])
+    assert masks["n"].tolist() == [True, False] and "p" not in masks
+    eager = torch.tensor([math.nan, 3.0], dtype=torch.float64)
+    assert only_where(torch.tensor([-math.inf, 3.0], dtype=torch.float64), eager, masks["n"])
+    assert not only_where(torch.tensor([-math.inf, 2.0], dtype=torch.float64), eager, masks["n"])
+    lerp = Graph((TensorInput("s", (3,), "float32"), TensorInput("e", (3,), "float32")),
+                 (Node("l", "lerp", ("s", "e", -1.0)),), ("l",))
+    masks = order_dependent_positions(lerp, [torch.zeros(3), torch.tensor([-3.4e38, 1.0, -2.5])])
+    assert masks["l"].tolist() == [True, False, False]
+    mm = Graph((TensorInput("a", (2, 2), "float32"), TensorInput("b", (2, 3), "float32")),
+               (Node("m", "matmul", ("a", "b")),), ("m",))
+    a, b = torch.tensor([[3e38, 0.0], [1.0, 1.0]]), torch.tensor([[2.0, 0.5, 0.0], [1.0, 1.0, 1.0]])
+    assert order_dependent_positions(mm, [a, b])["m"].tolist() == [[True, False, False], [False, False, False]]
+    ordinary = Graph((TensorInput("a", (2, 2), "float32"),), (Node("m", "matmul", ("a", "a")),), ("m",))
+    assert order_dependent_positions(ordinary, [torch.ones(2, 2)]) == {}
+
+
+def test_nnc_addcmul_overflowing_where_eagers_fma_does_not_is_an_evaluation_order_difference():
+    """Real NNC on CPU: addcmul(x1, x1, x0) of 1.7e38 and -2.5 then neg is inf, eager's fmadd
+    keeps 2.55e38 (a repro once committed as NNC's bug, e9a836df): x1 + x1 * x0 without an fma
+    is IEEE's own answer. Documented as evaluation order, never reported."""
+    from fuzzfuse.backends import Unavailable, get_backend
+    from fuzzfuse.corpus import load_case
+    from fuzzfuse.job import run_case
+    from fuzzfuse.verdict import Outcome
+    case = load_case(Path(__file__).parent / "data" / "nnc-addcmul-overflow-order.json")
+    backend = get_backend("torchscript:nnc")
+    try:
+        backend.check_available()
+    except Unavailable as e:
+        pytest.skip(str(e))
+    result = run_case(case.graph, backend, options=case.options)
+    assert result.outcome is Outcome.DOCUMENTED and result.signature.kind == "evaluation-order", result

@@ -32,6 +32,10 @@ class Difference(str, enum.Enum):
     # in some order of its terms.
     UNDEFINED_BEHAVIOUR = "undefined-behaviour"
     REDUCTION_ORDER = "reduction-order"
+    # Wrong values only where an intermediate overflows in some evaluation order the op leaves open
+    # (addcmul's products, lerp's, a matmul's terms) or in eager's unfused product that a fused
+    # multiply-add does not round (fuzzfuse.ir.interp.order_dependent_positions).
+    EVALUATION_ORDER = "evaluation-order"
     # An output that eager's precision cannot decide: runs of the graph at eager's precision that
     # round other ways than eager (each op's result to its dtype, up or down: another libm, another
     # order of a sum's terms) land as far from float64 as the fuser (tan of an expm1 near 1e7,

@@ -2,6 +2,7 @@
 source (what TorchScript scripts, what dynamo traces, and what a repro prints)."""
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 
@@ -239,6 +240,70 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
             out = _round_faithfully(out, types[node.name].dtype, rounding)
         env[node.name] = out
     return env, tainted
+
+
+def _finite64(value):
+    """A float operand in float64 with its NaNs and infinities read as 0 (such a term is its own
+    class in any order), for the evaluation-order checks; anything else as it is."""
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        v = value.detach().double()
+        return v.where(torch.isfinite(v), torch.zeros_like(v))
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0.0
+    return value
+
+
+# The kinds whose every result position is computed from the operands' same (broadcast) positions:
+# an order-dependent position stays one in what such an op makes of it.
+ELEMENTWISE = frozenset({"unary", "binary", "ternary", "cast"})
+
+
+def _own_order_positions(node: Node, args: list, env: dict, producers: dict):
+    """The positions of one op's result that depend on an evaluation order (see
+    order_dependent_positions), as a mask broadcastable to it; None where there are none."""
+    op = OPS[node.op]
+    floats = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    if not floats:
+        return None
+    masks = []
+    if op.overflows_in_some_order is not None:
+        limit = torch.finfo(_accumulation_dtype(max(floats, key=lambda a: a.element_size()).dtype)).max
+        masks.append(op.overflows_in_some_order(limit, *[_finite64(a) for a in args], **node.attrs))
+    for ref in node.refs() if op.fma_role == "addend" else []:
+        product = producers.get(ref)
+        if product is not None and OPS[product.op].fma_role == "product" and env[ref].is_floating_point():
+            x, y = (_finite64(env[a] if isinstance(a, str) else a) for a in product.args)
+            masks.append(torch.as_tensor(x * y).abs() > torch.finfo(env[ref].dtype).max)
+    masks = [m for m in masks if bool(m.any())]
+    return functools.reduce(torch.logical_or, torch.broadcast_tensors(*masks)) if masks else None
+
+
+def order_dependent_positions(graph: Graph, inputs: list) -> dict[str, torch.Tensor]:
+    """For each value of eager's run with positions whose result depends on an evaluation order
+    that the op's definition, or C's default floating-point contraction, leaves open: a bool mask
+    of its shape. A position is one where a value computed along the way passes its dtype's
+    largest value in some order (`Op.overflows_in_some_order`: addcmul's value * t2 before t1
+    multiplies it, lerp's (end - start) * (1 - w), a matmul's terms), or where an add or sub reads
+    a product that overflowed in eager and a fused multiply-add (`Op.fma_role`: CUDA's, Triton's
+    and gcc's default) does not round it (eager's x1 - x0 * x0 of float64 3.6e307 and inf is nan,
+    nvFuser's fma inf), or an elementwise op's position computed from one. Eager's order and a
+    fuser's may both be right there, and float64 can round the same way as eager; a wrong value
+    anywhere else is still judged (the oracle compares positions, not whole outputs)."""
+    env, _ = interpret(graph, inputs)
+    producers = {n.name: n for n in graph.nodes}
+    masks: dict[str, torch.Tensor] = {}
+    for node in graph.nodes:
+        out = env[node.name]
+        if not isinstance(out, torch.Tensor):
+            continue
+        args = [env[a] if isinstance(a, str) else a for a in node.args]
+        found = [_own_order_positions(node, args, env, producers)]
+        if OPS[node.op].kind in ELEMENTWISE:
+            found += [masks.get(r) for r in node.refs()]
+        found = [m for m in found if m is not None]
+        if found:
+            masks[node.name] = functools.reduce(torch.logical_or, [torch.broadcast_to(m, out.shape) for m in found])
+    return masks
 
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)

@@ -93,6 +93,39 @@ class Op:
     # flushes one (tan(x) == x is False for a denormal x), and the flushed reference does the same
     # (fuzzfuse.ir.interp.interpret, flush_as_triton).
     compares: bool = False
+    # Where a fuser may contract this op with a neighbour into one fused multiply-add (CUDA's,
+    # Triton's and gcc's default floating-point contraction): "product" (mul) or "addend" (add,
+    # sub: the fma adds a product operand without rounding it first). None: neither.
+    fma_role: str | None = None
+    # overflows_in_some_order(limit, *float64 operands, **attrs) -> a bool mask, broadcastable to
+    # the result, of the positions where a value the op computes along the way, in an order its
+    # definition leaves open, passes `limit` (the largest value of the dtype it computes in):
+    # addcmul's value * t1, value * t2, t1 * t2; lerp's end - start and its products with w and
+    # 1 - w; a matmul's terms and the sum of their magnitudes. Eager's order and a fuser's may
+    # both be right there (fuzzfuse.ir.interp.order_dependent_positions). None: no such value.
+    overflows_in_some_order: Callable[..., torch.Tensor] | None = None
+
+
+def _past(limit: float, *values) -> torch.Tensor:
+    """The positions where any of `values` (float64 tensors or numbers, broadcast together) passes
+    `limit`."""
+    masks = [torch.as_tensor(v).abs() > limit for v in values]
+    return functools.reduce(torch.logical_or, torch.broadcast_tensors(*masks))
+
+
+def matmul_overflows(limit: float, a: torch.Tensor, b: torch.Tensor, *bias) -> torch.Tensor:
+    """The result positions (i, j) where a term a_ik * b_kj, or the sum of the terms' magnitudes
+    (a partial sum in some order, or an fma that does not round a term), passes `limit`. Checked
+    against the bound max|a| * max|b| * k first: the terms are a k-times larger tensor."""
+    if not a.numel() or not b.numel() or float(a.abs().max()) * float(b.abs().max()) * max(1, a.shape[-1]) <= limit:
+        return torch.tensor(False)
+    a2 = a.unsqueeze(0) if a.dim() == 1 else a
+    b2 = b.unsqueeze(-1) if b.dim() == 1 else b
+    terms = (a2.unsqueeze(-1) * b2.unsqueeze(-3)).abs()
+    past = (terms > limit).any(-2) | (terms.sum(-2) > limit)
+    if b.dim() == 1:
+        past = past.select(-1, 0)
+    return past.select(-1 if b.dim() == 1 else -2, 0) if a.dim() == 1 else past
 
 
 OPS: dict[str, Op] = {}
@@ -310,7 +343,8 @@ for _n, (_rule, _acc) in _BINARY.items():
     register(Op(_n, "binary", 2, _rule, getattr(torch, _n), _call(f"torch.{_n}"),
                 _acc or (lambda t, a: True), scalar_positions=() if _n in _TENSOR_ONLY else (1,),
                 nvfuser=_NVFUSER_BINARY.get(_n, _n), differentiable=_BINARY_GRAD.get(_n, lambda t, a: True),
-                exact_in_dtype=_n == "nextafter", compares=_rule is _boolean))
+                exact_in_dtype=_n == "nextafter", compares=_rule is _boolean,
+                fma_role={"mul": "product", "add": "addend", "sub": "addend"}.get(_n)))
 
 for _mode in ("trunc", "floor"):
     register(Op(f"div_{_mode}", "binary", 2, _promote,
@@ -369,11 +403,14 @@ register(Op("clamp_min", "binary", 2, _promote, lambda x, lo: torch.clamp(x, min
             lambda args, at: f"torch.clamp({args[0]}, min={args[1]})", _no_bool, scalar_positions=(1,),
             nvfuser="maximum"))
 register(Op("lerp", "ternary", 3, _same, torch.lerp, _call("torch.lerp"), _same_float,
-            scalar_positions=(2,), nvfuser="@lerp"))
+            scalar_positions=(2,), nvfuser="@lerp",
+            overflows_in_some_order=lambda limit, s, e, w: _past(limit, e - s, w * (e - s), (1 - w) * (e - s))))
 register(Op("addcmul", "ternary", 3, _same,
             lambda a, b, c, value=1.0: torch.addcmul(a, b, c, value=value), _call("torch.addcmul", "value"),
             lambda t, a: _same_float(t, a) and all(not x.is_scalar for x in t),
-            draw_attrs=lambda draw, ts: {"value": choice(draw, [1.0, 0.5, -2.0])}, nvfuser="@addcmul"))
+            draw_attrs=lambda draw, ts: {"value": choice(draw, [1.0, 0.5, -2.0])}, nvfuser="@addcmul",
+            overflows_in_some_order=lambda limit, a, b, c, value=1.0: _past(limit, value * b, value * c, b * c,
+                                                                             value * b * c)))
 
 # ---- casts ---------------------------------------------------------------------------------------
 register(Op("cast", "cast", 1, lambda ts, at: ValueType(ts[0].shape, at["dtype"]),
