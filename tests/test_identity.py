@@ -491,3 +491,17 @@ def test_an_op_that_only_moves_data_is_one_bug_whatever_dtype_it_moves():
     assert computed[0].where == "add" and not same_bug(*computed)
     wrong_dtype = Signature("mismatch", "nvfuser", "run", "dtype", "float")
     assert identify(wrong_dtype, one("index_select", "float32"), None, "cuda").detail != ""
+
+
+def test_cat_of_three_is_cats_bug():
+    """Every fuser lowers cat3 as cat (nvFuser's fd.ops.cat of a list): a wrong value of one is the
+    other's bug (an H200 campaign reported cat3 losing a zero's sign beside cat's)."""
+    def one(op: str) -> Graph:
+        names = ("x0", "x1") if op == "cat" else ("x0", "x1", "x2")
+        return Graph.from_json({"schema": 1, "outputs": ["v0"], "inputs": [
+            {"kind": "tensor", "name": n, "shape": [2], "dtype": "float32", "layout": {"kind": "contiguous"},
+             "values": {"dist": "normal", "seed": 1}} for n in names], "nodes": [
+            {"name": "v0", "op": op, "args": list(names), "attrs": {"dim": 0}}]})
+    wrong = Signature("mismatch", "nvfuser", "run", "values", "float")
+    cat, cat3 = (identify(wrong, one(op), None, "cuda") for op in ("cat", "cat3"))
+    assert cat3.where == "cat" and same_bug(cat, cat3)

@@ -162,7 +162,7 @@ for _arity, _name in ((2, "cat"), (3, "cat3")):
                 lambda args, at: f"torch.cat([{', '.join(args)}], {at['dim']})", _tensor_rank_at_least(1),
                 draw_attrs=lambda draw, ts: {"dim": draw(ints(-ts[0].rank, ts[0].rank - 1))}, nvfuser="@cat",
                 draw_operands=_cat_operands(_arity), fusers=frozenset({"nnc", "onednn"}),
-                anchors_for=frozenset({"onednn"}),
+                anchors_for=frozenset({"onednn"}), computed_from="cat" if _name == "cat3" else None,
                 axis_map=(lambda n: lambda ts, at, out: [(k, i, i) for k in range(n) for i in range(ts[0].rank)
                                                          if i != _dim(at, ts[0].rank)])(_arity)))
 
