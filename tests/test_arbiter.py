@@ -133,3 +133,18 @@ def test_the_arbiter_reads_a_python_scalar_as_eager_does_in_the_ops_compute_dtyp
     assert compare_output(0, cuda_eager, cpu_eager, ref) is not None
     (ref64,), _ = run_eager(_div_trunc_graph("float64", 0.001), [one.double()], upcast=True)
     assert ref64.item() == 1000.0
+
+
+def test_the_arbiter_truncates_a_quotient_rounded_in_float32_as_div_trunc_does():
+    """div_trunc(-0.52289, 1e-05) in float32 is trunc(-52289.0): ATen truncates the quotient
+    rounded in float (CPU eager and nvFuser on the H200 give -52289). The exact quotient,
+    -52288.998, truncates to -52288, which CUDA eager's reciprocal gives: an arbiter that kept the
+    float64 quotient reported nvFuser's right answer as a new bug. Float64 keeps its own rounding."""
+    graph = Graph((TensorInput("x", (1,), "float32"),), (Node("t", "div_trunc", ("x", 1e-05)),), ("t",))
+    x = torch.tensor([-0.5228899717330933])
+    (eager,), _ = run_eager(graph, [x])
+    (ref,), _ = run_eager(graph, [x], upcast=True)
+    assert eager.item() == ref.item() == -52289.0
+    assert compare_output(0, eager, torch.tensor([-52288.0]), ref) is None
+    wide = Graph((TensorInput("x", (1,), "float64"),), (Node("t", "div_trunc", ("x", 1e-05)),), ("t",))
+    assert run_eager(wide, [x.double()], upcast=True)[0][0].item() == -52288.0

@@ -217,6 +217,9 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
             own = DTYPES[types[node.name].dtype]
             out = op.eager(*[a.to(own) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args],
                            **attrs)
+        elif upcast and rounding is None and op.arbiter is not None and node.name in types \
+                and DTYPES[types[node.name].dtype] in (torch.float32, torch.float16, torch.bfloat16):
+            out = op.arbiter(*args, **attrs)
         elif flush_as_triton and op.compares:
             torch.set_flush_denormal(False)
             try:

@@ -104,6 +104,12 @@ class Op:
     # 1 - w; a matmul's terms and the sum of their magnitudes. Eager's order and a fuser's may
     # both be right there (fuzzfuse.ir.interp.order_dependent_positions). None: no such value.
     overflows_in_some_order: Callable[..., torch.Tensor] | None = None
+    # How the float64 arbiter computes the op where float64 would change its meaning, not only its
+    # precision: arbiter(*float64 operands, **attrs) for an op that computes in float32, float16
+    # or bfloat16. div_trunc truncates its quotient rounded to float32 (ATen's trunc(a / b) in
+    # float for these): -0.52289 / 1e-5 is -52288.998, -52289 in float32, -52288 in float64.
+    # None: the op's eager function on float64 operands.
+    arbiter: Callable[..., torch.Tensor] | None = None
 
 
 def _past(limit: float, *values) -> torch.Tensor:
@@ -350,7 +356,8 @@ for _mode in ("trunc", "floor"):
     register(Op(f"div_{_mode}", "binary", 2, _promote,
                 (lambda m: lambda a, b: torch.div(a, b, rounding_mode=m))(_mode),
                 (lambda m: lambda args, at: f"torch.div({args[0]}, {args[1]}, rounding_mode={m!r})")(_mode),
-                _int_division_safe, scalar_positions=(1,), nvfuser=f"@div_{_mode}"))
+                _int_division_safe, scalar_positions=(1,), nvfuser=f"@div_{_mode}",
+                arbiter=(lambda a, b: torch.trunc(torch.div(a, b).float().double())) if _mode == "trunc" else None))
 
 # ---- elementwise ops with scalar attributes -------------------------------------------------------
 def _shift_amount(draw: Callable, ts: Types) -> Attrs:
