@@ -25,6 +25,7 @@ from .ir import Graph, TensorInput, make_inputs
 from .ir.graph import Layout
 from .ir.interp import node_source
 from .ir.ops import OPS
+from .ir.types import DTYPES
 from .ir.untrusted import record, take
 from .ir.values import logical_values
 from .oracle import Signature
@@ -106,11 +107,14 @@ def _layout_suffix(layout: Layout, shape: tuple[int, ...]) -> str:
     return ""
 
 
-def _seeded(spec: TensorInput, device: str) -> str | None:
+def _seeded(spec: TensorInput, device: str, flat: bool = False, specials_too: bool = False) -> str | None:
     """A torch-only expression giving the input's seeded values (ir.values._base_values for a
-    normal or uniform draw without special values), None where it has no short form."""
+    normal or uniform draw without special values), None where it has no short form. flat: the
+    values as one dim (the caller reshapes them); specials_too: the draw under a draw that also
+    places special values (they are written in afterwards: `_patched`)."""
     v = spec.values
-    if v.exact is not None or v.specials or v.dist not in ("normal", "uniform") or spec.layout.kind == "expanded":
+    if v.exact is not None or (v.specials and not specials_too) or v.dist not in ("normal", "uniform") \
+            or spec.layout.kind == "expanded":
         return None
     n = math.prod(spec.shape)
     draw = (f"torch.randn({n}, generator=torch.Generator().manual_seed({v.seed}), dtype=torch.float64)"
@@ -123,7 +127,56 @@ def _seeded(spec: TensorInput, device: str) -> str | None:
         cast = f"({draw}).to(torch.{spec.dtype})"
     else:
         cast = f"({draw}{' * 4' if v.dist == 'normal' else ''}).round().long().to(torch.{spec.dtype})"
-    return f"{cast}.reshape({list(spec.shape)}).to({device!r})"
+    return f"{cast}.to({device!r})" if flat else f"{cast}.reshape({list(spec.shape)}).to({device!r})"
+
+
+_SAME_SIZE_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _seeded_values(spec: TensorInput) -> torch.Tensor:
+    """What `_seeded(spec, ..., flat=True)`'s expression computes, on the CPU."""
+    v, n = spec.values, math.prod(spec.shape)
+    generator = torch.Generator().manual_seed(v.seed)
+    draw = (torch.randn(n, generator=generator, dtype=torch.float64) if v.dist == "normal"
+            else torch.rand(n, generator=generator, dtype=torch.float64) * 2 - 1)
+    draw = draw * v.scale if v.scale != 1 else draw
+    if spec.dtype == "bool":
+        return draw > 0
+    if spec.dtype.startswith(("float", "bfloat")):
+        return draw.to(DTYPES[spec.dtype])
+    return (draw * 4 if v.dist == "normal" else draw).round().long().to(DTYPES[spec.dtype])
+
+
+def _bits(flat: torch.Tensor) -> torch.Tensor:
+    """Values to compare by their bits, so that -0.0 and a NaN are values of their own."""
+    return flat.view(_SAME_SIZE_INT[flat.element_size()]) if flat.is_floating_point() else flat
+
+
+def _patched(base: str, base_values: torch.Tensor, flat: torch.Tensor, shape: tuple[int, ...], dtype: str,
+             device: str) -> str | None:
+    """`base` (an expression for `base_values`, one dim, on the device) with the values of `flat`
+    written where they differ from it, reshaped; None where more than a quarter differ."""
+    others = (_bits(base_values) != _bits(flat)).nonzero().flatten()
+    if len(others) > flat.numel() // 4:
+        return None
+    spread = (f".index_put_((torch.tensor({others.tolist()}, device={device!r}),), "
+              f"torch.tensor({_literal(flat[others].tolist())}, {dtype}))" if len(others) else "")
+    return f"{base}{spread}.reshape({list(shape)})"
+
+
+def _large(spec: TensorInput, flat: torch.Tensor, dtype: str, device: str) -> tuple[str | None, bool]:
+    """A short expression for a large input, and whether it is a seeded draw (its bytes are then
+    checked): the seeded draw with the special values written in, or the most common value
+    everywhere with the others written in; (None, False) where neither is short."""
+    seeded = _seeded(spec, device, flat=True, specials_too=True)
+    if seeded:
+        patched = _patched(seeded, _seeded_values(spec), flat, tuple(spec.shape), dtype, device)
+        if patched:
+            return patched, True
+    values, counts = torch.unique(_bits(flat), return_counts=True)
+    base_value = flat[(_bits(flat) == values[counts.argmax()]).nonzero()[0, 0]]
+    base = f"torch.full([{flat.numel()}], {_literal(base_value.item())}, {dtype})"
+    return _patched(base, base_value.expand(flat.shape), flat, tuple(spec.shape), dtype, device), False
 
 
 def digest(t: torch.Tensor) -> str:
@@ -148,7 +201,11 @@ def input_lines(graph: Graph, device: str) -> tuple[list[str], bool]:
         elif seeded:
             base, hashed = seeded, True
         else:
-            base = f"torch.tensor({_literal(value.contiguous().cpu().tolist())}, {dtype})"
+            flat = value.contiguous().cpu().reshape(-1)
+            short, drawn = _large(spec, flat, dtype, device) if flat.numel() > LITERAL_LIMIT else (None, False)
+            base = short or f"torch.tensor({_literal(value.contiguous().cpu().tolist())}, {dtype})"
+            if drawn:
+                seeded, hashed = base, True
         lines.append(f"{spec.name} = {base}{_layout_suffix(spec.layout, spec.shape)}")
         if base == seeded:
             lines.append(f"assert hashlib.sha256({spec.name}.cpu().contiguous().reshape(-1).view(torch.uint8)"

@@ -276,3 +276,38 @@ def test_a_gpu_run_that_never_reached_its_fuser_is_not_quoted(tmp_path, capsys):
     assert "not quoting 1 run(s) that never reached their fuser" in capsys.readouterr().err
     assert lost.outcome() == "could not import nvfuser_direct (it never reached its fuser)"
     assert ran.outcome() == "exit status 1" and ran.missing_module() is None
+
+
+def _inputs_of(lines: list[str]) -> dict:
+    import hashlib
+
+    import torch
+    scope = {"torch": torch, "hashlib": hashlib}
+    for line in lines:
+        exec(line, scope)  # the repro's own input lines: assert lines check the seeded bytes
+    return scope
+
+
+def test_a_large_input_that_is_mostly_one_value_or_a_seeded_draw_is_written_short_and_exact():
+    """An H200 campaign's repro inlined 8,188 float32 values (1.0 but for about 150 zeros and two
+    large values): a large input is now the common value everywhere, or its seeded draw, with the
+    others written at their indices. The bytes are the recorded ones, -0.0 and NaN included."""
+    import torch
+
+    from fuzzfuse.ir.graph import Graph, Node, Values
+    from fuzzfuse.ir.values import encode_exact, make_inputs
+    from fuzzfuse.short_repro import input_lines
+    mostly = torch.ones(4, 300)
+    mostly[0, :5] = torch.tensor([-0.0, 0.0, float("nan"), 14254.0, float("-inf")])
+    drawn = Values(dist="normal", seed=7, specials=0.05)
+    graph = Graph((TensorInput("x0", (4, 300), "float32", values=Values(exact=encode_exact(mostly))),
+                   TensorInput("x1", (16, 64), "float32", values=drawn)),
+                  (Node("v", "add", ("x0", "x0")), Node("w", "mul", ("x1", "x1"))), ("v", "w"))
+    lines, hashed = input_lines(graph, "cpu")
+    assert hashed and sum(map(len, lines)) < 2000, lines
+    assert lines[0].startswith("x0 = torch.full([1200], 1.0") and "manual_seed(7)" in lines[1]
+    scope, recorded = _inputs_of(lines), make_inputs(graph)
+    for name, want in zip(("x0", "x1"), recorded):
+        got = scope[name]
+        assert got.shape == want.shape and [repr(v) for v in got.flatten().tolist()] == \
+            [repr(v) for v in want.flatten().tolist()]
