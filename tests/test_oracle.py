@@ -474,3 +474,24 @@ def test_nnc_addcmul_overflowing_where_eagers_fma_does_not_is_an_evaluation_orde
         pytest.skip(str(e))
     result = run_case(case.graph, backend, options=case.options)
     assert result.outcome is Outcome.DOCUMENTED and result.signature.kind == "evaluation-order", result
+
+
+def test_a_matmuls_sum_of_zero_terms_with_a_minus_zero_has_the_accumulators_sign():
+    """A K=1 matmul of -0.0 and 1.0 is -0 or +0 as the accumulator starts (eager +0, nvFuser -0 on
+    the H200, read by rsqrt then amax): its sign is an order's, as a reduction's sum of zeros. A
+    nonzero term or bias decides the value, and a position reduced from a masked one is masked."""
+    from fuzzfuse.ir.graph import Graph, Node, TensorInput
+    from fuzzfuse.ir.interp import order_dependent_positions
+    graph = Graph((TensorInput("a", (3, 1), "float32"), TensorInput("b", (1, 2), "float32")),
+                  (Node("m", "matmul", ("a", "b")), Node("r", "rsqrt", ("m",)),
+                   Node("x", "amax", ("r",), {"dims": [1], "keepdim": False})), ("x",))
+    a, b = torch.tensor([[-0.0], [0.0], [2.0]]), torch.tensor([[1.0, 0.0]])
+    masks = order_dependent_positions(graph, [a, b])
+    assert masks["m"].tolist() == [[True, True], [False, False], [False, False]]
+    assert masks["x"].tolist() == [True, False, False]
+    linear = Graph((TensorInput("x", (2, 1), "float32"), TensorInput("w", (1, 1), "float32"),
+                    TensorInput("bias", (1,), "float32")), (Node("l", "linear", ("x", "w", "bias")),), ("l",))
+    assert order_dependent_positions(linear, [torch.tensor([[-0.0], [1.0]]), torch.ones(1, 1),
+                                              torch.tensor([1.0])]) == {}
+    assert order_dependent_positions(linear, [torch.tensor([[-0.0], [1.0]]), torch.ones(1, 1),
+                                              torch.tensor([0.0])])["l"].tolist() == [[True], [False]]

@@ -277,6 +277,8 @@ def _own_order_positions(node: Node, args: list, env: dict, producers: dict):
         if product is not None and OPS[product.op].fma_role == "product" and env[ref].is_floating_point():
             x, y = (_finite64(env[a] if isinstance(a, str) else a) for a in product.args)
             masks.append(torch.as_tensor(x * y).abs() > torch.finfo(env[ref].dtype).max)
+    if op.zero_sum_sign is not None:
+        masks.append(op.zero_sum_sign(*[a.detach().double() if isinstance(a, torch.Tensor) else a for a in args]))
     masks = [m for m in masks if bool(m.any())]
     return functools.reduce(torch.logical_or, torch.broadcast_tensors(*masks)) if masks else None
 
@@ -289,7 +291,9 @@ def order_dependent_positions(graph: Graph, inputs: list) -> dict[str, torch.Ten
     multiplies it, lerp's (end - start) * (1 - w), a matmul's terms), or where an add or sub reads
     a product that overflowed in eager and a fused multiply-add (`Op.fma_role`: CUDA's, Triton's
     and gcc's default) does not round it (eager's x1 - x0 * x0 of float64 3.6e307 and inf is nan,
-    nvFuser's fma inf), or an elementwise op's position computed from one. Eager's order and a
+    nvFuser's fma inf), or a matmul's sum of zero terms with a -0 among them (the sign is the
+    accumulator's identity's: Op.zero_sum_sign), or an elementwise op's or a reduction's position
+    computed from one. Eager's order and a
     fuser's may both be right there, and float64 can round the same way as eager; a wrong value
     anywhere else is still judged (the oracle compares positions, not whole outputs)."""
     env, _ = interpret(graph, inputs)
@@ -303,6 +307,12 @@ def order_dependent_positions(graph: Graph, inputs: list) -> dict[str, torch.Ten
         found = [_own_order_positions(node, args, env, producers)]
         if OPS[node.op].kind in ELEMENTWISE:
             found += [masks.get(r) for r in node.refs()]
+        elif OPS[node.op].kind == "reduction" and node.args and node.args[0] in masks:
+            # a position reduced from one that depends on the order (amax of a -0 or +0 read by rsqrt)
+            operand = torch.broadcast_to(masks[node.args[0]], env[node.args[0]].shape)
+            dims = reduced_dims(node.attrs, operand.dim()) if operand.dim() else []
+            reduced = operand.any(dim=tuple(dims), keepdim=True) if dims else operand
+            found.append(reduced.reshape(out.shape) if reduced.numel() == out.numel() else None)
         found = [m for m in found if m is not None]
         if found:
             masks[node.name] = functools.reduce(torch.logical_or, [torch.broadcast_to(m, out.shape) for m in found])

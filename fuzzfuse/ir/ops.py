@@ -104,6 +104,10 @@ class Op:
     # 1 - w; a matmul's terms and the sum of their magnitudes. Eager's order and a fuser's may
     # both be right there (fuzzfuse.ir.interp.order_dependent_positions). None: no such value.
     overflows_in_some_order: Callable[..., torch.Tensor] | None = None
+    # zero_sum_sign(*operands) -> a bool mask of the result positions that are a sum of zero terms
+    # with a -0 among them (a matmul's a_ik * b_kj over k, a linear's bias too): their sign is
+    # the accumulator's identity's, as a reduction's (fuzzfuse.ir.interp). None: no such sum.
+    zero_sum_sign: Callable[..., torch.Tensor] | None = None
     # How the float64 arbiter computes the op where float64 would change its meaning, not only its
     # precision: arbiter(*float64 operands, **attrs) for an op that computes in float32, float16
     # or bfloat16. div_trunc truncates its quotient rounded to float32 (ATen's trunc(a / b) in
@@ -119,19 +123,41 @@ def _past(limit: float, *values) -> torch.Tensor:
     return functools.reduce(torch.logical_or, torch.broadcast_tensors(*masks))
 
 
+def _matmul_terms(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a_ik * b_kj with k at dim -2: [..., i, k, j] (a 1-D operand as a row or a column)."""
+    a2 = a.unsqueeze(0) if a.dim() == 1 else a
+    b2 = b.unsqueeze(-1) if b.dim() == 1 else b
+    return a2.unsqueeze(-1) * b2.unsqueeze(-3)
+
+
+def _matmul_result(mask: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A [..., i, j] mask in the matmul's result shape (without the dims of a 1-D operand)."""
+    if b.dim() == 1:
+        mask = mask.select(-1, 0)
+    return mask.select(-1 if b.dim() == 1 else -2, 0) if a.dim() == 1 else mask
+
+
+def matmul_zero_sign(a: torch.Tensor, b: torch.Tensor, *bias) -> torch.Tensor:
+    """The positions whose terms (and bias) are all zero, one of them -0."""
+    if not a.numel() or not b.numel() or not (bool((a == 0).any()) or bool((b == 0).any())):
+        return torch.tensor(False)
+    terms = _matmul_terms(a, b)
+    zero, negative = (terms == 0).all(-2), torch.signbit(terms).any(-2)
+    mask = _matmul_result(zero & negative, a, b)
+    for t in bias:
+        if isinstance(t, torch.Tensor):
+            mask = (mask | torch.signbit(t)) & (t == 0) & _matmul_result(zero, a, b)
+    return mask
+
+
 def matmul_overflows(limit: float, a: torch.Tensor, b: torch.Tensor, *bias) -> torch.Tensor:
     """The result positions (i, j) where a term a_ik * b_kj, or the sum of the terms' magnitudes
     (a partial sum in some order, or an fma that does not round a term), passes `limit`. Checked
     against the bound max|a| * max|b| * k first: the terms are a k-times larger tensor."""
     if not a.numel() or not b.numel() or float(a.abs().max()) * float(b.abs().max()) * max(1, a.shape[-1]) <= limit:
         return torch.tensor(False)
-    a2 = a.unsqueeze(0) if a.dim() == 1 else a
-    b2 = b.unsqueeze(-1) if b.dim() == 1 else b
-    terms = (a2.unsqueeze(-1) * b2.unsqueeze(-3)).abs()
-    past = (terms > limit).any(-2) | (terms.sum(-2) > limit)
-    if b.dim() == 1:
-        past = past.select(-1, 0)
-    return past.select(-1 if b.dim() == 1 else -2, 0) if a.dim() == 1 else past
+    terms = _matmul_terms(a, b).abs()
+    return _matmul_result((terms > limit).any(-2) | (terms.sum(-2) > limit), a, b)
 
 
 OPS: dict[str, Op] = {}

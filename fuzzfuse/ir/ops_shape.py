@@ -21,7 +21,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from .ops import Attrs, Op, Types, _float_only, choice, ints, lit, matmul_overflows, register
+from .ops import Attrs, Op, Types, _float_only, choice, ints, lit, matmul_overflows, matmul_zero_sign, register
 from .types import DTYPES, INT_DTYPES, ValueType, is_float, normalize_dims, result_type
 
 INDEX_DTYPES = ("int64", "int32")
@@ -278,7 +278,8 @@ register(Op("matmul", "matmul", 2, lambda ts, at: ValueType(_matmul_shape(ts[0].
             torch.matmul, lambda args, at: f"torch.matmul({args[0]}, {args[1]})",
             lambda ts, args: _same_dtype_numeric(ts, args) and 1 <= ts[0].rank <= 4 and 1 <= ts[1].rank <= 4,
             nvfuser="@matmul", draw_operands=_matmul_operands, fusers=frozenset({"onednn"}),
-            cuda_missing=frozenset(INT_DTYPES), overflows_in_some_order=matmul_overflows))
+            cuda_missing=frozenset(INT_DTYPES), overflows_in_some_order=matmul_overflows,
+            zero_sum_sign=matmul_zero_sign))
 
 
 def _bmm_infer(ts: Types, at: Attrs) -> ValueType:
@@ -290,7 +291,7 @@ def _bmm_infer(ts: Types, at: Attrs) -> ValueType:
 
 register(Op("bmm", "matmul", 2, _bmm_infer, torch.bmm, lambda args, at: f"torch.bmm({args[0]}, {args[1]})",
             lambda ts, args: _same_dtype_numeric(ts, args) and ts[0].rank == 3, nvfuser="@matmul",
-            overflows_in_some_order=matmul_overflows, fusers=frozenset({"onednn"}),
+            overflows_in_some_order=matmul_overflows, zero_sum_sign=matmul_zero_sign, fusers=frozenset({"onednn"}),
             cuda_missing=frozenset(INT_DTYPES), anchors_for=frozenset({"onednn"}),
             draw_operands=lambda draw, first: [ValueType((first.shape[0], first.shape[-1], choice(draw, _MATMUL_N)),
                                                          first.dtype)] if first.rank == 3 else [first],
@@ -316,6 +317,7 @@ register(Op("linear", "matmul", 3, _linear_infer, F.linear, lambda args, at: f"t
             cuda_missing=frozenset(INT_DTYPES),
             overflows_in_some_order=lambda limit, x, w, *bias: matmul_overflows(limit, x, w.transpose(-1, -2)
                                                                                 if w.dim() > 1 else w),
+            zero_sum_sign=lambda x, w, *bias: matmul_zero_sign(x, w.transpose(-1, -2) if w.dim() > 1 else w, *bias),
             anchors_for=frozenset({"onednn"}),
             axis_map=lambda ts, at, out: [(0, i, i) for i in range(ts[0].rank - 1)] + [(2, 0, out.rank - 1)]))
 
