@@ -458,15 +458,17 @@ def test_positions_that_overflow_in_some_order_of_evaluation_are_found_and_only_
     assert order_dependent_positions(ordinary, [torch.ones(2, 2)]) == {}
 
 
-def test_nnc_addcmul_overflowing_where_eagers_fma_does_not_is_an_evaluation_order_difference():
+@pytest.mark.parametrize("case", ["nnc-addcmul-overflow-order.json", "nnc-addcmul-cat-overflow-order.json"])
+def test_nnc_addcmul_overflowing_where_eagers_fma_does_not_is_an_evaluation_order_difference(case):
     """Real NNC on CPU: addcmul(x1, x1, x0) of 1.7e38 and -2.5 then neg is inf, eager's fmadd
     keeps 2.55e38 (a repro once committed as NNC's bug, e9a836df): x1 + x1 * x0 without an fma
-    is IEEE's own answer. Documented as evaluation order, never reported."""
+    is IEEE's own answer. Documented as evaluation order, never reported; also where a cat then
+    moves the position (a 300-s campaign here reported that form as new)."""
     from fuzzfuse.backends import Unavailable, get_backend
     from fuzzfuse.corpus import load_case
     from fuzzfuse.job import run_case
     from fuzzfuse.verdict import Outcome
-    case = load_case(Path(__file__).parent / "data" / "nnc-addcmul-overflow-order.json")
+    case = load_case(Path(__file__).parent / "data" / case)
     backend = get_backend("torchscript:nnc")
     try:
         backend.check_available()

@@ -283,6 +283,29 @@ def _own_order_positions(node: Node, args: list, env: dict, producers: dict):
     return functools.reduce(torch.logical_or, torch.broadcast_tensors(*masks)) if masks else None
 
 
+def _moved_positions(node: Node, env: dict, masks: dict):
+    """Where an op that only moves data (cat, a view, index_select) puts its operands' masked
+    positions: the op run on the masks in place of the data operands (index operands stay).
+    None where it cannot run on bool masks."""
+    op = OPS[node.op]
+    args = []
+    for k, a in enumerate(node.args):
+        value = env[a] if isinstance(a, str) else a
+        if isinstance(a, str) and k not in op.index_operands and isinstance(value, torch.Tensor):
+            mask = masks.get(a)
+            args.append(torch.broadcast_to(mask, value.shape).clone() if mask is not None
+                        else torch.zeros(value.shape, dtype=torch.bool, device=value.device))
+        else:
+            args.append(value)
+    attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in node.attrs.items()}
+    try:
+        moved = op.eager(*args, **attrs)
+    except (RuntimeError, TypeError, ValueError):
+        return None
+    out = env[node.name]
+    return moved if moved.dtype == torch.bool and moved.shape == out.shape else None
+
+
 def order_dependent_positions(graph: Graph, inputs: list) -> dict[str, torch.Tensor]:
     """For each value of eager's run with positions whose result depends on an evaluation order
     that the op's definition, or C's default floating-point contraction, leaves open: a bool mask
@@ -293,7 +316,7 @@ def order_dependent_positions(graph: Graph, inputs: list) -> dict[str, torch.Ten
     and gcc's default) does not round it (eager's x1 - x0 * x0 of float64 3.6e307 and inf is nan,
     nvFuser's fma inf), or a matmul's sum of zero terms with a -0 among them (the sign is the
     accumulator's identity's: Op.zero_sum_sign), or an elementwise op's or a reduction's position
-    computed from one. Eager's order and a
+    computed from one, or where an op that only moves data puts one. Eager's order and a
     fuser's may both be right there, and float64 can round the same way as eager; a wrong value
     anywhere else is still judged (the oracle compares positions, not whole outputs)."""
     env, _ = interpret(graph, inputs)
@@ -307,6 +330,8 @@ def order_dependent_positions(graph: Graph, inputs: list) -> dict[str, torch.Ten
         found = [_own_order_positions(node, args, env, producers)]
         if OPS[node.op].kind in ELEMENTWISE:
             found += [masks.get(r) for r in node.refs()]
+        elif OPS[node.op].kind in MOVES_DATA and any(r in masks for r in node.refs()):
+            found.append(_moved_positions(node, env, masks))
         elif OPS[node.op].kind == "reduction" and node.args and node.args[0] in masks:
             # a position reduced from one that depends on the order (amax of a -0 or +0 read by rsqrt)
             operand = torch.broadcast_to(masks[node.args[0]], env[node.args[0]].shape)
