@@ -491,6 +491,10 @@ def test_a_matmuls_sum_of_zero_terms_with_a_minus_zero_has_the_accumulators_sign
     masks = order_dependent_positions(graph, [a, b])
     assert masks["m"].tolist() == [[True, True], [False, False], [False, False]]
     assert masks["x"].tolist() == [True, False, False]
+    from fuzzfuse.job import only_where
+    ordered = torch.tensor([True, False, False])
+    assert only_where(torch.tensor([False, True, True]), torch.tensor([True, True, True]), ordered)
+    assert not only_where(torch.tensor([False, False, True]), torch.tensor([True, True, True]), ordered)
     linear = Graph((TensorInput("x", (2, 1), "float32"), TensorInput("w", (1, 1), "float32"),
                     TensorInput("bias", (1,), "float32")), (Node("l", "linear", ("x", "w", "bias")),), ("l",))
     assert order_dependent_positions(linear, [torch.tensor([[-0.0], [1.0]]), torch.ones(1, 1),
