@@ -2,19 +2,26 @@
 # Issue 31's GPU steps, for a lease whose commands run at most 10 minutes each:
 #
 #   bash benchmarks/gpu_identity.sh fold OUT          # split the corpus's CUDA forms out, verified there
-#   setsid nohup bash benchmarks/gpu_identity.sh campaign OUT BACKEND [SECONDS] &   # one fuser, all cores
+#   bash benchmarks/gpu_identity.sh refresh OUT [SECONDS]   # today's identity of every CUDA repro
+#   setsid nohup bash benchmarks/gpu_identity.sh campaign OUT BACKEND [SECONDS [WORKERS]] &
 #   bash benchmarks/gpu_identity.sh collect OUT       # what each campaign called new, against minimized/
 #
 # fold: `fuzzfuse corpus fold minimized --split-on cuda` (every listed form of another bug gets a
 # directory of its own, written and verified 3 of 3 in fresh processes on this GPU), its report in
 # OUT/fold.txt, every CUDA repro's run in OUT/gpu_outputs.json and the corpus in OUT/minimized.tgz.
-# campaign: a fresh-seed campaign of BACKEND with --known minimized on every core for SECONDS
-# (default 600), into OUT/BACKEND; OUT/BACKEND.done at the end.
+# refresh: `fuzzfuse corpus refresh --generalise` of every directory of minimized/ recorded on a GPU
+# (or of nvFuser),
+# in 8 shards side by side, each stopped after SECONDS (default 240; a directory done is written):
+# a signature recorded before a wrong rule explained it (fuzzfuse.explain: a zero's sign lost by
+# one op) is keyed by its graph, and --known misses the same bug found again. The case.json files
+# in OUT/refreshed.tgz, the lines in OUT/refresh.txt.
+# campaign: a fresh-seed campaign of BACKEND with --known minimized for SECONDS (default 600) on
+# WORKERS workers (default: every core), into OUT/BACKEND; OUT/BACKEND.done at the end.
 # collect: `fuzzfuse corpus bugs RUN/minimized --against minimized` for each (known or new,
 # and for a new bug the nearest committed one and what differs), the summaries, all in OUT/runs.tgz.
 set -u
-STEP=${1:?usage: gpu_identity.sh fold|campaign|collect OUT [BACKEND [SECONDS]]}
-OUT=${2:?usage: gpu_identity.sh fold|campaign|collect OUT [BACKEND [SECONDS]]}
+STEP=${1:?usage: gpu_identity.sh fold|refresh|campaign|collect OUT [BACKEND [SECONDS [WORKERS]]]}
+OUT=${2:?usage: gpu_identity.sh fold|refresh|campaign|collect OUT [BACKEND [SECONDS [WORKERS]]]}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 case "$STEP" in
@@ -27,10 +34,24 @@ case "$STEP" in
       > "$OUT/outputs.txt" 2>&1
     tar czf "$OUT/minimized.tgz" minimized
     ;;
+  refresh)
+    python3 -c "import glob, json
+for p in sorted(glob.glob('minimized/*/case.json')):
+    case = json.load(open(p))
+    if (case.get('versions') or {}).get('gpu') or 'nvfuser' in case['backend']: print(p[:-len('/case.json')])" \
+      > "$OUT/gpu_dirs.txt"
+    split -n r/8 "$OUT/gpu_dirs.txt" "$OUT/shard."
+    for shard in "$OUT"/shard.*; do
+      timeout "${3:-240}" xargs -a "$shard" python3 -m fuzzfuse corpus refresh --generalise > "$shard.out" 2>&1 &
+    done
+    wait
+    cat "$OUT"/shard.*.out > "$OUT/refresh.txt"
+    tar czf "$OUT/refreshed.tgz" $(sed 's|$|/case.json|' "$OUT/gpu_dirs.txt")
+    ;;
   campaign)
-    BACKEND=${3:?usage: gpu_identity.sh campaign OUT BACKEND [SECONDS]}
+    BACKEND=${3:?usage: gpu_identity.sh campaign OUT BACKEND [SECONDS [WORKERS]]}
     timeout $((${4:-600} + 240)) python3 -m fuzzfuse fuzz --backend "$BACKEND" --time "${4:-600}" --known minimized \
-      --out "$OUT/$BACKEND" > "$OUT/$BACKEND.log" 2>&1 < /dev/null
+      ${5:+--workers "$5"} --out "$OUT/$BACKEND" > "$OUT/$BACKEND.log" 2>&1 < /dev/null
     touch "$OUT/$BACKEND.done"
     ;;
   collect)

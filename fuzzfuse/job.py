@@ -261,8 +261,8 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
             continue
         if mismatch and flushed is not None:
             references = flushed()
-            if references and not compare_output(i, fused, *nearer_references(fused, eager[i], ref64[i], references[0][i],
-                                                                              references[1][i]), reduced[name]):
+            if references and not compare_output(i, fused, *nearer_references(
+                    fused, eager[i], ref64[i], [(run[0][i], run[1][i]) for run in references]), reduced[name]):
                 documented = documented or verdict.documented(backend.name, Difference.DENORMAL_FLUSH, what,
                                                               f"{mismatch.detail}; right once fp32 denormals flush")
                 continue
@@ -374,16 +374,18 @@ def _holds_double_denormal(graph: Graph, inputs: list) -> bool:
     return _eager_holds(graph, inputs, lambda v: v.dtype == torch.float64 and bool(((v != 0) & (v.abs() < tiny)).any()))
 
 
-def flushed_references(graph: Graph, inputs: list, style: FlushStyle) -> tuple[list, list] | None:
-    """Eager and float64 on the inputs with their fp32 denormals flushed as a fuser of this
-    `style` flushes by design: what it must match. Eager runs on CPU under FTZ/DAZ, so that its
-    intermediates flush as a fuser's do, the results brought back to the inputs' device.
-    DAZ_FTZ: x86's DAZ reads float64 denormals as zero too. TRITON_FP32: as Triton flushes
-    (`flushed_run`, as_triton): eager's CUDA kernels do not flush (Triton's exp2 -> logical_and of
-    a denormal result is False, and eager CUDA on flushed inputs said True). A graph whose eager
-    run holds a float64 denormal (Triton flushes fp32 only, and x86's FTZ/DAZ both), or one CPU
-    eager fails on, runs where its inputs are, on flushed inputs. None when eager fails, or for
-    FlushStyle.NONE (a fuser that does not flush)."""
+def flushed_references(graph: Graph, inputs: list, style: FlushStyle) -> list[tuple[list, list]] | None:
+    """(eager, float64) runs on the inputs with their fp32 denormals flushed as a fuser of this
+    `style` may flush by design, one per way it may: what it must match, element by element
+    (`oracle.nearer_references`). Eager runs on CPU under FTZ/DAZ, so that its intermediates
+    flush as a fuser's do, the results brought back to the inputs' device. DAZ_FTZ: x86's DAZ
+    reads float64 denormals as zero too. TRITON_FP32: as Triton flushes (`flushed_run`,
+    as_triton): eager's CUDA kernels do not flush (Triton's exp2 -> logical_and of a denormal
+    result is False, and eager CUDA on flushed inputs said True). A graph whose eager run holds a
+    float64 denormal (Triton flushes fp32 only, and x86's FTZ/DAZ both), or one CPU eager fails
+    on, runs where its inputs are, on flushed inputs. Beside it, for TRITON_FP32, the run that
+    flushes only where a math-library call reads or writes (`math_call_run`). None when eager
+    fails, or for FlushStyle.NONE (a fuser that does not flush)."""
     device = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
     on_cpu = [x.cpu() if isinstance(x, torch.Tensor) else x for x in inputs]
     if style == FlushStyle.DAZ_FTZ:
@@ -393,14 +395,30 @@ def flushed_references(graph: Graph, inputs: list, style: FlushStyle) -> tuple[l
         routes.append((inputs, False, False))
     else:
         return None
+    back = lambda outs: [o.to(device) if isinstance(o, torch.Tensor) else o for o in outs]  # noqa: E731
     for where, daz, as_triton in routes:
         try:
             eager, ref64 = flushed_run(graph, where, daz=daz, as_triton=as_triton)
         except Exception:
             continue
-        back = lambda outs: [o.to(device) if isinstance(o, torch.Tensor) else o for o in outs]  # noqa: E731
-        return back(eager), back(ref64)
+        runs = [(back(eager), back(ref64))]
+        if style == FlushStyle.TRITON_FP32:
+            try:
+                runs.append(math_call_run(graph, inputs))
+            except Exception:
+                pass
+        return runs
     return None
+
+
+def math_call_run(graph: Graph, inputs: list) -> tuple[list, list]:
+    """Eager and float64 with fp32 denormals flushed only where an op Triton computes by a
+    math-library call reads or writes them (`Op.math_call`): on the H200, x * rsqrt(x) of a bf16
+    denormal x is inf (rsqrt flushes x, the product reads it as it is), which neither the run
+    that flushes every arithmetic read (nan) nor the plain run (1e-19) gives."""
+    eager, _ = run_eager(graph, inputs, flush_math_calls=True)
+    ref64, _ = run_eager(graph, inputs, upcast=True, flush_math_calls=True)
+    return eager, ref64
 
 
 def flushed_run(graph: Graph, inputs: list, *, daz: bool, as_triton: bool = False) -> tuple[list, list]:

@@ -303,21 +303,27 @@ def signed_zero_difference(fused: torch.Tensor, eager: torch.Tensor, ref64: torc
     return f"{int(flipped.sum())} zeros of the other sign, e.g. {idx}: fused {fused[idx].item()} eager {eager[idx].item()}"
 
 
-def nearer_references(fused, eager, ref64, flushed_eager, flushed_ref64):
-    """(eager, float64) references taken per element from the run on flushed inputs where that run
-    is nearer the fused value (or its eager, under FTZ/DAZ on CPU, gives it exactly), else from the
-    plain run. A fuser that flushes by design flushes what some ops read or write and not others
-    (Inductor's Triton flushes an elu's denormal result, not a denormal that passes through
-    `where`), so one output can hold elements of both kinds."""
-    tensors = (fused, eager, ref64, flushed_eager, flushed_ref64)
-    if not all(isinstance(t, torch.Tensor) for t in tensors) or len({tuple(t.shape) for t in tensors}) > 1:
-        return flushed_eager, flushed_ref64
+def nearer_references(fused, eager, ref64, flushed_runs: list[tuple]):
+    """(eager, float64) references taken per element from the flushed run (`flushed_runs`: (eager,
+    float64) pairs, one per way the fuser may flush) whose eager gives the fused value exactly
+    (under FTZ/DAZ on CPU), else whose float64 is nearest it, else from the plain run. A fuser that
+    flushes by design flushes what some ops read or write and not others (Inductor's Triton
+    flushes an elu's denormal result, not a denormal that passes through `where`), so one output
+    can hold elements of each kind."""
+    runs = [(eager, ref64)] + [(e, r) for e, r in flushed_runs if isinstance(e, torch.Tensor)
+                               and isinstance(r, torch.Tensor) and e.shape == eager.shape and r.shape == ref64.shape]
+    if not all(isinstance(t, torch.Tensor) for t in (fused, eager, ref64)) or fused.shape != eager.shape \
+            or ref64.shape != eager.shape:
+        return flushed_runs[0] if flushed_runs else (eager, ref64)
     value = fused.double()
-    nearer = _distance(value, flushed_ref64.double()) < _distance(value, ref64.double())
-    # What eager gives flushed where float64 cannot tell (a bool or integer of a flushed result:
-    # eq(0, silu(FLT_MIN)) is True under FTZ, and float64's silu(FLT_MIN) is no denormal).
-    nearer |= (_distance(value, flushed_eager.double()) == 0) & (_distance(value, eager.double()) > 0)
-    return torch.where(nearer, flushed_eager, eager), torch.where(nearer, flushed_ref64, ref64)
+    # What eager gives flushed wins where float64 cannot tell (a bool or integer of a flushed
+    # result: eq(0, silu(FLT_MIN)) is True under FTZ, and float64's silu(FLT_MIN) is no denormal);
+    # ties go to the first run, the plain one.
+    score = torch.stack([torch.where(_distance(value, e.double()) == 0, -1.0, _distance(value, r.double()))
+                         for e, r in runs])
+    pick = score.argmin(0, keepdim=True)
+    chosen = lambda i: torch.stack([run[i].to(runs[0][i].dtype) for run in runs]).gather(0, pick)[0]  # noqa: E731
+    return chosen(0), chosen(1)
 
 
 def nearest_run(fused, runs: list):

@@ -243,7 +243,7 @@ def test_a_triton_comparison_reads_the_denormal_its_arithmetic_flushes(inductor,
     assert not torch.equal(every_read[0], triton)
     _assert_flush_documented_only_where_declared(
         inductor, graph, x, [triton], eager, ref64,
-        flushed=lambda: flushed_run(graph, [x], daz=True, as_triton=True))
+        flushed=lambda: [flushed_run(graph, [x], daz=True, as_triton=True)])
 
 
 def test_a_bfloat16_denormal_flushed_is_the_same_documented_difference(inductor):

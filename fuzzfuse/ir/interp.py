@@ -169,7 +169,7 @@ def _scalars_as_eager_reads_them(node: Node, args: list, types: dict) -> list:
 
 
 def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_triton: bool = False,
-              rounding: torch.Generator | None = None) -> tuple[dict, dict[str, str]]:
+              flush_math_calls: bool = False, rounding: torch.Generator | None = None) -> tuple[dict, dict[str, str]]:
     """All values of the graph by name, and the names tainted by undefined behaviour (a float->int
     cast out of range, a signed int32 or int64 overflow) or by an order-dependent reduction
     (`_order_dependent`), with why: values only their type is defined of.
@@ -183,6 +183,11 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
     compare (`Op.compares`) run with FTZ/DAZ off, and the results of the ops that compute (every
     kind but those that move data, MOVES_DATA) are flushed besides: FTZ leaves some alone (ATen's
     tan of a denormal returns it), and Triton's tan gives 0.
+
+    flush_math_calls=True flushes float32 (and bfloat16) denormals only where an op Triton computes
+    by a math-library call (`Op.math_call`) reads or writes them, at eager's precision or, with
+    upcast, in float64 (a float64 value below float32's smallest normal, where the graph's type is
+    float32 or bfloat16): Triton's plain arithmetic reads a denormal as it is, libdevice's does not.
 
     rounding (with upcast=True): every op's float64 result is rounded to the op's own 32- or 16-bit
     float dtype, up or down as `rounding` draws (`_round_faithfully`), before the next op reads it,
@@ -198,7 +203,7 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
             value = value.double()
         env[spec.name] = value
     tainted: dict[str, str] = {}
-    types = graph.infer_types() if rounding is not None or upcast else {}
+    types = graph.infer_types() if rounding is not None or upcast or flush_math_calls else {}
     for node in graph.nodes:
         args = [env[a] if isinstance(a, str) else a for a in node.args]
         if upcast and node.name in types:
@@ -207,6 +212,9 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
         attrs = _upcast_attrs(node) if upcast else node.attrs
         attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()}
         op = OPS[node.op]
+        flushes = flush_math_calls and op.math_call
+        if flushes:
+            args = [_flushed_as_fp32(a, types[ref].dtype) if isinstance(ref, str) else a for a, ref in zip(args, node.args)]
         reorders = (rounding is not None and op.kind == "reduction" and op.accumulates in ("sum", "product")
                     and isinstance(args[0], torch.Tensor) and args[0].is_floating_point())
         if reorders:
@@ -230,6 +238,8 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
             out = op.eager(*args, **attrs)
         if flush_as_triton and op.kind not in MOVES_DATA:
             out = flush_denormals(out)
+        if flushes:
+            out = _flushed_as_fp32(out, types[node.name].dtype)
         upstream = [tainted[a] for a in node.refs() if a in tainted]
         if upstream:
             tainted[node.name] = upstream[0]
@@ -243,6 +253,17 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
             out = _round_faithfully(out, types[node.name].dtype, rounding)
         env[node.name] = out
     return env, tainted
+
+
+def _flushed_as_fp32(value, dtype: str):
+    """`value` (of graph type `dtype`, at eager's precision or in float64) with what is a float32
+    denormal read as a zero of its sign, where `dtype` is float32 or bfloat16 (computed in float32);
+    anything else as it is."""
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point() \
+            or DTYPES[dtype] not in (torch.float32, torch.bfloat16):
+        return value
+    tiny = torch.finfo(torch.float32).tiny
+    return torch.where(value.abs() < tiny, torch.copysign(torch.zeros_like(value), value), value)
 
 
 def _finite64(value):
@@ -369,9 +390,11 @@ def run_fp32_compute(graph: Graph, inputs: list, dtypes: list[torch.dtype]) -> l
 
 
 def run_eager(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_triton: bool = False,
+              flush_math_calls: bool = False,
               rounding: torch.Generator | None = None) -> tuple[list[torch.Tensor], dict[str, str]]:
     """The outputs, and those of them tainted (`interpret`), with why."""
-    env, tainted = interpret(graph, inputs, upcast=upcast, flush_as_triton=flush_as_triton, rounding=rounding)
+    env, tainted = interpret(graph, inputs, upcast=upcast, flush_as_triton=flush_as_triton,
+                             flush_math_calls=flush_math_calls, rounding=rounding)
     return [env[o] for o in graph.outputs], {o: tainted[o] for o in graph.outputs if o in tainted}
 
 

@@ -114,6 +114,13 @@ class Op:
     # float for these): -0.52289 / 1e-5 is -52288.998, -52289 in float32, -52288 in float64.
     # None: the op's eager function on float64 operands.
     arbiter: Callable[..., torch.Tensor] | None = None
+    # Whether Triton computes it by a call into CUDA's math library (libdevice, compiled with
+    # denormals flushed: exp, log, sqrt, rsqrt, the trig ops, floor/ceil/trunc/round, pow, fmod)
+    # rather than by plain IEEE instructions (add, mul, div, min/max, select, compare, which read
+    # and write a float32 denormal as it is): Triton's x * rsqrt(x) of a denormal x is inf, the
+    # product of the unflushed x and the rsqrt of the flushed one (fuzzfuse.ir.interp,
+    # flush_math_calls).
+    math_call: bool = False
 
 
 def _past(limit: float, *values) -> torch.Tensor:
@@ -344,13 +351,16 @@ _UNARY = {
 }
 for _n in ("exp exp2 expm1 log log2 log10 log1p sqrt rsqrt reciprocal sin cos tan tanh sigmoid erf").split():
     _UNARY[_n] = (getattr(torch, _n), _floating, None)
+# The ops of Triton's math-library calls (Op.math_call); reciprocal is a plain division there.
+_MATH_CALLS = set("floor ceil round trunc gelu silu exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan tanh "
+                  "sigmoid erf pow fmod atan2 nextafter elu std softmax log_softmax".split())
 
 # nvFuser lowerings that are not the fd.ops function of the op's own name.
 _NVFUSER_UNARY = {"gelu": "@gelu"}
 for _n, (_fn, _rule, _acc) in _UNARY.items():
     _src = f"torch.nn.functional.{_n}" if _n in ("gelu", "silu") else f"torch.{_n}"
     register(Op(_n, "unary", 1, _rule, _fn, _call(_src), _acc or (lambda t, a: True),
-                nvfuser=_NVFUSER_UNARY.get(_n, _n), compares=_rule is _boolean))
+                nvfuser=_NVFUSER_UNARY.get(_n, _n), compares=_rule is _boolean, math_call=_n in _MATH_CALLS))
 
 # ---- binary --------------------------------------------------------------------------------------
 _BINARY = {
@@ -375,7 +385,7 @@ for _n, (_rule, _acc) in _BINARY.items():
     register(Op(_n, "binary", 2, _rule, getattr(torch, _n), _call(f"torch.{_n}"),
                 _acc or (lambda t, a: True), scalar_positions=() if _n in _TENSOR_ONLY else (1,),
                 nvfuser=_NVFUSER_BINARY.get(_n, _n), differentiable=_BINARY_GRAD.get(_n, lambda t, a: True),
-                exact_in_dtype=_n == "nextafter", compares=_rule is _boolean,
+                exact_in_dtype=_n == "nextafter", compares=_rule is _boolean, math_call=_n in _MATH_CALLS,
                 fma_role={"mul": "product", "add": "addend", "sub": "addend"}.get(_n)))
 
 for _mode in ("trunc", "floor"):
@@ -412,7 +422,7 @@ for _n in ("bitwise_left_shift", "bitwise_right_shift"):
 # Activations whose scalar attributes are drawn; floating only (eager has no integer elu or leaky_relu).
 register(Op("elu", "unary", 1, _same, lambda x, alpha: F.elu(x, alpha), _call("torch.nn.functional.elu", "alpha"),
             _float_only, draw_attrs=lambda draw, ts: {"alpha": choice(draw, [1.0, 0.5, 1.6732632423543772, 2.0])},
-            nvfuser="@elu"))
+            nvfuser="@elu", math_call=True))
 register(Op("leaky_relu", "unary", 1, _same, lambda x, negative_slope: F.leaky_relu(x, negative_slope),
             _call("torch.nn.functional.leaky_relu", "negative_slope"), _float_only,
             draw_attrs=lambda draw, ts: {"negative_slope": choice(draw, [0.01, 0.2, 1.5, 0.0])},
@@ -575,7 +585,7 @@ for _n, (_fn, _rule, _acc, _extra) in _REDUCTIONS.items():
                 lambda t, a, acc=_acc: t[0].rank >= 1 and (acc is None or acc(t, a)),
                 draw_attrs=(lambda ex: lambda draw, ts: draw(_reduce_dims(ts, correction=bool(ex))))(_extra),
                 nvfuser=_NVFUSER_REDUCTION[_n], accumulates=None if _n in ("amax", "amin") else "sum",
-                computed_from="var" if _n == "std" else None))
+                computed_from="var" if _n == "std" else None, math_call=_n in _MATH_CALLS))
 
 # prod takes a single dim (aten has no multi-dim prod).
 register(Op("prod", "reduction", 1, _reduction_infer(_int64_if_integral),
@@ -595,7 +605,8 @@ for _n in ("softmax", "log_softmax"):
                 (lambda n: lambda x, dim: getattr(torch, n)(x, dim))(_n),
                 (lambda n: lambda args, at: f"torch.{n}({args[0]}, {at['dim']})")(_n),
                 lambda t, a: t[0].rank >= 1 and is_float(t[0].dtype),
-                draw_attrs=lambda draw, ts: {"dim": draw(ints(-ts[0].rank, ts[0].rank - 1))}, nvfuser=f"@{_n}"))
+                draw_attrs=lambda draw, ts: {"dim": draw(ints(-ts[0].rank, ts[0].rank - 1))}, nvfuser=f"@{_n}",
+                math_call=True))
 
 
 # ---- views ---------------------------------------------------------------------------------------
