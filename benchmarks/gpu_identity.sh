@@ -42,7 +42,7 @@ for p in sorted(glob.glob('minimized/*/case.json')):
       > "$OUT/gpu_dirs.txt"
     split -n r/8 "$OUT/gpu_dirs.txt" "$OUT/shard."
     for shard in "$OUT"/shard.*; do
-      timeout "${3:-240}" xargs -a "$shard" python3 -m fuzzfuse corpus refresh --generalise > "$shard.out" 2>&1 &
+      xargs -a "$shard" timeout "${3:-240}" python3 -m fuzzfuse corpus refresh --generalise > "$shard.out" 2>&1 &
     done
     wait
     cat "$OUT"/shard.*.out > "$OUT/refresh.txt"
