@@ -300,17 +300,20 @@ def one_of_kind(a: str, b: str) -> bool:
 
 
 def needed_ops(graph: Graph, generalisation: Generalisation | None, producers_only: bool = False) -> str:
-    """The ops a reduced graph needs, each with its dtype class, in graph order ("*" where every op
-    is a filler). producers_only: where some op feeds another, the ops that feed none (they only
-    consumed a value) are left out too."""
-    fillers = {k for k, _ in generalisation.ops} if generalisation is not None else set()
+    """The ops a reduced graph needs, each with its dtype class, in graph order; where every op is
+    a filler, their kinds ("*reduction *binary"): a crash with no location (an illegal memory
+    access) that any op of each kind reaches is still that graph's, not every such crash's.
+    producers_only: where some op feeds another, the ops that feed none (they only consumed a
+    value) are left out too."""
+    fillers = dict(generalisation.ops) if generalisation is not None else {}
     live = graph.without_dead_code()
     read = {r for n in live.nodes for r in n.refs()}
     names = {n.name for n in live.nodes}
     if producers_only and names & read:
         names &= read
     ops = [f"{n.op}:{dtype_class(graph, k)}" for k, n in enumerate(graph.nodes) if n.name in names and k not in fillers]
-    return " ".join(ops) or "*"
+    kinds = [f"*{fillers[k]}" for k, n in enumerate(graph.nodes) if n.name in names and k in fillers]
+    return " ".join(ops or kinds) or "*"
 
 
 def dtype_class(graph: Graph, position: int, result: bool = True) -> str:

@@ -25,7 +25,7 @@ from .ir import Graph, TensorInput, flush_denormals, interpret, make_inputs, run
 from .ir.interp import order_dependent_positions, scalar_reference
 from .ir.values import input_set
 from .explain import explaining_rule
-from .oracle import (ATOL, RTOL, compare_output, nearer_references, nearest_run, gradient_reduction_sizes, reduction_sizes,
+from .oracle import (APPROXIMATE_RTOL, ATOL, RTOL, compare_output, nearer_references, nearest_run, gradient_reduction_sizes, reduction_sizes,
                      signed_zero_difference)
 from .pool import Job
 from .strategies import GenConfig, generate_steered, graph_triples
@@ -176,19 +176,20 @@ def fused_outputs(backend: Backend, options: Options, graph: Graph, inputs: list
 
 
 def design_references(backend: Backend, options: Options, graph: Graph, inputs: list, eager: list) -> tuple:
-    """(flushed, widened, invalid): for each semantic the backend changes by design under these
+    """(flushed, widened, invalid, approximate): for each semantic the backend changes by design under these
     options, a function computing what decides it (None where the backend does not declare it),
     run only at a mismatch: eager and float64 on inputs flushed as the backend declares it flushes
     on its device (`flushed_references`, `Backend.flush_style`), the outputs with fp16/bf16
-    intermediates in float32 (`run_fp32_compute`), and whether eager's run holds a NaN or an
-    infinity (`holds_nonfinite`)."""
+    intermediates in float32 (`run_fp32_compute`), whether eager's run holds a NaN or an
+    infinity (`holds_nonfinite`), and the tolerance of approximate transcendental functions."""
     declared = backend.documented_differences(options)
     style = backend.flush_style.get(backend.device, FlushStyle.NONE)
     flushed = _once(lambda: flushed_references(graph, inputs, style)) if Difference.DENORMAL_FLUSH in declared else None
     widened = (_once(lambda: run_fp32_compute(graph, inputs, [e.dtype for e in eager]))
                if Difference.FP32_INTERMEDIATES in declared else None)
     invalid = _once(lambda: holds_nonfinite(graph, inputs)) if Difference.UNSAFE_MATH in declared else None
-    return flushed, widened, invalid
+    approximate = (lambda: APPROXIMATE_RTOL) if Difference.APPROXIMATE_MATH in declared else None
+    return flushed, widened, invalid, approximate
 
 
 # How many runs that round other ways than eager judge whether an output is ill-conditioned.
@@ -228,7 +229,7 @@ def holds_nonfinite(graph: Graph, inputs: list) -> bool:
 
 
 def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: list, ref64: list, tainted: dict,
-                   check_strides: bool, flushed=None, widened=None, invalid=None, rounded=None,
+                   check_strides: bool, flushed=None, widened=None, invalid=None, approximate=None, rounded=None,
                    scalar=None, rule=None, unflushed=None, ordered=None) -> CaseResult | None:
     """The mismatch verdict of the first wrong output; else a documented difference (a zero of
     the other sign, or, where the backend declares the semantic (`design_references`, each
@@ -283,6 +284,11 @@ def _judge_outputs(graph: Graph, types: dict, backend: Backend, result, eager: l
                 documented = documented or verdict.documented(
                     backend.name, Difference.UNSAFE_MATH, what, f"{mismatch.detail}; eager's run holds a NaN or an infinity")
                 continue
+        if mismatch and approximate is not None and mismatch.kind == "values" and _near(fused, ref64[i], approximate()):
+            documented = documented or verdict.documented(
+                backend.name, Difference.APPROXIMATE_MATH, what,
+                f"{mismatch.detail}; within {approximate():g} of float64, as approximate math gives")
+            continue
         if mismatch and ordered is not None and mismatch.kind in ("values", "nan-inf") \
                 and only_where(fused, eager[i], ordered().get(name)):
             documented = documented or verdict.documented(
@@ -354,6 +360,16 @@ def eager_fault(fused, eager: torch.Tensor, scalar) -> bool:
     close = lambda x: torch.isclose(x[positions], r, rtol=RTOL[eager.dtype], atol=ATOL[eager.dtype],  # noqa: E731
                                     equal_nan=True)
     return bool(close(a).all() and not close(e).any())
+
+
+def _near(fused, ref64, rtol: float) -> bool:
+    """Whether a floating output is within `rtol` of float64 everywhere (NaNs and infinities where
+    float64 has them)."""
+    if not (isinstance(fused, torch.Tensor) and isinstance(ref64, torch.Tensor) and fused.is_floating_point()
+            and fused.shape == ref64.shape):
+        return False
+    return bool(torch.isclose(fused.double(), ref64.double().to(fused.device), rtol=rtol, atol=0.0,
+                              equal_nan=True).all())
 
 
 def unflushed_outputs(backend: Backend, graph: Graph, options: Options, inputs: list) -> list:

@@ -128,14 +128,14 @@ def test_the_job_judges_a_flush_by_the_style_the_backend_declares_for_its_device
     reference there; one that declares no style for its device gets none."""
     graph, x = _tan_eq_of_denormals()
     eager = [torch.eq(torch.tan(x), x)]
-    flushed, _, _ = design_references(_Flushing(), Options(), graph, [x], eager)
+    flushed, _, _, _ = design_references(_Flushing(), Options(), graph, [x], eager)
     assert torch.equal(flushed()[0][0][0], flushed_run(graph, [x], daz=True, as_triton=True)[0][0])
 
     class Elsewhere(_Flushing):
         flush_style = {"cuda": FlushStyle.TRITON_FP32}
-    flushed, _, _ = design_references(Elsewhere(), Options(), graph, [x], eager)
+    flushed, _, _, _ = design_references(Elsewhere(), Options(), graph, [x], eager)
     assert flushed() is None  # no reference: a flush there is judged a mismatch
-    flushed, _, _ = design_references(Backend(), Options(), graph, [x], eager)
+    flushed, _, _, _ = design_references(Backend(), Options(), graph, [x], eager)
     assert flushed is None
 
 
@@ -164,7 +164,7 @@ def test_triton_flushes_where_its_math_library_reads_a_denormal_not_where_its_ar
     def judged(fused):
         class Result:
             outputs, context = [fused], ""
-        flushed, _, _ = design_references(_Flushing(), Options(), graph, [x], eager)
+        flushed, _, _, _ = design_references(_Flushing(), Options(), graph, [x], eager)
         return _judge_outputs(graph, graph.infer_types(), _Flushing(), Result, eager, ref64, {}, False, flushed)
 
     documented = judged(torch.tensor([float("inf"), 2.0], dtype=torch.bfloat16))
@@ -172,3 +172,43 @@ def test_triton_flushes_where_its_math_library_reads_a_denormal_not_where_its_ar
     assert documented.signature.kind == Difference.DENORMAL_FLUSH.value
     assert judged(torch.tensor([float("inf"), 3.0], dtype=torch.bfloat16)).outcome == Outcome.MISMATCH
     assert judged(torch.tensor([float("-inf"), 2.0], dtype=torch.bfloat16)).outcome == Outcome.MISMATCH
+
+
+def test_approximate_math_is_documented_only_where_declared_and_only_near_float64():
+    """Seen on the H200: Inductor CUDA's exp(29) under use_fast_math gave 3.9313282e12 (eager
+    3.9313342e12, 1.5e-6 off), and a campaign reduced it as a new bug. The flag asks for an
+    approximate exp (ex2.approx of x * log2(e)): within APPROXIMATE_RTOL of float64 it is
+    documented where the configuration declares it; farther, or where it does not, a mismatch."""
+    from fuzzfuse.backends.inductor_config import InductorConfig
+    from fuzzfuse.job import _judge_outputs
+    from fuzzfuse.ir.interp import run_eager
+    from fuzzfuse.verdict import Outcome
+
+    fast = InductorConfig(flags=(("use_fast_math", True),))
+    assert Difference.APPROXIMATE_MATH in fast.documented_differences("cuda")
+    assert Difference.APPROXIMATE_MATH not in fast.documented_differences("cpu")
+    assert Difference.APPROXIMATE_MATH not in InductorConfig().documented_differences("cuda")
+
+    class FastMath(Backend):
+        name = "custom:tests:FastMath"
+
+        def documented_differences(self, options):
+            return frozenset({Difference.APPROXIMATE_MATH})
+
+    x = torch.tensor([1.0, 29.0])
+    b = GraphBuilder()
+    graph = b.build([b.add("exp", b.tensor([2], values=Values(exact=encode_exact(x))))])
+    (eager, _), (ref64, _) = run_eager(graph, [x]), run_eager(graph, [x], upcast=True)
+
+    def judged(backend, fused):
+        class Result:
+            outputs, context = [torch.tensor(fused)], ""
+        return _judge_outputs(graph, graph.infer_types(), backend, Result, eager, ref64, {}, False,
+                              *design_references(backend, Options(), graph, [x], eager))
+
+    h200 = [2.7182817459106445, 3931328217088.0]
+    documented = judged(FastMath(), h200)
+    assert documented.outcome == Outcome.DOCUMENTED
+    assert documented.signature.kind == Difference.APPROXIMATE_MATH.value
+    assert judged(Backend(), h200).outcome == Outcome.MISMATCH
+    assert judged(FastMath(), [2.7182817459106445, 3.9314e12]).outcome == Outcome.MISMATCH  # 1.7e-5 off

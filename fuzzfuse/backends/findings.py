@@ -36,6 +36,10 @@ class Difference(str, enum.Enum):
     # (addcmul's products, lerp's, a matmul's terms) or in eager's unfused product that a fused
     # multiply-add does not round (fuzzfuse.ir.interp.order_dependent_positions).
     EVALUATION_ORDER = "evaluation-order"
+    # Transcendental functions by approximate instructions (Inductor's use_fast_math on CUDA: exp as
+    # ex2.approx of x * log2(e), whose relative error grows with |x|): a float value within
+    # oracle.APPROXIMATE_RTOL of float64 is the flag's design, not a bug.
+    APPROXIMATE_MATH = "approximate-math"
     # An output that eager's precision cannot decide: runs of the graph at eager's precision that
     # round other ways than eager (each op's result to its dtype, up or down: another libm, another
     # order of a sum's terms) land as far from float64 as the fuser (tan of an expm1 near 1e7,

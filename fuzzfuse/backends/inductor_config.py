@@ -137,7 +137,8 @@ class InductorConfig:
         Triton flushes fp32 denormals unless eager_numerics.disable_ftz; on CPU, gcc < 13 links
         crtfastmath (FTZ/DAZ) into kernels built with -funsafe-math-optimizations, which also
         assumes valid arguments and results (no NaN or infinity); on both, fp16/bf16 intermediates
-        stay in float32 unless emulate_precision_casts."""
+        stay in float32 unless emulate_precision_casts; use_fast_math on CUDA computes exp by an
+        approximate instruction."""
         flags = dict(self.flags)
         differences = set() if flags.get("emulate_precision_casts") else {Difference.FP32_INTERMEDIATES}
         unsafe_math = device == "cpu" and flags.get("cpp.enable_unsafe_math_opt_flag")
@@ -145,6 +146,8 @@ class InductorConfig:
             differences.add(Difference.UNSAFE_MATH)
         if unsafe_math or (device == "cuda" and not flags.get("eager_numerics.disable_ftz")):
             differences.add(Difference.DENORMAL_FLUSH)
+        if device == "cuda" and flags.get("use_fast_math"):
+            differences.add(Difference.APPROXIMATE_MATH)
         return frozenset(differences)
 
     def without_flush(self, device: str) -> "InductorConfig | None":
