@@ -148,3 +148,23 @@ def test_the_arbiter_truncates_a_quotient_rounded_in_float32_as_div_trunc_does()
     assert compare_output(0, eager, torch.tensor([-52288.0]), ref) is None
     wide = Graph((TensorInput("x", (1,), "float64"),), (Node("t", "div_trunc", ("x", 1e-05)),), ("t",))
     assert run_eager(wide, [x.double()], upcast=True)[0][0].item() == -52288.0
+
+
+def test_an_eager_run_whose_every_op_is_within_an_ulp_is_not_eagers_fault():
+    """Reduced by an NNC campaign as eager's bug: atan2(atan2(2.2e-16, 8.988e307)) on float64 is 0 in
+    eager (AVX2) and pi/4 in NNC and one element at a time. The inner atan2 is 2^-1075 less a hair:
+    eager's vectorized kernel rounds it to 0 (correctly), libm to the smallest denormal; atan2(v, v)
+    then makes 0 of one and pi/4 of the other. Each op of eager is right on its own operands, so
+    neither side is wrong: ill-conditioned. A vectorized fmod's nan is its own op's fault."""
+    from fuzzfuse.backends.findings import Difference
+    from fuzzfuse.ir.interp import ops_faithful_at
+
+    case = load_case(DATA / "nnc_atan2_ill_conditioned_case.json")
+    result = run_case(case.graph, backend_for("torchscript:nnc"), options=case.options)
+    if result.outcome is Outcome.UNFUSED:
+        pytest.skip("NNC did not fuse atan2 here")
+    assert result.outcome is Outcome.DOCUMENTED, result.signature
+    assert result.signature.kind == Difference.ILL_CONDITIONED.value
+
+    graph, x, y = _fmod_graph(16), torch.full((16,), 3.4e38), torch.full((16,), 1.2e-38)
+    assert not ops_faithful_at(graph, [x, y], 0, [0, 7])

@@ -506,3 +506,47 @@ def scalar_reference(graph: Graph, inputs: list, output: int, positions: list[in
     except (RuntimeError, ValueError, IndexError):  # an output that reads no input at its own position
         return None
     return values
+
+
+def ops_faithful_at(graph: Graph, inputs: list, output: int, positions: list[int]) -> bool:
+    """Whether every op of eager's own run (where its inputs are) is, at output `output`'s flat
+    `positions`, within an ulp of the op computed in float64 from one-element operands holding
+    eager's own operand values there: where each is, a difference between eager and
+    `scalar_reference` is the graph amplifying last-bit roundings, no op's fault (atan2(v, v) of
+    eager's correctly rounded 0 is 0, of libm's smallest denormal pi/4). False where an op is
+    farther, or the graph is not elementwise."""
+    graph = replace(graph, outputs=(graph.outputs[output],))
+    kept = graph.without_dead_code()
+    if any(OPS[n.op].kind not in ELEMENTWISE_KINDS for n in kept.nodes):
+        return False
+    read = {i.name for i in kept.inputs}
+    env, _ = interpret(kept, [v for s, v in zip(graph.inputs, inputs) if s.name in read])
+    shape = tuple(env[kept.outputs[0]].shape)
+    one = lambda v, index: (v.broadcast_to(shape)[index].detach().cpu()  # noqa: E731
+                            if isinstance(v, torch.Tensor) else v)
+    for flat in positions:
+        index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape)) if shape else ()
+        for node in kept.nodes:
+            args = [one(env[a], index) if isinstance(a, str) else a for a in node.args]
+            wide = [a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+            attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in node.attrs.items()}
+            got = one(env[node.name], index)
+            try:
+                want = OPS[node.op].eager(*wide, **attrs)
+            except (RuntimeError, ValueError, TypeError):
+                return False
+            if not _within_an_ulp(got, want):
+                return False
+    return True
+
+
+def _within_an_ulp(got: torch.Tensor, want: torch.Tensor) -> bool:
+    """Whether eager's one-element `got` is `want` (its op in float64) to an ulp of got's dtype
+    (the smallest denormal near zero); integers and bools exactly."""
+    if not got.is_floating_point():
+        return bool((got == want.to(got.dtype)).all())
+    g, w = got.double(), want.double()
+    if bool((g.isnan() & w.isnan()).all()) or bool((g == w).all()):
+        return True
+    info = torch.finfo(got.dtype)
+    return bool(((g - w).abs() <= info.eps * w.abs() + info.smallest_normal * info.eps).all())
