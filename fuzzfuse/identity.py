@@ -48,6 +48,7 @@ from .corpus import Case, CorpusError, Variant, iter_cases
 from .explain import names_a_rule, sign_lost_by
 from .graphform import graph_form
 from .ir import OPS, Graph, TensorInput
+from .ir.interp import ELEMENTWISE
 from .ir.ops import MOVES_DATA
 from .ir.types import category
 from .ir.untrusted import record, take
@@ -213,9 +214,12 @@ def identify(signature: Signature | None, graph: Graph | None = None,
             detail = "" if structural or moves else dtype_class(graph, position,
                                                                  result=symptom is not Symptom.WRONG_DTYPE)
             if structural and node.op in OPS:
-                # A fuser's shape or layout rule is its kind's (every pointwise binary op's output
-                # layout, every reduction's kept dims): which op of the kind carried it is a form.
-                culprit = f"*{OPS[node.op].kind}"
+                # A fuser's shape or layout rule is its kind's (every reduction's kept dims), and
+                # every elementwise op's is one (Inductor's pointwise output layout: a clamp with
+                # a permuted operand came back contiguous as a div_floor did): which op carried it
+                # is a form.
+                kind = OPS[node.op].kind
+                culprit = "*elementwise" if kind in ELEMENTWISE else f"*{kind}"
             elif wildcard:  # any op of its kind stands in for it: the bug is the kind's
                 culprit = f"*{wildcard[1]}"
             else:

@@ -453,10 +453,12 @@ def test_a_wrong_dtype_is_named_by_the_class_the_op_computed_on_not_the_result_e
     assert identify(values, add(0.0), None, "cpu").detail == "bool->float"
 
 
-def test_a_wrong_shape_or_stride_is_its_op_kinds_rule():
-    """Inductor's output strides for a pointwise binary op on mixed layouts came out wrong through
-    div_floor and through logical_or: a layout rule is the kind's, so those are one bug; a wrong
-    value of either op stays the op's own."""
+def test_a_wrong_shape_or_stride_is_its_op_kinds_rule_and_every_elementwise_op_shares_one():
+    """Inductor's output strides for pointwise ops on mixed layouts came out wrong through
+    div_floor, through logical_or, and (a campaign here, after 0b94dc6a was committed) through a
+    clamp with an expanded and a permuted operand: one pointwise layout rule, whatever the op's
+    arity, so those are one bug; a reduction's kept dims are its kind's own rule; a wrong value of
+    either op stays the op's own."""
     def binary(op: str) -> Graph:
         return Graph.from_json({"schema": 1, "outputs": ["v0"], "inputs": [
             {"kind": "tensor", "name": f"x{k}", "shape": [2, 3], "dtype": "float32", "layout": {"kind": "contiguous"},
@@ -464,8 +466,15 @@ def test_a_wrong_shape_or_stride_is_its_op_kinds_rule():
             {"name": "v0", "op": op, "args": ["x0", "x1"], "attrs": {}}]})
     strides = Signature("mismatch", "inductor", "run", "strides", "float")
     a, b = (identify(strides, binary(op), None, "cpu") for op in ("div_floor", "logical_or"))
-    assert a.where == b.where == "*binary" and same_bug(a, b)
-    assert identify(strides, chain("exp"), None, "cpu").where == "*unary"
+    assert a.where == b.where == "*elementwise" and same_bug(a, b)
+    clamp = Graph.from_json({**binary("add").to_json(), "nodes": [
+        {"name": "v0", "op": "clamp", "args": ["x0", "x0", "x1"], "attrs": {}}]})
+    assert same_bug(identify(strides, clamp, None, "cpu"), a)
+    assert same_bug(identify(strides, chain("exp"), None, "cpu"), a)
+    summed = Graph.from_json({**binary("add").to_json(), "nodes": [
+        {"name": "v0", "op": "sum", "args": ["x0"], "attrs": {"dims": [0], "keepdim": True}}]})
+    assert identify(strides, summed, None, "cpu").where == "*reduction"
+    assert not same_bug(identify(strides, summed, None, "cpu"), a)
     values = Signature("mismatch", "inductor", "run", "values", "float")
     assert identify(values, binary("div_floor"), None, "cpu").where == "div_floor"
 
