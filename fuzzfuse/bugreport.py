@@ -160,7 +160,10 @@ def symptom_text(case: Case, symptom: Symptom | None) -> str:
     if sig.outcome == "mismatch":
         return f"returns the wrong {sig.kind}"
     if sig.outcome == "crash":
-        error = compiler_error(case.detail) if "CompileError" in sig.message or nvrtc_error(case.detail) else ""
+        # A signature keeps the compiler's first error line ("C++ compile error: no matching
+        # function ..."); the exception's name is in the detail.
+        compiled = "CompileError" in sig.message or "CompileError" in (case.detail or "")
+        error = compiler_error(case.detail) if compiled or nvrtc_error(case.detail) else ""
         if error:
             return f"fails to compile its kernel ({sig.kind}): {error[:140]}"
         return _raised({**sig.to_json(), "message": case.detail or sig.message})
