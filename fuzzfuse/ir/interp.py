@@ -108,7 +108,11 @@ def flush_denormals(t: torch.Tensor, doubles: bool = False) -> torch.Tensor:
     flushes fp32 only); any other tensor as it is (fp16 denormals are normal numbers in fp32)."""
     if not isinstance(t, torch.Tensor) or t.dtype not in (torch.float32, torch.bfloat16) + (torch.float64,) * doubles:
         return t
-    tiny = torch.finfo(t.dtype).tiny
+    return _zeroed_below(t, torch.finfo(t.dtype).tiny)
+
+
+def _zeroed_below(t: torch.Tensor, tiny: float) -> torch.Tensor:
+    """`t` with every value of magnitude below `tiny` a zero of its sign."""
     return torch.where(t.abs() < tiny, torch.copysign(torch.zeros_like(t), t), t)
 
 
@@ -262,8 +266,7 @@ def _flushed_as_fp32(value, dtype: str):
     if not isinstance(value, torch.Tensor) or not value.is_floating_point() \
             or DTYPES[dtype] not in (torch.float32, torch.bfloat16):
         return value
-    tiny = torch.finfo(torch.float32).tiny
-    return torch.where(value.abs() < tiny, torch.copysign(torch.zeros_like(value), value), value)
+    return _zeroed_below(value, torch.finfo(torch.float32).tiny)
 
 
 def _finite64(value):
@@ -484,18 +487,27 @@ __all__ = ["interpret", "run_eager", "to_source", "compile_source", "node_source
 ELEMENTWISE_KINDS = ("unary", "binary", "ternary", "cast")
 
 
+def _one_elementwise_output(graph: Graph, inputs: list, output: int) -> tuple[Graph | None, list]:
+    """The graph of output `output` alone (what it does not read dropped) and the inputs it reads;
+    (None, []) where an op of it is not elementwise (a reduction or a view reads other positions)."""
+    graph = replace(graph, outputs=(graph.outputs[output],))
+    kept = graph.without_dead_code()
+    if any(OPS[n.op].kind not in ELEMENTWISE_KINDS for n in kept.nodes):
+        return None, []
+    read = {i.name for i in kept.inputs}
+    return kept, [v for s, v in zip(graph.inputs, inputs) if s.name in read]
+
+
 def scalar_reference(graph: Graph, inputs: list, output: int, positions: list[int]) -> list[torch.Tensor] | None:
     """The float64 values of output `output` at the flat `positions`, each computed from 0-d
     inputs: ATen runs a one-element tensor through its scalar loop, not its at::vec kernels, so
     this reference shares no vectorized fault with eager and the float64 run (AVX2's fmod of a huge
     by a tiny value is nan in both). None where the graph is not elementwise (a reduction or a view
     reads other positions)."""
-    graph = replace(graph, outputs=(graph.outputs[output],))
-    kept = graph.without_dead_code()
-    if any(OPS[n.op].kind not in ELEMENTWISE_KINDS for n in kept.nodes):
+    kept, inputs = _one_elementwise_output(graph, inputs, output)
+    if kept is None:
         return None
-    read = {i.name for i in kept.inputs}
-    inputs = [v.cpu() if isinstance(v, torch.Tensor) else v for s, v in zip(graph.inputs, inputs) if s.name in read]
+    inputs = [v.cpu() if isinstance(v, torch.Tensor) else v for v in inputs]
     try:
         shape = tuple(interpret(kept, inputs)[0][kept.outputs[0]].shape)
         values = []
@@ -515,12 +527,10 @@ def ops_faithful_at(graph: Graph, inputs: list, output: int, positions: list[int
     `scalar_reference` is the graph amplifying last-bit roundings, no op's fault (atan2(v, v) of
     eager's correctly rounded 0 is 0, of libm's smallest denormal pi/4). False where an op is
     farther, or the graph is not elementwise."""
-    graph = replace(graph, outputs=(graph.outputs[output],))
-    kept = graph.without_dead_code()
-    if any(OPS[n.op].kind not in ELEMENTWISE_KINDS for n in kept.nodes):
+    kept, inputs = _one_elementwise_output(graph, inputs, output)
+    if kept is None:
         return False
-    read = {i.name for i in kept.inputs}
-    env, _ = interpret(kept, [v for s, v in zip(graph.inputs, inputs) if s.name in read])
+    env, _ = interpret(kept, inputs)
     shape = tuple(env[kept.outputs[0]].shape)
     one = lambda v, index: (v.broadcast_to(shape)[index].detach().cpu()  # noqa: E731
                             if isinstance(v, torch.Tensor) else v)
