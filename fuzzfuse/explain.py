@@ -100,13 +100,15 @@ def scalar_cast_graphs(graph: Graph, inputs: list) -> list[tuple[Graph, list]]:
     """The graph and its inputs with every float scalar (a constant, or a runtime scalar input) of
     an op that also reads an integer or bool tensor converted to that tensor's dtype, for each way
     of converting to bool and each reach of the dtype (`_integral_dtypes`); none where no
-    conversion changes a scalar (1e-05 on int32 becomes 0.0, -2.0 on bool 1.0)."""
+    conversion changes a scalar (1e-05 on int32 becomes 0.0, -2.0 on bool 1.0). A runtime scalar
+    is converted where such an op reads it, not where another op does: clamp(x_int32, min=s) then
+    add(log(..), s) truncates the clamp's s only (a new input holds the converted value)."""
     positions = {spec.name: k for k, spec in enumerate(graph.inputs) if isinstance(spec, ScalarInput)}
     found: dict[tuple, tuple[Graph, list]] = {}
     for through_unary in (False, True):
         integral = _integral_dtypes(graph, through_unary)
         for as_bool in (True, False):
-            nodes, values = [], list(inputs)
+            nodes, specs, values = [], list(graph.inputs), list(inputs)
             for node in graph.nodes:
                 dtypes = [integral[r] for r in node.refs() if r in integral]
                 args = node.args
@@ -114,13 +116,18 @@ def scalar_cast_graphs(graph: Graph, inputs: list) -> list[tuple[Graph, list]]:
                     args = tuple(_converted(a, dtypes[0], as_bool) if type(a) is float and math.isfinite(a) else a
                                  for a in node.args)
                     for r in node.refs():
-                        if r in positions and type(values[positions[r]]) is float and math.isfinite(values[positions[r]]):
-                            values[positions[r]] = _converted(values[positions[r]], dtypes[0], as_bool)
+                        value = values[positions[r]] if r in positions else None
+                        if type(value) is float and math.isfinite(value) and \
+                                (converted := _converted(value, dtypes[0], as_bool)) != value:
+                            name = f"{r}_as_{dtypes[0]}"
+                            if name not in (spec.name for spec in specs):
+                                specs.append(ScalarInput(name, graph.inputs[positions[r]].dtype, converted))
+                                values.append(converted)
+                            args = tuple(name if a == r else a for a in args)
                 nodes.append(replace(node, args=args))
-            candidate = replace(graph, nodes=tuple(nodes))
-            scalars = tuple(values[k] for k in positions.values())
-            if candidate.digest() != graph.digest() or scalars != tuple(inputs[k] for k in positions.values()):
-                found.setdefault((candidate.digest(), scalars), (candidate, values))
+            candidate = replace(graph, inputs=tuple(specs), nodes=tuple(nodes))
+            if candidate.digest() != graph.digest():
+                found.setdefault((candidate.digest(), tuple(values[len(inputs):])), (candidate, values))
     return list(found.values())
 
 

@@ -62,6 +62,9 @@ NNC_FORMS = [  # one bug, reached through three ops, two dtypes, another op befo
     graph("int32", "zeros", ("ne", "x0", "x0"), ("sqrt", "v0"), ("lt", "v1", 1e-05)),
     # a runtime scalar argument is converted as a constant is
     graph("int32", "zeros", ("clamp_min", "x0", "s0"), ("reciprocal", "v0"), scalar=0.5),
+    # ...where it meets the integer tensor only: the add reads s0 = 0.5 unconverted (a campaign's
+    # clamp_min -> log -> add, -inf where eager gives -0.19, was reported new)
+    graph("int32", "arange", ("clamp_min", "x0", "s0"), ("log", "v0"), ("add", "v1", "s0"), scalar=0.5),
 ]
 
 
