@@ -42,8 +42,20 @@ SOFTMAX_BACKWARD_DTYPE = {
     "nodes": [{"args": ["x0"], "attrs": {"dim": 0}, "name": "v0", "op": "softmax"},
               {"args": ["v0", "x1"], "attrs": {}, "name": "v1", "op": "add"}]}
 
+# minimized/torchscript-frontend-mismatch-nan-inf-float-3e8bb7ed (first filed under torchscript:nnc,
+# 3f414f1e): the peephole pass drops add(x, 0), so -0.0 stays -0.0 and reciprocal gives -inf. The
+# fuser's run names the add as losing the sign; the frontend's run, watched with the add's value
+# returned too, keeps the add, and only the unwatched run may be believed.
+ADD_ZERO_DROPPED = {"inputs": [{**_zeros("x0", "float32", []), "values": {"dist": "specials", "scale": 1.0,
+                                                                         "seed": 1644370654, "specials": 0.0}}],
+                    "schema": 1, "outputs": ["v1"],
+                    "nodes": [{"args": ["x0", 0], "attrs": {}, "name": "v0", "op": "add"},
+                              {"args": ["v0"], "attrs": {}, "name": "v1", "op": "reciprocal"}]}
+
 
 @pytest.mark.parametrize("graph", [
+    pytest.param(ADD_ZERO_DROPPED, id="add-zero-dropped",
+                 marks=pytest.mark.upstream_bug("torchscript-frontend-mismatch-nan-inf-float-3e8bb7ed")),
     pytest.param(PYTHON_FALSE_BECOMES_INT, id="python-false-becomes-int",
                  marks=pytest.mark.upstream_bug("torchscript-frontend-mismatch-dtype-bool-681d7399")),
     pytest.param(CLAMP_GRADIENT_NOT_SUMMED, id="clamp-gradient-not-summed",
