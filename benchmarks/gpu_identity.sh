@@ -4,7 +4,14 @@
 #   bash benchmarks/gpu_identity.sh fold OUT          # split the corpus's CUDA forms out, verified there
 #   bash benchmarks/gpu_identity.sh refresh OUT [SECONDS]   # today's identity of every CUDA repro
 #   setsid nohup bash benchmarks/gpu_identity.sh campaign OUT BACKEND [SECONDS [WORKERS]] &
+#   bash benchmarks/gpu_identity.sh wait OUT SECONDS BACKEND...   # until each campaign is done
+#   bash benchmarks/gpu_identity.sh resume OUT BACKEND SECONDS     # its pending reductions, bounded
 #   bash benchmarks/gpu_identity.sh collect OUT       # what each campaign called new, against minimized/
+#
+# A lease's call ends at its own limit and takes nothing back with it: wait for a detached step
+# with `wait` (it reads OUT/BACKEND.done, with a deadline), never with `pgrep -f PATTERN`, which
+# matches the calling shell's own command line whenever the pattern is in it (two sessions lost
+# their device time that way).
 #
 # fold: `fuzzfuse corpus fold minimized --split-on cuda` (every listed form of another bug gets a
 # directory of its own, written and verified 3 of 3 in fresh processes on this GPU), its report in
@@ -20,8 +27,8 @@
 # collect: `fuzzfuse corpus bugs RUN/minimized --against minimized` for each (known or new,
 # and for a new bug the nearest committed one and what differs), the summaries, all in OUT/runs.tgz.
 set -u
-STEP=${1:?usage: gpu_identity.sh fold|refresh|campaign|collect OUT [BACKEND [SECONDS [WORKERS]]]}
-OUT=${2:?usage: gpu_identity.sh fold|refresh|campaign|collect OUT [BACKEND [SECONDS [WORKERS]]]}
+STEP=${1:?usage: gpu_identity.sh fold|refresh|campaign|wait|resume|collect OUT ...}
+OUT=${2:?usage: gpu_identity.sh fold|refresh|campaign|wait|resume|collect OUT ...}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 case "$STEP" in
@@ -54,13 +61,29 @@ for p in sorted(glob.glob('minimized/*/case.json')):
       ${5:+--workers "$5"} --out "$OUT/$BACKEND" > "$OUT/$BACKEND.log" 2>&1 < /dev/null
     touch "$OUT/$BACKEND.done"
     ;;
+  wait)
+    DEADLINE=$((SECONDS + ${3:?usage: gpu_identity.sh wait OUT SECONDS BACKEND...}))
+    shift 3
+    for backend in "$@"; do
+      while [ ! -f "$OUT/$backend.done" ] && [ $SECONDS -lt $DEADLINE ]; do sleep 3; done
+      [ -f "$OUT/$backend.done" ] || { echo "gpu_identity.sh: $backend not done by the deadline"; exit 1; }
+    done
+    ;;
+  resume)
+    BACKEND=${3:?usage: gpu_identity.sh resume OUT BACKEND SECONDS}
+    cp "$OUT/$BACKEND.log" "$OUT/$BACKEND.first.log"
+    timeout $((${4:?usage: gpu_identity.sh resume OUT BACKEND SECONDS} + 60)) python3 -m fuzzfuse fuzz --resume "$OUT/$BACKEND" \
+      --time "$4" > "$OUT/$BACKEND.resume.log" 2>&1 < /dev/null
+    cat "$OUT/$BACKEND.resume.log" >> "$OUT/$BACKEND.log"
+    ;;
   collect)
     for backend in nvfuser inductor; do
+      [ -d "$OUT/$backend" ] || continue
       echo "== $backend" >> "$OUT/new.txt"
       tail -25 "$OUT/$backend.log" >> "$OUT/new.txt"
       python3 -m fuzzfuse corpus bugs "$OUT/$backend/minimized" --against minimized >> "$OUT/new.txt" 2>&1
     done
-    tar czf "$OUT/runs.tgz" -C "$OUT" nvfuser inductor nvfuser.log inductor.log
+    tar czf "$OUT/runs.tgz" -C "$OUT" $(cd "$OUT" && ls -d nvfuser inductor ./*.log 2>/dev/null)
     ;;
   *) echo "gpu_identity.sh: unknown step $STEP" >&2; exit 2 ;;
 esac
