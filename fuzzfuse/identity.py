@@ -190,7 +190,8 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         # computed as alpha * (exp(x) - 1), is +0.0 for -0.0 and imprecise near 0): its culprit.
         position = next(k for k, n in enumerate(graph.nodes) if n.op == lost_by)
         at_fault, culprit = culprit_op(signature.backend, lost_by, device)
-        return BugIdentity(at_fault, Anchor.CULPRIT, symptom, culprit, dtype_class(graph, position), phase, device)
+        return BugIdentity(at_fault, Anchor.CULPRIT, symptom, culprit, dtype_class(graph, position, generalisation=general),
+                           phase, device)
     if signature.outcome == "mismatch" and names_a_rule(signature.message):
         # A wrong rule that computes the fused values exactly (fuzzfuse.explain) is one bug through
         # every op that shows it. Pending until reduced, as every wrong value: a new one is then
@@ -212,7 +213,8 @@ def identify(signature: Signature | None, graph: Graph | None = None,
             # stale elements for bool and for float32), unless the dtype itself is what is wrong.
             moves = node.op in OPS and OPS[node.op].kind in MOVES_DATA and symptom is not Symptom.WRONG_DTYPE
             detail = "" if structural or moves else dtype_class(graph, position,
-                                                                 result=symptom is not Symptom.WRONG_DTYPE)
+                                                                 result=symptom is not Symptom.WRONG_DTYPE,
+                                                                 generalisation=general)
             if structural and node.op in OPS:
                 # A fuser's shape or layout rule is its kind's (every reduction's kept dims), and
                 # every elementwise op's is one (Inductor's pointwise output layout: a clamp with
@@ -320,18 +322,22 @@ def needed_ops(graph: Graph, generalisation: Generalisation | None, producers_on
     return " ".join(ops or kinds) or "*"
 
 
-def dtype_class(graph: Graph, position: int, result: bool = True) -> str:
+def dtype_class(graph: Graph, position: int, result: bool = True,
+                generalisation: Generalisation | None = None) -> str:
     """The class of dtype an op computes in: the category of its widest tensor operand ("float",
     "int", "bool"), and of its result where that differs ("int->float" for a cast; a comparison is
     "float->bool"); without `result`, the operand's alone. The exact dtype is a form: one lowering
-    is wrong for float32 and float64 alike."""
+    is wrong for float32 and float64 alike. An integer input the failure survives as float32
+    (`generalisation.as_float`) counts as float: the op's float path is at fault, not the integer."""
     node = graph.nodes[position]
     types = graph.infer_types()
+    floats = {graph.inputs[k].name for k in generalisation.as_float} if generalisation is not None else set()
     operands = [types[r].dtype for r in node.refs() if r in types and types[r].dtype]
+    widest_of = [2 if r in floats else category(types[r].dtype) for r in node.refs() if r in types and types[r].dtype]
     result_dtype = types[node.name].dtype if node.name in types else ""
     if not operands:
         return CATEGORY_NAMES[category(result_dtype)] if result_dtype else ""
-    widest = max(category(d) for d in operands)
+    widest = max(widest_of)
     out = category(result_dtype) if result_dtype and result else widest
     return CATEGORY_NAMES[widest] if out == widest else f"{CATEGORY_NAMES[widest]}->{CATEGORY_NAMES[out]}"
 

@@ -532,3 +532,18 @@ def test_a_crash_without_a_location_keeps_the_kinds_of_its_fillers():
                     device="cuda").key() == key
     other = chain("exp", "neg")
     assert identify(ima, other, general(other, ops=((0, "unary"), (1, "unary"))), device="cuda").key() != key
+
+
+def test_an_integer_operand_the_failure_survives_as_float_computes_in_float():
+    from fuzzfuse.identity import dtype_class
+    from fuzzfuse.ir.builder import GraphBuilder
+    from fuzzfuse.reduce.generalise import Generalisation
+
+    b = GraphBuilder()
+    graph = b.build([b.add("div_floor", b.tensor((2,), "int32"), 1e-05)])
+    general = Generalisation(graph.renamed().digest(), as_float=(0,))
+    assert dtype_class(graph, 0) == "int->float"
+    assert dtype_class(graph, 0, generalisation=general) == "float"
+    assert Generalisation.from_json(general.to_json()) == general
+    with pytest.raises(GraphError):
+        Generalisation.from_json({**general.to_json(), "as_float": ["x0"]})

@@ -46,3 +46,31 @@ def test_a_form_with_another_observer_lands_in_the_bugs_directory_and_alone_make
     alone = tmp_path / "alone"
     (made,) = _reduce(second, alone)
     assert [p.name for p in alone.iterdir()] == [made.name]
+
+
+
+def test_an_integer_input_the_failure_survives_as_float_names_the_float_ops_bug(tmp_path):
+    """Inductor CPU's div_floor(int32 -1, 1e-05) gives -100000 (eager -100001): its float32
+    floor(a / b), the lowering of the committed div_floor(inf, 1.0) -> inf. A campaign (seed
+    3115734797) reduced it with the int32 input kept and reported it new (an int->float class);
+    the failure survives -1 as float32, so the bug is the float op's."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from fuzzfuse.corpus import load_case
+    from fuzzfuse.identity import case_identity, same_bug
+
+    root = Path(__file__).resolve().parent.parent
+    folder = tmp_path / "found"
+    folder.mkdir()
+    shutil.copy(root / "tests" / "data" / "inductor_div_floor_int_case.json", folder / "case.json")
+    committed = load_case(root / "minimized" / "inductor-mismatch-nan-inf-float-62c90d20" / "case.json")
+    assert not same_bug(case_identity(load_case(folder / "case.json")), case_identity(committed))
+    done = subprocess.run([sys.executable, "-m", "fuzzfuse", "corpus", "refresh", "--generalise", str(folder)],
+                          capture_output=True, text=True, cwd=root, timeout=600)
+    assert done.returncode == 0 and "div_floor|float" in done.stdout, done.stdout + done.stderr
+    found = load_case(folder / "case.json")
+    assert found.generalisation.as_float == (0,)
+    assert same_bug(case_identity(found), case_identity(committed))

@@ -68,7 +68,10 @@ class Generalisation:
     where that is not the graph's last; `probed`, whether the culprit was looked for (where it was
     and none is found, the graph's last op is the first wrong one); `devices`, where its fuser's
     one lowering runs on several, those the failure showed alike on (none: not probed, or one).
-    `graph`: the digest of the (renamed) graph it was found on; `queries`: what it cost."""
+    `as_float`: the positions of integer inputs whose failure survives them holding the same values
+    as float32 (Inductor's div_floor(-1, 1e-05) on an int32 is its float32 floor(a / b), not an
+    integer path: the bug is the float op's). `graph`: the digest of the (renamed) graph it was
+    found on; `queries`: what it cost."""
 
     graph: str
     ops: tuple[tuple[int, str], ...] = ()
@@ -78,6 +81,7 @@ class Generalisation:
     probed: bool = False
     alone: bool = False
     devices: tuple[str, ...] = ()
+    as_float: tuple[int, ...] = ()
 
     def applies_to(self, graph: Graph) -> bool:
         return self.graph == graph.renamed().digest()
@@ -91,7 +95,8 @@ class Generalisation:
         return {"graph": self.graph, "ops": [list(p) for p in self.ops], "dtypes": [list(p) for p in self.dtypes],
                 "queries": self.queries, **({"culprit": list(self.culprit)} if self.culprit else {}),
                 **({"probed": True} if self.probed else {}), **({"alone": True} if self.alone else {}),
-                **({"devices": list(self.devices)} if self.devices else {})}
+                **({"devices": list(self.devices)} if self.devices else {}),
+                **({"as_float": list(self.as_float)} if self.as_float else {})}
 
     @staticmethod
     def from_json(d: dict) -> "Generalisation":
@@ -115,9 +120,12 @@ class Generalisation:
         devices = d.get("devices") or []
         if not (isinstance(devices, list) and all(x in ("cpu", "cuda") for x in devices)):
             raise GraphError(f"generalisation: bad devices {devices!r}")
+        as_float = d.get("as_float") or []
+        if not (isinstance(as_float, list) and all(isinstance(k, int) and k >= 0 for k in as_float)):
+            raise GraphError(f"generalisation: bad as_float {as_float!r}")
         return Generalisation(d["graph"], pairs("ops", OPS_BY_KIND), pairs("dtypes", CATEGORIES),
                               int(d.get("queries", 0)), tuple(culprit) if culprit else None, d.get("probed") is True,
-                              d.get("alone") is True, tuple(devices))
+                              d.get("alone") is True, tuple(devices), tuple(as_float))
 
 
 def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtypes: Iterable[str] = (),
@@ -194,13 +202,17 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
             others = [d for d in dtypes if d != spec.dtype and category(d) == category(spec.dtype)]
             retyped[position] = [g for d in others[:ALTERNATIVES_PER_DTYPE]
                                  if (g := _retyped(graph, position, d)) is not None]
-    ask_ahead([g for candidates in retyped.values() for g in candidates])
+    floated = {position: g for position, spec in enumerate(graph.inputs)
+               if isinstance(spec, TensorInput) and category(spec.dtype) == 1 and first_wrong is not None
+               and (g := _as_float(graph, position)) is not None}
+    ask_ahead([g for candidates in retyped.values() for g in candidates] + list(floated.values()))
     for position, candidates in retyped.items():
         spec = graph.inputs[position]
         if candidates and any(ask(candidates)):
             free.append((position, CATEGORIES[category(spec.dtype)]))
+    as_float = tuple(position for position, g in floated.items() if any(ask([g])))
     return Generalisation(graph.renamed().digest(), tuple(fillers), tuple(free), max_queries - budget[0], culprit,
-                          probed=first_wrong is not None, alone=alone)
+                          probed=first_wrong is not None, alone=alone, as_float=as_float)
 
 
 def first_wrong_position(graph: Graph, culprit: tuple[int, str] | None) -> int | None:
@@ -249,6 +261,19 @@ def operands_as_inputs(graph: Graph, position: int, values: dict[str, torch.Tens
     except Exception:
         return None
     return probe
+
+
+def _as_float(graph: Graph, position: int) -> Graph | None:
+    """`graph` with integer input `position` holding its very values as float32; None where one
+    does not convert exactly or the graph no longer type-checks."""
+    spec = graph.inputs[position]
+    values = logical_values(spec)
+    floated = values.to(torch.float32)
+    if not torch.equal(floated.to(values.dtype), values) or bool((floated.abs() > 2 ** 24).any()):
+        return None
+    spec = replace(spec, dtype="float32", values=exact_values(floated))
+    candidate = replace(graph, inputs=graph.inputs[:position] + (spec,) + graph.inputs[position + 1:])
+    return candidate if admissible(candidate) else None
 
 
 def _retyped(graph: Graph, position: int, dtype: str) -> Graph | None:
