@@ -113,7 +113,7 @@ def test_a_cpu_repro_recorded_on_a_host_of_another_isa_skips_and_one_of_this_isa
     if not here:
         pytest.skip("this host's ISA cannot be read (no /proc/cpuinfo)")
     other = "avx2" if here == "avx512" else "avx512"
-    committed = json.loads((MINIMIZED / "torchscript-nnc-mismatch-values-float-775646d0" / "case.json").read_text())
+    committed = json.loads((MINIMIZED / "torchscript-onednn-mismatch-values-float-1a32e122" / "case.json").read_text())
     assert committed["versions"]["host_isa"] == "avx512"
     for isa, skipped in ((other, True), (here, False), ("", False)):
         case = {**committed, "versions": {**committed["versions"], "host_isa": isa}}
