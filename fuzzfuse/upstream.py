@@ -92,6 +92,9 @@ class UpstreamIssue:
 
 
 def known(issues: list[UpstreamIssue]) -> UpstreamIssue | None:
-    """The issue that already reports this bug (open first), None when none does."""
-    same = [i for i in issues if i.relation is Relation.SAME]
+    """The issue that already reports this bug and stands for it upstream (open first, then fixed or
+    a duplicate), None when none does. One closed without a fix does not: the bug still fails, and
+    its report asks for an issue that cites the closed one (oneDNN Graph's mixed-dtype cat was a pull
+    request closed unmerged)."""
+    same = [i for i in issues if i.relation is Relation.SAME and i.state is not State.CLOSED]
     return next((i for i in same if i.state is State.OPEN), same[0] if same else None)

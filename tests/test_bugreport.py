@@ -19,7 +19,7 @@ from fuzzfuse.cli import main
 from fuzzfuse.corpus import CorpusError, load_case
 from fuzzfuse.ir import TensorInput
 from fuzzfuse.short_repro import Symptom
-from fuzzfuse.upstream import Relation, State, UpstreamIssue
+from fuzzfuse.upstream import Relation, State, UpstreamIssue, known
 
 from .test_plugin import MISMATCH
 
@@ -109,8 +109,9 @@ def test_every_directory_renders_an_issue_body_in_its_upstreams_form(directory):
         ("### 🐛 Describe the bug", "### Error logs", "### Versions")
     assert all(section in body for section in form)
     assert all(f"{k}: {v}" in body for k, v in case.versions.items())
-    same = [u for u in case.upstream if u.relation is Relation.SAME]
-    assert ("Already reported upstream" in body) == bool(same)
+    assert ("Already reported upstream" in body) == bool(known(case.upstream))
+    for issue in case.upstream:
+        assert issue.url in body
 
 
 def test_a_report_of_a_bug_known_upstream_says_so_instead_of_asking_for_an_issue(tmp_path):
@@ -123,6 +124,18 @@ def test_a_report_of_a_bug_known_upstream_says_so_instead_of_asking_for_an_issue
     body = issue_body(directory)
     assert "Already reported upstream: reported upstream as [pytorch/pytorch#1]" in body
     assert "Do not file a new issue" in body and "(open; checked 2026-12-03)" in body
+
+
+def test_a_report_of_a_bug_whose_issue_closed_without_a_fix_asks_for_one_citing_it(tmp_path):
+    directory = tmp_path / MISMATCH.name
+    shutil.copytree(MISMATCH, directory)
+    case = load_case(directory / "case.json")
+    issue = UpstreamIssue("https://github.com/pytorch/pytorch/pull/2", State.CLOSED, Relation.SAME, "a title",
+                          "2026-12-04")
+    (directory / "case.json").write_text(json.dumps({**case.to_json(), "upstream": [issue.to_json()]}))
+    body = issue_body(directory)
+    assert "Do not file a new issue" not in body and "Already reported upstream" not in body
+    assert "Reported before as https://github.com/pytorch/pytorch/pull/2 (closed); it still fails." in body
 
 
 @pytest.mark.parametrize("bad,message", [
