@@ -571,8 +571,8 @@ def issue_body(directory: Path) -> str:
         head += (f"> Already reported upstream: {same.line()}.\n> Do not file a new issue; if it adds anything, "
                  f"comment on {same.url} with the repro below.\n\n")
     related = [u for u in case.upstream if u.relation is Relation.RELATED]
-    closed = [u for u in case.upstream if u.relation is Relation.SAME and u is not same]
-    see_also = "".join(f"\nReported before as {u.url} ({u.status()}); it still fails." for u in closed) + \
+    reported_before = [u for u in case.upstream if u.relation is Relation.SAME and u is not same]
+    see_also = "".join(f"\nReported before as {u.url} ({u.status()}); it still fails." for u in reported_before) + \
         "".join(f"\nRelated: {u.url} ({u.status()})." for u in related)
     fixed = "(this corpus marks it fixed: FIXED)\n" if (directory / FIXED).exists() else ""
     found = (f"Found by differential fuzzing (fuzzfuse) against eager, with a float64 reference as arbiter; "

@@ -190,8 +190,8 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         # computed as alpha * (exp(x) - 1), is +0.0 for -0.0 and imprecise near 0): its culprit.
         position = next(k for k, n in enumerate(graph.nodes) if n.op == lost_by)
         at_fault, culprit = culprit_op(signature.backend, lost_by, device)
-        return BugIdentity(at_fault, Anchor.CULPRIT, symptom, culprit, dtype_class(graph, position, generalisation=general),
-                           phase, device)
+        return BugIdentity(at_fault, Anchor.CULPRIT, symptom, culprit,
+                           dtype_class(graph, position, generalisation=general), phase, device)
     if signature.outcome == "mismatch" and names_a_rule(signature.message):
         # A wrong rule that computes the fused values exactly (fuzzfuse.explain) is one bug through
         # every op that shows it. Pending until reduced, as every wrong value: a new one is then
@@ -332,12 +332,11 @@ def dtype_class(graph: Graph, position: int, result: bool = True,
     node = graph.nodes[position]
     types = graph.infer_types()
     floats = {graph.inputs[k].name for k in generalisation.as_float} if generalisation is not None else set()
-    operands = [types[r].dtype for r in node.refs() if r in types and types[r].dtype]
-    widest_of = [2 if r in floats else category(types[r].dtype) for r in node.refs() if r in types and types[r].dtype]
+    operands = [2 if r in floats else category(types[r].dtype) for r in node.refs() if r in types and types[r].dtype]
     result_dtype = types[node.name].dtype if node.name in types else ""
     if not operands:
         return CATEGORY_NAMES[category(result_dtype)] if result_dtype else ""
-    widest = max(widest_of)
+    widest = max(operands)
     out = category(result_dtype) if result_dtype and result else widest
     return CATEGORY_NAMES[widest] if out == widest else f"{CATEGORY_NAMES[widest]}->{CATEGORY_NAMES[out]}"
 

@@ -202,9 +202,10 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
             others = [d for d in dtypes if d != spec.dtype and category(d) == category(spec.dtype)]
             retyped[position] = [g for d in others[:ALTERNATIVES_PER_DTYPE]
                                  if (g := _retyped(graph, position, d)) is not None]
+    # Asked of a wrong value only: its culprit's class is what an input as float may change.
     floated = {position: g for position, spec in enumerate(graph.inputs)
-               if isinstance(spec, TensorInput) and category(spec.dtype) == 1 and first_wrong is not None
-               and (g := _as_float(graph, position)) is not None}
+               if isinstance(spec, TensorInput) and category(spec.dtype) == 1
+               and (g := _as_float(graph, position)) is not None} if first_wrong is not None else {}
     ask_ahead([g for candidates in retyped.values() for g in candidates] + list(floated.values()))
     for position, candidates in retyped.items():
         spec = graph.inputs[position]
@@ -266,20 +267,18 @@ def operands_as_inputs(graph: Graph, position: int, values: dict[str, torch.Tens
 def _as_float(graph: Graph, position: int) -> Graph | None:
     """`graph` with integer input `position` holding its very values as float32; None where one
     does not convert exactly or the graph no longer type-checks."""
-    spec = graph.inputs[position]
-    values = logical_values(spec)
+    values = logical_values(graph.inputs[position])
     floated = values.to(torch.float32)
     if not torch.equal(floated.to(values.dtype), values) or bool((floated.abs() > 2 ** 24).any()):
         return None
-    spec = replace(spec, dtype="float32", values=exact_values(floated))
-    candidate = replace(graph, inputs=graph.inputs[:position] + (spec,) + graph.inputs[position + 1:])
-    return candidate if admissible(candidate) else None
+    return _retyped(graph, position, "float32", keep_values=True)
 
 
-def _retyped(graph: Graph, position: int, dtype: str) -> Graph | None:
-    """`graph` with input `position` of `dtype` (exact values converted), if it still type-checks."""
+def _retyped(graph: Graph, position: int, dtype: str, keep_values: bool = False) -> Graph | None:
+    """`graph` with input `position` of `dtype` (exact values converted; with `keep_values`, drawn
+    ones too, pinned), if it still type-checks."""
     spec = graph.inputs[position]
-    if spec.values.exact is not None:
+    if spec.values.exact is not None or keep_values:
         spec = replace(spec, dtype=dtype, values=exact_values(logical_values(spec).to(getattr(torch, dtype))))
     else:
         spec = replace(spec, dtype=dtype)
