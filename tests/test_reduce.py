@@ -100,8 +100,8 @@ def test_special_values_kept_only_where_needed():
 
 
 def test_pinned_values_cost_their_elements_other_than_zero_and_one():
-    """NaN, inf and 2 count; 0, -0.0, 1 (and True/False) do not: the reducer sets elements to 1
-    in ddmin chunks and keeps only those the failure needs."""
+    """NaN, inf, 2 and -0.0 count; +0, 1 (and True/False) do not: the reducer sets elements to 1
+    (a -0.0 to +0.0) in ddmin chunks and keeps only those the failure needs."""
     def graph_with(values: list, dtype=torch.float32) -> Graph:
         b = GraphBuilder()
         t = torch.tensor(values, dtype=dtype)
@@ -111,10 +111,35 @@ def test_pinned_values_cost_their_elements_other_than_zero_and_one():
     def pinned_cost(g: Graph) -> int:
         return cost(g)[10]
 
-    assert pinned_cost(graph_with([0.0, 1.0, float("nan"), -0.0, 2.0, float("inf")])) == 3
-    assert pinned_cost(graph_with([0.0, 1.0, 1.0, -0.0, 1.0, float("inf")])) == 1
+    assert pinned_cost(graph_with([0.0, 1.0, float("nan"), -0.0, 2.0, float("inf")])) == 4
+    assert pinned_cost(graph_with([0.0, 1.0, 1.0, 0.0, 1.0, float("inf")])) == 1
     assert pinned_cost(graph_with([True, False, True], torch.bool)) == 0
     assert pinned_cost(graph_with([3, 0, 1, -1], torch.int32)) == 2
+
+
+def test_signed_zeros_reduce_to_the_one_the_failure_needs():
+    """Inductor CUDA's amin of 8,194 random signed zeros returned +0 (eager -0): the reducer kept
+    all 8,194 values (-0.0 == 0, so none looked irregular) and the repro inlined them. A -0.0 is
+    simplified to +0.0 like any other value to 1: one -0.0 is left, and the repro writes it into a
+    tensor of zeros in one line."""
+    from fuzzfuse.short_repro import input_lines
+
+    signs = torch.rand(2, 4097, generator=torch.Generator().manual_seed(0)) < 0.5
+    zeros = torch.where(signs, torch.tensor(-0.0), torch.tensor(0.0))
+    b = GraphBuilder()
+    x = b.tensor((2, 4097), values=pinned("x0", zeros).values)
+    graph = b.build([b.add("reciprocal", b.add("amin", x, dims=[0, 1], keepdim=False))])
+
+    def minus_inf_from_8194(g: Graph) -> bool:  # the failure needs the size and a -0.0
+        outs, _ = run_eager(g, make_inputs(g))
+        return sum(math.prod(i.shape) for i in g.inputs) == 8194 and bool((outs[0] == -math.inf).all())
+
+    reduced = reduce(graph, Recorder(minus_inf_from_8194)).graph
+    [x] = reduced.inputs
+    values = logical_values(x)
+    assert int(torch.signbit(values).sum()) == 1 and bool((values == 0).all())
+    lines, _ = input_lines(reduced, "cpu")
+    assert len(lines) == 1 and len(lines[0]) < 200, lines
 
 
 def test_batch_size_does_not_change_the_result(sigmoid_graph):

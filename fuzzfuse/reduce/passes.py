@@ -402,7 +402,8 @@ def _simpler_constants(value: float | int | bool) -> list:
 
 def simplify_values(graph: Graph) -> Iterator[Graph]:
     """Inputs toward zeros, ones or arange; special values and scale off; else pin the values and
-    set them to 1 in ddmin chunks, keeping only the elements (a NaN, an inf) the failure needs.
+    set them to 1 (a -0.0 to +0.0) in ddmin chunks, keeping only the elements (a NaN, an inf, a
+    signed zero) the failure needs.
     Every input to zeros (then ones) at once comes first: one query when values do not matter."""
     inputs = list(_tensor_inputs(graph))
     if len(inputs) > 1:
@@ -422,7 +423,7 @@ def simplify_values(graph: Graph) -> Iterator[Graph]:
         flat = logical_values(spec).reshape(-1)
         for chunk in _ddmin_chunks(torch.nonzero(irregular(flat)).reshape(-1).tolist()):
             simpler = flat.clone()
-            simpler[chunk] = 1
+            simpler[chunk] = torch.where(flat[chunk] == 0, 0, 1).to(flat.dtype)
             yield _with_input(graph, k, replace(spec, values=exact_values(simpler)))
 
 

@@ -179,9 +179,11 @@ def _resize_input(spec: TensorInput, axes: list[int], size: int) -> TensorInput:
 
 
 def irregular(values: torch.Tensor) -> torch.Tensor:
-    """Where `values` is neither 0 nor 1, the values an input is simplified toward (NaN is
-    irregular). Elementwise, not per Python element: pinned inputs can hold millions."""
-    return (values != 0) & (values != 1)
+    """Where `values` is neither +0 nor 1, the values an input is simplified toward (NaN and -0.0
+    are irregular: a lost zero's sign is a failure of its own, and a repro of 8,194 random signed
+    zeros is not short). Elementwise, not per Python element: pinned inputs can hold millions."""
+    odd = (values != 0) & (values != 1)
+    return odd | ((values == 0) & torch.signbit(values)) if values.is_floating_point() else odd
 
 
 def exact_values(value: torch.Tensor) -> Values:
