@@ -26,7 +26,7 @@ triage and the pytest plugin all ask it (or its index key, `BugIdentity.key`).
   own value); where that found none, it is the first op of the reduced graph that is no filler:
   the reducer replaces every op it can by an input holding eager's value of it, so an op that is
   still there computes something eager does not. An op computed from another (std from var in
-  every fuser: `Op.computed_from`; elu from expm1 in Inductor: `Backend.computes_from`) is named
+  every fuser, and var_mean's var output from var: `Op.computed_by`; elu from expm1 in Inductor: `Backend.computes_from`) is named
   by that op.
 - A crash known only by a Python frame and an unspecific message is the ops its reduced graph
   needs (fillers left out, and, where an op refused its operand's dtype, the ops that only
@@ -189,7 +189,7 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         # A zero of the other sign is one more wrong value of the op that loses it (NNC's elu,
         # computed as alpha * (exp(x) - 1), is +0.0 for -0.0 and imprecise near 0): its culprit.
         position = next(k for k, n in enumerate(graph.nodes) if n.op == lost_by)
-        at_fault, culprit = culprit_op(signature.backend, lost_by, device)
+        at_fault, culprit = culprit_op(signature.backend, lost_by, device, graph.nodes[position].attrs)
         return BugIdentity(at_fault, Anchor.CULPRIT, symptom, culprit,
                            dtype_class(graph, position, generalisation=general), phase, device)
     if signature.outcome == "mismatch" and names_a_rule(signature.message):
@@ -225,7 +225,7 @@ def identify(signature: Signature | None, graph: Graph | None = None,
             elif wildcard:  # any op of its kind stands in for it: the bug is the kind's
                 culprit = f"*{wildcard[1]}"
             else:
-                comp, culprit = culprit_op(signature.backend, node.op, device)
+                comp, culprit = culprit_op(signature.backend, node.op, device, node.attrs)
             return BugIdentity(comp, Anchor.CULPRIT, symptom, culprit, detail, phase, device)
     if signature.outcome in ("crash", "hard-crash"):
         # Its inputs' layouts, special values and constants, and the op that rejected the bad
@@ -245,11 +245,12 @@ def identify(signature: Signature | None, graph: Graph | None = None,
     return BugIdentity(comp, Anchor.GRAPH, symptom, form, "", phase, device)
 
 
-def culprit_op(backend: str, op: str, device: str) -> tuple[str, str]:
-    """(the component at fault, the op named) for a wrong value of `op` on `backend`: an op computed
-    from another (std from var in every fuser; Inductor's elu from expm1) is that op's bug, and an
-    op the fuser computes with eager's own kernel on `device` (Inductor's C++ fmod) is eager's."""
-    culprit = computes_from(backend).get(op) or (OPS[op].computed_from if op in OPS else None) or op
+def culprit_op(backend: str, op: str, device: str, attrs: dict | None = None) -> tuple[str, str]:
+    """(the component at fault, the op named) for a wrong value of `op` (with `attrs`) on
+    `backend`: an op computed from another (std from var in every fuser, var_mean's var output
+    too; Inductor's elu from expm1) is that op's bug, and an op the fuser computes with eager's
+    own kernel on `device` (Inductor's C++ fmod) is eager's."""
+    culprit = computes_from(backend).get(op) or (OPS[op].computed_by(attrs or {}) if op in OPS else None) or op
     at_fault = component(EAGER_FAULT) if culprit in eager_kernels(backend, device) else component(backend)
     return at_fault, culprit
 

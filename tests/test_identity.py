@@ -374,6 +374,27 @@ def test_a_wrong_std_is_the_bug_of_the_var_it_is_computed_from():
     assert sqrt.where == "sqrt" and not same_bug(sqrt, var)
 
 
+def test_var_means_var_output_is_the_bug_of_var():
+    """An H200 campaign reported var_mean's var over an expanded [2, 3] (1.33, eager 0.67) as new
+    beside the committed var over an expanded dim (5aac8374): one Welford reduction computes
+    both. Its mean output is its own op."""
+    def var_mean(output: str) -> Graph:
+        return Graph.from_json({"schema": 1, "outputs": ["v0"], "inputs": [
+            {"kind": "tensor", "name": "x0", "shape": [2, 3], "dtype": "float32",
+             "layout": {"kind": "expanded", "dims": [0]}, "values": {"dist": "normal", "seed": 1}}], "nodes": [
+            {"name": "v0", "op": "var_mean", "args": ["x0"],
+             "attrs": {"dims": [0, 1], "keepdim": False, "correction": 0, "output": output}}]})
+    wrong = Signature("mismatch", "nvfuser", "run", "values", "float")
+    committed = Graph.from_json({"schema": 1, "outputs": ["v0"], "inputs": [
+        {"kind": "tensor", "name": "x0", "shape": [2], "dtype": "float32", "layout": {"kind": "expanded", "dims": [0]},
+         "values": {"dist": "normal", "seed": 1}}], "nodes": [
+        {"name": "v0", "op": "var", "args": ["x0"], "attrs": {"dims": [0], "keepdim": False, "correction": 0}}]})
+    var = identify(wrong, committed, None, "cuda")
+    assert same_bug(identify(wrong, var_mean("var"), None, "cuda"), var)
+    mean = identify(wrong, var_mean("mean"), None, "cuda")
+    assert mean.where == "var_mean" and not same_bug(mean, var)
+
+
 def test_an_op_a_fuser_computes_from_another_is_that_ops_bug_on_that_fuser_only():
     """Inductor decomposes elu through expm1, whose vectorized CPU form is exp() - 1: its elu on a
     subnormal is the expm1 bug. NNC computes elu from exp: there an elu is its own bug."""

@@ -66,6 +66,9 @@ class Op:
     # Inductor's decomposition alike): a wrong result of this op is that op's bug, so a bug's
     # identity (fuzzfuse.identity) names that op as its culprit. None: the op is its own.
     computed_from: str | None = None
+    # The same, per value of the op's `output` attribute (var_mean's var output is var's Welford
+    # reduction, in nvFuser and Inductor alike; its mean output is its own).
+    output_computed_from: tuple[tuple[str, str], ...] = ()
     # Operands that are not broadcast partners of the first (cat's equal sizes off the cat dim,
     # matmul's shared K, an index tensor): draw_operands(draw, first operand's type) -> the type of
     # each further operand. The generator reads an existing value of that type or adds an input.
@@ -121,6 +124,11 @@ class Op:
     # product of the unflushed x and the rsqrt of the flushed one (fuzzfuse.ir.interp,
     # flush_math_calls).
     math_call: bool = False
+
+    def computed_by(self, attrs: Attrs) -> str | None:
+        """The op a wrong result of this one (with `attrs`) is the bug of: `computed_from`, or the
+        op its `output` is computed by; None where the op is its own."""
+        return dict(self.output_computed_from).get(attrs.get("output")) or self.computed_from
 
 
 def _past(limit: float, *values) -> torch.Tensor:

@@ -375,6 +375,7 @@ register(Op("var_mean", "reduction", 1, _var_mean_infer,
             lambda args, at: (f"torch.var_mean({args[0]}, {lit(list(at['dims']))}, correction={at['correction']}, "
                               f"keepdim={at['keepdim']})[{VAR_MEAN_OUTPUTS.index(at['output'])}]"),
             lambda ts, args: ts[0].rank >= 1 and _float_only(ts, args),
-            draw_attrs=_var_mean_attrs, nvfuser="@var_mean", accumulates="running-mean"))
+            draw_attrs=_var_mean_attrs, nvfuser="@var_mean", accumulates="running-mean",
+            output_computed_from=(("var", "var"),)))
 
 __all__ = ["INDEX_DTYPES", "VAR_MEAN_OUTPUTS"]
