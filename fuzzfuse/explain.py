@@ -96,17 +96,18 @@ def _integral_dtypes(graph: Graph, through_unary: bool) -> dict[str, str]:
     return integral
 
 
-def scalar_cast_graphs(graph: Graph, inputs: list) -> list[tuple[Graph, list]]:
+def scalar_cast_graphs(graph: Graph, inputs: list, through_unary: bool = False) -> list[tuple[Graph, list]]:
     """The graph and its inputs with every float scalar (a constant, or a runtime scalar input) of
     an op that also reads an integer or bool tensor converted to that tensor's dtype, for each way
-    of converting to bool and each reach of the dtype (`_integral_dtypes`); none where no
+    of converting to bool and each reach of the dtype (`_integral_dtypes`: through unary ops only
+    with `through_unary`, a fuser's `Backend.unary_keeps_integral_dtype`); none where no
     conversion changes a scalar (1e-05 on int32 becomes 0.0, -2.0 on bool 1.0). A runtime scalar
     is converted where such an op reads it, not where another op does: clamp(x_int32, min=s) then
     add(log(..), s) truncates the clamp's s only (a new input holds the converted value)."""
     positions = {spec.name: k for k, spec in enumerate(graph.inputs) if isinstance(spec, ScalarInput)}
     found: dict[tuple, tuple[Graph, list]] = {}
-    for through_unary in (False, True):
-        integral = _integral_dtypes(graph, through_unary)
+    for reach in sorted({False, through_unary}):
+        integral = _integral_dtypes(graph, reach)
         for as_bool in (True, False):
             nodes, specs, values = [], list(graph.inputs), list(inputs)
             for node in graph.nodes:
@@ -309,12 +310,14 @@ def opaque_constant_graphs(graph: Graph, inputs: list) -> list[tuple[Graph, list
 
 
 def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int = 1,
-                    run_fused: Callable[[Graph, list], list | None] | None = None) -> str:
+                    run_fused: Callable[[Graph, list], list | None] | None = None,
+                    through_unary: bool = False) -> str:
     """The known wrong rule whose eager run gives fused output `output` (the module's docstring), or
     "" where none does. `run_fused(graph, inputs)`: the fuser's outputs on another graph, None
-    where it does not fuse it; the folded constant is tested only where it is given."""
+    where it does not fuse it; the folded constant is tested only where it is given.
+    `through_unary`: the fuser's `Backend.unary_keeps_integral_dtype`."""
     if any(_computes(candidate, values, output, fused, reduced) for candidate, values in
-           scalar_cast_graphs(graph, inputs)):
+           scalar_cast_graphs(graph, inputs, through_unary)):
         return SCALAR_CAST
     for candidate in zero_dim_wider_graphs(graph):
         if _computes(candidate, inputs, output, fused, reduced):

@@ -162,8 +162,9 @@ def wrong_value_checks(backend: Backend, options: Options, graph: Graph, inputs:
     return {"unflushed": _once(lambda: unflushed_outputs(backend, graph, options, inputs)),
             "scalar": lambda output, positions: scalar_reference(graph, inputs, output, positions),
             "faithful": lambda output, positions: ops_faithful_at(graph, inputs, output, positions),
-            "rule": lambda output, fused, reduced: explaining_rule(graph, inputs, output, fused, reduced,
-                                                                   lambda g, x: fused_outputs(backend, options, g, x))}
+            "rule": lambda output, fused, reduced: explaining_rule(
+                graph, inputs, output, fused, reduced, lambda g, x: fused_outputs(backend, options, g, x),
+                backend.unary_keeps_integral_dtype)}
 
 
 def fused_outputs(backend: Backend, options: Options, graph: Graph, inputs: list) -> list | None:

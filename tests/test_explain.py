@@ -14,7 +14,7 @@ from fuzzfuse.backends import Unavailable, get_backend
 from fuzzfuse.corpus import load_case
 from fuzzfuse.explain import (FOLDED_CONSTANT, SCALAR_CAST, ZERO_DIM_WIDER, ZERO_SIGN, constant_values,
                               scalar_cast_graphs, zero_dim_wider_graphs, zero_sign_graphs)
-from fuzzfuse.identity import Anchor, identify, same_bug
+from fuzzfuse.identity import Anchor, case_identity, identify, same_bug
 from fuzzfuse.ir import Graph, make_inputs, run_eager
 from fuzzfuse.ir.values import with_exact_values
 from fuzzfuse.job import run_case
@@ -221,6 +221,27 @@ def test_a_zero_of_the_other_sign_is_one_bug_per_op_that_loses_it_whichever_read
     # neg's and clamp_min's values as outputs shows which (flipping either explains the output)
     assert [i.where for i in identities] == ["clamp_min", "clamp_min", "clamp"]
     assert same_bug(identities[0], identities[1]) and not same_bug(identities[0], identities[2])
+
+
+@pytest.mark.slow  # Inductor's C++ compiles
+def test_the_scalar_rule_reaches_through_unary_ops_only_where_the_fuser_keeps_their_dtype():
+    """An H200 campaign reported Inductor's log10(False) -> div_floor(.., 0.5) = -inf (eager nan)
+    as new, "explained" by the scalar rule: NNC types a unary op of a bool as bool and truncates
+    the 0.5 it meets, and div_floor(-inf, 0) is -inf. Inductor's log10 is float32: the -inf is its
+    div_floor of an infinity, the committed 62c90d20, and it is keyed so."""
+    form = graph("bool", "zeros", ("log10", "x0"), ("div_floor", "v0", 0.5), shape=())
+    converted = scalar_cast_graphs(form, [], through_unary=True)  # to bool both ways: 1.0 and 0.0
+    assert sorted(g.nodes[1].args[1] for g, _ in converted) == [0.0, 1.0] and scalar_cast_graphs(form, []) == []
+    result = run_case(form, backend("inductor:cpu"))
+    assert result.outcome is Outcome.MISMATCH and result.signature.message == "", result.detail
+    from fuzzfuse.corpus import Case
+    from fuzzfuse.rekey import Pools, generalise_case
+    with Pools(1, 120.0) as pools:
+        _, general = generalise_case(Case(form, "inductor:cpu", outcome=result.outcome, signature=result.signature),
+                                     pools("inductor:cpu"))
+    found = identify(result.signature, form, general, device="cpu")
+    committed = case_identity(load_case(ROOT / "minimized/inductor-mismatch-nan-inf-float-62c90d20/case.json"))
+    assert found.where == "div_floor" and same_bug(found, committed), (found, committed)
 
 
 def test_the_op_that_loses_the_sign_is_found_by_the_fusers_own_values():

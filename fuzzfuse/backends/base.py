@@ -163,6 +163,12 @@ class Backend:
     # Triton code share one lowering): a reduced wrong value that fails alike on another device is
     # that lowering's bug, one bug on both (fuzzfuse.minimize.devices_failing_alike).
     device_routes: Mapping[str, str] = MappingProxyType({})
+    # Whether the fuser types a unary op's result on an integer or bool value as that dtype where
+    # it converts a float scalar the result meets (NNC's sqrt of a bool, then lt(.., 1e-05): the
+    # scalar becomes 0): fuzzfuse.explain's scalar-conversion rule then reaches through unary ops.
+    # Elsewhere it must not: Inductor's log10 of a bool is float32, and a div_floor of it by 0.5
+    # that the rule "explained" (0.5 truncated to 0) was its own div_floor bug, reported new.
+    unary_keeps_integral_dtype: bool = False
 
     def options_without_flush(self, options: Options) -> Options | None:
         """`options` with the fuser's documented flush of denormals turned off, where a setting of

@@ -256,6 +256,7 @@ class NNCBackend(_ScriptedBackend):
     # NNC allocates a fused kernel's outputs with the strides the profiling runs recorded: eager's.
     # Measured: 63 of 63 passing CPU graphs (7 with permuted or channels_last outputs) matched.
     promises_strides = True
+    unary_keeps_integral_dtype = True
 
     def __init__(self, device: str | None = None):
         self.device = device or _default_device()
