@@ -143,8 +143,19 @@ def headline(message: str) -> str:
                     op = _FAILED_OP.findall(at)
                     if "<--- HERE" in message and op:
                         return f"{ln} (in {op[-1].replace('::', '.')})"
+                    if said := _said_below(message, ln):
+                        return f"{ln} {said}"
                 return ln
     return lines[0] if lines else ""
+
+
+def _said_below(message: str, line: str) -> str:
+    """The paragraph an exception's message starts on the line below its empty-looking first one
+    (sympy's "TypeError: " then "A Boolean argument can only be used in Eq and Ne; ..."), joined
+    into one line; "" where nothing but Dynamo's hint follows (a bare assert)."""
+    rest = message[message.find(line) + len(line):].lstrip(" \t").removeprefix("\n")
+    paragraph = " ".join(rest.split("\n\n", 1)[0].split())
+    return "" if paragraph.startswith("Set TORCHDYNAMO_VERBOSE") else paragraph
 
 
 def normalize(message: str) -> str:

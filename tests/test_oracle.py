@@ -501,3 +501,35 @@ def test_a_matmuls_sum_of_zero_terms_with_a_minus_zero_has_the_accumulators_sign
                                               torch.tensor([1.0])]) == {}
     assert order_dependent_positions(linear, [torch.tensor([[-0.0], [1.0]]), torch.ones(1, 1),
                                               torch.tensor([0.0])])["l"].tolist() == [[True], [False]]
+
+
+@pytest.mark.slow  # Inductor's C++ compiles
+def test_an_error_whose_message_starts_on_its_second_line_is_named_by_it():
+    """sympy raises "TypeError: " with its message on the next lines. Keyed by "TypeError:" alone,
+    Inductor's value-range crash on a bool eq/ne (pytorch#188231) had no specific message, so
+    each graph reaching it was its own bug: an H200 campaign reported isnan -> ne -> eq of a bool
+    and isnan -> bitwise_not -> ne of an int32 as two. The paragraph below names it; a bare
+    assert (only Dynamo's hint below) stays as it was."""
+    from fuzzfuse.backends import Unavailable, get_backend
+    from fuzzfuse.identity import Anchor, identify, same_bug
+    from fuzzfuse.job import run_case
+
+    try:
+        inductor = get_backend("inductor:cpu")
+    except Unavailable as e:
+        pytest.skip(str(e))
+    forms = []
+    for dtype, ops in (("bool", [("isnan", "x0"), ("ne", "v0", 1.0), ("eq", "v0", "v1")]),
+                       ("int32", [("isnan", "x0"), ("bitwise_not", "v0"), ("ne", "v1", "v0")])):
+        b = GraphBuilder()
+        env = {"x0": b.tensor((), dtype)}
+        for k, (op, *args) in enumerate(ops):
+            env[f"v{k}"] = b.add(op, *(env.get(a, a) if isinstance(a, str) else a for a in args))
+        forms.append(b.build([env[f"v{len(ops) - 1}"]]))
+    results = [run_case(g, inductor) for g in forms]
+    assert all(r.signature.outcome == "crash" for r in results), [r.detail for r in results]
+    assert {r.signature.message for r in results} == {
+        "TypeError: A Boolean argument can only be used in Eq and Ne; all other relationals expect real expressions."}
+    identities = [identify(r.signature, g, device="cpu") for r, g in zip(results, forms)]
+    assert identities[0].anchor is Anchor.MESSAGE and same_bug(*identities)
+    assert normalize("AssertionError: \n\nSet TORCHDYNAMO_VERBOSE=1 for the internal stack trace") == "AssertionError:"
