@@ -308,8 +308,11 @@ def one_of_kind(a: str, b: str) -> bool:
 
 def needed_ops(graph: Graph, generalisation: Generalisation | None, producers_only: bool = False) -> str:
     """The ops a reduced graph needs, each with its dtype class, in graph order; where every op is
-    a filler, their kinds ("*reduction *binary"): a crash with no location (an illegal memory
-    access) that any op of each kind reaches is still that graph's, not every such crash's.
+    a filler, the set of their kinds ("*binary *reduction"): a crash with no location (an illegal
+    memory access) that any op of each kind reaches is still that graph's, not every such crash's;
+    but the order and count of interchangeable ops are how it was reached (oneDNN Graph's
+    "partition compile failed" on a 0-d float32 came as relu -> add, add -> abs and
+    log -> div_floor -> div_floor, keyed as three bugs).
     producers_only: where some op feeds another, the ops that feed none (they only consumed a
     value) are left out too."""
     fillers = dict(generalisation.ops) if generalisation is not None else {}
@@ -319,7 +322,7 @@ def needed_ops(graph: Graph, generalisation: Generalisation | None, producers_on
     if producers_only and names & read:
         names &= read
     ops = [f"{n.op}:{dtype_class(graph, k)}" for k, n in enumerate(graph.nodes) if n.name in names and k not in fillers]
-    kinds = [f"*{fillers[k]}" for k, n in enumerate(graph.nodes) if n.name in names and k in fillers]
+    kinds = sorted({f"*{fillers[k]}" for k, n in enumerate(graph.nodes) if n.name in names and k in fillers})
     return " ".join(ops or kinds) or "*"
 
 

@@ -81,7 +81,7 @@ _NORMALIZERS = [
 ]
 
 
-_EMPTY_ERROR = re.compile(r"^[\w.]*(?:Error|Exception):?$")
+EMPTY_ERROR = re.compile(r"^[\w.]*(?:Error|Exception):?$")
 # The op TorchScript's interpreter marks with "<--- HERE" (the line above the marker).
 _FAILED_OP = re.compile(r"^\s*(?:\w+ = )?(?:torch\.ops\.)?((?:aten|prim|torch)[.:]+\w+)\(", re.M)
 
@@ -138,7 +138,7 @@ def headline(message: str) -> str:
     for keys in (("INTERNAL ASSERT FAILED", "Expected"), ("error:", "Error:")):
         for ln in lines:
             if any(k in ln for k in keys):
-                if _EMPTY_ERROR.match(ln):
+                if EMPTY_ERROR.match(ln):
                     at = message[:message.find("<--- HERE")].rstrip().rsplit("\n", 1)[0]
                     op = _FAILED_OP.findall(at)
                     if "<--- HERE" in message and op:
