@@ -29,7 +29,7 @@ from .export import FIXED, KERNEL_CACHES
 from .ir import Graph, TensorInput
 from .ir.types import DTYPES, is_float
 from .ir.values import logical_values
-from .oracle import gradient_reduction_sizes, nvrtc_error, reduction_sizes
+from .oracle import gradient_reduction_sizes, innermost_error, nvrtc_error, reduction_sizes
 from .repro import _raised, repro_files, tolerances
 from .short_repro import HANG_SECONDS, MAX_LINES, Symptom, short_repro
 from .upstream import Relation, known
@@ -156,14 +156,20 @@ def symptom_text(case: Case, symptom: Symptom | None) -> str:
         noun = {"shape": "shape ", "strides": "strides "}.get(sig.kind, "")
         if sig.backend == EAGER_FAULT:
             return f"returns {shown['eager']} ({SCALAR_LOOP}: {shown['fused']})"
+        if shown["fused"] == "?":  # the repro's runs printed different wrong values
+            return f"returns a wrong {noun or 'value '}that differs from run to run (eager: {shown['eager']})"
         return f"returns {noun}{shown['fused']} (eager: {shown['eager']})"
     if sig.outcome == "mismatch":
         return f"returns the wrong {sig.kind}"
     if sig.outcome == "crash":
         # A signature keeps the compiler's first error line ("C++ compile error: no matching
         # function ..."); the exception's name is in the detail.
-        compiled = "CompileError" in sig.message or "CompileError" in (case.detail or "")
-        error = compiler_error(case.detail) if compiled or nvrtc_error(case.detail) else ""
+        # nvFuser's parallel compile lists every failing segment's error: the title names the one
+        # the signature is keyed by (a slice's indexing assert was titled by another segment's
+        # NVRTC error).
+        detail = innermost_error(case.detail or "")
+        compiled = "CompileError" in sig.message or "CompileError" in detail
+        error = compiler_error(detail) if compiled or nvrtc_error(detail) else ""
         if error:
             return f"fails to compile its kernel ({sig.kind}): {error[:140]}"
         return _raised({**sig.to_json(), "message": case.detail or sig.message})

@@ -60,6 +60,19 @@ def test_every_title_names_its_trigger(directory):
         assert (directory / README).read_text().splitlines()[0] == "# " + heading
 
 
+def test_a_title_names_the_segment_its_key_names_and_a_value_that_varies_as_such():
+    """nvFuser's parallel compile lists each failing segment's error; the title took the first
+    NVRTC error anywhere in the text ("no operator != ...") while the key named segment 1's
+    indexing assert. And a wrong value that differs between the repro's runs was titled "?"."""
+    case = load_case(MINIMIZED / "nvfuser-crash-runtimeerror-csrc-id-model-indexing-traversal-a8206664" / "case.json")
+    assert "compiling fusion segments in parallel" in case.detail and "no operator" in case.detail
+    heading = title(case)
+    assert "indexing_traversal.cpp:232" in heading and "no operator" not in heading, heading
+    mixed = load_case(MINIMIZED / "nvfuser-mismatch-nan-inf-float-858480df" / "case.json")
+    assert mixed.symptom.fused == "?"
+    assert title(mixed).endswith("returns a wrong value that differs from run to run (eager: 0)"), title(mixed)
+
+
 # A short repro that did not fail as recorded on the H200 (2026-12-03, 4 runs in fresh processes,
 # also with eager's eq and scatter computed first and kept): it exits 0 without the signal its
 # campaign saw, so its README quotes no "died by". Open: its regression.py segfaults, and so did one
