@@ -251,3 +251,35 @@ def test_nncs_round_of_a_half_is_one_key_whatever_observes_it_or_comes_before_it
     assert len(kinds) == 3
     assert keys == {filler_first} == {"culprit|nnc||wrong-value|forward|round|float"}, \
         (keys, filler_first)
+
+
+def test_an_operand_computed_from_an_expanded_input_stays_expanded_when_the_culprit_is_probed_alone():
+    """nvFuser's var over an expanded dim is wrong only where that dim is still a broadcast. An H200
+    campaign reduced cos -> var of an expanded input to those two ops, and the probe of var on
+    eager's value of cos (pinned dense) passed: var was not alone, the key fell to cos, and the
+    committed var bug (5aac8374) was reported new. Pinned with the expansion its values keep, var
+    fails alone, and the key is var's, as the var-only repro's is."""
+    from fuzzfuse.ir.graph import Layout
+
+    def var_of(*unary: str) -> Graph:
+        b = GraphBuilder()
+        v = b.tensor((2, 3), "float32", layout=Layout("expanded", dims=(0,)), values=Values(seed=1))
+        for op in unary:
+            v = b.add(op, v)
+        return b.build([b.add("var", v, dims=[0], keepdim=False, correction=0)]).renamed()
+
+    def first_wrong(graphs: list[Graph]) -> list[str | None]:  # var of a broadcast dim is wrong
+        def wrong(g: Graph) -> bool:
+            node = next(n for n in g.nodes if n.name == g.outputs[0])
+            source = {i.name: i for i in g.inputs}.get(node.refs()[0])
+            seen_from = source or next(i for i in g.inputs)  # cos(x): its expansion comes from x
+            return node.op == "var" and seen_from.layout.kind == "expanded"
+        return ["values" if wrong(g) else None for g in graphs]
+
+    sig = Signature("mismatch", "nvfuser", "run", "values", "float")
+    keys = set()
+    for graph in (var_of(), var_of("cos"), var_of("cos", "exp")):
+        general = generalise(graph, lambda gs: [False] * len(gs), ("cos", "exp", "var"), first_wrong=first_wrong)
+        assert general.culprit is None and general.alone, general
+        keys.add(root_cause_key(sig, graph, general, "cuda"))
+    assert keys == {"culprit|nvfuser|cuda|wrong-value|forward|var|float"}, keys

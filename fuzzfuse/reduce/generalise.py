@@ -38,7 +38,7 @@ from typing import Callable, Iterable
 
 import torch
 
-from ..ir.graph import Graph, GraphError, TensorInput
+from ..ir.graph import Graph, GraphError, Layout, TensorInput
 from ..ir.ops import OPS, OPS_BY_KIND
 from ..ir.types import category
 from ..ir.values import logical_values
@@ -253,8 +253,8 @@ def operands_as_inputs(graph: Graph, position: int, values: dict[str, torch.Tens
     specs = {i.name: i for i in graph.inputs}
     try:
         types = graph.infer_types()
-        pinned = [TensorInput(r, tuple(v.shape), types[r].dtype, values=Values(exact=encode_exact(v.cpu())))
-                  for r, v in values.items()]
+        pinned = [TensorInput(r, tuple(v.shape), types[r].dtype, layout=expanded_like(graph, r, v),
+                              values=Values(exact=encode_exact(v.cpu()))) for r, v in values.items()]
         inputs = [specs[r] for r in dict.fromkeys(node.refs()) if r in specs] + pinned
         observer = Node(f"{node.name}_seen", "logical_not" if types[node.name].dtype == "bool" else "neg", (node.name,))
         probe = Graph(tuple(inputs), (node, observer), (node.name, observer.name))
@@ -262,6 +262,23 @@ def operands_as_inputs(graph: Graph, position: int, values: dict[str, torch.Tens
     except Exception:
         return None
     return probe
+
+
+def expanded_like(graph: Graph, name: str, value: torch.Tensor) -> Layout:
+    """The layout an operand pinned as an input keeps of the expanded inputs it is computed from:
+    expanded along their expanded dims where its values repeat along them, else contiguous.
+    Eager's value of cos(x) for an expanded x is dense, and nvFuser's var over an expanded dim
+    is wrong only where that dim is still a broadcast: var on the dense value passed, so the
+    probe that asks whether var fails alone said no, and cos -> var was keyed by cos, a new bug
+    beside the committed var over an expanded dim (an H200 campaign)."""
+    import networkx as nx
+
+    before = nx.ancestors(graph.to_networkx(), name)
+    dims = sorted({d for spec in graph.inputs if isinstance(spec, TensorInput) and spec.name in before
+                   and spec.layout.kind == "expanded" and tuple(spec.shape) == tuple(value.shape)
+                   for d in spec.layout.dims})
+    repeated = tuple(d for d in dims if value.shape[d] > 1 and bool((value == value.narrow(d, 0, 1)).all()))
+    return Layout("expanded", dims=repeated) if repeated else Layout()
 
 
 def _as_float(graph: Graph, position: int) -> Graph | None:
