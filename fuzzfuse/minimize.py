@@ -153,11 +153,14 @@ def devices_failing_alike(pool, backend: str, graph: Graph, options: Options, si
                           timeout: float, check_strides: bool, ids) -> tuple[str, ...]:
     """The devices a reduced wrong value fails alike on (the same outcome, stage, kind and class),
     its own among them, where its fuser runs one lowering on several (`Backend.device_routes`)
-    and another of them runs here; () where none does, or it fails on its own device only. Run with
-    the fuser's defaults only: a configuration drawn for one device may not exist on another."""
+    and another of them runs here; () where none does, or it fails on its own device only. The
+    other device runs with the fuser's defaults (a configuration drawn for one device may not
+    exist on another): failing alike there, the bug needs neither the configuration nor the
+    device. (Skipping every case with a drawn configuration left a CUDA logical_xor whose output
+    strides were wrong with disable_ftz set, which nothing about strides reads, keyed apart from
+    the committed CPU bug that the same graph shows on CPU.)"""
     routes = declared(backend, "device_routes", {})
-    config = options.inductor_config
-    if signature.outcome != "mismatch" or not routes or (config is not None and config != type(config)()):
+    if signature.outcome != "mismatch" or not routes:
         return ()
     own = get_backend(backend).device
     alike = [own]

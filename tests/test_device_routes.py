@@ -59,6 +59,38 @@ def test_on_a_gpu_the_cuda_twin_fails_alike_on_cpu(tmp_path):
     assert devices == ("cpu", "cuda")
 
 
+STRIDES_TWIN = TWINS / "inductor-mismatch-strides-bool-68195e00"  # CUDA logical_xor, disable_ftz drawn
+
+
+@pytest.mark.slow  # Inductor's C++ compiles
+def test_the_cuda_stride_bug_fails_alike_on_the_cpu_route_with_defaults():
+    """What the probe asks the CPU route, asked here: the CUDA case (disable_ftz drawn) run on
+    Inductor's C++ with the defaults fails with the signature it had on CUDA. The probe used to
+    skip any case with a drawn configuration, so the GPU campaign keyed it apart from the
+    committed CPU bug 0b94dc6a."""
+    from dataclasses import replace as with_
+    from fuzzfuse.backends import get_backend
+    from fuzzfuse.job import run_case
+
+    case = load_case(STRIDES_TWIN / "case.json")
+    assert case.options.inductor_config is not None and dict(case.options.inductor_config.flags)
+    result = run_case(case.graph, get_backend("inductor:cpu"), check_strides=True)
+    assert with_(result.signature, backend=case.signature.backend) == case.signature, result.detail
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the probe runs both devices")
+def test_on_a_gpu_a_wrong_stride_under_a_drawn_configuration_is_the_shared_lowerings():
+    """The same logical_xor of a permuted and an expanded input returns strides (2, 4, 1) on CPU
+    too (eager (1, 4, 2); checked here on torch 2.13 CPU): one lowering's layout rule, the
+    committed CPU bug 0b94dc6a's."""
+    case = load_case(STRIDES_TWIN / "case.json")
+    with case_pool("inductor", 2, 300.0) as pool:
+        devices = devices_failing_alike(pool, "inductor", case.graph, case.options, case.signature, 300.0, True,
+                                        itertools.count())
+    assert devices == ("cpu", "cuda")
+
+
 def test_a_corpus_listing_counts_the_twins_as_one_bug(tmp_path):
     """`fuzzfuse corpus bugs`: the CUDA twin keyed with no device and its CPU twin are one bug,
     listed under one key."""
