@@ -278,6 +278,11 @@ def culprit_position(graph: Graph, generalisation: Generalisation | None) -> int
     last = generalisation.first_wrong_op(graph)
     if generalisation.alone and last in candidates:
         return last
+    if len(graph.outputs) > 1:
+        # Nothing says which output is wrong, nor whether the op that is no filler feeds it: an
+        # nvFuser fusion whose add output came back holding its other output's log values was
+        # keyed as a log bug, which any wrong log would have matched.
+        return None
     return candidates[0] if candidates else None
 
 

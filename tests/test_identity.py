@@ -571,3 +571,25 @@ def test_an_integer_operand_the_failure_survives_as_float_computes_in_float():
     assert Generalisation.from_json(general.to_json()) == general
     with pytest.raises(GraphError):
         Generalisation.from_json({**general.to_json(), "as_float": ["x0"]})
+
+
+def test_a_graph_of_several_outputs_with_no_wrong_op_found_is_keyed_by_its_graph():
+    """nvFuser's fusion of add(x0, x1) (x1 channels_last) and log(x0), both outputs, returned
+    log's values in add's output. The add is a filler (any binary op does it), nothing probed which
+    output was wrong, and the first op that is no filler, log, became the culprit: any wrong log of
+    nvFuser would have been this bug. With several outputs and no wrong op found, the graph is
+    the key."""
+    from fuzzfuse.ir.builder import GraphBuilder
+    from fuzzfuse.ir.graph import Layout
+    from fuzzfuse.reduce.generalise import Generalisation
+
+    b = GraphBuilder()
+    x0 = b.tensor((1, 4, 1, 3), "float32")
+    x1 = b.tensor((3, 4, 1, 3), "float32", layout=Layout("channels_last"))
+    graph = b.build([b.add("add", x0, x1), b.add("log", x0)])
+    general = Generalisation(graph.renamed().digest(), ((0, "binary"),), probed=True)
+    wrong = Signature("mismatch", "nvfuser", "run", "nan-inf", "float")
+    both = identify(wrong, graph, general, "cuda")
+    assert both.anchor is Anchor.GRAPH, both
+    alone = identify(wrong, chain("log"), Generalisation(chain("log").renamed().digest(), probed=True), "cuda")
+    assert alone.where == "log" and not same_bug(both, alone)
