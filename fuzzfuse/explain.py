@@ -106,7 +106,7 @@ def scalar_cast_graphs(graph: Graph, inputs: list, through_unary: bool = False) 
     add(log(..), s) truncates the clamp's s only (a new input holds the converted value)."""
     positions = {spec.name: k for k, spec in enumerate(graph.inputs) if isinstance(spec, ScalarInput)}
     found: dict[tuple, tuple[Graph, list]] = {}
-    for reach in sorted({False, through_unary}):
+    for reach in ((False, True) if through_unary else (False,)):
         integral = _integral_dtypes(graph, reach)
         for as_bool in (True, False):
             nodes, specs, values = [], list(graph.inputs), list(inputs)

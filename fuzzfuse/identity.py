@@ -26,8 +26,8 @@ triage and the pytest plugin all ask it (or its index key, `BugIdentity.key`).
   own value); where that found none, it is the first op of the reduced graph that is no filler:
   the reducer replaces every op it can by an input holding eager's value of it, so an op that is
   still there computes something eager does not. An op computed from another (std from var in
-  every fuser, and var_mean's var output from var: `Op.computed_by`; elu from expm1 in Inductor: `Backend.computes_from`) is named
-  by that op.
+  every fuser, and var_mean's var output from var: `Op.computed_by`; elu from expm1 in Inductor:
+  `Backend.computes_from`) is named by that op.
 - A crash known only by a Python frame and an unspecific message is the ops its reduced graph
   needs (fillers left out, and, where an op refused its operand's dtype, the ops that only
   consumed the bad value: rootcause.rejects_operand), with their dtype classes, and its folded
