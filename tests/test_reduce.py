@@ -6,7 +6,7 @@ import torch
 
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.ir.graph import Graph, Layout, Node, TensorInput, Values
-from fuzzfuse.ir.interp import run_eager
+from fuzzfuse.ir.interp import interpret, run_eager
 from fuzzfuse.ir.values import logical_values, make_input, make_inputs
 from fuzzfuse.reduce import DEFAULT_PASSES, FIRST_PASSES, LAST_PASSES, admissible, cost, reduce
 from fuzzfuse.reduce.passes import pinned, simplify_attrs
@@ -319,3 +319,23 @@ def test_generalising_on_several_workers_asks_ahead_and_records_what_one_worker_
         together = generalise(graph, ahead, ops, dtypes=("float32", "float64"), max_queries=budget, batch=8)
         assert together == alone and (alone.ops or budget < 32)  # neg and mul are fillers, frac is not
         assert len(ahead.batches) < len(one.batches) and sum(ahead.batches) <= budget
+
+
+def test_a_value_computed_from_an_expanded_input_is_pinned_expanded_so_the_prefix_goes():
+    """nvFuser's var over an expanded dim is wrong only while that dim is still a broadcast (and
+    right on zeros). An H200 campaign's cos -> var of expanded zeros stayed two ops: bypassing cos
+    leaves var of zeros, which is right, and eager's value of cos, pinned dense, is no broadcast.
+    Pinned with the expansion its values keep, cos goes and var alone remains."""
+    def var_wrong(graph: Graph) -> bool:  # the model: var of nonzero values that come from a broadcast
+        values = interpret(graph, make_inputs(graph))[0]
+        expanded = {i.name for i in graph.inputs if i.layout.kind == "expanded"}
+        dag = graph.to_networkx()
+        return any(n.op == "var" and bool(values[n.refs()[0]].any())
+                   and bool(expanded & (nx.ancestors(dag, n.refs()[0]) | {n.refs()[0]})) for n in graph.nodes)
+
+    b = GraphBuilder()
+    x = b.tensor((2, 3), "float32", layout=Layout("expanded", dims=(0,)), values=Values("zeros"))
+    graph = b.build([b.add("var", b.add("cos", x), dims=[0], keepdim=False, correction=0)]).renamed()
+    assert var_wrong(graph)
+    result = reduce(graph, lambda cs: [var_wrong(c) for c in cs])
+    assert ops(result.graph) == ["var"], result.graph.to_json()

@@ -43,7 +43,7 @@ from ..ir.ops import OPS, OPS_BY_KIND
 from ..ir.types import category
 from ..ir.values import logical_values
 from ..oracle import MISMATCH_KINDS
-from .passes import admissible, op_rank, replaced
+from .passes import admissible, expanded_like, op_rank, replaced
 from .shapes import exact_values
 
 Predicate = Callable[[list[Graph]], list[bool]]
@@ -262,23 +262,6 @@ def operands_as_inputs(graph: Graph, position: int, values: dict[str, torch.Tens
     except Exception:
         return None
     return probe
-
-
-def expanded_like(graph: Graph, name: str, value: torch.Tensor) -> Layout:
-    """The layout an operand pinned as an input keeps of the expanded inputs it is computed from:
-    expanded along their expanded dims where its values repeat along them, else contiguous.
-    Eager's value of cos(x) for an expanded x is dense, and nvFuser's var over an expanded dim
-    is wrong only where that dim is still a broadcast: var on the dense value passed, so the
-    probe that asks whether var fails alone said no, and cos -> var was keyed by cos, a new bug
-    beside the committed var over an expanded dim (an H200 campaign)."""
-    import networkx as nx
-
-    before = nx.ancestors(graph.to_networkx(), name)
-    dims = sorted({d for spec in graph.inputs if isinstance(spec, TensorInput) and spec.name in before
-                   and spec.layout.kind == "expanded" and tuple(spec.shape) == tuple(value.shape)
-                   for d in spec.layout.dims})
-    repeated = tuple(d for d in dims if value.shape[d] > 1 and bool((value == value.narrow(d, 0, 1)).all()))
-    return Layout("expanded", dims=repeated) if repeated else Layout()
 
 
 def _as_float(graph: Graph, position: int) -> Graph | None:

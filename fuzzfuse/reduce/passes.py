@@ -129,19 +129,42 @@ def _strides_kind(t: torch.Tensor) -> tuple:
     return tuple(sorted(wide, key=lambda d: -t.stride(d))), tuple(t.stride(d) == 0 for d in wide)
 
 
-def pinned(name: str, value: torch.Tensor) -> TensorInput:
-    """An input holding exactly `value`, with its strides where cheap. A value that carried a
-    gradient stays a gradient target, so a backward failure survives the removal of its prefix
-    (drop_requires_grad takes it off where the failure does not need it)."""
-    spec = TensorInput(name, tuple(value.shape), str(value.dtype).removeprefix("torch."), _layout_of(value),
+def pinned(name: str, value: torch.Tensor, inherited: Layout = Layout()) -> TensorInput:
+    """An input holding exactly `value`, with its strides where cheap, else the `inherited`
+    layout (see `expanded_like`). A value that carried a gradient stays a gradient target, so a
+    backward failure survives the removal of its prefix (drop_requires_grad takes it off where the
+    failure does not need it)."""
+    layout = _layout_of(value)
+    if layout.kind == "contiguous":
+        layout = inherited
+    spec = TensorInput(name, tuple(value.shape), str(value.dtype).removeprefix("torch."), layout,
                        requires_grad=value.requires_grad)
     return replace(spec, values=exact_values(value.detach()))
+
+
+def expanded_like(graph: Graph, name: str, value: torch.Tensor) -> Layout:
+    """The layout a value pinned as an input keeps of the expanded inputs it is computed from:
+    expanded along their expanded dims where its values repeat along them, else contiguous.
+    Eager's value of cos(x) for an expanded x is dense, and nvFuser's var over an expanded dim
+    is wrong only where that dim is still a broadcast. Pinned dense, cos -> var neither reduced
+    to var nor had var fail alone, and it was keyed by cos: a new bug beside the committed var
+    over an expanded dim (an H200 campaign). Both the reducer's pinning and generalise's probe
+    use this."""
+    import networkx as nx
+
+    before = nx.ancestors(graph.to_networkx(), name)
+    dims = sorted({d for spec in graph.inputs if isinstance(spec, TensorInput) and spec.name in before
+                   and spec.layout.kind == "expanded" and tuple(spec.shape) == tuple(value.shape)
+                   for d in spec.layout.dims})
+    repeated = tuple(d for d in dims if value.shape[d] > 1 and bool((value == value.narrow(d, 0, 1)).all()))
+    return Layout("expanded", dims=repeated) if repeated else Layout()
 
 
 def _as_inputs(graph: Graph, names: list[str], env: dict) -> Graph:
     """Replace the named ops by inputs (same names) holding their eager values."""
     gone = set(names)
-    return _finish(replace(graph, inputs=graph.inputs + tuple(pinned(n, env[n]) for n in names),
+    kept = tuple(pinned(n, env[n], expanded_like(graph, n, env[n])) for n in names)
+    return _finish(replace(graph, inputs=graph.inputs + kept,
                            nodes=tuple(n for n in graph.nodes if n.name not in gone)))
 
 
