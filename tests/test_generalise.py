@@ -283,3 +283,31 @@ def test_an_operand_computed_from_an_expanded_input_stays_expanded_when_the_culp
         assert general.culprit is None and general.alone, general
         keys.add(root_cause_key(sig, graph, general, "cuda"))
     assert keys == {"culprit|nvfuser|cuda|wrong-value|forward|var|float"}, keys
+
+
+def test_with_several_outputs_the_output_op_whose_value_is_wrong_is_the_culprit():
+    """An H200 campaign's nvFuser gather whose lookup tensor another output also reads (gather and
+    eq(x0, x1) as outputs) had its gather output wrong. Only ops that were no outputs were probed,
+    so no culprit was found and the whole graph was the key: a new bug beside the committed
+    gather -> eq one. Probed with each op's value first among the outputs, gather is the culprit,
+    and both forms have one key."""
+    def model(g: Graph) -> str | None:  # the bug: gather is wrong where another op reads its lookup tensor
+        gather = next((n for n in g.nodes if n.op == "gather"), None)
+        if gather is None or g.outputs[0] != gather.name:
+            return None
+        shared = any(gather.refs()[0] in n.refs() for n in g.nodes if n is not gather)
+        return "values" if shared else None
+
+    b = GraphBuilder()
+    x0, x1 = b.tensor((1, 2, 2, 1), "int32", values=Values("arange")), b.tensor((1, 2, 2, 1), "int32", values=Values("zeros"))
+    two_outputs = b.build([b.add("gather", x0, x1, dim=-3), b.add("eq", x0, x1)]).renamed()
+    b = GraphBuilder()
+    x0, x1 = b.tensor((2, 2), "float32", values=Values("arange")), b.tensor((2, 2), "int32", values=Values("ones"))
+    gathered = b.add("gather", x0, x1, dim=-1)
+    observed = b.build([b.add("eq", gathered, x0)]).renamed()
+    keys = set()
+    for graph, symptom in ((two_outputs, "int"), (observed, "bool")):
+        general = generalise(graph, lambda gs: [False] * len(gs), ("gather", "eq"), first_wrong=lambda gs: [model(g) for g in gs])
+        assert general.culprit == (0, "values"), general
+        keys.add(root_cause_key(Signature("mismatch", "nvfuser", "run", "values", symptom), graph, general, "cuda"))
+    assert keys == {"culprit|nvfuser|cuda|wrong-value|forward|gather|"}, keys

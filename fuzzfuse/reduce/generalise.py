@@ -20,7 +20,8 @@ care are written as wildcards:
   The graph is run with each op's value as an extra, first output; the earliest op whose value
   the oracle rejects is where the fuser first computes something wrong, and what comes after it
   only observes that: NNC's round of 0.5 gives 1, seen through rsqrt as a nan-inf mismatch and
-  through le as a bool one, is one bug. Where no op before the last is wrong, the last op is the
+  through le as a bool one, is one bug. With several outputs every op is probed so, its value
+  first among them. Where no op before the last is wrong, the last op is the
   first wrong one (an algebraic rewrite across ops too shows there). A wrong value's key is its
   culprit on the operands it received (fuzzfuse.graphform.culprit_form).
 
@@ -65,7 +66,7 @@ class Generalisation:
     """What a reduced graph's failure does not need: `ops`, (node position, op kind) for each
     filler; `dtypes`, (input position, dtype category) for each input whose dtype is free within its
     category; `culprit`, (node position, mismatch kind) of the first op whose own value is wrong,
-    where that is not the graph's last; `probed`, whether the culprit was looked for (where it was
+    where that is not the graph's last (with several outputs, any op); `probed`, whether the culprit was looked for (where it was
     and none is found, the graph's last op is the first wrong one); `devices`, where its fuser's
     one lowering runs on several, those the failure showed alike on (none: not probed, or one).
     `as_float`: the positions of integer inputs whose failure survives them holding the same values
@@ -163,9 +164,12 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
 
     culprit = None
     if first_wrong is not None and len(graph.nodes) > 1:
-        # Every op before the last, its value put first among the outputs, asked at once.
-        positions = [k for k, n in enumerate(graph.nodes[:-1]) if n.name not in graph.outputs]
-        probes = spent([replace(graph, outputs=(graph.nodes[k].name,) + graph.outputs) for k in positions])
+        # Every op before the last, its value put first among the outputs, asked at once; with
+        # several outputs, every op, outputs and the last included (`first_among_outputs`).
+        several = len(graph.outputs) > 1
+        positions = [k for k, n in enumerate(graph.nodes)
+                     if several or (k < len(graph.nodes) - 1 and n.name not in graph.outputs)]
+        probes = spent([first_among_outputs(graph, graph.nodes[k].name) for k in positions])
         kinds = first_wrong(probes) if probes else []
         culprit = next(((k, kind) for k, kind in zip(positions, kinds) if kind is not None), None)
     alone = False
@@ -214,6 +218,15 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
     as_float = tuple(position for position, g in floated.items() if any(ask([g])))
     return Generalisation(graph.renamed().digest(), tuple(fillers), tuple(free), max_queries - budget[0], culprit,
                           probed=first_wrong is not None, alone=alone, as_float=as_float)
+
+
+def first_among_outputs(graph: Graph, name: str) -> Graph:
+    """`graph` with the value `name` its first output, the others after it in their order. With
+    several outputs the oracle names the first wrong one, not the op that made it, and no op is
+    found wrong unless the outputs too are probed: nvFuser's gather whose lookup tensor another
+    output reads (gather and eq(x0, x1) as outputs) had its gather output wrong, but was keyed by
+    its whole graph, a new bug beside the committed gather -> eq one (an H200 campaign)."""
+    return replace(graph, outputs=(name,) + tuple(o for o in graph.outputs if o != name))
 
 
 def first_wrong_position(graph: Graph, culprit: tuple[int, str] | None) -> int | None:
