@@ -60,6 +60,7 @@ from .rootcause import downstream, fold, native_assert, rejects_operand, signatu
 # The outcomes that are failures (a pass, an invalid case or a documented difference has no identity).
 FAILURES = ("crash", "hard-crash", "hang", "mismatch", "unfused", "flaky")
 CATEGORY_NAMES = ("bool", "int", "float")
+OPS_REACHING = "/"  # between the ops that reach a crash at one position (`needed_ops`)
 
 
 class Anchor(str, enum.Enum):
@@ -160,6 +161,8 @@ def same_bug(a: BugIdentity | None, b: BugIdentity | None) -> bool:
         return False
     if a.anchor is Anchor.CULPRIT and b.anchor is Anchor.CULPRIT and one_of_kind(a.where, b.where):
         return replace(a, device="", where="") == replace(b, device="", where="")
+    if crash_of_graph(a) and crash_of_graph(b) and ops_reaching_alike(a.where, b.where):
+        return replace(a, device="", where="") == replace(b, device="", where="")
     return replace(a, device="") == replace(b, device="")
 
 
@@ -245,6 +248,25 @@ def identify(signature: Signature | None, graph: Graph | None = None,
     return BugIdentity(comp, Anchor.GRAPH, symptom, form, "", phase, device)
 
 
+def crash_of_graph(identity: BugIdentity) -> bool:
+    """Whether an identity is a crash named by the ops its graph needs (`needed_ops`)."""
+    return identity.anchor is Anchor.GRAPH and identity.symptom is Symptom.CRASH
+
+
+def ops_reaching_alike(a: str, b: str) -> bool:
+    """Whether two `needed_ops` forms name one crash: position by position, the same dtype class
+    and an op both reach it with (an op kind, `*binary`, only itself)."""
+    left, right = a.split(" "), b.split(" ")
+    if len(left) != len(right):
+        return False
+    for x, y in zip(left, right):
+        (x_ops, _, x_class), (y_ops, _, y_class) = x.rpartition(":"), y.rpartition(":")
+        if x != y and (x_class != y_class or not x_ops or not y_ops
+                       or not set(x_ops.split(OPS_REACHING)) & set(y_ops.split(OPS_REACHING))):
+            return False
+    return True
+
+
 def culprit_op(backend: str, op: str, device: str, attrs: dict | None = None) -> tuple[str, str]:
     """(the component at fault, the op named) for a wrong value of `op` (with `attrs`) on
     `backend`: an op computed from another (std from var in every fuser, var_mean's var output
@@ -312,7 +334,9 @@ def one_of_kind(a: str, b: str) -> bool:
 
 
 def needed_ops(graph: Graph, generalisation: Generalisation | None, producers_only: bool = False) -> str:
-    """The ops a reduced graph needs, each with its dtype class, in graph order; where every op is
+    """The ops a reduced graph needs, each with its dtype class, in graph order (a position where
+    other ops too kept the failure, too few for a filler, is named by all of them: "amax/amin:float",
+    which `same_bug` matches with either); where every op is
     a filler, the set of their kinds ("*binary *reduction"): a crash with no location (an illegal
     memory access) that any op of each kind reaches is still that graph's, not every such crash's;
     but the order and count of interchangeable ops are how it was reached (oneDNN Graph's
@@ -326,7 +350,11 @@ def needed_ops(graph: Graph, generalisation: Generalisation | None, producers_on
     names = {n.name for n in live.nodes}
     if producers_only and names & read:
         names &= read
-    ops = [f"{n.op}:{dtype_class(graph, k)}" for k, n in enumerate(graph.nodes) if n.name in names and k not in fillers]
+    kept = {}
+    for k, op in (generalisation.kept if generalisation is not None else ()):
+        kept.setdefault(k, set()).add(op)
+    ops = [f"{OPS_REACHING.join(sorted({n.op} | kept.get(k, set())))}:{dtype_class(graph, k)}"
+           for k, n in enumerate(graph.nodes) if n.name in names and k not in fillers]
     kinds = sorted({f"*{fillers[k]}" for k, n in enumerate(graph.nodes) if n.name in names and k in fillers})
     return " ".join(ops or kinds) or "*"
 
@@ -388,15 +416,17 @@ class KnownBugs:
     def __init__(self, entries: dict[str, str] | None = None):
         self._keys: dict[str, str] = {}
         self._any_device: dict[str, str] = {}
-        self._culprits: list[tuple[BugIdentity, str]] = []  # for a culprit that is a kind, or of one
+        # Identities `same_bug` matches beyond equal keys: a culprit that is a kind or of one, and a
+        # crash named by the ops that reach it.
+        self._loose: list[tuple[BugIdentity, str]] = []
         for key, directory in (entries or {}).items():
             self.add(key, directory)
 
     def add(self, key: str, directory: str) -> None:
         """Record `key` (an identity key or a coarse signature key) as held by `directory`; the
         first directory recorded for a key keeps it."""
-        if key not in self._keys and (culprit := culprit_of_key(key)) is not None:
-            self._culprits.append((culprit, directory))
+        if key not in self._keys and (loose := loose_identity_of_key(key)) is not None:
+            self._loose.append((loose, directory))
         self._keys.setdefault(key, directory)
         self._any_device.setdefault(_without_device(key), directory)
 
@@ -408,8 +438,8 @@ class KnownBugs:
             return self._keys[key]
         blank = _without_device(key)
         found = self._any_device.get(key) if blank == key else self._keys.get(blank)
-        if found is None and (culprit := culprit_of_key(key)) is not None:
-            found = next((d for known, d in self._culprits if same_bug(culprit, known)), None)
+        if found is None and (loose := loose_identity_of_key(key)) is not None:
+            found = next((d for known, d in self._loose if same_bug(loose, known)), None)
         return found
 
     def items(self):
@@ -448,12 +478,17 @@ def known_repros(directories: list[str]) -> KnownBugs:
     return keys
 
 
-def culprit_of_key(key: str) -> BugIdentity | None:
-    """The culprit identity an index key names, or None for any other key."""
-    parts = key.split("|")
-    if len(parts) != 7 or parts[0] != Anchor.CULPRIT.value or parts[3] not in {s.value for s in Symptom}:
+def loose_identity_of_key(key: str) -> BugIdentity | None:
+    """The identity an index key names where `same_bug` matches it beyond an equal key (a culprit;
+    a crash named by the ops that reach it), or None for any other key."""
+    parts = key.split("|", 6)
+    if len(parts) != 7 or parts[3] not in {s.value for s in Symptom}:
         return None
-    return BugIdentity(parts[1], Anchor.CULPRIT, Symptom(parts[3]), parts[5], parts[6], parts[4], parts[2])
+    if parts[0] == Anchor.CULPRIT.value and "|" not in parts[6]:
+        return BugIdentity(parts[1], Anchor.CULPRIT, Symptom(parts[3]), parts[5], parts[6], parts[4], parts[2])
+    if parts[0] == Anchor.GRAPH.value and parts[3] == Symptom.CRASH.value:
+        return BugIdentity(parts[1], Anchor.GRAPH, Symptom.CRASH, parts[5], parts[6], parts[4], parts[2])
+    return None
 
 
 def _without_device(key: str) -> str:

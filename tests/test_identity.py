@@ -593,3 +593,38 @@ def test_a_graph_of_several_outputs_with_no_wrong_op_found_is_keyed_by_its_graph
     assert both.anchor is Anchor.GRAPH, both
     alone = identify(wrong, chain("log"), Generalisation(chain("log").renamed().digest(), probed=True), "cuda")
     assert alone.where == "log" and not same_bug(both, alone)
+
+
+def test_a_crash_reached_by_another_op_that_also_reaches_the_known_one_is_known():
+    """An H200 campaign's nvFuser amin -> expand of an expanded input raised the same size check
+    as the committed amax -> expand (b088a55f), and was reported new: amax kept the crash in its
+    generalisation, but sum, mean and var did not, so amin was no filler and the key named amin.
+    The ops that kept the crash at a position are now part of its key, and `same_bug` matches a
+    known crash reached by any of them; sum -> expand is still another bug."""
+    from fuzzfuse.ir.builder import GraphBuilder
+    from fuzzfuse.ir.graph import Layout, Values
+    from fuzzfuse.reduce.generalise import generalise
+
+    def reduced_then_expanded(op: str) -> Graph:
+        b = GraphBuilder()
+        x = b.tensor((2,), "float32", layout=Layout("expanded", dims=(0,)), values=Values("zeros"))
+        return b.build([b.add("expand", b.add(op, x, dims=[0], keepdim=False), sizes=[3])]).renamed()
+
+    def crashes(graphs: list[Graph]) -> list[bool]:  # the model: amax and amin over a broadcast crash
+        return [any(n.op in ("amax", "amin") for n in g.nodes) for g in graphs]
+
+    size_check = exception_signature(
+        "nvfuser", "compile", "RuntimeError", "The expanded size of the tensor (3) must match the existing size (2) "
+        "at non-singleton dimension 0.  Target sizes: [3].  Tensor sizes: [2]")
+    known_graph = reduced_then_expanded("amax")
+    known = identify(size_check, known_graph, Generalisation(known_graph.digest()), "cuda")  # recorded before `kept`
+    index = KnownBugs({known.key(): "minimized/amax-expand"})
+    found = reduced_then_expanded("amin")
+    general = generalise(found, crashes, ("sum", "amax", "amin", "mean", "var", "expand"))
+    assert (0, "amax") in general.kept and not general.ops, general
+    assert Generalisation.from_json(general.to_json()) == general
+    new = identify(size_check, found, general, "cuda")
+    assert new.where == "amax/amin:float expand:float", new
+    assert same_bug(new, known) and index.find(new.key()) == "minimized/amax-expand"
+    summed = identify(size_check, reduced_then_expanded("sum"), None, "cuda")
+    assert not same_bug(summed, known) and index.find(summed.key()) is None

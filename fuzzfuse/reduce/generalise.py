@@ -71,7 +71,10 @@ class Generalisation:
     one lowering runs on several, those the failure showed alike on (none: not probed, or one).
     `as_float`: the positions of integer inputs whose failure survives them holding the same values
     as float32 (Inductor's div_floor(-1, 1e-05) on an int32 is its float32 floor(a / b), not an
-    integer path: the bug is the float op's). `graph`: the digest of the (renamed) graph it was
+    integer path: the bug is the float op's). `kept`: (node position, op) for each alternative that
+    kept the failure at a position too few kept it at to make a filler (amin -> expand of an
+    expanded input crashes as amax -> expand does, sum -> expand does not): a crash's key names
+    the position by each op that reaches it. `graph`: the digest of the (renamed) graph it was
     found on; `queries`: what it cost."""
 
     graph: str
@@ -83,6 +86,7 @@ class Generalisation:
     alone: bool = False
     devices: tuple[str, ...] = ()
     as_float: tuple[int, ...] = ()
+    kept: tuple[tuple[int, str], ...] = ()
 
     def applies_to(self, graph: Graph) -> bool:
         return self.graph == graph.renamed().digest()
@@ -97,7 +101,8 @@ class Generalisation:
                 "queries": self.queries, **({"culprit": list(self.culprit)} if self.culprit else {}),
                 **({"probed": True} if self.probed else {}), **({"alone": True} if self.alone else {}),
                 **({"devices": list(self.devices)} if self.devices else {}),
-                **({"as_float": list(self.as_float)} if self.as_float else {})}
+                **({"as_float": list(self.as_float)} if self.as_float else {}),
+                **({"kept": [list(p) for p in self.kept]} if self.kept else {})}
 
     @staticmethod
     def from_json(d: dict) -> "Generalisation":
@@ -126,7 +131,7 @@ class Generalisation:
             raise GraphError(f"generalisation: bad as_float {as_float!r}")
         return Generalisation(d["graph"], pairs("ops", OPS_BY_KIND), pairs("dtypes", CATEGORIES),
                               int(d.get("queries", 0)), tuple(culprit) if culprit else None, d.get("probed") is True,
-                              d.get("alone") is True, tuple(devices), tuple(as_float))
+                              d.get("alone") is True, tuple(devices), tuple(as_float), pairs("kept", OPS))
 
 
 def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtypes: Iterable[str] = (),
@@ -185,7 +190,7 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
         elif values and (g := operands_as_inputs(graph, wrong_at, values)) is not None and (probe := spent([g])):
             shown = first_wrong(probe)[0]
             alone = shown is not None and (culprit is None or shown == culprit[1])
-    fillers = []
+    fillers, kept = [], []
     per_position = [[g for name in sorted(drawn, key=op_rank) if name != node.op
                      and (g := replaced(graph, node, name)) is not None][:ALTERNATIVES_PER_OP]
                     for node in graph.nodes]
@@ -193,12 +198,15 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
     for position, (node, alternatives) in enumerate(zip(graph.nodes, per_position)):
         survived = 0
         for k in range(0, len(alternatives), 2):
-            survived += sum(ask(alternatives[k:k + 2]))
+            answers_now = ask(alternatives[k:k + 2])
+            survived += sum(answers_now)
+            kept += [(position, g.nodes[position].op) for g, yes in zip(alternatives[k:k + 2], answers_now) if yes]
             # Stop as soon as the evidence is in, or can no longer come in.
             if survived >= FILLER_EVIDENCE or survived + len(alternatives) - k - 2 < FILLER_EVIDENCE:
                 break
         if survived >= FILLER_EVIDENCE:
             fillers.append((position, OPS[node.op].kind))
+            kept = [(k, op) for k, op in kept if k != position]
     free, dtypes = [], list(dtypes)
     retyped = {}
     for position, spec in enumerate(graph.inputs):
@@ -217,7 +225,7 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
             free.append((position, CATEGORIES[category(spec.dtype)]))
     as_float = tuple(position for position, g in floated.items() if any(ask([g])))
     return Generalisation(graph.renamed().digest(), tuple(fillers), tuple(free), max_queries - budget[0], culprit,
-                          probed=first_wrong is not None, alone=alone, as_float=as_float)
+                          probed=first_wrong is not None, alone=alone, as_float=as_float, kept=tuple(kept))
 
 
 def first_among_outputs(graph: Graph, name: str) -> Graph:
