@@ -113,12 +113,14 @@ def _seeded(spec: TensorInput, device: str, flat: bool = False, specials_too: bo
     values as one dim (the caller reshapes them); specials_too: the draw under a draw that also
     places special values (they are written in afterwards: `_patched`)."""
     v = spec.values
-    if v.exact is not None or (v.specials and not specials_too) or v.dist not in ("normal", "uniform") \
+    # A lone special value is written into a normal draw of floats (ir.values._base_values).
+    lone = specials_too and v.dist == "lone_special" and spec.dtype.startswith(("float", "bfloat"))
+    if v.exact is not None or (v.specials and not specials_too) or (v.dist not in ("normal", "uniform") and not lone) \
             or spec.layout.kind == "expanded":
         return None
     n = math.prod(spec.shape)
     draw = (f"torch.randn({n}, generator=torch.Generator().manual_seed({v.seed}), dtype=torch.float64)"
-            if v.dist == "normal" else
+            if v.dist in ("normal", "lone_special") else
             f"(torch.rand({n}, generator=torch.Generator().manual_seed({v.seed}), dtype=torch.float64) * 2 - 1)")
     draw += f" * {v.scale!r}" if v.scale != 1 else ""
     if spec.dtype == "bool":
@@ -137,7 +139,7 @@ def _seeded_values(spec: TensorInput) -> torch.Tensor:
     """What `_seeded(spec, ..., flat=True)`'s expression computes, on the CPU."""
     v, n = spec.values, math.prod(spec.shape)
     generator = torch.Generator().manual_seed(v.seed)
-    draw = (torch.randn(n, generator=generator, dtype=torch.float64) if v.dist == "normal"
+    draw = (torch.randn(n, generator=generator, dtype=torch.float64) if v.dist in ("normal", "lone_special")
             else torch.rand(n, generator=generator, dtype=torch.float64) * 2 - 1)
     draw = draw * v.scale if v.scale != 1 else draw
     if spec.dtype == "bool":

@@ -337,3 +337,22 @@ def test_a_large_input_that_is_mostly_one_value_or_a_seeded_draw_is_written_shor
         got = scope[name]
         assert got.shape == want.shape and [repr(v) for v in got.flatten().tolist()] == \
             [repr(v) for v in want.flatten().tolist()]
+
+
+def test_a_large_input_holding_one_special_value_is_its_seeded_draw_with_the_value_written_in():
+    """An H200 campaign's nvFuser repro of a [2, 3, 127, 255] float32 input holding one NaN was
+    4 MB of literals (the lone-special draw had no short form): it is now the seeded normal draw,
+    the NaN written at its index, and a check of the bytes."""
+    import torch
+
+    from fuzzfuse.ir.graph import Graph, Layout, Node, Values
+    from fuzzfuse.ir.values import make_inputs
+    from fuzzfuse.short_repro import input_lines
+    graph = Graph((TensorInput("x0", (2, 3, 127, 255), "float32", layout=Layout("channels_last"),
+                               values=Values(dist="lone_special", seed=1537801805)),),
+                  (Node("v", "neg", ("x0",)),), ("v",))
+    lines, hashed = input_lines(graph, "cpu")
+    assert hashed and sum(map(len, lines)) < 1000, [line[:200] for line in lines]
+    got, want = _inputs_of(lines)["x0"], make_inputs(graph)[0]
+    assert got.stride() == want.stride() and torch.equal(got.isnan(), want.isnan()) and int(want.isnan().sum()) <= 1
+    assert torch.equal(got.nan_to_num(), want.nan_to_num())
