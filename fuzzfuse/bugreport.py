@@ -361,6 +361,11 @@ def _variants(case: Case) -> str:
         "\n".join(rows) + "\n"
 
 
+# How the provenance says a verification status that is not "reproduces".
+_IS = {Reproduction.FLAKY: "is flaky", Reproduction.DOES_NOT_REPRODUCE: "does not reproduce",
+       Reproduction.SKIPPED: "was skipped here", Reproduction.REPRODUCES: "reproduces"}
+
+
 def _provenance(case: Case) -> str:
     """Where the repro came from, in a maintainer's words: the seed and fuzzfuse's signature, the
     reduction, how many fresh processes failed as recorded, how often campaigns hit it."""
@@ -371,7 +376,7 @@ def _provenance(case: Case) -> str:
     else:
         same = sum(v == "as recorded" for v in ver.verdicts)
         checked = (f"The repro fails this way in {same} of {ver.runs} fresh processes." if ver.status is
-                   Reproduction.REPRODUCES else f"The repro {ver.status.value} ({same} of {ver.runs} fresh processes "
+                   Reproduction.REPRODUCES else f"The repro {_IS[ver.status]} ({same} of {ver.runs} fresh processes "
                    f"failed as recorded; the others: {', '.join(sorted(set(ver.verdicts) - {'as recorded'}))}).")
     return (f"Found by fuzzfuse (seed {case.seed}; signature `{case.signature.key()}`), reduced from "
             f"{figure(red.ops_before)} ops to {figure(red.ops_after)} in {figure(red.queries)} queries. {checked} "
