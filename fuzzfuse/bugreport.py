@@ -389,15 +389,20 @@ _PROVENANCE = re.compile(r"^Found by fuzzfuse \(seed .*\Z", re.S | re.M)
 
 
 def with_variants(report: str, case: Case) -> str:
-    """`report` (a repro's README) with its provenance (hit count, verification) and "Also seen as"
-    list brought up to date with `case`, as folding changes them: the rest is the repro's own
+    """`report` (a repro's README) with its upstream status, provenance (hit count, verification)
+    and "Also seen as" list brought up to date with `case`, as folding changes them: the rest is the repro's own
     output, which folding does not change, so the repro need not run again (a GPU repro folded on
     a CPU machine)."""
     head, found, rest = report.partition("\n## Repro")
     if not found or not _PROVENANCE.search(head):
         return report
     head = _PROVENANCE.sub(lambda _: _provenance(case) + _variants(case), head)
+    head = _UPSTREAM.sub(lambda m: m.group(1) + upstream_text(case) + m.group(2), head, count=1)
     return head + found + rest
+
+
+# From the title to "**Found with:**": the upstream status lines, which folding brings together.
+_UPSTREAM = re.compile(r"\A(# [^\n]*\n\n).*?(\*\*Found with:\*\*)", re.S)
 
 
 def readme(case: Case, repro: str, run: ReproRun | None, previous: str = "") -> str:

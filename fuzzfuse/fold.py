@@ -252,7 +252,12 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
         listed = _unique(folded_in + forms + [v for stay in kept_where for v in stay])
         listed = [v for v in listed if v.directory != keep.directory.name]
         hits = keep.case.hits + sum(r.case.hits for r in others)
-        writes[keep.directory] = replace(keep.case, also_seen_as=listed, hits=hits)
+        # What a person found upstream about any of them is this bug's (the kept one need not be
+        # the one they searched for).
+        upstream = []
+        for r in bug.repros:
+            upstream += [u for u in r.case.upstream if u.url not in {v.url for v in upstream}]
+        writes[keep.directory] = replace(keep.case, also_seen_as=listed, hits=hits, upstream=upstream)
         for r in others:
             writes.setdefault(r.directory, None)  # removed below, unless it keeps another bug
     for repro in repros:  # a directory whose case is pending keeps what it had, less what left
@@ -265,7 +270,8 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
             shutil.rmtree(directory)
             continue
         before = home.get(directory.name)
-        if before is None or (case.also_seen_as, case.hits) != (before.case.also_seen_as, before.case.hits):
+        if before is None or (case.also_seen_as, case.hits, case.upstream) != \
+                (before.case.also_seen_as, before.case.hits, before.case.upstream):
             write_json(directory / "case.json", case.to_json())
             if (directory / "README.md").is_file():
                 (directory / "README.md").write_text(with_variants((directory / "README.md").read_text(), case))

@@ -628,3 +628,26 @@ def test_a_crash_reached_by_another_op_that_also_reaches_the_known_one_is_known(
     assert same_bug(new, known) and index.find(new.key()) == "minimized/amax-expand"
     summed = identify(size_check, reduced_then_expanded("sum"), None, "cuda")
     assert not same_bug(summed, known) and index.find(summed.key()) is None
+
+
+def test_a_fold_keeps_what_was_found_upstream_about_the_directory_it_folds_in(tmp_path):
+    """This session's fold kept a campaign's smaller pad repro and folded the committed one
+    (7f6ed329) into it, and the upstream issue recorded for the committed one (pytorch#144462)
+    was lost. The kept directory now carries the upstream issues of every directory folded into
+    it, in its case and its README."""
+    from fuzzfuse.bugreport import readme
+    from fuzzfuse.corpus import write_json
+    from fuzzfuse.upstream import UpstreamIssue
+
+    root = corpus(tmp_path, ELU_SMALL, ELU_LARGE)
+    issue = UpstreamIssue.from_json({"url": "https://github.com/pytorch/pytorch/issues/189801", "state": "open",
+                                     "relation": "same", "title": "elu near 0", "checked": "2026-12-04"})
+    large = load_case(root / ELU_LARGE / "case.json")
+    write_json(root / ELU_LARGE / "case.json", replace(large, upstream=[issue]).to_json())
+    small = load_case(root / ELU_SMALL / "case.json")
+    assert not small.upstream
+    (root / ELU_SMALL / "README.md").write_text(readme(small, "print('elu')", None))
+    assert "189801" not in (root / ELU_SMALL / "README.md").read_text()
+    fold(root)
+    assert load_case(root / ELU_SMALL / "case.json").upstream == [issue]
+    assert "pytorch/pytorch#189801" in (root / ELU_SMALL / "README.md").read_text()
