@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from .ir import OPS, Graph, GraphError, Layout, TensorInput, Values
 from .ir.ops import choice, ints, permutations
 from .ir.builder import GraphBuilder, batch_norm, layer_norm, layer_norm_backward, matmul_epilogue, squeeze_excite
-from .ir.types import COMPUTE_DTYPES, FLOAT_DTYPES, FP8_DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
+from .ir.types import COMPUTE_DTYPES, FLOAT_DTYPES, FP8_DTYPES, INT_DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
 from .seedgraphs import CONSTANTS, mutated_seed
 from .steering import MAX_REDRAWS, Trigger, unsteered
 
@@ -439,9 +439,8 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
                 _try_pattern(draw, b, name, firsts, feats.dtypes)
         else:
             out = _try_op(draw, b, name, config, firsts, tensors, scalars)
-            folds = [o for o in feats.ops if name in OPS[o].folds_after] if out and feats.fold_bait else []
-            if folds and len(b.nodes) < n_ops:
-                _try_op(draw, b, choice(draw, folds), config, [out], tensors + [out], scalars)
+            if out and feats.fold_bait and len(b.nodes) < n_ops:
+                _bait(draw, b, config, name, out, tensors + [out], scalars)
     if not b.nodes:  # one op that takes x0, whatever its dtype (fp8 takes only casts and views)
         dtype = b.types["x0"].dtype
         if dtype in FP8_DTYPES:
@@ -453,6 +452,65 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
     extra = [n.name for n in b.nodes if n.name in used and not feats.chains and draw(ints(0, 9)) == 0]
     graph = b.build(sinks + extra)
     return draw(requires_grad(graph)) if config.backward else graph
+
+
+def _bait(draw: Callable, b: GraphBuilder, cfg: GenConfig, producer: str, out: str, tensors: list[str],
+          scalars: list[str]) -> None:
+    """In a fold-bait batch, after `producer`'s value `out`, one op of a pair that fusers get wrong
+    and that random choice of two ops in a row rarely draws, taking `out` first: one an algebraic
+    simplifier folds with it (ir.ops.ALGEBRAIC_FOLDS: exp(log x)) wherever there is one, else, for
+    half the ops, one of `_bait_pairs`."""
+    folds = [o for o in cfg.features.ops if producer in OPS[o].folds_after]
+    if folds:
+        _try_op(draw, b, choice(draw, folds), cfg, [out], tensors, scalars)
+        return
+    made = next(n for n in b.nodes if n.name == out)
+    pairs = _bait_pairs(cfg.features.ops, producer, b.types[out], [b.types[r] for r in made.refs()])
+    if pairs and draw(st.booleans()):  # half the ops: the batch's other draws stay as they were
+        followers = choice(draw, pairs)
+        if set(followers) <= zero_sign_readers() and draw(ints(0, 2)):  # any float op has them: fewer
+            return
+        for _ in range(3):  # a follower whose type check turns `out` down: another
+            if _try_op(draw, b, choice(draw, followers), cfg, [out], tensors, scalars):
+                return
+
+
+def _bait_pairs(ops: tuple[str, ...], producer: str, made: ValueType, read: list[ValueType]) -> list[list[str]]:
+    """The followers of each kind of pair that applies after `producer` made a value of type `made`
+    from operands of types `read`:
+    - where it changed the dtype to bool or an integer (a cast, a comparison), ops whose type rule
+      takes that dtype elsewhere: accumulating ones (cumsum of a bool cast is int64, and a fuser
+      that kept bool was a real bug) and, for an integer, math calls (cos of an int pow is float);
+    - after a reduction, another (consecutive reductions: nvFuser's schedulers asserted);
+    - after a float op, one that reads a zero's sign (1/x): a -0.0 where eager gives +0.0 (x + 0
+      folded to x) shows only through such a reader."""
+    pairs = []
+    if made.dtype in ("bool",) + INT_DTYPES and all(t.dtype != made.dtype for t in read if t.dtype):
+        pairs.append([o for o in ops if OPS[o].accumulates
+                      or (OPS[o].math_call and OPS[o].arity == 1 and made.dtype != "bool")])
+    if OPS[producer].kind == "reduction":
+        pairs.append([o for o in ops if OPS[o].kind == "reduction"])
+    if made.dtype and is_float(made.dtype):
+        pairs.append([o for o in ops if o in zero_sign_readers()])
+    return [p for p in pairs if p]
+
+
+@functools.cache
+def zero_sign_readers() -> frozenset[str]:
+    """The unary ops whose value differs for -0.0 and +0.0 (reciprocal, rsqrt), found by running
+    their eager forms."""
+    import torch
+    readers = set()
+    for name, op in OPS.items():
+        if op.kind != "unary" or op.arity != 1:
+            continue
+        try:
+            minus, plus = op.eager(torch.tensor([-0.0])), op.eager(torch.tensor([0.0]))
+        except (RuntimeError, TypeError):
+            continue
+        if minus.is_floating_point() and not bool((minus == plus).all() | (minus.isnan() & plus.isnan()).all()):
+            readers.add(name)
+    return frozenset(readers)
 
 
 def _first_operands(b: GraphBuilder, feats: Features, tensors: list[str], after_anchor_only: bool) -> list[str]:

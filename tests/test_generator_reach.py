@@ -75,3 +75,31 @@ def test_expanded_and_strided_operands_meet_in_one_op():
         kinds = {spec.layout.kind for a in n.args if (spec := _input(g, a)) is not None}
         return "expanded" in kinds and bool(kinds & {"sliced", "permuted", "channels_last"})
     assert _count(meet) >= 10
+
+
+def test_fold_bait_batches_draw_the_pairs_fusers_get_wrong_adjacent():
+    """Pairs that random choice of two ops in a row rarely draws (issue 32's real-report
+    benchmark missed cumsum of a bool cast, consecutive reductions and x + 0 read through 1/x):
+    in a fold-bait batch an op is often followed by one that accumulates its new bool value,
+    another reduction after a reduction, or a reader of a zero's sign after a float op."""
+    from fuzzfuse.strategies import zero_sign_readers
+
+    def pairs(bait: bool) -> dict[str, int]:
+        counts = dict(bool_accumulated=0, reduction_reduced=0, zero_sign_read=0)
+        for k in range(GRAPHS):
+            graph = generate(k, GenConfig(features=Features(fold_bait=bait)))
+            types, made_by = graph.infer_types(), {n.name: n.op for n in graph.nodes}
+            for node in graph.nodes:
+                first = node.refs()[0] if node.refs() else None
+                if first not in made_by:
+                    continue
+                counts["bool_accumulated"] += types[first].dtype == "bool" and OPS[node.op].accumulates is not None
+                counts["reduction_reduced"] += OPS[made_by[first]].kind == OPS[node.op].kind == "reduction"
+                counts["zero_sign_read"] += node.op in zero_sign_readers() and bool(types[first].dtype) and \
+                    types[first].dtype.startswith(("float", "bfloat"))
+        return counts
+
+    plain, baited = pairs(False), pairs(True)
+    assert zero_sign_readers() == {"reciprocal", "rsqrt"}
+    for kind in plain:
+        assert baited[kind] >= max(10, 3 * plain[kind]), (kind, plain, baited)
