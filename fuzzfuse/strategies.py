@@ -459,23 +459,29 @@ def _bait(draw: Callable, b: GraphBuilder, cfg: GenConfig, producer: str, out: s
     """In a fold-bait batch, after `producer`'s value `out`, one op of a pair that fusers get wrong
     and that random choice of two ops in a row rarely draws, taking `out` first: one an algebraic
     simplifier folds with it (ir.ops.ALGEBRAIC_FOLDS: exp(log x)) wherever there is one, else, for
-    half the ops, one of `_bait_pairs`."""
+    half the ops, one of `_bait_pairs`. A cast's fold is another cast: a cast to bool or an integer
+    is half the time followed by one that retypes it instead."""
     folds = [o for o in cfg.features.ops if producer in OPS[o].folds_after]
-    if folds:
-        _try_op(draw, b, choice(draw, folds), cfg, [out], tensors, scalars)
-        return
     made = next(n for n in b.nodes if n.name == out)
     pairs = _bait_pairs(cfg.features.ops, producer, b.types[out], [b.types[r] for r in made.refs()])
-    if pairs and draw(st.booleans()):  # half the ops: the batch's other draws stay as they were
-        followers = choice(draw, pairs)
+    if folds and "retype" in pairs and draw(st.booleans()):
+        followers = pairs["retype"]
+    elif folds:
+        _try_op(draw, b, choice(draw, folds), cfg, [out], tensors, scalars)
+        return
+    elif pairs and draw(st.booleans()):  # half the ops: the batch's other draws stay as they were
+        followers = choice(draw, list(pairs.values()))
         if set(followers) <= zero_sign_readers() and draw(ints(0, 2)):  # any float op has them: fewer
             return
-        for _ in range(3):  # a follower whose type check turns `out` down: another
-            if _try_op(draw, b, choice(draw, followers), cfg, [out], tensors, scalars):
-                return
+    else:
+        return
+    for _ in range(3):  # a follower whose type check turns `out` down: another
+        if _try_op(draw, b, choice(draw, followers), cfg, [out], tensors, scalars):
+            return
 
 
-def _bait_pairs(ops: tuple[str, ...], producer: str, made: ValueType, read: list[ValueType]) -> list[list[str]]:
+def _bait_pairs(ops: tuple[str, ...], producer: str, made: ValueType,
+                read: list[ValueType]) -> dict[str, list[str]]:
     """The followers of each kind of pair that applies after `producer` made a value of type `made`
     from operands of types `read`:
     - where it changed the dtype to bool or an integer (a cast, a comparison), ops whose type rule
@@ -484,15 +490,15 @@ def _bait_pairs(ops: tuple[str, ...], producer: str, made: ValueType, read: list
     - after a reduction, another (consecutive reductions: nvFuser's schedulers asserted);
     - after a float op, one that reads a zero's sign (1/x): a -0.0 where eager gives +0.0 (x + 0
       folded to x) shows only through such a reader."""
-    pairs = []
+    pairs = {}
     if made.dtype in ("bool",) + INT_DTYPES and all(t.dtype != made.dtype for t in read if t.dtype):
-        pairs.append([o for o in ops if OPS[o].accumulates
-                      or (OPS[o].math_call and OPS[o].arity == 1 and made.dtype != "bool")])
+        pairs["retype"] = [o for o in ops if OPS[o].accumulates
+                           or (OPS[o].math_call and OPS[o].arity == 1 and made.dtype != "bool")]
     if OPS[producer].kind == "reduction":
-        pairs.append([o for o in ops if OPS[o].kind == "reduction"])
+        pairs["reduction"] = [o for o in ops if OPS[o].kind == "reduction"]
     if made.dtype and is_float(made.dtype):
-        pairs.append([o for o in ops if o in zero_sign_readers()])
-    return [p for p in pairs if p]
+        pairs["zero sign"] = [o for o in ops if o in zero_sign_readers()]
+    return {kind: followers for kind, followers in pairs.items() if followers}
 
 
 @functools.cache
