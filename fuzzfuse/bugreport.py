@@ -363,7 +363,7 @@ def _variants(case: Case) -> str:
 
 # How the provenance says a verification status that is not "reproduces".
 _IS = {Reproduction.FLAKY: "is flaky", Reproduction.DOES_NOT_REPRODUCE: "does not reproduce",
-       Reproduction.SKIPPED: "was skipped here", Reproduction.REPRODUCES: "reproduces"}
+       Reproduction.SKIPPED: "was skipped here"}
 
 
 def _provenance(case: Case) -> str:
@@ -390,9 +390,9 @@ _PROVENANCE = re.compile(r"^Found by fuzzfuse \(seed .*\Z", re.S | re.M)
 
 def with_variants(report: str, case: Case) -> str:
     """`report` (a repro's README) with its upstream status, provenance (hit count, verification)
-    and "Also seen as" list brought up to date with `case`, as folding changes them: the rest is the repro's own
-    output, which folding does not change, so the repro need not run again (a GPU repro folded on
-    a CPU machine)."""
+    and "Also seen as" list brought up to date with `case`, as folding changes them: the rest is
+    the repro's own output, which folding does not change, so the repro need not run again (a GPU
+    repro folded on a CPU machine)."""
     head, found, rest = report.partition("\n## Repro")
     if not found or not _PROVENANCE.search(head):
         return report

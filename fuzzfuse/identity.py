@@ -159,9 +159,8 @@ def same_bug(a: BugIdentity | None, b: BugIdentity | None) -> bool:
         return False
     if a.device and b.device and a.device != b.device:
         return False
-    if a.anchor is Anchor.CULPRIT and b.anchor is Anchor.CULPRIT and one_of_kind(a.where, b.where):
-        return replace(a, device="", where="") == replace(b, device="", where="")
-    if crash_of_graph(a) and crash_of_graph(b) and ops_reaching_alike(a.where, b.where):
+    if (a.anchor is Anchor.CULPRIT and b.anchor is Anchor.CULPRIT and one_of_kind(a.where, b.where)) or \
+            (crash_of_graph(a) and crash_of_graph(b) and ops_reaching_alike(a.where, b.where)):
         return replace(a, device="", where="") == replace(b, device="", where="")
     return replace(a, device="") == replace(b, device="")
 

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from .ir import OPS, Graph, GraphError, Layout, TensorInput, Values
 from .ir.ops import choice, ints, permutations
 from .ir.builder import GraphBuilder, batch_norm, layer_norm, layer_norm_backward, matmul_epilogue, squeeze_excite
-from .ir.types import COMPUTE_DTYPES, FLOAT_DTYPES, FP8_DTYPES, INT_DTYPES, ValueType, broadcast_shapes, is_float, scalar_kind
+from .ir.types import (COMPUTE_DTYPES, FLOAT_DTYPES, FP8_DTYPES, INT_DTYPES, ValueType, broadcast_shapes, is_float,
+                       scalar_kind)
 from .seedgraphs import CONSTANTS, mutated_seed
 from .steering import MAX_REDRAWS, Trigger, unsteered
 

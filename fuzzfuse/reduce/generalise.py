@@ -21,8 +21,8 @@ care are written as wildcards:
   the oracle rejects is where the fuser first computes something wrong, and what comes after it
   only observes that: NNC's round of 0.5 gives 1, seen through rsqrt as a nan-inf mismatch and
   through le as a bool one, is one bug. With several outputs every op is probed so, its value
-  first among them. Where no op before the last is wrong, the last op is the
-  first wrong one (an algebraic rewrite across ops too shows there). A wrong value's key is its
+  first among them. Where no op before the last is wrong, the last op is the first wrong one (an
+  algebraic rewrite across ops too shows there). A wrong value's key is its
   culprit on the operands it received (fuzzfuse.graphform.culprit_form).
 
 Queries are bounded: MAX_QUERIES over the whole graph. With `batch` > 1 (a reduction on several
@@ -66,8 +66,9 @@ class Generalisation:
     """What a reduced graph's failure does not need: `ops`, (node position, op kind) for each
     filler; `dtypes`, (input position, dtype category) for each input whose dtype is free within its
     category; `culprit`, (node position, mismatch kind) of the first op whose own value is wrong,
-    where that is not the graph's last (with several outputs, any op); `probed`, whether the culprit was looked for (where it was
-    and none is found, the graph's last op is the first wrong one); `devices`, where its fuser's
+    where that is not the graph's last (with several outputs, any op); `probed`, whether the
+    culprit was looked for (where it was and none is found, the graph's last op is the first wrong
+    one); `devices`, where its fuser's
     one lowering runs on several, those the failure showed alike on (none: not probed, or one).
     `as_float`: the positions of integer inputs whose failure survives them holding the same values
     as float32 (Inductor's div_floor(-1, 1e-05) on an int32 is its float32 floor(a / b), not an
@@ -196,17 +197,17 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
                     for node in graph.nodes]
     ask_ahead([g for alternatives in per_position for g in alternatives])
     for position, (node, alternatives) in enumerate(zip(graph.nodes, per_position)):
-        survived = 0
+        reaching = []  # the alternatives that kept the failure here
         for k in range(0, len(alternatives), 2):
-            answers_now = ask(alternatives[k:k + 2])
-            survived += sum(answers_now)
-            kept += [(position, g.nodes[position].op) for g, yes in zip(alternatives[k:k + 2], answers_now) if yes]
+            pair = alternatives[k:k + 2]
+            reaching += [g.nodes[position].op for g, yes in zip(pair, ask(pair)) if yes]
             # Stop as soon as the evidence is in, or can no longer come in.
-            if survived >= FILLER_EVIDENCE or survived + len(alternatives) - k - 2 < FILLER_EVIDENCE:
+            if len(reaching) >= FILLER_EVIDENCE or len(reaching) + len(alternatives) - k - 2 < FILLER_EVIDENCE:
                 break
-        if survived >= FILLER_EVIDENCE:
+        if len(reaching) >= FILLER_EVIDENCE:
             fillers.append((position, OPS[node.op].kind))
-            kept = [(k, op) for k, op in kept if k != position]
+        else:
+            kept += [(position, op) for op in reaching]
     free, dtypes = [], list(dtypes)
     retyped = {}
     for position, spec in enumerate(graph.inputs):
