@@ -31,6 +31,14 @@ eager value is the same on other inputs of the same types: an op of a tensor wit
 that the dtype decides) is handed to the fuser as an input holding its value instead; where the
 fuser, still fusing, then computes eager's value, the fold is the bug.
 
+A fuser that folds a comparison by the range of the op that made its operand (abs and exp2 are
+never below zero, so `abs(x) >= -2` is True) folds it where the operand is NaN too, which compares
+False: Inductor's value ranges ignore NaN. Which op made the value and which comparison read it
+are forms; the rule is the bug. The comparison is given its operand with each NaN a number
+instead (0, inf, -inf: a range holds one of them); where that run gives the fused value, and the
+fuser's own operand still holds eager's NaN (else the op that made it lost the NaN, its own bug),
+the rule is named.
+
 Where a mismatching output equals, as the oracle judges it, eager's output on the same inputs with
 those scalars so converted (or that op computed in the wider dtype), the mismatch's signature
 carries the rule as its message (`verdict.mismatched`), its identity is the rule
@@ -58,7 +66,8 @@ ZERO_DIM_WIDER = "a zero-dim integer tensor of a wider dtype sets the dtype a bi
 # The rules a mismatch's signature may name (its message), each a bug of its own.
 FOLDED_CONSTANT = "a value the fuser proves constant is folded, and what it computes from the fold is wrong"
 ZERO_SIGN = "an op gives a zero of the other sign, and an op after it reads the sign"
-RULES = (SCALAR_CAST, ZERO_DIM_WIDER, ZERO_SIGN, FOLDED_CONSTANT)
+NAN_COMPARED = "a comparison reads a NaN as a number, as a value range that ignores NaN folds it"
+RULES = (SCALAR_CAST, ZERO_DIM_WIDER, ZERO_SIGN, FOLDED_CONSTANT, NAN_COMPARED)
 
 
 def sign_lost_by(message: str) -> str:
@@ -232,6 +241,59 @@ def sign_loser(graph: Graph, inputs: list, explaining: list[Node],
     return None, True
 
 
+def nan_number_graphs(graph: Graph, inputs: list) -> list[tuple[Node, Graph, list]]:
+    """For each comparison whose float tensor operand holds a NaN in eager's run, and for each
+    number a NaN may be read as (0, inf, -inf), the operand's op (None for a graph input) with the
+    graph and its inputs where the comparison reads a new input holding eager's operand with its
+    NaNs that number; none where no comparison reads a NaN."""
+    try:
+        values = interpret(graph, inputs)[0]
+    except Exception:
+        return []
+    positions = {spec.name: k for k, spec in enumerate(graph.inputs)}
+    makers = {n.name: n for n in graph.nodes}
+    found = []
+    for node in graph.nodes:
+        if not (OPS[node.op].compares and OPS[node.op].kind == "binary"):
+            continue
+        for ref in dict.fromkeys(node.refs()):
+            value = values[ref] if ref in values else inputs[positions[ref]] if ref in positions else None
+            if not (isinstance(value, torch.Tensor) and value.is_floating_point() and bool(value.isnan().any())):
+                continue
+            for k, number in enumerate((0.0, math.inf, -math.inf)):
+                spec = TensorInput(f"{ref}_nan_as_{k}", tuple(value.shape), str(value.dtype).removeprefix("torch."))
+                reads = replace(node, args=tuple(spec.name if a == ref else a for a in node.args))
+                candidate = replace(graph, inputs=graph.inputs + (spec,),
+                                    nodes=tuple(reads if n.name == node.name else n for n in graph.nodes))
+                found.append((makers.get(ref), candidate,
+                              list(inputs) + [torch.nan_to_num(value.detach().clone(), nan=number, posinf=math.inf,
+                                                               neginf=-math.inf)]))
+    return found
+
+
+def nan_kept(graph: Graph, inputs: list, makers: list[Node],
+             run_fused: Callable[[Graph, list], list | None] | None) -> bool:
+    """Whether the fuser's own values of the ops that made the compared NaNs (`makers`) still hold
+    them; True where no run can tell (no fuser run given, the ops are graph inputs, or watching
+    the values made every output right)."""
+    watched = tuple(dict.fromkeys(n.name for n in makers if n.name not in graph.outputs))
+    if run_fused is None or not makers:
+        return True
+    probe = replace(graph, outputs=graph.outputs + watched)
+    outputs = run_fused(probe, inputs)
+    if outputs is None:
+        return True
+    eager = interpret(graph, inputs)[0]
+    fused = dict(zip(probe.outputs, outputs))
+    for node in makers:
+        mine, theirs = eager[node.name], fused.get(node.name)
+        if not isinstance(theirs, torch.Tensor) or theirs.shape != mine.shape:
+            continue
+        if not bool(theirs.detach().cpu().isnan()[mine.detach().cpu().isnan()].all()):
+            return False
+    return True
+
+
 # How an input's values are changed to tell an op whose value its operands' types decide:
 # at random, its lowest and highest values (for a float: -inf and inf), and NaN or each element
 # flipped (a bool negated, an integer's lowest bit toggled).
@@ -337,6 +399,10 @@ def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int
             outputs = run_fused(candidate, values)
             if outputs is not None and _computes(candidate, values, output, outputs[output], reduced):
                 return FOLDED_CONSTANT
+    compared = [(maker, candidate, values) for maker, candidate, values in nan_number_graphs(graph, inputs)
+                if _computes(candidate, values, output, fused, reduced)]
+    if compared and nan_kept(graph, inputs, [m for m, _, _ in compared if m is not None], run_fused):
+        return NAN_COMPARED
     if explaining and not seen:  # no run shows which op lost it: the op nearest the output
         return normalize(f"{ZERO_SIGN}: {explaining[0].op}")
     return ""

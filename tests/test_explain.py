@@ -12,8 +12,9 @@ import torch
 
 from fuzzfuse.backends import Unavailable, get_backend
 from fuzzfuse.corpus import load_case
-from fuzzfuse.explain import (FOLDED_CONSTANT, SCALAR_CAST, ZERO_DIM_WIDER, ZERO_SIGN, constant_values,
-                              scalar_cast_graphs, zero_dim_wider_graphs, zero_sign_graphs)
+from fuzzfuse.explain import (FOLDED_CONSTANT, NAN_COMPARED, SCALAR_CAST, ZERO_DIM_WIDER, ZERO_SIGN, constant_values,
+                              explaining_rule, nan_number_graphs, scalar_cast_graphs, zero_dim_wider_graphs,
+                              zero_sign_graphs)
 from fuzzfuse.identity import Anchor, case_identity, identify, same_bug
 from fuzzfuse.ir import Graph, make_inputs, run_eager
 from fuzzfuse.ir.values import with_exact_values
@@ -285,3 +286,61 @@ def test_a_committed_repro_refreshed_takes_the_rule_and_folds_with_its_twin(tmp_
     # which the fold gave a directory of its own.
     others = [load_case(d / "case.json") for d in corpus.iterdir() if (d / "case.json").exists() and d != holders[0]]
     assert all(o.signature.message != SCALAR_CAST for o in others)
+
+
+# Inductor CUDA (torch 2.11, H200) computed both True where eager's compared value is NaN (their
+# committed case.json records it): two campaigns reported them as two new bugs, by their first op.
+NAN_RANGE_FORMS = ["inductor-mismatch-values-bool-5a223804",  # exp2(x) > -1
+                   "inductor-mismatch-values-bool-6060a6d3"]  # abs(x) >= -2.0, beside x + 0.0
+
+
+def _fused_as_recorded(case, output: int = 0):
+    """Eager's outputs with output `output` True wherever its comparison read a NaN: what the
+    fuser computed, as the case's symptom records it (fused True, eager False)."""
+    inputs = make_inputs(case.graph)
+    eager, _ = run_eager(case.graph, inputs)
+    compared = [n for n in case.graph.nodes if n.name == case.graph.outputs[output]][0]
+    x = run_eager(replace(case.graph, outputs=(compared.args[0],)), inputs)[0][0]
+    return inputs, eager[output] | x.isnan()
+
+
+@pytest.mark.parametrize("name", NAN_RANGE_FORMS)
+def test_a_comparison_folded_by_a_range_that_ignores_nan_is_named_by_the_rule(name):
+    case = load_case(ROOT / "minimized" / name / "case.json")
+    assert case.symptom.fused == "True" and case.symptom.eager == "False"
+    inputs, fused = _fused_as_recorded(case)
+    assert not torch.equal(fused, run_eager(case.graph, inputs)[0][0])  # the recorded value is wrong
+    assert explaining_rule(case.graph, inputs, 0, fused) == NAN_COMPARED
+    # the fuser's own exp2 / abs still held eager's NaN: the comparison read it as a number
+    kept = lambda g, x: run_eager(g, x)[0]  # noqa: E731  (eager's values: every NaN kept)
+    assert explaining_rule(case.graph, inputs, 0, fused, run_fused=kept) == NAN_COMPARED
+    # where the op before had lost the NaN (a fused abs of NaN giving 0), that op is the bug
+    lost = lambda g, x: [torch.nan_to_num(v, nan=0.0) if v.is_floating_point() else v  # noqa: E731
+                         for v in run_eager(g, x)[0]]
+    assert explaining_rule(case.graph, inputs, 0, fused, run_fused=lost) != NAN_COMPARED
+
+
+def test_the_nan_rule_tries_each_number_a_range_may_hold_and_nothing_else():
+    form = graph("float32", "specials", ("abs", "x0"), ("gt", "v0", -1.0), shape=(64,))
+    inputs = make_inputs(form)
+    found = nan_number_graphs(form, inputs)
+    assert [g.nodes[1].args for _, g, _ in found] == [("v0_nan_as_0", -1.0), ("v0_nan_as_1", -1.0),
+                                                     ("v0_nan_as_2", -1.0)]
+    assert all(not v[-1].isnan().any() for _, _, v in found) and found[0][0].op == "abs"
+    # no NaN compared, nothing to try; a wrong value that no number explains is no rule's
+    assert nan_number_graphs(graph("float32", "normal", ("abs", "x0"), ("gt", "v0", -1.0)),
+                             make_inputs(graph("float32", "normal", ("abs", "x0"), ("gt", "v0", -1.0)))) == []
+    eager = run_eager(form, inputs)[0][0]
+    assert explaining_rule(form, inputs, 0, ~eager) == ""
+
+
+def test_the_two_forms_of_the_nan_range_fold_are_one_bug_once_named():
+    identities = []
+    for name in NAN_RANGE_FORMS:
+        case = load_case(ROOT / "minimized" / name / "case.json")
+        named = replace(case.signature, message=NAN_COMPARED)
+        identities.append(identify(named, case.graph, case.generalisation, device="cuda"))
+    assert identities[0].anchor is Anchor.CULPRIT and same_bug(*identities)
+    assert not same_bug(identify(load_case(ROOT / "minimized" / NAN_RANGE_FORMS[0] / "case.json").signature,
+                                 load_case(ROOT / "minimized" / NAN_RANGE_FORMS[0] / "case.json").graph,
+                                 device="cuda"), identities[1])
