@@ -311,3 +311,43 @@ def test_with_several_outputs_the_output_op_whose_value_is_wrong_is_the_culprit(
         assert general.culprit == (0, "values"), general
         keys.add(root_cause_key(Signature("mismatch", "nvfuser", "run", "values", symptom), graph, general, "cuda"))
     assert keys == {"culprit|nvfuser|cuda|wrong-value|forward|gather|"}, keys
+
+
+def test_an_operand_that_is_a_strided_view_stays_one_when_the_culprit_is_probed_alone():
+    """nvFuser's pad of a step-3 view is wrong (the committed 26d98a48: pad of a sliced input). An
+    H200 campaign reduced slice(step 3) -> pad to those two ops; pad alone on eager's value of the
+    slice, pinned dense, passed, and the key fell to slice: a new bug beside 26d98a48 (52306c75).
+    Pinned as the view it is, pad fails alone, and both forms key as pad."""
+    import torch
+
+    from fuzzfuse.ir.graph import Layout
+    from fuzzfuse.reduce.generalise import operands_as_inputs
+    from fuzzfuse.reduce.passes import pinned
+
+    x = torch.arange(40.0).reshape(4, 10)
+    assert pinned("v", x[:, ::3]).layout == Layout("sliced", dim=1, step=3)
+    assert pinned("v", x[:, 1:5]).layout == Layout() and pinned("v", x.t()).layout.kind == "permuted"
+
+    def pad_of(sliced_input: bool) -> Graph:
+        b = GraphBuilder()
+        layout = Layout("sliced", dim=1, step=3) if sliced_input else Layout()
+        v = b.tensor((4, 10) if not sliced_input else (4, 4), "float32", layout=layout, values=Values(seed=1))
+        if not sliced_input:
+            v = b.add("slice", v, dim=1, start=0, end=None, step=3)
+        return b.build([b.add("pad", v, pads=[1, 1], value=0.0)]).renamed()
+
+    def first_wrong(graphs: list[Graph]) -> list[str | None]:  # pad of a step-3 view is wrong
+        def wrong(g: Graph) -> bool:
+            node = next(n for n in g.nodes if n.name == g.outputs[0])
+            source = {i.name: i for i in g.inputs}.get(node.refs()[0])
+            return node.op == "pad" and (source is None or source.layout.kind == "sliced")
+        return ["values" if wrong(g) else None for g in graphs]
+
+    probe = operands_as_inputs(pad_of(False), 1, {"v0": x[:, ::3]})
+    assert probe.inputs[-1].layout == Layout("sliced", dim=1, step=3)
+    sig = Signature("mismatch", "nvfuser", "run", "values", "float")
+    keys = set()
+    for graph in (pad_of(False), pad_of(True)):
+        general = generalise(graph, lambda gs: [False] * len(gs), ("slice", "pad", "neg"), first_wrong=first_wrong)
+        keys.add(root_cause_key(sig, graph, general, "cuda"))
+    assert keys == {"culprit|nvfuser|cuda|wrong-value|forward|pad|"}, keys

@@ -44,7 +44,7 @@ from ..ir.ops import OPS, OPS_BY_KIND
 from ..ir.types import category
 from ..ir.values import logical_values
 from ..oracle import MISMATCH_KINDS
-from .passes import admissible, expanded_like, op_rank, replaced
+from .passes import admissible, expanded_like, op_rank, pinned, replaced
 from .shapes import exact_values
 
 Predicate = Callable[[list[Graph]], list[bool]]
@@ -269,15 +269,15 @@ def operands_as_inputs(graph: Graph, position: int, values: dict[str, torch.Tens
     value the first output, followed by one more op that reads it (a fuser such as NNC fuses only
     two ops or more); None where that graph cannot be made or does not type-check."""
     from ..ir.graph import Node
-    from ..ir.values import Values, encode_exact
 
     node = graph.nodes[position]
     specs = {i.name: i for i in graph.inputs}
     try:
         types = graph.infer_types()
-        pinned = [TensorInput(r, tuple(v.shape), types[r].dtype, layout=expanded_like(graph, r, v),
-                              values=Values(exact=encode_exact(v.cpu()))) for r, v in values.items()]
-        inputs = [specs[r] for r in dict.fromkeys(node.refs()) if r in specs] + pinned
+        # Pinned as the reducer pins a value: with its strides (a step-3 view stays one).
+        operands = [replace(pinned(r, v.detach().cpu(), expanded_like(graph, r, v)), requires_grad=False)
+                    for r, v in values.items()]
+        inputs = [specs[r] for r in dict.fromkeys(node.refs()) if r in specs] + operands
         observer = Node(f"{node.name}_seen", "logical_not" if types[node.name].dtype == "bool" else "neg", (node.name,))
         probe = Graph(tuple(inputs), (node, observer), (node.name, observer.name))
         probe.infer_types()
