@@ -29,7 +29,7 @@ from .export import FIXED, KERNEL_CACHES
 from .ir import Graph, TensorInput
 from .ir.types import DTYPES, is_float
 from .ir.values import logical_values
-from .oracle import gradient_reduction_sizes, innermost_error, nvrtc_error, reduction_sizes
+from .oracle import FAILING_CONTEXT, gradient_reduction_sizes, innermost_error, normalize, nvrtc_error, reduction_sizes
 from .repro import _raised, repro_files, tolerances
 from .short_repro import HANG_SECONDS, MAX_LINES, Symptom, short_repro
 from .upstream import Relation, known
@@ -131,6 +131,29 @@ def compiler_error(detail: str) -> str:
     """The first error line of a C++ or NVRTC compile error, without its file and position."""
     line = re.search(r"^[^\n]*?\berror: (.+)$", detail, re.M)
     return line.group(1).rsplit("error: ", 1)[-1].strip() if line else ""
+
+
+def raised_text(errors: str, kind: str) -> str:
+    """What a run's stderr says after its last `Kind: ` line start: the exception's own text, as a
+    case's detail records it (the traceback above it is the repro's, not the fuser's)."""
+    starts = list(re.finditer(rf"^{re.escape(kind)}: ", errors, re.M))
+    return errors[starts[-1].end():] if starts else errors
+
+
+def with_repro_detail(case: Case, output: str) -> Case:
+    """A crash case whose detail is its reduced repro's error text where a run of that repro
+    (`output`) raised the recorded error: the title quotes it. A campaign records the error of
+    the case it found, before reduction: 492d2868's title read "the tensor (7) must match ... (2)"
+    where its two-op repro raises "(3) must match ... (2)"."""
+    if case.signature.outcome != "crash" or f"{case.signature.kind}: " not in output:
+        return case
+    raised = raised_text(output, case.signature.kind).strip()
+    def headline(text: str) -> str:  # what a title quotes
+        return innermost_error(text).strip().split("\n", 1)[0]
+    if normalize(raised) != case.signature.message or headline(raised) == headline(case.detail or ""):
+        return case
+    context = case.detail.find(FAILING_CONTEXT) if case.detail else -1  # what the campaign added: kept
+    return replace(case, detail=raised + (case.detail[context:] if context >= 0 else ""))
 
 
 def hard_crash_text(detail: str) -> str:
@@ -553,6 +576,7 @@ def regenerate(directory: Path, outputs: dict[str, ReproRun] | None = None,
             raise ValueError(f"{directory}: no symptom recorded and none printed: run regression.py where it runs")
         case = replace(case, symptom=symptom)
     run = (outputs or {}).get(directory.name)
+    before = (directory / REPRO).read_text() if (directory / REPRO).exists() else ""
     pins = [None] if case_device(case) == "cuda" or case.versions.get("cpu_capability") else CPU_CAPABILITIES
     for capability in pins:
         if capability:
@@ -563,8 +587,14 @@ def regenerate(directory: Path, outputs: dict[str, ReproRun] | None = None,
             run = run_repro(directory, timeout, keep_path=case.backend not in SHORT_FORMS)
             if fails_as_recorded(case, run):
                 break
+    if run is None and same_code(before, source):
+        run = recorded_run(previous)  # the run quoted before is this code's run
+    case = with_repro_detail(case, run.output if run is not None else "")
     if case != recorded:
         write_json(directory / "case.json", case.to_json())
+        write_regression(directory, case)  # their docstrings are the title
+        source = write_repro(directory, case)
+        run = run if run is None or same_code(before, source) or case_device(case) == "cpu" else None
     (directory / README).write_text(readme(case, source, run, previous))
     lines = len(source.splitlines())
     ok = run is None or fails_as_recorded(case, run)
@@ -602,6 +632,35 @@ def issue_body(directory: Path) -> str:
     return head + (f"{what}\n\n{title(case)}. {found}\n{code}\n### Error logs\n\n{shown}\n"
                    f"### Versions\n\nRecorded when found (`python -m torch.utils.collect_env` gives the full "
                    f"list):\n\n```\n{versions}\n```\n")
+
+
+def same_code(a: str, b: str) -> bool:
+    """Whether two repros differ at most in their docstring's words, line for line: a run of one
+    is a run of the other (its traceback's line numbers too)."""
+    def code(text: str) -> list[str]:
+        return re.sub(r'^""".*?"""', lambda m: "\n" * m.group(0).count("\n"), text, count=1, flags=re.S).splitlines()
+    return bool(a) and code(a) == code(b)
+
+
+_RUN_HEADER = re.compile(r"^\*\*Output\*\* of `python repro\.py` \((?P<machine>.*); (?P<outcome>[^;]*)\):\n\n```\n"
+                         r"(?P<output>.*?)\n```", re.S | re.M)
+
+
+def recorded_run(readme_text: str) -> ReproRun | None:
+    """The run a README quotes (a GPU run made elsewhere), None where it quotes none."""
+    found = _RUN_HEADER.search(readme_text)
+    if not found:
+        return None
+    said = found.group("outcome")
+    if said.startswith("exit status "):
+        status = int(said.removeprefix("exit status "))
+    elif said.startswith("died by ") and said.removeprefix("died by ") in signal.Signals.__members__:
+        status = -signal.Signals[said.removeprefix("died by ")].value
+    elif said == "was killed at the timeout":
+        status = None
+    else:
+        return None
+    return ReproRun(status, found.group("output"), found.group("machine"))
 
 
 def _recorded_output(directory: Path) -> str:

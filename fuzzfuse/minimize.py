@@ -30,8 +30,8 @@ from .identity import known_repros, root_cause_key, variant_entry
 from .export import judge as judge_run, judged_script, run_repro
 from .pool import case_pool, graph_job, run_jobs
 from .repro import repro_files
-from .bugreport import (REGRESSION, SHORT_FORMS, case_device, readme, run_repro as run_repro_here, with_variants,
-                        write_repro)
+from .bugreport import (REGRESSION, SHORT_FORMS, case_device, readme, run_repro as run_repro_here, with_repro_detail,
+                        with_variants, write_repro)
 from .short_repro import Symptom
 from .verdict import HarnessError, Outcome, Reproduction, Verification, judge
 from .worker import WorkerPool
@@ -320,13 +320,6 @@ def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, 
 CPU_CAPABILITIES = ("default", "avx2", "avx512")
 
 
-def raised_text(errors: str, kind: str) -> str:
-    """What a run's stderr says after its last `Kind: ` line start: the exception's own text, as a
-    case's detail records it (the traceback above it is the repro's, not the fuser's)."""
-    starts = list(re.finditer(rf"^{re.escape(kind)}: ", errors, re.M))
-    return errors[starts[-1].end():] if starts else errors
-
-
 def pin_candidates(case: Case) -> list[Case]:
     """The case pinned to each CPU capability below the recorded one, lowest first, then as
     recorded: a bug found on an AVX-512 machine usually fails under `default` too, and a repro
@@ -368,9 +361,8 @@ def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS,
     try:
         symptom = Symptom.parse(verified.output) if candidate.signature.outcome == "mismatch" else None
         case = replace(candidate, verification=verification, symptom=symptom)
-        if case.signature.outcome == "crash" and case.detail == case.signature.message and verified.errors:
-            # A form kept no raw error text: its repro's run is one, from where the error is raised.
-            case = replace(case, detail=raised_text(verified.errors, case.signature.kind))
+        # The reduced repro's error text, not the unreduced case's (a form kept none at all).
+        case = with_repro_detail(case, verified.errors)
         write_json(staging / "case.json", case.to_json())
         if case.signature.outcome == "mismatch" and symptom is None:  # nothing to pin: the full repro is the repro
             source = files["repro.py"]

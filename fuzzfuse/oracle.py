@@ -158,6 +158,11 @@ def _said_below(message: str, line: str) -> str:
     return "" if paragraph.startswith("Set TORCHDYNAMO_VERBOSE") else paragraph
 
 
+# What a backend appends to a crash's error text (aot:nvfuser: the failing fusion as a standalone
+# script): context, not the error.
+FAILING_CONTEXT = "\n\nThe failing "
+
+
 def normalize(message: str) -> str:
     """The innermost error's headline with names, numbers, paths and sizes folded out."""
     text = re.sub(r"\s*(Exception raised from|at /|Please report).*", "", headline(innermost_error(message)))

@@ -23,7 +23,7 @@ import re
 from dataclasses import replace
 
 from .ir import OPS
-from .oracle import EMPTY_ERROR, Signature, cpp_compile_error, cpp_location, normalize, nvrtc_error
+from .oracle import EMPTY_ERROR, FAILING_CONTEXT, Signature, cpp_compile_error, cpp_location, normalize, nvrtc_error
 
 _NATIVE = re.compile(r"\.(?:cpp|cc|cu|cuh|h|hpp):\d+$")
 # ATen's and c10's own argument checks: they fire for whatever caller passed a bad size, so their
@@ -170,18 +170,13 @@ def fold(message: str) -> str:
 
 
 # ---- the corpus ---------------------------------------------------------------------------------
-# The context a backend appends to a crash's detail (aot:nvfuser's FusionDefinition) is no part of
-# the error.
-_CONTEXT = "\n\nThe failing "
-
-
 def signature_today(signature: Signature, detail: str) -> Signature:
     """A recorded crash signature as today's oracle computes it from the recorded error text: a
     repro keyed before the parallel-compile wrapper was unwrapped, or before NVRTC failures were
     named by their compiler error, gets its innermost location and message; an Inductor C++
     compile error recorded before it was named by its first compiler error gets that message, and
     one recorded by an empty-looking first line ("TypeError:") the paragraph below it."""
-    error = detail.split(_CONTEXT)[0]
+    error = detail.split(FAILING_CONTEXT)[0]
     if signature.outcome == "crash" and cpp_compile_error(error) and not cpp_location(error):
         return replace(signature, message=normalize(error))
     if signature.outcome == "crash" and EMPTY_ERROR.match(signature.message) and "<--- HERE" not in error and \

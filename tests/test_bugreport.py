@@ -23,6 +23,8 @@ from fuzzfuse.upstream import Relation, State, UpstreamIssue, known
 
 from .test_plugin import MISMATCH
 
+ROOT = Path(__file__).resolve().parent.parent
+
 MINIMIZED = Path(__file__).parent.parent / "minimized"
 DIRS = sorted(p.parent for p in MINIMIZED.glob("[!.]*/case.json"))
 
@@ -356,3 +358,30 @@ def test_a_large_input_holding_one_special_value_is_its_seeded_draw_with_the_val
     got, want = _inputs_of(lines)["x0"], make_inputs(graph)[0]
     assert got.stride() == want.stride() and torch.equal(got.isnan(), want.isnan()) and int(want.isnan().sum()) <= 1
     assert torch.equal(got.nan_to_num(), want.nan_to_num())
+
+
+def test_a_crash_title_quotes_its_reduced_repros_error_and_a_retitle_keeps_the_gpu_run(tmp_path):
+    """A campaign records the error text of the case it found, before reduction: 492d2868's title
+    read "the tensor (7) must match the existing size (2) at non-singleton dimension 1" where its
+    two-op repro raises "(3) ... (2) at ... dimension 0" (the H200 run its README quotes).
+    Regenerating takes the repro's own error, and since only the docstring changes, the GPU run
+    quoted before still stands for it."""
+    from fuzzfuse.bugreport import recorded_run, regenerate, same_code, title, with_repro_detail
+
+    directory = tmp_path / "d"
+    shutil.copytree(ROOT / "minimized" / "nvfuser-crash-runtimeerror-492d2868", directory)
+    case = load_case(directory / "case.json")
+    unreduced = replace(case, detail="The expanded size of the tensor (7) must match the existing size (2) at "
+                                     "non-singleton dimension 1.  Target sizes: [7, 7].  Tensor sizes: [7, 2]")
+    (directory / "case.json").write_text(json.dumps(unreduced.to_json()))
+    quoted = recorded_run((directory / "README.md").read_text())
+    assert quoted.status == 1 and quoted.machine.startswith("NVIDIA H200") and "(3) must match" in quoted.output
+    line, ok = regenerate(directory)
+    assert ok and "exit status 1" in line, line
+    fixed = load_case(directory / "case.json")
+    assert "tensor (3) must match the existing size (2) at non-singleton dimension 0" in title(fixed)
+    assert recorded_run((directory / "README.md").read_text()) == quoted
+    # another error than the recorded one, or another headline of the same, changes nothing
+    assert with_repro_detail(unreduced, "RuntimeError: something else\n") == unreduced
+    assert with_repro_detail(fixed, quoted.output) == fixed
+    assert same_code('"""a"""\nx = 1\n', '"""b"""\nx = 1\n') and not same_code('"""a"""\nx = 1\n', '"""a\nb"""\nx = 1\n')
