@@ -316,6 +316,13 @@ def _int_division_safe(types: Types, args: tuple) -> bool:
     return is_float(result_type(*types)) or (not isinstance(args[1], str) and args[1] != 0)
 
 
+def _int_trunc_division_safe(types: Types, args: tuple) -> bool:
+    """As `_int_division_safe`, and no int32 or int64 division by -1: eager's trunc division of
+    INT_MIN by -1 traps (SIGFPE kills the process, pytorch#138425, open in torch 2.13), so a case
+    holding it would be eager's crash blamed on the fuser."""
+    return _int_division_safe(types, args) and not (result_type(*types) in ("int32", "int64") and args[1] == -1)
+
+
 def _int_pow_safe(types: Types, args: tuple) -> bool:
     """Integers to negative powers raise; keep integer exponents small non-negative constants."""
     if not _no_bool(types, args):
@@ -400,7 +407,8 @@ for _mode in ("trunc", "floor"):
     register(Op(f"div_{_mode}", "binary", 2, _promote,
                 (lambda m: lambda a, b: torch.div(a, b, rounding_mode=m))(_mode),
                 (lambda m: lambda args, at: f"torch.div({args[0]}, {args[1]}, rounding_mode={m!r})")(_mode),
-                _int_division_safe, scalar_positions=(1,), nvfuser=f"@div_{_mode}",
+                _int_trunc_division_safe if _mode == "trunc" else _int_division_safe, scalar_positions=(1,),
+                nvfuser=f"@div_{_mode}",
                 arbiter=(lambda a, b: torch.trunc(torch.div(a, b).float().double())) if _mode == "trunc" else None))
 
 # ---- elementwise ops with scalar attributes -------------------------------------------------------
