@@ -26,6 +26,7 @@ from .ir.ops import choice, ints, permutations
 from .ir.builder import GraphBuilder, batch_norm, layer_norm, layer_norm_backward, matmul_epilogue, squeeze_excite
 from .ir.types import (COMPUTE_DTYPES, FLOAT_DTYPES, FP8_DTYPES, INT_DTYPES, ValueType, broadcast_shapes, is_float,
                        scalar_kind)
+from .bait import bait, zero_sign_readers
 from .seedgraphs import CONSTANTS, mutated_seed
 from .steering import MAX_REDRAWS, Trigger, unsteered
 
@@ -199,9 +200,10 @@ def layouts(draw: Callable, shape: tuple[int, ...], allowed: tuple[str, ...] = A
 
 
 @st.composite
-def scalar_constants(draw: Callable) -> float | int | bool:
-    """Mostly the small exact constants real code uses (CONSTANTS), some others."""
-    kind = choice(draw, ["float"] * 6 + ["int"] * 3 + ["bool"])
+def scalar_constants(draw: Callable, kind: str | None = None) -> float | int | bool:
+    """Mostly the small exact constants real code uses (CONSTANTS), some others; of `kind`
+    ("float", "int" or "bool") where given."""
+    kind = kind or choice(draw, ["float"] * 6 + ["int"] * 3 + ["bool"])
     if kind == "float":
         return choice(draw, [*CONSTANTS, -1.5, -0.25, 1e4])
     if kind == "int":
@@ -242,9 +244,16 @@ def _try_op(draw: Callable, b: GraphBuilder, op_name: str, cfg: GenConfig, first
         args += [_operand(draw, b, cfg, tensors, want, index=pos in op.index_operands)
                  for pos, want in enumerate(op.draw_operands(draw, b.types[first]), start=1)]
     for pos in range(len(args), op.arity):
-        if pos in op.scalar_positions and draw(ints(0, 3)) == 0:
-            use_input = scalars and draw(st.booleans())
-            args.append(choice(draw, scalars) if use_input else draw(scalar_constants()))
+        # A constant operand one time in four, in a fold-bait batch one in two (x * c then a
+        # reduction, x + 0: bait), and always where the op takes no tensor of the first's type
+        # there (an integer's pow or floor division takes a constant: eager raises on 1 // 0).
+        refused = pos == 1 and op.arity == 2 and not op.accepts([b.types[first]] * 2, (first, first))
+        if pos in op.scalar_positions and (refused or draw(ints(0, 1 if feats.fold_bait else 3)) == 0):
+            use_input = scalars and not refused and draw(st.booleans())
+            # Where a tensor was refused, an integer's constant is an integer (a float one makes
+            # another op: pow of an int8 by 2.0 is a float pow).
+            kind = "int" if refused and not is_float(b.types[first].dtype) else None
+            args.append(choice(draw, scalars) if use_input else draw(scalar_constants(kind)))
             continue
         target = b.types[first].shape
         if not draw(ints(0, FRESH_OPERAND_EVERY - 1)):
@@ -441,7 +450,7 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
         else:
             out = _try_op(draw, b, name, config, firsts, tensors, scalars)
             if out and feats.fold_bait and len(b.nodes) < n_ops:
-                _bait(draw, b, config, name, out, tensors + [out], scalars)
+                bait(draw, b, config, name, out, tensors + [out], scalars, _try_op)
     if not b.nodes:  # one op that takes x0, whatever its dtype (fp8 takes only casts and views)
         dtype = b.types["x0"].dtype
         if dtype in FP8_DTYPES:
@@ -453,71 +462,6 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
     extra = [n.name for n in b.nodes if n.name in used and not feats.chains and draw(ints(0, 9)) == 0]
     graph = b.build(sinks + extra)
     return draw(requires_grad(graph)) if config.backward else graph
-
-
-def _bait(draw: Callable, b: GraphBuilder, cfg: GenConfig, producer: str, out: str, tensors: list[str],
-          scalars: list[str]) -> None:
-    """In a fold-bait batch, after `producer`'s value `out`, one op of a pair that fusers get wrong
-    and that random choice of two ops in a row rarely draws, taking `out` first: one an algebraic
-    simplifier folds with it (ir.ops.ALGEBRAIC_FOLDS: exp(log x)) wherever there is one, else, for
-    half the ops, one of `_bait_pairs`. A cast's fold is another cast: a cast to bool or an integer
-    is half the time followed by one that retypes it instead."""
-    folds = [o for o in cfg.features.ops if producer in OPS[o].folds_after]
-    made = next(n for n in b.nodes if n.name == out)
-    pairs = _bait_pairs(cfg.features.ops, producer, b.types[out], [b.types[r] for r in made.refs()])
-    if folds and "retype" in pairs and draw(st.booleans()):
-        followers = pairs["retype"]
-    elif folds:
-        _try_op(draw, b, choice(draw, folds), cfg, [out], tensors, scalars)
-        return
-    elif pairs and draw(st.booleans()):  # half the ops: the batch's other draws stay as they were
-        followers = choice(draw, list(pairs.values()))
-        if set(followers) <= zero_sign_readers() and draw(ints(0, 2)):  # any float op has them: fewer
-            return
-    else:
-        return
-    for _ in range(3):  # a follower whose type check turns `out` down: another
-        if _try_op(draw, b, choice(draw, followers), cfg, [out], tensors, scalars):
-            return
-
-
-def _bait_pairs(ops: tuple[str, ...], producer: str, made: ValueType,
-                read: list[ValueType]) -> dict[str, list[str]]:
-    """The followers of each kind of pair that applies after `producer` made a value of type `made`
-    from operands of types `read`:
-    - where it changed the dtype to bool or an integer (a cast, a comparison), ops whose type rule
-      takes that dtype elsewhere: accumulating ones (cumsum of a bool cast is int64, and a fuser
-      that kept bool was a real bug) and, for an integer, math calls (cos of an int pow is float);
-    - after a reduction, another (consecutive reductions: nvFuser's schedulers asserted);
-    - after a float op, one that reads a zero's sign (1/x): a -0.0 where eager gives +0.0 (x + 0
-      folded to x) shows only through such a reader."""
-    pairs = {}
-    if made.dtype in ("bool",) + INT_DTYPES and all(t.dtype != made.dtype for t in read if t.dtype):
-        pairs["retype"] = [o for o in ops if OPS[o].accumulates
-                           or (OPS[o].math_call and OPS[o].arity == 1 and made.dtype != "bool")]
-    if OPS[producer].kind == "reduction":
-        pairs["reduction"] = [o for o in ops if OPS[o].kind == "reduction"]
-    if made.dtype and is_float(made.dtype):
-        pairs["zero sign"] = [o for o in ops if o in zero_sign_readers()]
-    return {kind: followers for kind, followers in pairs.items() if followers}
-
-
-@functools.cache
-def zero_sign_readers() -> frozenset[str]:
-    """The unary ops whose value differs for -0.0 and +0.0 (reciprocal, rsqrt), found by running
-    their eager forms."""
-    import torch
-    readers = set()
-    for name, op in OPS.items():
-        if op.kind != "unary" or op.arity != 1:
-            continue
-        try:
-            minus, plus = op.eager(torch.tensor([-0.0])), op.eager(torch.tensor([0.0]))
-        except (RuntimeError, TypeError):
-            continue
-        if minus.is_floating_point() and not bool((minus == plus).all() | (minus.isnan() & plus.isnan()).all()):
-            readers.add(name)
-    return frozenset(readers)
 
 
 def _first_operands(b: GraphBuilder, feats: Features, tensors: list[str], after_anchor_only: bool) -> list[str]:
