@@ -30,7 +30,7 @@ from .ir import Graph, TensorInput
 from .ir.types import DTYPES, is_float
 from .ir.values import logical_values
 from .oracle import FAILING_CONTEXT, gradient_reduction_sizes, innermost_error, normalize, nvrtc_error, reduction_sizes
-from .repro import _raised, repro_files, tolerances
+from .repro import INPUTS_FILE, _raised, repro_files, tolerances
 from .short_repro import HANG_SECONDS, MAX_LINES, Symptom, short_repro
 from .upstream import Relation, known
 from .verdict import EAGER_FAULT, Reproduction
@@ -290,14 +290,14 @@ def machine() -> str:
 
 def run_repro(directory: Path, timeout: float = REPRO_TIMEOUT, script: str = REPRO, keep_path: bool = False) -> ReproRun:
     """Run `script` of a directory in a fresh interpreter in a clean directory holding only it (and
-    inputs.pt), its kernel caches its own; Python unbuffered, so stdout and stderr interleave as on
+    its inputs file), its kernel caches its own; Python unbuffered, so stdout and stderr interleave as on
     a terminal. PYTHONPATH without the entries that provide fuzzfuse (a repro needs torch and its
     fuser only: on the GPU machine nvfuser_direct is found through PYTHONPATH), unless keep_path (a
     custom backend's repro imports its module)."""
     with tempfile.TemporaryDirectory(prefix="fuzzfuse-run-") as clean:
         shutil.copy(Path(directory) / script, Path(clean) / REPRO)
-        if (Path(directory) / "inputs.pt").exists():
-            shutil.copy(Path(directory) / "inputs.pt", clean)
+        if (Path(directory) / INPUTS_FILE).exists():
+            shutil.copy(Path(directory) / INPUTS_FILE, clean)
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
                **{name: os.path.join(clean, "kernel-cache", name.lower()) for name in KERNEL_CACHES}}
         if keep_path:  # the custom backend's module is found as this process finds it (verify_repro's way)
@@ -468,17 +468,19 @@ def _tolerance(case: Case, symptom: Symptom | None) -> tuple[float, float]:
 
 
 def write_regression(directory: Path, case: Case) -> None:
-    """Write regression.py, fuzzfuse's full oracle (and inputs.pt where it needs one)."""
+    """Write regression.py, fuzzfuse's full oracle (and its inputs file where it needs one; a
+    pickled inputs.pt of the form before is removed)."""
     directory = Path(directory)
     fuser = _factory(case.backend)().for_case(case.options)
     if case_device(case) != fuser.device:  # Inductor recorded on a GPU: a CPU instance was made
         fuser = type(fuser)(case_device(case)).for_case(case.options)
     files = repro_files(case.graph, fuser, case.signature, case.versions)
     (directory / REGRESSION).write_text(files[REPRO])
-    if "inputs.pt" in files:
-        torch.save(files["inputs.pt"], directory / "inputs.pt")
+    (directory / "inputs.pt").unlink(missing_ok=True)
+    if INPUTS_FILE in files:
+        (directory / INPUTS_FILE).write_bytes(files[INPUTS_FILE])
     else:
-        (directory / "inputs.pt").unlink(missing_ok=True)
+        (directory / INPUTS_FILE).unlink(missing_ok=True)
 
 
 # What the right value of a mismatch that is eager's own (verdict.EAGER_FAULT) is computed by.

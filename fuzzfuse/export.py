@@ -4,7 +4,7 @@ upstream test suite.
 
 The exported file needs pytest and torch (plus the fuser's own package), never fuzzfuse. Each repro's
 source sits in it as a readable string above its test; the test writes it to a temporary directory
-as repro.py (with inputs.pt, embedded as base64, for repros whose inputs were too large to inline)
+as repro.py (with its inputs file, embedded as base64, for repros whose inputs were too large to inline)
 and runs it in a fresh interpreter: fusers keep global state, and a hard crash must kill only that
 process. The functions `run_repro`, `judged_run`, `read_verdict`, `judge` and `settle` below, and
 fuzzfuse.tracebacks' rules, are copied into the exported file verbatim, so the plugin and the
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .hostcpu import host_isa
+from .repro import INPUTS_FILE
 from .tracebacks import cpp_location, error_location, innermost_error, printed_error, python_location
 
 # A repro directory holding a file of this name records a fixed bug (its text, if any, says where
@@ -214,7 +215,7 @@ def tail(out, err, lines=30):
 _HEADER = '''"""Regression tests for {count} tensor-fuser bug(s) found by fuzzfuse (exported from {source}).
 
 Self-contained: needs pytest and torch (plus the fuser's own package), not fuzzfuse. Each test writes
-one minimized repro (the string above it) to a temporary directory as repro.py, with inputs.pt when
+one minimized repro (the string above it) to a temporary directory as repro.py, with its inputs file when
 the inputs were too large to inline, and runs it in a fresh Python process: the repro exits 1 while
 the bug is present and 0 once it is fixed.
 
@@ -236,6 +237,7 @@ import pytest
 
 TIMEOUT = {timeout}
 KERNEL_CACHES = {caches!r}
+INPUTS_FILE = {inputs_file!r}
 
 
 '''
@@ -245,7 +247,7 @@ _CHECK = '''
 def check(tmp_path, source, outcome, kind, location, fixed, inputs=None):
     (tmp_path / "repro.py").write_text(source)
     if inputs:
-        (tmp_path / "inputs.pt").write_bytes(base64.b64decode(inputs))
+        (tmp_path / INPUTS_FILE).write_bytes(base64.b64decode(inputs))
     verdict, out, err = judged_run(tmp_path, TIMEOUT, outcome, kind, location, fixed)
     settle(verdict, fixed, f"{outcome} {kind} {location}".strip(), tail(out, err))
 '''
@@ -281,7 +283,8 @@ def export_pytest(root: Path, out: Path, backend: str | None = None, timeout: fl
     if not dirs:
         raise ValueError(f"{root}: no minimized repros (*/case.json with repro.py)"
                          + (f" for backend {backend}" if backend else ""))
-    parts = [_HEADER.format(count=len(dirs), source=root.name or root, timeout=timeout, caches=KERNEL_CACHES)]
+    parts = [_HEADER.format(count=len(dirs), source=root.name or root, timeout=timeout, caches=KERNEL_CACHES,
+                           inputs_file=INPUTS_FILE)]
     parts += [inspect.getsource(f) + "\n\n" for f in (StillFails, run_repro, judged_run, read_verdict, judge, settle,
                                                        tail, printed_error, error_location, cpp_location,
                                                        innermost_error, python_location)]
@@ -298,8 +301,8 @@ def export_pytest(root: Path, out: Path, backend: str | None = None, timeout: fl
         fixed = (d / FIXED).exists()
         parts.append(f"\n\n# {d.relative_to(root).as_posix()}\n{const} = {string_literal(source)}\n")
         inputs = "None"
-        if (d / "inputs.pt").exists():
-            blob = base64.b64encode((d / "inputs.pt").read_bytes()).decode()
+        if (d / INPUTS_FILE).exists():
+            blob = base64.b64encode((d / INPUTS_FILE).read_bytes()).decode()
             parts.append(f"{const}_INPUTS = (\n" + "".join(f"    {blob[i:i + 96]!r}\n" for i in range(0, len(blob), 96))
                          + ")\n")
             inputs = f"{const}_INPUTS"

@@ -29,7 +29,7 @@ from .reduce.generalise import Generalisation, generalise
 from .identity import known_repros, root_cause_key, variant_entry
 from .export import judge as judge_run, judged_script, run_repro
 from .pool import case_pool, graph_job, run_jobs
-from .repro import repro_files
+from .repro import INPUTS_FILE, repro_files
 from .bugreport import (REGRESSION, SHORT_FORMS, case_device, readme, run_repro as run_repro_here, with_repro_detail,
                         with_variants, write_repro)
 from .short_repro import Symptom
@@ -249,8 +249,8 @@ def verify_repro(directory: Path, signature: Signature, runs: int = VERIFY_RUNS,
     def run_once(_) -> tuple[int | None, str, str, str]:
         with tempfile.TemporaryDirectory() as clean:
             shutil.copy(judged_script(directory), Path(clean) / "repro.py")
-            if (directory / "inputs.pt").exists():
-                shutil.copy(directory / "inputs.pt", clean)
+            if (directory / INPUTS_FILE).exists():
+                shutil.copy(directory / INPUTS_FILE, clean)
             # PYTHONPATH only matters to custom backends' repros, which import their backend.
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
             code, out, err = run_repro(clean, timeout, env)
@@ -348,8 +348,8 @@ def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS,
         staging.chmod(umask_mode(directory=True))
         try:
             (staging / REGRESSION).write_text(files["repro.py"])
-            if "inputs.pt" in files:
-                torch.save(files["inputs.pt"], staging / "inputs.pt")
+            if INPUTS_FILE in files:
+                (staging / INPUTS_FILE).write_bytes(files[INPUTS_FILE])
             verified = verify_repro(staging, candidate.signature, verify_runs, timeout=timeout + 120)
             verification = verified.verification
             if verification.status is Reproduction.REPRODUCES or candidate is case:

@@ -4,7 +4,7 @@ minimized repros as a regression suite.
 `pytest --fuzzfuse-corpus minimized` (repeatable) adds one test item per repro under the directory
 (any `<dir>/case.json` beside a `repro.py`, at any depth; the item's id is the repro directory's
 path below the corpus, which for `minimized/<slug>/` is the slug). An item copies the repro's full-oracle
-script (regression.py, or repro.py in a directory of the form before; and inputs.pt) to a temporary directory and runs it in a fresh interpreter, so a hard crash kills only
+script (regression.py, or repro.py in a directory of the form before; and its inputs file) to a temporary directory and runs it in a fresh interpreter, so a hard crash kills only
 the repro. Verdicts:
 
 - an open bug (the default) is xfail(strict=True): XFAIL while the repro fails as recorded in
@@ -35,6 +35,7 @@ import pytest
 
 from .export import (FIXED, OPEN_REASON, TIMEOUT, Recorded, StillFails, judged_run, judged_script, repro_dirs, settle,
                      skip_reason, tail)
+from .repro import INPUTS_FILE
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -107,8 +108,8 @@ class ReproItem(pytest.Item):
             pytest.skip(f"{case.backend}: {reason}")
         with tempfile.TemporaryDirectory(prefix="fuzzfuse-repro-") as work:
             shutil.copy(judged_script(self.directory), Path(work) / "repro.py")  # fuzzfuse's full oracle
-            if (self.directory / "inputs.pt").exists():
-                shutil.copy(self.directory / "inputs.pt", work)
+            if (self.directory / INPUTS_FILE).exists():
+                shutil.copy(self.directory / INPUTS_FILE, work)
             # PYTHONPATH only matters to custom backends' repros, which import their backend.
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
             verdict, out, err = judged_run(work, self.config.getoption("fuzzfuse_timeout"), case.outcome,

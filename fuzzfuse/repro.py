@@ -1,7 +1,7 @@
 """regression.py: a minimized case judged by fuzzfuse's full oracle, for the regression corpus.
 
 The script imports torch only (plus the fuser's own package, e.g. nvfuser_direct): the graph as a
-plain function, its exact inputs (inline, or a sibling `inputs.pt` loaded with weights_only), the
+plain function, its exact inputs (inline, or read from the raw bytes of a sibling `inputs.bin`), the
 backend's own way of running it with fallback disabled, fuzzfuse's oracle in a dozen lines, and a
 float64 baseline. It prints the expected and the actual values, then one verdict line for machines
 (`fuzzfuse-verdict: {json}`), and exits 1 while the bug is present, 0 once it is fixed, 125 where
@@ -21,6 +21,10 @@ from .ir.graph import Layout, Node
 from .ir.types import DTYPES, is_float
 from .ir.values import INLINE_LIMIT
 from .oracle import headline, innermost_error, nvrtc_error
+
+# Where a repro's inputs too large to inline are: their bytes, little-endian, one after another in
+# input order. Raw bytes, not a pickle: a repro directory is shared, and its data never runs code.
+INPUTS_FILE = "inputs.bin"
 from .oracle import ATOL, RMSE_MULTIPLIER, RTOL, Signature, gradient_reduction_sizes, reduction_factor, reduction_sizes
 
 
@@ -268,11 +272,13 @@ def _fill(spec) -> str | None:
 
 
 def inputs_source(graph: Graph, values: list, external: bool) -> str:
-    """make_inputs(): exact values (constant fills spelled out), then the recorded memory layout."""
+    """make_inputs(): exact values (constant fills spelled out; external ones read from
+    INPUTS_FILE at the offsets `external_bytes` wrote them), then the recorded memory layout."""
     lines = ["def make_inputs():"]
     if external:
-        lines.append('    saved = torch.load(Path(__file__).with_name("inputs.pt"), weights_only=True)')
-    for k, (spec, value) in enumerate(zip(graph.inputs, values)):
+        lines.append(f'    raw = Path(__file__).with_name("{INPUTS_FILE}").read_bytes()')
+    offset = 0
+    for spec, value in zip(graph.inputs, values):
         if not isinstance(spec, TensorInput):
             lines.append(f"    {spec.name} = {value!r}")
             continue
@@ -280,7 +286,10 @@ def inputs_source(graph: Graph, values: list, external: bool) -> str:
         if fill := _fill(spec):
             lines.append(f"    {spec.name} = torch.{fill}({list(spec.shape)}, dtype=torch.{spec.dtype}, device=DEVICE)")
         elif external:
-            lines.append(f"    {spec.name} = saved[{k}].to(DEVICE)")
+            size = logical.numel() * logical.element_size()
+            lines.append(f"    {spec.name} = torch.frombuffer(bytearray(raw[{offset}:{offset + size}]), dtype=torch.uint8)"
+                         f".view(torch.{spec.dtype}).reshape({list(spec.shape)}).to(DEVICE)")
+            offset += size
         else:
             lines.append(f"    {spec.name} = torch.tensor({_literal(logical.tolist())}, dtype=torch.{spec.dtype}, device=DEVICE)"
                          + (f".reshape({list(spec.shape)})" if logical.dim() == 0 else ""))
@@ -291,6 +300,14 @@ def inputs_source(graph: Graph, values: list, external: bool) -> str:
             lines.append(f"    {spec.name} = {layout_source(spec.name, spec.layout)}")
     lines.append(f"    return [{', '.join(i.name for i in graph.inputs)}]")
     return "\n".join(lines)
+
+
+def external_bytes(graph: Graph, values: list) -> bytes:
+    """INPUTS_FILE's content: each tensor input's logical values that `inputs_source` does not
+    spell out (no constant fill), as little-endian bytes, in input order."""
+    return b"".join(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+                    for spec, value in zip(graph.inputs, values)
+                    if isinstance(spec, TensorInput) and not _fill(spec))
 
 
 def float64_graph(graph: Graph) -> Graph:
@@ -381,7 +398,7 @@ def tolerances(dtypes: list[str], reduced: list[int]) -> list[tuple[float, float
 
 def repro_files(graph: Graph, backend, signature: Signature, versions: dict[str, str],
                 timeout: float = 300.0) -> dict[str, object]:
-    """{"repro.py": source, and "inputs.pt": tensors when the inputs are too big to inline}."""
+    """{"repro.py": source, and INPUTS_FILE: bytes, when the inputs are too big to inline}."""
     values = make_inputs(graph)
     numel = sum(v.numel() for v, spec in zip(values, graph.inputs) if isinstance(v, torch.Tensor) and not _fill(spec))
     external = numel > INLINE_LIMIT
@@ -431,8 +448,7 @@ def repro_files(graph: Graph, backend, signature: Signature, versions: dict[str,
                              strides='        check_strides(f"output {i}", a, e)\n' if strides else "") + _ENTRY)
     files: dict[str, object] = {"repro.py": "".join(parts)}
     if external:
-        files["inputs.pt"] = [None if _fill(spec) else v.contiguous() if isinstance(v, torch.Tensor) else v
-                              for v, spec in zip(values, graph.inputs)]
+        files[INPUTS_FILE] = external_bytes(graph, values)
     return files
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from .buildenv import Build, Environment, Package
 from .export import KERNEL_CACHES, Recorded, judge, read_verdict
+from .repro import INPUTS_FILE
 from .tracebacks import printed_error
 
 VERSIONS_FILE = "versions.json"
@@ -78,7 +79,7 @@ class RunResult:
     directory: str
     build: Build
     installed: str  # the version pip chose (2.13.0+cpu), which orders the rows
-    digest: str  # of repro.py and inputs.pt: a changed repro is run again
+    digest: str  # of repro.py and its inputs file: a changed repro is run again
     presence: Presence
     why: str
     exit_status: int | None  # None: killed at the timeout
@@ -282,7 +283,7 @@ def judged_script(directory: Path) -> str:
 
 def repro_digest(directory: Path) -> str:
     h = hashlib.sha256()
-    for name in (judged_script(directory), "inputs.pt"):
+    for name in (judged_script(directory), INPUTS_FILE):
         if (directory / name).is_file():
             h.update(name.encode() + b"\0" + (directory / name).read_bytes())
     return h.hexdigest()[:16]
@@ -301,11 +302,11 @@ def applies(build: Build, directory: Path) -> bool:
 
 
 def run_once(python: Path, directory: Path, timeout: float, env: dict) -> tuple[int | None, str, str]:
-    """The judged script (and inputs.pt) copied to a fresh folder, run by `python` with kernel
+    """The judged script (and its inputs file) copied to a fresh folder, run by `python` with kernel
     caches of its own."""
     script = judged_script(directory)
     with tempfile.TemporaryDirectory(prefix="fuzzfuse-versions-") as work:
-        for name in (script, "inputs.pt"):
+        for name in (script, INPUTS_FILE):
             if (directory / name).is_file():
                 shutil.copy(directory / name, work)
         caches = {name: os.path.join(work, "kernel-cache", name.lower()) for name in KERNEL_CACHES}

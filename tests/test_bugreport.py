@@ -87,7 +87,7 @@ SHORT_REPRO_MISSES_ITS_CRASH = ("nvfuser-hard-crash-sigsegv-18e500d0",)
     if d.name in SHORT_REPRO_MISSES_ITS_CRASH else d for d in DIRS if _regenerated(d)], ids=lambda d: d.name)
 def test_every_repro_is_short_standalone_and_quoted(directory):
     """At most 30 lines for a bug of at most 3 ops, never over 60, counted as `wc -l` counts them
-    (comments and an nvFuser fusion's lowering included); no fuzzfuse import and no inputs.pt; a
+    (comments and an nvFuser fusion's lowering included); no fuzzfuse import and no inputs file; a
     CPU repro pins its CPU capability; the README quotes the repro and a CPU repro's own run, a
     hard crash its signal."""
     case = load_case(directory / "case.json")
@@ -95,7 +95,7 @@ def test_every_repro_is_short_standalone_and_quoted(directory):
     lines = source.count("\n")
     limit = 30 if len(case.graph.nodes) <= 3 else 60
     assert lines <= limit, f"{lines} lines"
-    assert "fuzzfuse" not in source.replace("fuzzfuse report", "") and "inputs.pt" not in source
+    assert "fuzzfuse" not in source.replace("fuzzfuse report", "") and "inputs.bin" not in source and "inputs.pt" not in source
     readme = (directory / README).read_text()
     assert f"```python\n{source.rstrip()}\n```" in readme
     if case_device(case) == "cpu":

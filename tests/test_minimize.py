@@ -10,7 +10,7 @@ import pytest
 
 from fuzzfuse.identity import root_cause_key
 from fuzzfuse.corpus import Case, load_case
-from fuzzfuse.ir import Layout, Values
+from fuzzfuse.ir import Layout, Values, make_inputs
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.job import backend_for, run_case
 from fuzzfuse.minimize import reduce_case, save_minimized
@@ -208,9 +208,10 @@ def test_reduce_cli_takes_a_corpus_reduces_once_per_signature_and_reports_bad_fi
 
 
 def test_a_constant_input_is_spelled_out_in_the_repro_however_large(tmp_path):
-    """A zeros input above the inline limit is one torch.zeros line, not a part of inputs.pt (a
-    committed nvFuser repro saved 4 MB of zeros); a large seeded input beside it still goes to
-    inputs.pt. The script runs for real on NNC (its interpreter: small shapes) and passes."""
+    """A zeros input above the inline limit is one torch.zeros line, not a part of the inputs file
+    (a committed nvFuser repro saved 4 MB of zeros); a large seeded input beside it still goes to
+    inputs.bin, as raw bytes (no pickle: a repro directory is shared). The script runs for real on
+    NNC (its interpreter: small shapes) and passes."""
     import torch
     from fuzzfuse.backends import get_backend
     from fuzzfuse.repro import repro_files
@@ -224,10 +225,10 @@ def test_a_constant_input_is_spelled_out_in_the_repro_however_large(tmp_path):
     source = files["repro.py"]
     assert "x0 = torch.zeros([2, 64, 72], dtype=torch.float32, device=DEVICE)" in source
     assert "x2 = torch.ones([2, 1, 1], dtype=torch.float32, device=DEVICE)" in source
-    assert "x1 = saved[1].to(DEVICE)" in source
-    assert files["inputs.pt"][0] is None and files["inputs.pt"][2] is None
+    assert "x1 = torch.frombuffer(bytearray(raw[0:18432]), dtype=torch.uint8).view(torch.float32)" in source
+    assert files["inputs.bin"] == make_inputs(graph)[1].numpy().tobytes() and "torch.load" not in source
     (tmp_path / "repro.py").write_text(source)
-    torch.save(files["inputs.pt"], tmp_path / "inputs.pt")
+    (tmp_path / "inputs.bin").write_bytes(files["inputs.bin"])
     run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0 and "matches eager" in run.stdout, run.stdout + run.stderr
 

@@ -28,7 +28,7 @@ MINIMIZED = Path(__file__).parent.parent / "minimized"
 
 def committed(backend: str, outcome: str, exact_inputs: bool = False) -> Path:
     """The smallest committed forward repro of `backend` that failed with `outcome` and reproduces,
-    with an input of exact values if asked (which a repro may save to inputs.pt; directories are
+    with an input of exact values if asked (which a repro may save to inputs.bin; directories are
     named by root cause, so the tests pick theirs by what it records). The tests here use its real
     bug as their fixture, so a repro whose directory holds FIXED (its bug gone from torch) is never
     picked: once the plugin's strict XPASS has moved a bug to the fixed set, the next one serves."""
@@ -40,7 +40,7 @@ def committed(backend: str, outcome: str, exact_inputs: bool = False) -> Path:
         forward = not any(i.get("requires_grad") for i in case["graph"]["inputs"])
         exact = any("exact" in (i.get("values") or {}) for i in case["graph"]["inputs"])
         if case["backend"] == backend and case["outcome"] == outcome and forward and (exact or not exact_inputs) and \
-                case["verification"]["status"] == "reproduces" and not (path.parent / "inputs.pt").exists():
+                case["verification"]["status"] == "reproduces" and not (path.parent / "inputs.bin").exists():
             found.append((len(case["graph"]["nodes"]), path.parent.name, path.parent))
     if not found:
         raise LookupError(f"no committed {backend} {outcome} repro")
@@ -84,14 +84,14 @@ def entry(corpus: Path, name: str, source: Path, *, passes=False, fixed=None, **
 
 
 def external_inputs(corpus: Path, name: str, source: Path, monkeypatch) -> Path:
-    """A real repro regenerated with its inputs in inputs.pt (as large inputs are saved)."""
+    """A real repro regenerated with its inputs in its inputs file (as large inputs are saved)."""
     case = load_case(source / "case.json")
     monkeypatch.setattr(fuzzfuse.repro, "INLINE_LIMIT", 0)
     files = fuzzfuse.repro.repro_files(case.graph, get_backend(case.backend), case.signature, case.versions)
-    assert "inputs.pt" in files and "torch.load(" in files["repro.py"]
+    assert "inputs.bin" in files and "torch.frombuffer(" in files["repro.py"] and "torch.load(" not in files["repro.py"]
     d = entry(corpus, name, source)
     (d / "repro.py").write_text(files["repro.py"])
-    torch.save(files["inputs.pt"], d / "inputs.pt")
+    (d / "inputs.bin").write_bytes(files["inputs.bin"])
     return d
 
 
@@ -131,11 +131,11 @@ def test_the_plugin_is_registered_through_the_pytest11_entry_point():
 def test_open_bugs_xfail_while_they_fail_and_a_pass_fails_as_strict_xpass(pytester, monkeypatch):
     corpus = pytester.mkdir("corpus")
     entry(corpus, "crash", CRASH)
-    external_inputs(corpus, "mismatch-inputs-pt", MISMATCH, monkeypatch)
+    external_inputs(corpus, "mismatch-inputs-file", MISMATCH, monkeypatch)
     entry(corpus, "now-passes", CRASH, passes=True)
     result = pytester.runpytest("--fuzzfuse-corpus", str(corpus), "-rA")
     result.assert_outcomes(xfailed=2, failed=1)
-    expect(result, "XFAIL corpus::crash *", "XFAIL corpus::mismatch-inputs-pt *",
+    expect(result, "XFAIL corpus::crash *", "XFAIL corpus::mismatch-inputs-file *",
                                  "FAILED corpus::now-passes*")
     assert "[XPASS(strict)]" in result.stdout.str() and "fixed? move it to the fixed set" in result.stdout.str()
 
@@ -199,7 +199,7 @@ def test_a_missing_corpus_directory_is_a_usage_error(pytester):
 def test_export_writes_one_self_contained_file_with_the_same_verdicts(tmp_path, monkeypatch):
     corpus = tmp_path / "corpus"
     entry(corpus, "crash", CRASH)
-    external_inputs(corpus, "mismatch-inputs-pt", MISMATCH, monkeypatch)
+    external_inputs(corpus, "mismatch-inputs-file", MISMATCH, monkeypatch)
     entry(corpus, "fixed", CRASH, passes=True, fixed="torch 9.9")
     entry(corpus, "now-passes", CRASH, passes=True)
     out = tmp_path / "upstream" / "test_fuser_regressions.py"

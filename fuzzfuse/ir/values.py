@@ -13,7 +13,7 @@ from .ops import OPS
 from .types import DTYPES, FP8_DTYPES, ValueType, is_float, scalar_kind
 
 # Elements. Inputs up to this size are small: a repro spells their values out (larger ones go to
-# inputs.pt), and the reducer's first passes leave them be (a query costs the same at any size).
+# inputs.bin), and the reducer's first passes leave them be (a query costs the same at any size).
 INLINE_LIMIT = 4096
 
 
