@@ -234,6 +234,27 @@ def abort_message(log: str) -> str:
     return m.group(1).strip() if m else ""
 
 
+# A Python frame of fuzzfuse's eager interpreter (fuzzfuse.ir: its ops' eager callables, run by
+# `interpret`), as faulthandler prints it in a dead worker's stderr.
+_FRAME = re.compile(r'^\s+File "([^"]+)", line \d+ in (\S+)', re.M)
+
+
+def died_in_eager(stderr_tail: str) -> bool:
+    """Whether a worker died inside eager's own run of the graph: the dying thread's innermost
+    Python frames are fuzzfuse.ir's, under `interpret`. Eager traps on INT_MIN / -1 in trunc
+    division (pytorch#138425): such a case killed the worker in its eager run and was recorded as
+    the fuser's hard crash."""
+    dying = stderr_tail.rsplit("Current thread ", 1)[-1].split("(most recent call first):", 1)
+    if len(dying) < 2:
+        return False
+    for path, function in _FRAME.findall(dying[1].split("\n\n", 1)[0]):
+        if "/fuzzfuse/ir/" not in path.replace("\\", "/"):
+            return False
+        if path.endswith("interp.py") and function == "interpret":
+            return True
+    return False
+
+
 def judge(backend: str, reply: dict) -> CaseResult:
     """The CaseResult of a worker pool reply: the worker's own verdict, or the death it could not
     report itself (hard-crash: by signal or exit code; hang: the pool's timeout). A handler that
@@ -244,8 +265,9 @@ def judge(backend: str, reply: dict) -> CaseResult:
         kind = reply.get("signal") or f"exit {reply.get('exitcode')}"
         tail = str(reply.get("stderr_tail") or "")
         what = abort_message(tail)
-        sig = Signature(Outcome.HARD_CRASH, backend, Stage.RUN, kind, cpp_location(what),
-                        normalize(what) if what else "")
+        # Where eager itself died, the bug is eager's (its report goes to PyTorch), not the fuser's.
+        sig = Signature(Outcome.HARD_CRASH, EAGER_FAULT if died_in_eager(tail) else backend, Stage.RUN, kind,
+                        cpp_location(what), normalize(what) if what else "")
         return CaseResult(Outcome.HARD_CRASH, sig, stderr_tail=tail, **timing)
     if status == "hang":
         return CaseResult(Outcome.HANG, Signature(Outcome.HANG, backend, Stage.RUN, "timeout"),

@@ -80,3 +80,31 @@ def test_a_state_json_written_before_the_verdict_layer_still_resumes(tmp_path):
     new = load_state(tmp_path).stats.signatures[key].to_json()
     assert new.keys() == old[key].keys() and new["minimized"] == old[key]["minimized"]
     assert new["count"] >= old[key]["count"] and new["first_seen"] == old[key]["first_seen"]
+
+
+def test_a_worker_killed_inside_eagers_own_run_is_eagers_hard_crash_not_the_fusers():
+    """Eager traps on INT_MIN / -1 in int64 trunc division (torch 2.13; pytorch#138425): a case
+    holding it killed its worker in fuzzfuse's eager run, and was recorded as a hard crash of the
+    backend it ran on (NNC here). Its dying stack says where it died; a backend that dies in its
+    own code stays the one at fault."""
+    from fuzzfuse.ir import Graph
+    from fuzzfuse.pool import case_pool, graph_job, run_jobs
+    from fuzzfuse.verdict import EAGER_FAULT
+
+    trap = Graph.from_json({"schema": 1, "outputs": ["v1"], "inputs": [
+        {"kind": "tensor", "name": "x0", "shape": [2], "dtype": "int64", "layout": {"kind": "contiguous"},
+         "values": {"exact": "AAAAAAAAAIAFAAAAAAAAAA=="}}],  # INT64_MIN, 5
+        "nodes": [{"name": "v0", "op": "div_trunc", "args": ["x0", -1], "attrs": {}},
+                  {"name": "v1", "op": "neg", "args": ["v0"], "attrs": {}}]})
+    b = GraphBuilder()
+    tanh = b.build([b.add("tanh", b.tensor((4,), values=Values(seed=1)))])
+    segfaults = "custom:tests.buggy_backends:SegfaultOnTanh"
+    with case_pool("torchscript:nnc", 1, 120.0) as pool:
+        reply = run_jobs(pool, [graph_job(0, "torchscript:nnc", trap, 120.0)])[0]
+    with case_pool(segfaults, 1, 120.0) as pool:
+        theirs = run_jobs(pool, [graph_job(0, segfaults, tanh, 120.0)])[0]
+    mine = judge("torchscript:nnc", reply)
+    assert mine.outcome is Outcome.HARD_CRASH and mine.signature.kind == "SIGFPE", reply
+    assert mine.signature.backend == EAGER_FAULT, reply.get("stderr_tail")
+    fusers = judge(segfaults, theirs)
+    assert fusers.outcome is Outcome.HARD_CRASH and fusers.signature.backend == segfaults
