@@ -5,11 +5,12 @@ Each pair is a kind of rewrite a fuser makes across two ops, named by what the r
 the ops, never by their names:
 - an algebraic fold (ir.ops.ALGEBRAIC_FOLDS: exp(log x));
 - a new bool or integer value accumulated (cumsum of a bool cast is int64: a fuser kept bool), or
-  an integer value, newly typed or computed by integer arithmetic that may wrap, read by a float
-  math call (cos of an int8 pow computed in float32 loses the wrap);
+  an integer value, newly typed or put through integer arithmetic that may wrap (x * 3, x ** 3),
+  read by a float math call (cos of an int8 pow computed in float32 loses the wrap);
 - a reduction after a reduction (nvFuser's schedulers asserted on consecutive reductions);
 - a value scaled by a constant, then reduced or normalized: a simplifier moves the scale through
   (softmax(c * x) as exp(c * (x - max x)), right only for c > 0; amax(c * x) = c * amax(x) too);
+  the scale is put in where the op before took no constant;
 - an identity operation (x + 0, x * 1: found by running the ops, `identity_constants`), folded to
   x, read through an op that reads a zero's sign: -0.0 + 0 is +0.0, x keeps -0.0;
 - a float value read through such an op (1/x) at all.
@@ -26,7 +27,7 @@ from hypothesis import strategies as st
 from .ir import OPS, GraphError
 from .ir.builder import GraphBuilder
 from .ir.ops import choice, ints
-from .ir.types import INT_DTYPES, ValueType, is_float
+from .ir.types import INT_DTYPES, ValueType, is_float, scalar_kind
 
 # What `strategies._try_op` is: add an op with its first operand among some values.
 TryOp = Callable[..., "str | None"]
@@ -37,26 +38,30 @@ IDENTITY_CANDIDATES = (0.0, 1.0, -1.0)
 def bait(draw: Callable, b: GraphBuilder, cfg: Any, producer: str, out: str, tensors: list[str],
          scalars: list[str], try_op: TryOp) -> None:
     """After `producer`'s value `out`, one op of a pair (the module's docstring), taking `out`
-    first (`cfg`: the batch's strategies.GenConfig, which `try_op` draws with): the algebraic fold wherever there is one, else, for half the ops, one of `bait_pairs`
-    (an identity pair adds its identity op and the reader). A cast's fold is another cast: a cast
-    to bool or an integer is half the time followed by one that retypes it instead."""
+    first (`cfg`: the batch's strategies.GenConfig, which `try_op` draws with): the algebraic fold
+    wherever there is one, else, for half the ops, one of `bait_pairs`; a pair that needs an op
+    with a constant between (`middle_ops`: x + 0 before 1/x, x * c before softmax, an int8 x * 3
+    before cos) adds it where `producer` was none. A cast's fold is another cast: a cast to bool
+    or an integer is half the time followed by one that retypes it instead."""
     folds = [o for o in cfg.features.ops if producer in OPS[o].folds_after]
     made = next(n for n in b.nodes if n.name == out)
-    pairs = bait_pairs(cfg.features.ops, producer, b.types[out], [b.types[r] for r in made.refs()],
-                       scaled=any(not isinstance(a, str) for a in made.args[1:]))
+    pairs = bait_pairs(cfg.features.ops, producer, b.types[out], [b.types[r] for r in made.refs()])
     if folds and "retype" in pairs and draw(st.booleans()):
         followers = pairs["retype"]
     elif folds:
         try_op(draw, b, choice(draw, folds), cfg, [out], tensors, scalars)
         return
     elif pairs and draw(st.booleans()):  # half the ops: the batch's other draws stay as they were
-        kind = choice(draw, list(pairs))
+        # A pair that this producer makes possible (a reduction's, a new integer's) half the
+        # time, before those every float value has.
+        specific = [k for k in pairs if k in ("retype", "wrap", "reduction")]
+        kind = choice(draw, specific if specific and draw(st.booleans()) else list(pairs))
         followers = pairs[kind]
-        if kind in ("zero sign", "identity") and draw(ints(0, 2)):  # any float op has them: fewer
+        if kind == "zero sign" and draw(ints(0, 2)):  # any float op has them: fewer
             return
-        if kind == "identity":
-            out = _identity_op(draw, b, followers, out)
-            followers = pairs["zero sign"]
+        constants = [a for a in made.args[1:] if not isinstance(a, str)]
+        if kind in MIDDLE and not (kind != "identity" and constants and OPS[producer].kind == "binary"):
+            out = _middle_op(draw, b, kind, cfg.features.ops, out)
             if out is None:
                 return
     else:
@@ -66,36 +71,60 @@ def bait(draw: Callable, b: GraphBuilder, cfg: Any, producer: str, out: str, ten
             return
 
 
-def _identity_op(draw: Callable, b: GraphBuilder, ops: list[str], out: str) -> str | None:
-    """`op(out, c)` for a drawn op of `ops` and one of its identity constants; None where the
-    type check turns it down."""
-    op = choice(draw, ops)
+# The pairs whose first op is one with a constant, put between `out` and the follower: the
+# constants it takes, given an op's identity constants (`identity_constants`).
+MIDDLE = {
+    "identity": lambda identities: list(identities),  # x + 0, x * 1: folded to x
+    "scale": lambda identities: [-1.0, -2.0, 0.5, 3.0, -10000.0] if 1.0 in identities else [],  # x * c
+    "wrap": lambda identities: [3, 2, 7] if identities else [],  # int8 x * 3, x ** 3, x + 7 wrap
+}
+
+
+def middle_ops(kind: str, ops: tuple[str, ...]) -> list[str]:
+    """The ops a MIDDLE pair of `kind` may put between: binary ops with identity constants (the
+    arithmetic ones: add, sub, mul, div, pow), a scale's the multiplicative ones that are no math
+    call (mul, div)."""
+    return [o for o in ops if MIDDLE[kind](identity_constants(o)) and not (kind == "scale" and OPS[o].math_call)]
+
+
+def _middle_op(draw: Callable, b: GraphBuilder, kind: str, ops: tuple[str, ...], out: str) -> str | None:
+    """`op(out, c)` for a drawn middle op of `kind` and one of its constants; None where there is
+    none or the type check turns it down (an integer's division is a float)."""
+    candidates = middle_ops(kind, ops)
+    if not candidates:
+        return None
+    op = choice(draw, candidates)
+    constant = choice(draw, MIDDLE[kind](identity_constants(op)))
     try:
-        return b.add(op, out, choice(draw, identity_constants(op)))
-    except GraphError:
+        typed = OPS[op].infer([b.types[out], ValueType(None, scalar_kind(constant))], {})
+        if kind == "wrap" and typed.dtype != b.types[out].dtype:  # an integer stays one (x / 3 is float)
+            return None
+        return b.add(op, out, constant)
+    except (GraphError, ValueError, KeyError):
         return None
 
 
-def bait_pairs(ops: tuple[str, ...], producer: str, made: ValueType, read: list[ValueType],
-               scaled: bool = False) -> dict[str, list[str]]:
+def bait_pairs(ops: tuple[str, ...], producer: str, made: ValueType, read: list[ValueType]) -> dict[str, list[str]]:
     """The followers of each kind of pair (the module's docstring) that applies after `producer`
-    made a value of type `made` from operands of types `read` (`scaled`: and a constant)."""
+    made a value of type `made` from operands of types `read`."""
     pairs = {}
     retyped = all(t.dtype != made.dtype for t in read if t.dtype)
-    arithmetic = OPS[producer].kind in ("unary", "binary", "ternary") and not OPS[producer].compares
     if made.dtype in ("bool",) + INT_DTYPES and retyped:
         pairs["retype"] = [o for o in ops if OPS[o].accumulates
                            or (OPS[o].math_call and OPS[o].arity == 1 and made.dtype != "bool")]
-    elif made.dtype in INT_DTYPES and arithmetic:
+    elif made.dtype in INT_DTYPES and middle_ops("wrap", ops):
         pairs["wrap"] = [o for o in ops if OPS[o].math_call and OPS[o].arity == 1]
     if OPS[producer].kind == "reduction":
         pairs["reduction"] = [o for o in ops if OPS[o].kind == "reduction"]
-    if scaled and arithmetic and OPS[producer].kind == "binary":
-        pairs["scaled"] = [o for o in ops if OPS[o].kind in ("reduction", "normalization")]
     if made.dtype and is_float(made.dtype):
         pairs["zero sign"] = [o for o in ops if o in zero_sign_readers()]
-        if pairs["zero sign"]:
-            pairs["identity"] = [o for o in ops if identity_constants(o)]
+        if pairs["zero sign"] and middle_ops("identity", ops):
+            pairs["identity"] = pairs["zero sign"]
+        if middle_ops("scale", ops):
+            # As often a normalization as a reduction: softmax(x * scale) is attention's every layer.
+            normalizations = [o for o in ops if OPS[o].kind == "normalization"]
+            reductions = [o for o in ops if OPS[o].kind == "reduction"]
+            pairs["scale"] = normalizations * max(1, len(reductions) // max(1, len(normalizations))) + reductions
     return {kind: followers for kind, followers in pairs.items() if followers}
 
 
