@@ -304,7 +304,19 @@ def culprit_position(graph: Graph, generalisation: Generalisation | None) -> int
         # nvFuser fusion whose add output came back holding its other output's log values was
         # keyed as a log bug, which any wrong log would have matched.
         return None
-    return candidates[0] if candidates else None
+    # The first that is no identity: a cast to the dtype it already has hands its values on as
+    # they are. NNC's log_softmax of one element is -1.2e-38, within the tolerance alone, nan
+    # through pow(v, v): cast(float32 -> float32) -> log_softmax -> pow was keyed by the cast, a
+    # new bug beside the committed log_softmax -> eq one. (An op that moves data is no identity:
+    # a strided slice's indexing, a reshape's shape rule are where such bugs are.)
+    types = graph.infer_types()
+    computing = [k for k in candidates if not _identity_cast(graph.nodes[k], types)]
+    return (computing or candidates)[0] if candidates else None
+
+
+def _identity_cast(node, types) -> bool:
+    """A cast to its operand's own dtype."""
+    return node.op in OPS and OPS[node.op].kind == "cast" and types[node.refs()[0]].dtype == types[node.name].dtype
 
 
 def filler_culprit(graph: Graph, generalisation: Generalisation | None) -> tuple[int, str] | None:

@@ -17,6 +17,8 @@ from fuzzfuse.reduce.generalise import ALTERNATIVES_PER_OP, Generalisation, gene
 from fuzzfuse.identity import known_repros, root_cause_key
 from fuzzfuse.verdict import Outcome
 
+ROOT = Path(__file__).resolve().parent.parent
+
 MINIMIZED = Path(__file__).parent.parent / "minimized"
 FRAC = MINIMIZED / "aot-nnc-mismatch-values-float-d3a22038"
 MISMATCH = Signature("mismatch", "torchscript:nnc", "run", "values", "float")
@@ -351,3 +353,20 @@ def test_an_operand_that_is_a_strided_view_stays_one_when_the_culprit_is_probed_
         general = generalise(graph, lambda gs: [False] * len(gs), ("slice", "pad", "neg"), first_wrong=first_wrong)
         keys.add(root_cause_key(sig, graph, general, "cuda"))
     assert keys == {"culprit|nvfuser|cuda|wrong-value|forward|pad|"}, keys
+
+
+def test_a_cast_to_its_own_dtype_is_never_the_key_of_an_amplified_wrong_value():
+    """NNC's log_softmax of a single element is -1.2e-38 (eager: 0), within the tolerance on its
+    own and nan through pow(v, v). A CPU campaign reduced cast(float32 -> float32) ->
+    log_softmax -> pow: no op was wrong alone, pow was not wrong alone on eager's 0, and the key
+    fell to the first op, the cast: a new bug beside the committed log_softmax -> eq (3a2f9386).
+    Generalised on NNC here, it is keyed by log_softmax, as 3a2f9386 is."""
+    from fuzzfuse.identity import case_identity, identify, same_bug
+
+    case = load_case(Path(__file__).parent / "data" / "nnc_log_softmax_pow_case.json")
+    assert [n.op for n in case.graph.nodes] == ["cast", "log_softmax", "pow"]
+    with Pools(1, 120.0) as pools:
+        signature, general = generalise_case(case, pools(case.backend))
+    found = identify(signature, case.graph, general, device="cpu")
+    committed = case_identity(load_case(ROOT / "minimized" / "torchscript-nnc-mismatch-values-bool-3a2f9386" / "case.json"))
+    assert found.where == "log_softmax" and same_bug(found, committed), (found, committed)
