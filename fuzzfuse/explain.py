@@ -333,9 +333,33 @@ def constant_values(graph: Graph, inputs: list) -> dict[str, torch.Tensor]:
     read = {r for node in graph.nodes for r in node.refs()}
     constant = {node.name for node in graph.nodes if isinstance(values[node.name], torch.Tensor)
                 and all(torch.equal(o[node.name], values[node.name].cpu()) for o in others)}
-    return {node.name: values[node.name] for node in graph.nodes
-            if node.name in constant and node.refs() and not constant & set(node.refs())
-            and node.name in read}
+    begins = [node for node in graph.nodes
+              if node.name in constant and node.refs() and not constant & set(node.refs()) and node.name in read]
+    # After where a constant begins, the ops whose own operands' dtypes decide them too (isnan of
+    # the bool isnan of an int32 made): a fuser folds those as well, so the opaque value must be
+    # past them. NNC's isnan -> isnan -> reciprocal of an int32 is 0 (eager inf); with only the
+    # first isnan opaque, NNC still folds the second, and the fold went unnamed.
+    chained, seen = [], {node.name for node in begins}
+    for node in graph.nodes:
+        if node.name in constant and node.name in read and node.name not in seen and \
+                set(node.refs()) <= seen and _decided_by_dtypes(node, values, generator):
+            chained.append(node)
+            seen.add(node.name)
+    return {node.name: values[node.name] for node in begins + chained}
+
+
+def _decided_by_dtypes(node: Node, values: dict, generator: torch.Generator) -> bool:
+    """Whether the op gives the same value whatever values its operands of their dtypes hold."""
+    mine = values[node.name]
+    attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in node.attrs.items()}
+    try:
+        for how in REDRAWS:
+            args = [_redrawn(values[a], how, generator) if isinstance(a, str) else a for a in node.args]
+            if not torch.equal(OPS[node.op].eager(*args, **attrs), mine.cpu()):
+                return False
+    except Exception:
+        return False
+    return True
 
 
 def opaque_constant_graphs(graph: Graph, inputs: list) -> list[tuple[Graph, list]]:

@@ -128,6 +128,12 @@ def test_a_rule_that_explains_the_fused_value_comes_before_blaming_eager():
     assert (result.signature.backend, result.signature.message) == ("torchscript:nnc", ZERO_DIM_WIDER)
 
 
+def test_a_constant_is_made_opaque_where_it_begins_and_past_each_op_its_dtypes_decide():
+    form = NNC_FOLDS[-1]
+    assert list(constant_values(form, make_inputs(form))) == ["v0", "v1"]  # not reciprocal(False): 1 or inf
+    assert list(constant_values(NNC_FOLDS[1], make_inputs(NNC_FOLDS[1]))) == ["v0"]
+
+
 def test_an_op_is_constant_only_where_no_values_of_its_operands_change_it():
     def constant(*nodes, dtype="int32", shape=(4,)):
         g = graph(dtype, "zeros", *nodes, ("add", f"v{len(nodes) - 1}", "x0"), shape=shape)
@@ -150,6 +156,9 @@ NNC_FOLDS = [  # NNC folds an op of a tensor with itself, or a test its dtype de
     graph("int32", "zeros", ("neg", "x0"), ("eq", "v0", "v0"), ("cos", "v1"), ("lt", "v2", "v1"), shape=()),
     # int64 abs of x - x is garbage; NNC fuses no lone abs, so only x - (a copy of x) tells it
     graph("int64", "zeros", ("sub", "x0", "x0"), ("abs", "v0"), shape=(2, 9)),
+    # a constant past another its dtype decides: NNC folds isnan of the bool isnan made as well,
+    # so only with both opaque is NNC right (a 300-s campaign's "new" isnan -> isnan -> reciprocal)
+    graph("int32", "zeros", ("isnan", "x0"), ("isnan", "v0"), ("reciprocal", "v1"), ("relu", "v2"), shape=()),
 ]
 
 
