@@ -144,10 +144,14 @@ def with_repro_detail(case: Case, output: str) -> Case:
     """A crash case whose detail is its reduced repro's error text where a run of that repro
     (`output`) raised the recorded error: the title quotes it. A campaign records the error of
     the case it found, before reduction: 492d2868's title read "the tensor (7) must match ... (2)"
-    where its two-op repro raises "(3) must match ... (2)"."""
+    where its two-op repro raises "(3) must match ... (2)". A form that kept no raw error text
+    (only its signature's message) takes the run's."""
     if case.signature.outcome != "crash" or f"{case.signature.kind}: " not in output:
         return case
     raised = raised_text(output, case.signature.kind).strip()
+    if case.detail == case.signature.message:  # a form kept no raw error text: its repro's run is one
+        return replace(case, detail=raised)
+
     def headline(text: str) -> str:  # what a title quotes
         return innermost_error(text).strip().split("\n", 1)[0]
     if normalize(raised) != case.signature.message or headline(raised) == headline(case.detail or ""):
