@@ -274,8 +274,8 @@ def nan_number_graphs(graph: Graph, inputs: list) -> list[tuple[Node, Graph, lis
 def nan_kept(graph: Graph, inputs: list, makers: list[Node],
              run_fused: Callable[[Graph, list], list | None] | None) -> bool:
     """Whether the fuser's own values of the ops that made the compared NaNs (`makers`) still hold
-    them; True where no run can tell (no fuser run given, the ops are graph inputs, or watching
-    the values made every output right)."""
+    them; True where no run can tell (no fuser run given, the NaNs are graph inputs', or the
+    fuser declines the graph with those values watched)."""
     watched = tuple(dict.fromkeys(n.name for n in makers if n.name not in graph.outputs))
     if run_fused is None or not makers:
         return True
