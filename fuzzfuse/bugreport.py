@@ -595,12 +595,11 @@ def regenerate(directory: Path, outputs: dict[str, ReproRun] | None = None,
                 break
     if run is None and same_code(before, source):
         run = recorded_run(previous)  # the run quoted before is this code's run
-    case = with_repro_detail(case, run.output if run is not None else "")
+    detailed = with_repro_detail(case, run.output if run is not None else "")
+    if detailed.detail != case.detail:  # a new title: the repro's docstring, the run still its run
+        case, source = detailed, write_repro(directory, detailed)
     if case != recorded:
         write_json(directory / "case.json", case.to_json())
-        write_regression(directory, case)  # their docstrings are the title
-        source = write_repro(directory, case)
-        run = run if run is None or same_code(before, source) or case_device(case) == "cpu" else None
     (directory / README).write_text(readme(case, source, run, previous))
     lines = len(source.splitlines())
     ok = run is None or fails_as_recorded(case, run)

@@ -19,7 +19,7 @@ import torch
 from .ir import Graph, TensorInput, make_inputs, to_source
 from .ir.graph import Layout, Node
 from .ir.types import DTYPES, is_float
-from .ir.values import INLINE_LIMIT
+from .ir.values import INLINE_LIMIT, logical_bytes
 from .oracle import headline, innermost_error, nvrtc_error
 
 # Where a repro's inputs too large to inline are: their bytes, little-endian, one after another in
@@ -305,8 +305,7 @@ def inputs_source(graph: Graph, values: list, external: bool) -> str:
 def external_bytes(graph: Graph, values: list) -> bytes:
     """INPUTS_FILE's content: each tensor input's logical values that `inputs_source` does not
     spell out (no constant fill), as little-endian bytes, in input order."""
-    return b"".join(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
-                    for spec, value in zip(graph.inputs, values)
+    return b"".join(logical_bytes(value) for spec, value in zip(graph.inputs, values)
                     if isinstance(spec, TensorInput) and not _fill(spec))
 
 

@@ -27,7 +27,7 @@ from .ir.interp import node_source
 from .ir.ops import OPS
 from .ir.types import DTYPES
 from .ir.untrusted import record, take
-from .ir.values import logical_values
+from .ir.values import logical_bytes, logical_values
 from .oracle import Signature
 from .verdict import EAGER_FAULT
 
@@ -184,7 +184,7 @@ def _large(spec: TensorInput, flat: torch.Tensor, dtype: str, device: str) -> tu
 def digest(t: torch.Tensor) -> str:
     """The first 16 hex digits of the sha256 of a tensor's bytes in logical order: what a seeded
     input's check compares."""
-    return hashlib.sha256(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()).hexdigest()[:16]
+    return hashlib.sha256(logical_bytes(t)).hexdigest()[:16]
 
 
 def input_lines(graph: Graph, device: str) -> tuple[list[str], bool]:

@@ -87,11 +87,16 @@ def _denormals(n: int, dtype: str, gen: torch.Generator) -> torch.Tensor:
     return (torch.rand(n, generator=gen, dtype=torch.float64) * 2 - 1) * tiny * 0.99
 
 
-def encode_exact(t: torch.Tensor) -> str:
+def logical_bytes(t: torch.Tensor) -> bytes:
+    """The little-endian bytes of `t`'s logical values, in row-major order: what a case's exact
+    values, a repro's inputs file and its byte checks hold."""
     # clone, not contiguous(): a size-1 tensor with a stride-0 last dim counts as contiguous but
     # cannot be viewed as bytes.
-    raw = t.detach().clone(memory_format=torch.contiguous_format).reshape(-1).view(torch.uint8).numpy().tobytes()
-    return base64.b64encode(raw).decode()
+    return t.detach().cpu().clone(memory_format=torch.contiguous_format).reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def encode_exact(t: torch.Tensor) -> str:
+    return base64.b64encode(logical_bytes(t)).decode()
 
 
 def decode_exact(text: str, shape: tuple[int, ...], dtype: str) -> torch.Tensor:
