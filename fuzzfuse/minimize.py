@@ -149,6 +149,10 @@ def _combined(first: ReductionStats, then: ReductionStats) -> ReductionStats:
                    ops_before=first.ops_before, inputs_before=first.inputs_before, cost_before=first.cost_before)
 
 
+# Seconds the other device's run may take when its first try timed out (a cold compile).
+OTHER_DEVICE_TIMEOUT = 300.0
+
+
 def devices_failing_alike(pool, backend: str, graph: Graph, options: Options, signature: Signature,
                           timeout: float, check_strides: bool, ids) -> tuple[str, ...]:
     """The devices a reduced wrong value fails alike on (the same outcome, stage, kind and class),
@@ -171,13 +175,24 @@ def devices_failing_alike(pool, backend: str, graph: Graph, options: Options, si
             get_backend(route)
         except Unavailable:
             continue
-        reply = run_jobs(pool, [graph_job(next(ids), route, graph, timeout, Options(), check_strides)])[0]
-        try:
-            theirs = judge(route, reply).signature
-        except HarnessError:
-            continue
-        if theirs is not None and replace(theirs, backend=signature.backend) == signature:
+        theirs = None
+        for attempt in range(2):
+            # A worker's first graph on another device compiles cold (Inductor's C++ on a GPU
+            # machine whose cores are busy with the campaign): a timeout there is asked once more,
+            # with the longer of the two limits, before the device counts as not failing alike.
+            limit = timeout if attempt == 0 else max(timeout, OTHER_DEVICE_TIMEOUT)
+            reply = run_jobs(pool, [graph_job(next(ids), route, graph, limit, Options(), check_strides)])[0]
+            try:
+                theirs = judge(route, reply).signature
+            except HarnessError as e:
+                theirs = e
+            if not (isinstance(theirs, Signature) and theirs.outcome == "hang"):
+                break
+        if isinstance(theirs, Signature) and replace(theirs, backend=signature.backend) == signature:
             alike.append(device)
+        else:  # said, so that a campaign's log shows why a shared lowering's bug kept its device
+            said = theirs.key() if isinstance(theirs, Signature) else f"harness error: {theirs}" if theirs else "a pass"
+            print(f"device check: {route} does not fail alike ({said[:160]})", file=sys.stderr)
     return tuple(sorted(alike)) if len(alike) > 1 else ()
 
 
