@@ -14,6 +14,7 @@ from .cli_args import AT_LEAST_ONE, CASE_TIMEOUT, EXIT_BAD_INPUT, FRACTION, POSI
 from .backends import BACKENDS, Unavailable, availability, default_backend, get_backend
 from .reductions import REDUCE_SHARE
 from .strategies import SOURCES
+from .dedup import tally
 from .verdict import SignatureRecord
 
 def cmd_backends(args: argparse.Namespace) -> int:
@@ -108,10 +109,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     print(f"{new} new failure(s), {known} known; summary: {campaign.out / 'summary.json'}")
     causes = campaign.reductions.causes()
     if causes or campaign.reductions.book.pending:
-        print(f"root causes: {sum(c.new for c in causes)} new, {sum(not c.new for c in causes)} known; "
-              f"{len(campaign.reductions.book.pending)} hit(s) pending a reduction")
+        print(f"root causes: {tally(causes)}; {len(campaign.reductions.book.pending)} hit(s) pending a reduction")
         for c in causes:
             where = f"known: {c.known}" if c.known else \
+                f"unconfirmed (its repro did not fail again): {campaign.out / c.minimized}" if c.unconfirmed else \
                 f"new: {campaign.out / c.minimized}" if c.minimized else "new, not reduced yet"
             print(f"  {c.hits:5}x {where}  [{c.key[:110]}]")
     left = campaign.reducer_queue()

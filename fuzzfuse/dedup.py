@@ -25,7 +25,7 @@ from .ir import Graph
 from .oracle import Signature
 from .reduce.generalise import Generalisation
 from .identity import KnownBugs, root_cause_key
-from .verdict import Outcome
+from .verdict import MinimizedRepro, Outcome, Reproduction
 
 # Unreduced hits kept per coarse bucket: enough to find the causes a bucket hides, bounded for
 # campaigns that run for days.
@@ -57,10 +57,17 @@ class RootCause:
     minimized: str | None = None  # this campaign's repro, relative to its directory
     reduced_case: str | None = None  # the reduced case a minimized repro is written from
     trigger: list[str] = field(default_factory=list)  # the reduced graph's ops
+    # Its repro failed in none of its fresh processes: a bug nobody can show yet is not counted new.
+    unconfirmed: bool = False
 
     @property
     def new(self) -> bool:
-        return self.known is None
+        return self.known is None and not self.unconfirmed
+
+    def record(self, repro: MinimizedRepro) -> None:
+        """Its repro, written and re-run in fresh processes."""
+        self.minimized = repro.path
+        self.unconfirmed = repro.reproduction is Reproduction.DOES_NOT_REPRODUCE
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -68,6 +75,14 @@ class RootCause:
     @staticmethod
     def from_json(d: dict) -> "RootCause":
         return RootCause(**{k: d[k] for k in RootCause.__dataclass_fields__ if k in d})
+
+
+def tally(causes: list[RootCause]) -> str:
+    """"2 new, 5 known" (and ", 1 unconfirmed": a new one whose repro did not fail again), the one
+    count the progress line, the summary and the closing lines give."""
+    unconfirmed = sum(c.unconfirmed and c.known is None for c in causes)
+    return (f"{sum(c.new for c in causes)} new, {sum(c.known is not None for c in causes)} known"
+            + (f", {unconfirmed} unconfirmed" if unconfirmed else ""))
 
 
 def graph_ops(graph: Graph) -> list[str]:

@@ -54,7 +54,7 @@ from .ir.types import category
 from .ir.untrusted import record, take
 from .oracle import Signature
 from .reduce.generalise import Generalisation
-from .verdict import EAGER_FAULT
+from .verdict import EAGER_FAULT, Reproduction
 from .rootcause import downstream, fold, native_assert, rejects_operand, signature_today, specific_message
 
 # The outcomes that are failures (a pass, an invalid case or a documented difference has no identity).
@@ -557,7 +557,9 @@ def compare_corpora(found: list[str], committed: list[str]) -> list[str]:
             continue
         near = nearest(identity, index)
         why = f"; nearest {near[0]} ({', '.join(near[1])})" if near else "; no committed bug of its component"
-        lines.append(f"new      {path.parent.name}: {identity.describe()}{why}")
+        # A repro that failed in none of its fresh processes shows nothing a maintainer can run yet.
+        unshown = case.verification is not None and case.verification.status is Reproduction.DOES_NOT_REPRODUCE
+        lines.append(f"{'unconfirmed' if unshown else 'new     '} {path.parent.name}: {identity.describe()}{why}")
     return lines
 
 

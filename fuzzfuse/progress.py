@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from .dedup import tally
+
 
 def _table(campaign, pool) -> Table:
     s = campaign.stats
@@ -56,7 +58,7 @@ def _limit(campaign) -> str:
 def _root_causes(campaign) -> str:
     """Reduced buckets: the root causes found (new or known) and the hits still pending a reduction."""
     causes, pending = campaign.reductions.causes(), len(campaign.reductions.book.pending)
-    return f"{sum(c.new for c in causes)} new, {sum(not c.new for c in causes)} known, {pending} hits pending"
+    return f"{tally(causes)}, {pending} hits pending"
 
 
 def _reducer(campaign) -> str:

@@ -272,7 +272,7 @@ class CampaignReductions:
 
             def saved(repro: MinimizedRepro) -> None:
                 entry.minimized = repro
-                self.book.causes[root].minimized = repro.path
+                self.book.causes[root].record(repro)
             self._save_task(view, case, result, progress, repro_slug(entry.signature, root), key, root, saved)
         return _Task(view, work, finish, shared.wake, taken=key)
 
@@ -327,7 +327,7 @@ class CampaignReductions:
         self.campaign.steering.learn(result.graph, result.generalisation)
         if cause.new and cause.minimized is None and cause.key not in self._saving:
             def saved(repro: MinimizedRepro) -> None:
-                cause.minimized = repro.path
+                cause.record(repro)
                 if entry.minimized is None:  # the coarse record points at the first repro made from it
                     entry.minimized = repro
             self._save_task(Reducing(f"{hit.coarse_key} ({hit.case})", result.stats), case, result, progress,
@@ -360,14 +360,16 @@ class CampaignReductions:
         stats = result.stats
         print(f"minimized {what}: {case.graph.size} -> {result.graph.size} ops, {stats.queries} queries, "
               f"{stats.seconds:.0f}s -> {directory}", file=sys.stderr)
+        verification = load_case(directory / "case.json").verification
         return MinimizedRepro(str(directory.relative_to(c.out)), case.graph.size, result.graph.size,
-                              stats.queries, stats.seconds)
+                              stats.queries, stats.seconds, verification.status if verification else None)
 
     # ---- what the files say ------------------------------------------------------------------
     def summary(self) -> dict:
         causes = list(self.book.causes.values())
         return {"root_causes": [c.to_json() for c in causes],
-                "root_causes_new": sum(c.new for c in causes), "root_causes_known": sum(not c.new for c in causes),
+                "root_causes_new": sum(c.new for c in causes), "root_causes_known": sum(c.known is not None for c in causes),
+                "root_causes_unconfirmed": sum(c.unconfirmed and c.known is None for c in causes),
                 "pending": self.book.pending_by_bucket(), "pending_hits": len(self.book.pending),
                 "reduce_share": self.share, "learned": dict(self.learned)}
 

@@ -328,15 +328,18 @@ class MinimizedRepro:
     ops_after: int | None = None
     queries: int | None = None
     seconds: float | None = None
+    reproduction: Reproduction | None = None  # its re-runs in fresh processes, once written
 
     def to_json(self) -> dict:
         return {"path": self.path, "ops_before": self.ops_before, "ops_after": self.ops_after,
-                "queries": self.queries, "seconds": self.seconds}
+                "queries": self.queries, "seconds": self.seconds,
+                **({"reproduction": self.reproduction.value} if self.reproduction else {})}
 
     @staticmethod
     def from_json(d: dict) -> "MinimizedRepro":
+        status = d.get("reproduction")
         return MinimizedRepro(str(d["path"]), d.get("ops_before"), d.get("ops_after"), d.get("queries"),
-                              d.get("seconds"))
+                              d.get("seconds"), Reproduction(status) if status else None)
 
 
 @dataclass

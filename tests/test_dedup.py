@@ -1,9 +1,9 @@
 """Reduce, then dedup: the campaign's book of root causes (fuzzfuse.dedup)."""
 from fuzzfuse.identity import root_cause_key
-from fuzzfuse.dedup import RootCauseBook
+from fuzzfuse.dedup import RootCauseBook, tally
 from fuzzfuse.ir import Graph
 from fuzzfuse.oracle import Signature
-from fuzzfuse.verdict import Outcome, Reproduction, Verification
+from fuzzfuse.verdict import MinimizedRepro, Outcome, Reproduction, Verification
 
 MISMATCH = Signature("mismatch", "torchscript:nnc", "run", "values", "float")
 ASSERT = Signature("crash", "nvfuser", "compile", "RuntimeError", "csrc/ir/internal_nodes.cpp:698",
@@ -134,3 +134,42 @@ def test_a_resumed_campaigns_book_keeps_the_campaigns_device():
     assert saved.device == ""
     reductions.restore(saved, {})
     assert reductions.book.device == "cpu"
+
+
+def test_a_new_bug_whose_repro_fails_in_no_fresh_process_is_unconfirmed_not_new():
+    """An nvFuser campaign counted two such repros (a SIGSEGV and a wrong value that 0 of 3 fresh
+    processes showed again) among its new root causes: a bug nobody can show is not filed."""
+    book = RootCauseBook()
+    for name, status in (("shown", Reproduction.REPRODUCES), ("lost", Reproduction.DOES_NOT_REPRODUCE),
+                         ("sometimes", Reproduction.FLAKY)):
+        book.offer(ASSERT.__class__(**{**ASSERT.to_json(), "location": f"csrc/{name}.cpp:1"}), graph("exp"),
+                   f"corpus/{name}.json")
+        cause = book.causes[max(book.causes, key=lambda k: book.causes[k].first_seen)]
+        cause.record(MinimizedRepro(f"minimized/{name}", 3, 1, 10, 1.0, status))
+    causes = list(book.causes.values())
+    assert [c.new for c in causes] == [True, False, True]
+    assert tally(causes) == "2 new, 0 known, 1 unconfirmed"
+    again = RootCauseBook.from_json(book.to_json())
+    assert [c.unconfirmed for c in again.causes.values()] == [False, True, False]
+    repro = MinimizedRepro("minimized/lost", 3, 1, 10, 1.0, Reproduction.DOES_NOT_REPRODUCE)
+    assert MinimizedRepro.from_json(repro.to_json()) == repro
+
+
+def test_a_corpus_listing_says_unconfirmed_for_a_repro_that_did_not_fail_again(tmp_path):
+    import shutil
+    from dataclasses import replace
+    from pathlib import Path
+
+    from fuzzfuse.corpus import load_case, write_json
+    from fuzzfuse.identity import compare_corpora
+
+    source = Path(__file__).resolve().parent.parent / "minimized" / "nvfuser-mismatch-values-float-5aac8374"
+    listed = {}
+    for name, status in (("shown", Reproduction.REPRODUCES), ("lost", Reproduction.DOES_NOT_REPRODUCE)):
+        found = tmp_path / name / source.name
+        shutil.copytree(source, found)
+        case = load_case(found / "case.json")
+        write_json(found / "case.json", replace(case, verification=Verification(status, (0, 0, 0), runs=3)).to_json())
+        [listed[name]] = compare_corpora([str(tmp_path / name)], [])
+    assert listed["shown"].startswith("new      " + source.name)
+    assert listed["lost"] == listed["shown"].replace("new     ", "unconfirmed", 1)
