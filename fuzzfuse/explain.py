@@ -325,14 +325,8 @@ def constant_values(graph: Graph, inputs: list) -> dict[str, torch.Tensor]:
     dim of one element) is not: a fuser proves nothing of it. An output no op reads is left out:
     no fold of it computes anything after it."""
     generator = torch.Generator().manual_seed(0)
-    try:
-        values = interpret(graph, inputs)[0]
-        others = [interpret(graph, [_redrawn(x, how, generator) for x in inputs])[0] for how in REDRAWS]
-    except Exception:  # eager refuses other values (an index out of range): nothing to tell
-        return {}
+    values, constant = _constant_region(graph, inputs, generator)
     read = {r for node in graph.nodes for r in node.refs()}
-    constant = {node.name for node in graph.nodes if isinstance(values[node.name], torch.Tensor)
-                and all(torch.equal(o[node.name], values[node.name].cpu()) for o in others)}
     begins = [node for node in graph.nodes
               if node.name in constant and node.refs() and not constant & set(node.refs()) and node.name in read]
     # After where a constant begins, the ops whose own operands' dtypes decide them too (isnan of
@@ -346,6 +340,25 @@ def constant_values(graph: Graph, inputs: list) -> dict[str, torch.Tensor]:
             chained.append(node)
             seen.add(node.name)
     return {node.name: values[node.name] for node in begins + chained}
+
+
+def constant_region(graph: Graph, inputs: list) -> set[str]:
+    """Every op whose eager value is the same whatever values the graph's inputs hold (where a
+    constant begins, and each op computed only from constants: mul(isnan(x), x) of an integer x is
+    0) and that another op reads: what a fuser's simplifier may fold, all of it, into one value
+    that the ops after it compute from."""
+    read = {r for node in graph.nodes for r in node.refs()}
+    return _constant_region(graph, inputs, torch.Generator().manual_seed(0))[1] & read
+
+
+def _constant_region(graph: Graph, inputs: list, generator: torch.Generator) -> tuple[dict, set[str]]:
+    try:
+        values = interpret(graph, inputs)[0]
+        others = [interpret(graph, [_redrawn(x, how, generator) for x in inputs])[0] for how in REDRAWS]
+    except Exception:  # eager refuses other values (an index out of range): nothing to tell
+        return {}, set()
+    return values, {node.name for node in graph.nodes if isinstance(values[node.name], torch.Tensor)
+                    and all(torch.equal(o[node.name], values[node.name].cpu()) for o in others)}
 
 
 def _decided_by_dtypes(node: Node, values: dict, generator: torch.Generator) -> bool:

@@ -61,6 +61,7 @@ from .rootcause import downstream, fold, native_assert, rejects_operand, signatu
 FAILURES = ("crash", "hard-crash", "hang", "mismatch", "unfused", "flaky")
 CATEGORY_NAMES = ("bool", "int", "float")
 OPS_REACHING = "/"  # between the ops that reach a crash at one position (`needed_ops`)
+FOLDED = "folded-constant"  # a crash's constant region, however it was made (`needed_ops`)
 
 
 class Anchor(str, enum.Enum):
@@ -364,10 +365,33 @@ def needed_ops(graph: Graph, generalisation: Generalisation | None, producers_on
     kept = {}
     for k, op in (generalisation.kept if generalisation is not None else ()):
         kept.setdefault(k, set()).add(op)
-    ops = [f"{OPS_REACHING.join(sorted({n.op} | kept.get(k, set())))}:{dtype_class(graph, k)}"
-           for k, n in enumerate(graph.nodes) if n.name in names and k not in fillers]
+    # A constant the fuser had to fold (`Generalisation.folded`) is one value however it was made:
+    # named once, where its region ends, by the class of that value.
+    folded = _constant_makers(graph, set(generalisation.folded)) if generalisation is not None else set()
+    last_folded = max(set(generalisation.folded), default=None) if generalisation is not None else None
+    ops = [f"{FOLDED}:{dtype_class(graph, k)}" if k == last_folded else
+           f"{OPS_REACHING.join(sorted({n.op} | kept.get(k, set())))}:{dtype_class(graph, k)}"
+           for k, n in enumerate(graph.nodes)
+           if (n.name in names or k == last_folded) and k not in fillers and (k not in folded or k == last_folded)]
     kinds = sorted({f"*{fillers[k]}" for k, n in enumerate(graph.nodes) if n.name in names and k in fillers})
     return " ".join(ops or kinds) or "*"
+
+
+def _constant_makers(graph: Graph, folded: set[int]) -> set[int]:
+    """The positions of a folded constant (`Generalisation.folded`) and of every op that only
+    feeds it (neg(x) of add(x, neg(x))): how the constant was made, all of it."""
+    if not folded:
+        return set()
+    names = [n.name for n in graph.nodes]
+    readers: dict[str, set[int]] = {}
+    for k, node in enumerate(graph.nodes):
+        for r in node.refs():
+            readers.setdefault(r, set()).add(k)
+    made = set(folded)
+    for k in reversed(range(len(graph.nodes))):
+        if k not in made and names[k] not in graph.outputs and readers.get(names[k]) and readers[names[k]] <= made:
+            made.add(k)
+    return made
 
 
 def dtype_class(graph: Graph, position: int, result: bool = True,

@@ -370,3 +370,23 @@ def test_a_cast_to_its_own_dtype_is_never_the_key_of_an_amplified_wrong_value():
     found = identify(signature, case.graph, general, device="cpu")
     committed = case_identity(load_case(ROOT / "minimized" / "torchscript-nnc-mismatch-values-bool-3a2f9386" / "case.json"))
     assert found.where == "log_softmax" and same_bug(found, committed), (found, committed)
+
+
+@pytest.mark.slow  # real NNC in worker processes, two of its runs abort the worker
+def test_a_crash_that_needs_a_folded_constant_is_one_bug_however_the_constant_was_made():
+    """NNC corrupts the heap computing abs of an int16 or int8 value its simplifier proved zero:
+    sub(x, x) -> abs (the committed 13207297) and isnan(x) * x -> abs (found later by a campaign)
+    aborted with two glibc messages and were keyed by their producers as two bugs. Given as inputs
+    holding the zeros, neither fails: each key names a folded constant, and they are one bug."""
+    home = Path(__file__).resolve().parent.parent / "minimized" / "torchscript-nnc-hard-crash-sigabrt-13207297"
+    case = load_case(home / "case.json")
+    [variant] = [v for v in case.also_seen_as if v.graph is not None and "isnan" in v.ops]
+    from fuzzfuse.pool import case_pool
+
+    keys = []
+    with case_pool(case.backend, 2, 60.0) as pool:
+        for graph in (case.graph, variant.graph):
+            signature, general = generalise_case(replace(case, graph=graph), pool)
+            assert general.folded, graph.to_json()
+            keys.append(root_cause_key(signature, graph, general, "cpu"))
+    assert keys[0] == keys[1] and "folded-constant:int" in keys[0], keys

@@ -16,6 +16,13 @@ care are written as wildcards:
   dtypes of its category that the backend draws; when the failure survives one, the key writes the
   category (`float`) instead of the dtype.
 
+- where the failure is a crash (no value judged): whether it needs a value the fuser proves
+  constant (fuzzfuse.explain.constant_values: `x - x`, isnan of an integer). Each op where such a
+  constant begins is given instead as an input holding its value, nothing left to fold; where that
+  stops the failure, the positions of the whole constant region are *folded*: the key names them
+  as one folded constant, not the ops that made it (NNC's abs of a folded int16 zero corrupts the
+  heap whether the zero came as sub(x, x) or as mul(isnan(x), x) of an int8).
+
 - where the failure is a wrong value: the first op whose own value is already wrong, its *culprit*.
   The graph is run with each op's value as an extra, first output; the earliest op whose value
   the oracle rejects is where the fuser first computes something wrong, and what comes after it
@@ -42,7 +49,8 @@ import torch
 from ..ir.graph import Graph, GraphError, Layout, TensorInput
 from ..ir.ops import OPS, OPS_BY_KIND
 from ..ir.types import category
-from ..ir.values import logical_values
+from ..explain import constant_region, opaque_constant_graphs
+from ..ir.values import logical_values, make_inputs, with_exact_values
 from ..oracle import MISMATCH_KINDS
 from .passes import admissible, expanded_like, op_rank, pinned, replaced
 from .shapes import exact_values
@@ -75,7 +83,8 @@ class Generalisation:
     integer path: the bug is the float op's). `kept`: (node position, op) for each alternative that
     kept the failure at a position too few kept it at to make a filler (amin -> expand of an
     expanded input crashes as amax -> expand does, sum -> expand does not): a crash's key names
-    the position by each op that reaches it. `graph`: the digest of the (renamed) graph it was
+    the position by each op that reaches it. `folded`: the positions of a crash's constant region,
+    where making the constant opaque stops it. `graph`: the digest of the (renamed) graph it was
     found on; `queries`: what it cost."""
 
     graph: str
@@ -88,6 +97,7 @@ class Generalisation:
     devices: tuple[str, ...] = ()
     as_float: tuple[int, ...] = ()
     kept: tuple[tuple[int, str], ...] = ()
+    folded: tuple[int, ...] = ()
 
     def applies_to(self, graph: Graph) -> bool:
         return self.graph == graph.renamed().digest()
@@ -103,7 +113,8 @@ class Generalisation:
                 **({"probed": True} if self.probed else {}), **({"alone": True} if self.alone else {}),
                 **({"devices": list(self.devices)} if self.devices else {}),
                 **({"as_float": list(self.as_float)} if self.as_float else {}),
-                **({"kept": [list(p) for p in self.kept]} if self.kept else {})}
+                **({"kept": [list(p) for p in self.kept]} if self.kept else {}),
+                **({"folded": list(self.folded)} if self.folded else {})}
 
     @staticmethod
     def from_json(d: dict) -> "Generalisation":
@@ -130,9 +141,13 @@ class Generalisation:
         as_float = d.get("as_float") or []
         if not (isinstance(as_float, list) and all(isinstance(k, int) and k >= 0 for k in as_float)):
             raise GraphError(f"generalisation: bad as_float {as_float!r}")
+        folded = d.get("folded") or []
+        if not (isinstance(folded, list) and all(isinstance(k, int) and k >= 0 for k in folded)):
+            raise GraphError(f"generalisation: bad folded {folded!r}")
         return Generalisation(d["graph"], pairs("ops", OPS_BY_KIND), pairs("dtypes", CATEGORIES),
                               int(d.get("queries", 0)), tuple(culprit) if culprit else None, d.get("probed") is True,
-                              d.get("alone") is True, tuple(devices), tuple(as_float), pairs("kept", OPS))
+                              d.get("alone") is True, tuple(devices), tuple(as_float), pairs("kept", OPS),
+                              tuple(folded))
 
 
 def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtypes: Iterable[str] = (),
@@ -191,6 +206,7 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
         elif values and (g := operands_as_inputs(graph, wrong_at, values)) is not None and (probe := spent([g])):
             shown = first_wrong(probe)[0]
             alone = shown is not None and (culprit is None or shown == culprit[1])
+    folded = () if first_wrong is not None else _folded(graph, ask)
     fillers, kept = [], []
     per_position = [[g for name in sorted(drawn, key=op_rank) if name != node.op
                      and (g := replaced(graph, node, name)) is not None][:ALTERNATIVES_PER_OP]
@@ -226,7 +242,29 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
             free.append((position, CATEGORIES[category(spec.dtype)]))
     as_float = tuple(position for position, g in floated.items() if any(ask([g])))
     return Generalisation(graph.renamed().digest(), tuple(fillers), tuple(free), max_queries - budget[0], culprit,
-                          probed=first_wrong is not None, alone=alone, as_float=as_float, kept=tuple(kept))
+                          probed=first_wrong is not None, alone=alone, as_float=as_float, kept=tuple(kept),
+                          folded=folded)
+
+
+def _folded(graph: Graph, ask: Predicate) -> tuple[int, ...]:
+    """The positions of the ops of `graph` whose values are constant whatever its inputs hold, where
+    the failure needs the fuser to fold them: with each op where the constant begins given as an
+    input holding its value (fuzzfuse.explain.opaque_constant_graphs), it no longer fails. ()
+    where nothing is constant, or the failure survives a constant made opaque."""
+    try:
+        inputs = make_inputs(graph)
+    except Exception:  # inputs the eager CPU cannot make (a device's own dtype): nothing to tell
+        return ()
+    opaque = []
+    for candidate, values in opaque_constant_graphs(graph, inputs):
+        added = {spec.name: value for spec, value in zip(candidate.inputs, values) if spec not in graph.inputs}
+        opaque.append(replace(candidate, inputs=tuple(with_exact_values(spec, added[spec.name])
+                                                       if spec.name in added else spec for spec in candidate.inputs)))
+    answers = ask(opaque) if opaque else []
+    if len(answers) < len(opaque) or not opaque or any(answers):  # the budget ran out, or one still fails
+        return ()
+    region = constant_region(graph, inputs)
+    return tuple(k for k, node in enumerate(graph.nodes) if node.name in region)
 
 
 def first_among_outputs(graph: Graph, name: str) -> Graph:
