@@ -308,6 +308,11 @@ def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, 
     key = root_cause_key(result.signature, reduced, result.generalisation, case.device)
     home = known_repros([root]).find(key) if key and Path(root).is_dir() else None
     directory = Path(home) if home else Path(root) / (slug or result.signature.slug())
+    if not home and key and (directory / "case.json").exists():
+        # The name is taken by another bug (a directory named after a key it no longer has: NNC's
+        # folded sub -> reciprocal, once keyed as a sub bug, held the name a later int8 sub bug
+        # was given): this bug gets a directory of its own, never a place among the other's forms.
+        directory = next(d for k in itertools.count(2) if not (d := directory.with_name(f"{directory.name}-{k}")).exists())
     stats = result.stats
     minimized = replace(case, graph=reduced, backend=backend, hits=1, generalisation=result.generalisation,
                         reduction=ReductionFigures(case.graph.size, reduced.size, stats.queries, stats.cache_hits,

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from fuzzfuse.identity import root_cause_key
-from fuzzfuse.corpus import Case, load_case
+from fuzzfuse.corpus import Case, load_case, write_json
 from fuzzfuse.ir import Layout, Values, make_inputs
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.job import backend_for, run_case
@@ -257,3 +257,19 @@ def test_a_cpu_repro_is_pinned_to_the_lowest_capability_it_fails_under(tmp_path)
     assert pin_candidates(case) == [case]
     unpinned = replace(case, versions={k: v for k, v in case.versions.items() if k != "cpu_capability"})
     assert pin_candidates(unpinned) == [unpinned]
+
+
+@pytest.mark.slow
+def test_a_directory_name_taken_by_another_bug_is_never_where_a_new_bug_lands(tmp_path):
+    """A committed directory keeps the name its first key gave it; a later, different bug whose key
+    hashes to that name got listed among the other's forms. It gets a directory of its own."""
+    graph = busy_graph(lambda b, v: b.add("sigmoid", b.add("sum", v, dims=[1], keepdim=True)))
+    case, result = reduce_with("CrashOnSumSigmoid", graph)
+    directory = save_minimized(tmp_path, case, result, BUGGY + "CrashOnSumSigmoid", verify_runs=1)
+    other = load_case(directory / "case.json")
+    other = replace(other, signature=replace(other.signature, outcome="mismatch", stage="run", kind="values",
+                                             location="float", message=""))
+    write_json(directory / "case.json", other.to_json())  # the name now holds another bug
+    again = save_minimized(tmp_path, case, result, BUGGY + "CrashOnSumSigmoid", verify_runs=1)
+    assert again == directory.with_name(directory.name + "-2")
+    assert load_case(directory / "case.json").also_seen_as == other.also_seen_as
