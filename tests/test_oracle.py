@@ -274,18 +274,24 @@ def test_int32_overflow_is_undefined_behaviour_and_ordinary_int32_math_is_judged
         assert run_eager(graph, make_inputs(graph))[1] == {}, graph
 
 
-def test_int64_overflow_is_undefined_behaviour_like_int32s_and_narrow_ints_stay_judged():
+def test_signed_overflow_of_every_width_is_undefined_behaviour_and_unsigned_wrap_is_judged():
     """A CPU Inductor campaign reported add(x, x) -> argmax of int64 [[INT64_MAX, 1]] as a new bug:
-    signed int64 overflow is as undefined in C++ as int32's. int8 and int16 arithmetic runs in int
-    and narrows on store, which wraps as eager does: still judged."""
-    def graph_of(op, dtype, values, *more):
+    signed int64 overflow is as undefined in C++ as int32's. So is int8's and int16's: NNC keeps
+    sub(x, -1) of an int8 127 in a wider register and compares 128 where eager's int8 wrapped to
+    -128, Inductor negates an int16 -32768 to 32768; a fuser may compute any of them wider. Values
+    that do not overflow, and unsigned wraparound (defined), stay judged."""
+    def graph_of(op, input_dtype, values, *more, **attrs):
         b = GraphBuilder()
-        x = b.tensor((len(values),), dtype, values=Values(exact=encode_exact(torch.tensor(values, dtype=DTYPES[dtype]))))
-        return b.build([b.add(op, x, *more)])
-    for graph in (graph_of("add", "int64", [2**63 - 1, 1], 1), graph_of("neg", "int64", [-2**63, 3])):
+        x = b.tensor((len(values),), input_dtype,
+                     values=Values(exact=encode_exact(torch.tensor(values, dtype=DTYPES[input_dtype]))))
+        return b.build([b.add(op, x, *more, **attrs)])
+    for graph in (graph_of("add", "int64", [2**63 - 1, 1], 1), graph_of("neg", "int64", [-2**63, 3]),
+                  graph_of("neg", "int16", [-2**15, 3]), graph_of("add", "int8", [127], 1),
+                  graph_of("sub", "int8", [127], -1), graph_of("abs", "int16", [-2**15])):
         assert run_eager(graph, make_inputs(graph))[1] == {graph.outputs[0]: "undefined-behaviour"}, graph
-    for graph in (graph_of("add", "int64", [2**61, 5], 2**61), graph_of("neg", "int16", [-2**15, 3]),
-                  graph_of("add", "int8", [127], 1)):
+    for graph in (graph_of("add", "int64", [2**61, 5], 2**61), graph_of("neg", "int16", [-2**15 + 1, 3]),
+                  graph_of("add", "int8", [126], 1), graph_of("sub", "uint8", [0], 1),
+                  graph_of("cast", "int16", [300], dtype="int8")):  # a narrowing cast is modular: defined
         assert run_eager(graph, make_inputs(graph))[1] == {}, graph
 
 

@@ -31,23 +31,25 @@ def _casts_out_of_range(node: Node, x: torch.Tensor) -> bool:
 
 
 def _overflows_signed(node: Node, args: list, attrs: dict, out) -> bool:
-    """A signed int32 or int64 result that wrapped. Signed overflow (neg or abs of INT32_MIN, a sum
-    past 2^31 or 2^63, a shift into the sign bit) is undefined behaviour in C++: a fuser may compute
-    it wider, or assume it never happens. int32: the op on the same operands widened to int64 gives
-    another value; int64 (nothing wider): the op in float64 leaves int64's range (a result within
-    float64's rounding of 2^63 counts as leaving it). int8 and int16
-    are left judged: C++ computes them in int and narrows the result, which wraps as eager does."""
-    if not isinstance(out, torch.Tensor) or out.dtype not in (torch.int32, torch.int64):
+    """A signed integer result that wrapped, of any width. Signed overflow (neg or abs of INT32_MIN,
+    a sum past 2^31 or 2^63, a shift into the sign bit) is undefined behaviour in C++, and a fuser
+    that keeps an int8 or int16 value in a wider register between fused ops never narrows it
+    (NNC's sub(x, -1) -> lt of an int8 127 compares 128, eager's -128): a fuser may compute it
+    wider, or assume it never happens. int8, int16 and int32: the op on the same operands widened
+    to int64 gives another value; int64 (nothing wider): the op in float64 leaves int64's range (a
+    result within float64's rounding of 2^63 counts as leaving it). Unsigned wraparound is defined."""
+    if not isinstance(out, torch.Tensor) or out.dtype not in (torch.int8, torch.int16, torch.int32, torch.int64):
         return False
-    wider = torch.int64 if out.dtype == torch.int32 else torch.float64
-    wide = [a.to(wider) if isinstance(a, torch.Tensor) and a.dtype in (torch.int32, torch.int64) else a for a in args]
+    narrow = (torch.int8, torch.int16, torch.int32)
+    wider = torch.int64 if out.dtype in narrow else torch.float64
+    wide = [a.to(wider) if isinstance(a, torch.Tensor) and a.dtype in narrow + (torch.int64,) else a for a in args]
     try:
         exact = OPS[node.op].eager(*wide, **attrs)
     except (RuntimeError, TypeError, ValueError):
         return False
     if not isinstance(exact, torch.Tensor) or exact.shape != out.shape:
         return False
-    if out.dtype == torch.int32:
+    if out.dtype in narrow:
         return not torch.equal(exact, out.long())
     return bool(exact.is_floating_point() and ((exact >= 2.0 ** 63) | (exact < -2.0 ** 63)).any())
 
