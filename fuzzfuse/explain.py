@@ -431,7 +431,7 @@ def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int
     # value (NNC's positive frac, truncated): where the fuser's values show no op losing a sign,
     # the fold is tried, which the fuser's own run proves; the sign is presumed only where no run
     # could show it.
-    if run_fused is not None:
+    if run_fused is not None and not _constant_computed_inexactly(graph, inputs, run_fused):
         for candidate, values in opaque_constant_graphs(graph, inputs):
             outputs = run_fused(candidate, values)
             if outputs is not None and _computes(candidate, values, output, outputs[output], reduced):
@@ -443,6 +443,19 @@ def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int
     if explaining and not seen:  # no run shows which op lost it: the op nearest the output
         return normalize(f"{ZERO_SIGN}: {explaining[0].op}")
     return ""
+
+
+def _constant_computed_inexactly(graph: Graph, inputs: list, run_fused: Callable[[Graph, list], list | None]) -> bool:
+    """Whether the fuser computes a constant-valued op's own value other than exactly (Triton's
+    approximate x / x of an int32 is 0.99999994, which div_floor then floors to 0): it did not fold
+    that value, it computed it, and the wrong value after it is that op's, not a fold's. Asked
+    with the op's value as the first output; a fold gives the constant bit for bit."""
+    for name, value in constant_values(graph, inputs).items():
+        outputs = run_fused(replace(graph, outputs=(name,) + tuple(o for o in graph.outputs if o != name)), inputs)
+        if outputs is not None and isinstance(outputs[0], torch.Tensor) and \
+                not torch.equal(outputs[0].detach().cpu().to(value.dtype), value.cpu()):
+            return True
+    return False
 
 
 def _computes(graph: Graph, inputs: list, output: int, fused, reduced: int) -> bool:

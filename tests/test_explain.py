@@ -17,7 +17,9 @@ from fuzzfuse.explain import (FOLDED_CONSTANT, NAN_COMPARED, SCALAR_CAST, ZERO_D
                               zero_sign_graphs)
 from fuzzfuse.identity import Anchor, case_identity, identify, same_bug
 from fuzzfuse.ir import Graph, make_inputs, run_eager
-from fuzzfuse.ir.values import with_exact_values
+from fuzzfuse.ir.builder import GraphBuilder
+from fuzzfuse.ir.graph import Values
+from fuzzfuse.ir.values import encode_exact, with_exact_values
 from fuzzfuse.job import run_case
 from fuzzfuse.verdict import Outcome
 
@@ -354,3 +356,37 @@ def test_the_two_forms_of_the_nan_range_fold_are_one_bug_once_named():
     first = load_case(NAN_RANGE_FORMS[0] / "case.json")
     # its signature as first recorded: no rule named (the refreshed one names it)
     assert not same_bug(identify(replace(first.signature, message=""), first.graph, device="cuda"), identities[1])
+
+
+def _divide_as_triton(graph: Graph, inputs: list) -> list:
+    """The graph's outputs with true division as x * (1 / x) in float32, as Triton's approximate
+    division rounds it (41 / 41 is 0.99999994): a stand-in for the H200 run, whose case recorded
+    only the final value."""
+    env = {spec.name: value for spec, value in zip(graph.inputs, inputs)}
+    for node in graph.nodes:
+        a, b = (env[x] if isinstance(x, str) else x for x in node.args)
+        env[node.name] = a.float() * (1.0 / b.float()) if node.op == "div" else \
+            torch.div(a, b, rounding_mode="floor")
+    return [env[name] for name in graph.outputs]
+
+
+def test_a_constant_the_fuser_computes_inexactly_is_that_ops_bug_not_a_fold():
+    """An H200 Inductor campaign reported div(x, x) -> div_floor(v, 1.0) of an int32 (fused 0, eager
+    1) as new, named by the fold rule: with x / x given as an input holding 1.0 the fuser is right.
+    But Triton computed x / x, approximately, and div_floor floored 0.99999994: the committed
+    822488ae (Triton's approximate division). The fold rule now asks the constant's own fused value:
+    a fold gives it exactly."""
+    b = GraphBuilder()
+    x0 = b.tensor((1,), "int32", values=Values(exact=encode_exact(torch.tensor([41], dtype=torch.int32))))
+    x1 = b.tensor((1,), "float32", values=Values("ones"))
+    form = b.build([b.add("div_floor", b.add("div", x0, x0), x1)])
+    inputs = make_inputs(form)
+    assert _divide_as_triton(form, inputs)[0].item() == 0 and run_eager(form, inputs)[0][0].item() == 1
+    fused = _divide_as_triton(form, inputs)[0]
+    assert explaining_rule(form, inputs, 0, fused, run_fused=_divide_as_triton) == ""
+    # where the fuser's x / x is exact (it folded it), the same wrong floor is the fold's
+    def folds(g: Graph, x: list) -> list:
+        if not any(n.op == "div" for n in g.nodes):  # x / x given as an input: nothing to fold, right
+            return run_eager(g, x)[0]
+        return [torch.ones(1) if name == form.nodes[0].name else fused for name in g.outputs]
+    assert explaining_rule(form, inputs, 0, fused, run_fused=folds) == FOLDED_CONSTANT
