@@ -237,7 +237,8 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         said = (signature.kind if signature.outcome == "hard-crash"
                 else "" if downstream(signature.message) else fold(signature.message))
         return BugIdentity(comp, Anchor.GRAPH, symptom,
-                           needed_ops(graph, general, producers_only=rejects_operand(signature.message)), said,
+                           needed_ops(graph, general, producers_only=rejects_operand(signature.message),
+                                      by_fold=signature.outcome == "hard-crash"), said,
                            phase, device)
     if signature.outcome == "unfused":
         # A fallback is named by the ops it declined and the layouts of the inputs that made it
@@ -345,7 +346,8 @@ def one_of_kind(a: str, b: str) -> bool:
     return wild.startswith("*") and op in OPS and OPS[op].kind == wild[1:]
 
 
-def needed_ops(graph: Graph, generalisation: Generalisation | None, producers_only: bool = False) -> str:
+def needed_ops(graph: Graph, generalisation: Generalisation | None, producers_only: bool = False,
+               by_fold: bool = False) -> str:
     """The ops a reduced graph needs, each with its dtype class, in graph order (a position where
     other ops too kept the failure, too few for a filler, is named by all of them: "amax/amin:float",
     which `same_bug` matches with either); where every op is
@@ -355,7 +357,11 @@ def needed_ops(graph: Graph, generalisation: Generalisation | None, producers_on
     "partition compile failed" on a 0-d float32 came as relu -> add, add -> abs and
     log -> div_floor -> div_floor, keyed as three bugs).
     producers_only: where some op feeds another, the ops that feed none (they only consumed a
-    value) are left out too."""
+    value) are left out too. by_fold: a constant region the failure needs (`Generalisation.folded`)
+    is named once, however it was made; only for a process killed by a signal, where a fold that
+    reaches code generation is the likely fault: an exception's message names its own (TorchScript's
+    add(x, True) of a bool is typed Long, which where rejects: given as a bool input, the add is
+    gone and so is the error, with no fold involved)."""
     fillers = dict(generalisation.ops) if generalisation is not None else {}
     live = graph.without_dead_code()
     read = {r for n in live.nodes for r in n.refs()}
@@ -367,8 +373,9 @@ def needed_ops(graph: Graph, generalisation: Generalisation | None, producers_on
         kept.setdefault(k, set()).add(op)
     # A constant the fuser had to fold (`Generalisation.folded`) is one value however it was made:
     # named once, where its region ends, by the class of that value.
-    folded = _constant_makers(graph, set(generalisation.folded)) if generalisation is not None else set()
-    last_folded = max(set(generalisation.folded), default=None) if generalisation is not None else None
+    region = set(generalisation.folded) if generalisation is not None and by_fold else set()
+    folded = _constant_makers(graph, region)
+    last_folded = max(region, default=None)
     ops = [f"{FOLDED}:{dtype_class(graph, k)}" if k == last_folded else
            f"{OPS_REACHING.join(sorted({n.op} | kept.get(k, set())))}:{dtype_class(graph, k)}"
            for k, n in enumerate(graph.nodes)

@@ -383,10 +383,36 @@ def test_a_crash_that_needs_a_folded_constant_is_one_bug_however_the_constant_wa
     [variant] = [v for v in case.also_seen_as if v.graph is not None and "isnan" in v.ops]
     from fuzzfuse.pool import case_pool
 
-    keys = []
+    # glibc notices the corruption on most runs, not all: an alternative of abs that crashed on one
+    # run may not on the next, and abs then stays named beside the fold (1 run in about 7 here).
+    # The fold itself is found every time; the two keys agree on all but such a run.
+    agreed = []
     with case_pool(case.backend, 2, 60.0) as pool:
-        for graph in (case.graph, variant.graph):
-            signature, general = generalise_case(replace(case, graph=graph), pool)
-            assert general.folded, graph.to_json()
-            keys.append(root_cause_key(signature, graph, general, "cpu"))
-    assert keys[0] == keys[1] and "folded-constant:int" in keys[0], keys
+        for attempt in range(3):
+            keys = []
+            for graph in (case.graph, variant.graph):
+                signature, general = generalise_case(replace(case, graph=graph), pool)
+                assert general.folded, graph.to_json()
+                keys.append(root_cause_key(signature, graph, general, "cpu"))
+            assert all("||folded-constant:int" in key for key in keys), keys
+            agreed.append(keys[0] == keys[1])
+            if agreed[-1]:
+                break
+    assert agreed[-1] and keys[0] == "graph|nnc|cpu|crash||folded-constant:int|SIGABRT", (agreed, keys)
+
+
+def test_a_fold_names_a_killed_process_never_an_exceptions_typed_op():
+    """A second CPU NNC campaign found TorchScript's add(x, True) -> where of a bool raising "where
+    expected condition to be a boolean tensor, but got ... Long": add(bool, True) is typed Long. Given
+    as a bool input the add, and the error, are gone, so the probe recorded a fold; keyed by it, the
+    committed 2606b043 (add:bool) no longer matched. A fold names only a crash by a signal."""
+    b = GraphBuilder()
+    x0 = b.tensor((), "bool", values=Values("zeros"))
+    added = b.add("add", x0, True)
+    graph = b.build([b.add("where", added, added, x0)]).renamed()
+    general = Generalisation(graph.digest(), folded=(0,))
+    raised = Signature("crash", "torchscript:frontend", "compile", "RuntimeError", "",
+                       "where expected condition to be a boolean tensor, but got a tensor with dtype Long")
+    killed = Signature("hard-crash", "torchscript:nnc", "run", "SIGABRT", "", "")
+    assert "add:bool" in root_cause_key(raised, graph, general, "cpu")
+    assert "folded-constant:bool" in root_cause_key(killed, graph, general, "cpu")
