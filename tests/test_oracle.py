@@ -539,3 +539,31 @@ def test_an_error_whose_message_starts_on_its_second_line_is_named_by_it():
     identities = [identify(r.signature, g, device="cpu") for r, g in zip(results, forms)]
     assert identities[0].anchor is Anchor.MESSAGE and same_bug(*identities)
     assert normalize("AssertionError: \n\nSet TORCHDYNAMO_VERBOSE=1 for the internal stack trace") == "AssertionError:"
+
+
+def test_a_float64_libm_ulp_amplified_by_an_ill_conditioned_op_is_no_fusers_bug():
+    """A CPU NNC campaign reported exp -> sin of float64 0..31 as new: NNC's exp(22) and exp(25)
+    are an ulp above eager's, both within a libm's last bit, and sin of exp(31) = 2.9e13 (ulp
+    0.004) shows it. float64 has no wider arbiter, so the rounding runs now move a float64 result
+    of an op no standard rounds correctly by an ulp either way. Real NNC: documented, not a bug;
+    the same graph with sin's result visibly wrong (a sign flipped) stays a mismatch."""
+    from fuzzfuse.backends import get_backend
+    from fuzzfuse.job import run_case
+
+    b = GraphBuilder()
+    x = b.tensor((2, 4, 4), "float64", values=Values("arange"))
+    graph = b.build([b.add("sin", b.add("exp", x))])
+    assert float(make_inputs(graph)[0].max()) == 31.0
+    nnc = get_backend("torchscript:nnc")
+    result = run_case(graph, nnc)
+    assert result.outcome is Outcome.DOCUMENTED and result.signature.kind == "ill-conditioned", result.detail
+    inputs = make_inputs(graph)
+    eager = run_eager(graph, inputs)[0][0]
+    from fuzzfuse.job import rounding_runs
+    runs = rounding_runs(graph, inputs, [eager])
+    assert any(not torch.equal(run[0], eager) for run in runs)  # the ulp moved somewhere
+    assert all(bool((run[0].abs() <= 1).all()) for run in runs)  # and sin stayed a sine
+    from fuzzfuse.oracle import nearest_run
+    flipped = torch.where(eager.abs() > 0.1, -eager, eager)  # wrong where a last bit cannot reach
+    ref64 = run_eager(graph, inputs, upcast=True)[0][0]
+    assert compare_output(0, flipped, nearest_run(flipped, [eager, *(run[0] for run in runs)]), ref64, 1) is not None

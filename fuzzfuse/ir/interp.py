@@ -135,6 +135,19 @@ def _round_faithfully(value: torch.Tensor, dtype: str, generator: torch.Generato
     return torch.where(coin & (near.double() != value), other, near).double()
 
 
+def _another_libms(value: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """A float64 result of an op no standard rounds correctly (`Op.libm_rounded`: exp, sin, pow)
+    moved by an ulp up or down, or kept, at random per element: what another math library may
+    return. No wider arbiter tells which is nearer; an ill-conditioned op after it (sin of exp(31),
+    2.9e13, whose ulp is 0.004) turns NNC's exp, an ulp above eager's, into a visible difference."""
+    if value.dtype != torch.float64:
+        return value
+    step = torch.randint(-1, 2, value.shape, generator=generator).to(value.device)
+    up = torch.nextafter(value, torch.full_like(value, math.inf))
+    down = torch.nextafter(value, torch.full_like(value, -math.inf))
+    return torch.where(step > 0, up, torch.where(step < 0, down, value))
+
+
 def _reordered(node: Node, x: torch.Tensor, dtype: str, generator: torch.Generator) -> torch.Tensor:
     """A reduction's operand (float64 values of `dtype`) back in its dtype, its terms shuffled along
     each reduced dim: the reduction then rounds as eager's in another order of its terms (a fuser's
@@ -257,6 +270,8 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
             out = out.double()  # an op that names the float dtype it makes
         if rounding is not None:
             out = _round_faithfully(out, types[node.name].dtype, rounding)
+            if op.libm_rounded and types[node.name].dtype == "float64":
+                out = _another_libms(out, rounding)
         env[node.name] = out
     return env, tainted
 

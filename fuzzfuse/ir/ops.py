@@ -124,6 +124,10 @@ class Op:
     # product of the unflushed x and the rsqrt of the flushed one (fuzzfuse.ir.interp,
     # flush_math_calls).
     math_call: bool = False
+    # Whether its result is a math library's to within an ulp, not correctly rounded (exp, log, the
+    # trig ops, pow): two libms differ in the last bit even in float64, where no wider arbiter
+    # tells which is nearer (fuzzfuse.ir.interp's rounding runs move float64 results by an ulp).
+    libm_rounded: bool = False
 
     def computed_by(self, attrs: Attrs) -> str | None:
         """The op a wrong result of this one (with `attrs`) is the bug of: `computed_from`, or the
@@ -369,13 +373,16 @@ for _n in ("exp exp2 expm1 log log2 log10 log1p sqrt rsqrt reciprocal sin cos ta
 # The ops of Triton's math-library calls (Op.math_call); reciprocal is a plain division there.
 _MATH_CALLS = set("floor ceil round trunc gelu silu exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan tanh "
                   "sigmoid erf pow fmod atan2 nextafter elu std softmax log_softmax".split())
+# Of those, the ones no standard rounds correctly (Op.libm_rounded): not floor..trunc, sqrt, fmod.
+_LIBM_ROUNDED = _MATH_CALLS - set("floor ceil round trunc sqrt fmod nextafter std".split())
 
 # nvFuser lowerings that are not the fd.ops function of the op's own name.
 _NVFUSER_UNARY = {"gelu": "@gelu"}
 for _n, (_fn, _rule, _acc) in _UNARY.items():
     _src = f"torch.nn.functional.{_n}" if _n in ("gelu", "silu") else f"torch.{_n}"
     register(Op(_n, "unary", 1, _rule, _fn, _call(_src), _acc or (lambda t, a: True),
-                nvfuser=_NVFUSER_UNARY.get(_n, _n), compares=_rule is _boolean, math_call=_n in _MATH_CALLS))
+                nvfuser=_NVFUSER_UNARY.get(_n, _n), compares=_rule is _boolean, math_call=_n in _MATH_CALLS,
+                libm_rounded=_n in _LIBM_ROUNDED))
 
 # ---- binary --------------------------------------------------------------------------------------
 _BINARY = {
@@ -401,7 +408,7 @@ for _n, (_rule, _acc) in _BINARY.items():
                 _acc or (lambda t, a: True), scalar_positions=() if _n in _TENSOR_ONLY else (1,),
                 nvfuser=_NVFUSER_BINARY.get(_n, _n), differentiable=_BINARY_GRAD.get(_n, lambda t, a: True),
                 exact_in_dtype=_n == "nextafter", compares=_rule is _boolean, math_call=_n in _MATH_CALLS,
-                fma_role={"mul": "product", "add": "addend", "sub": "addend"}.get(_n)))
+                libm_rounded=_n in _LIBM_ROUNDED, fma_role={"mul": "product", "add": "addend", "sub": "addend"}.get(_n)))
 
 for _mode in ("trunc", "floor"):
     register(Op(f"div_{_mode}", "binary", 2, _promote,
@@ -438,7 +445,7 @@ for _n in ("bitwise_left_shift", "bitwise_right_shift"):
 # Activations whose scalar attributes are drawn; floating only (eager has no integer elu or leaky_relu).
 register(Op("elu", "unary", 1, _same, lambda x, alpha: F.elu(x, alpha), _call("torch.nn.functional.elu", "alpha"),
             _float_only, draw_attrs=lambda draw, ts: {"alpha": choice(draw, [1.0, 0.5, 1.6732632423543772, 2.0])},
-            nvfuser="@elu", math_call=True))
+            nvfuser="@elu", math_call=True, libm_rounded=True))
 register(Op("leaky_relu", "unary", 1, _same, lambda x, negative_slope: F.leaky_relu(x, negative_slope),
             _call("torch.nn.functional.leaky_relu", "negative_slope"), _float_only,
             draw_attrs=lambda draw, ts: {"negative_slope": choice(draw, [0.01, 0.2, 1.5, 0.0])},
@@ -622,7 +629,7 @@ for _n in ("softmax", "log_softmax"):
                 (lambda n: lambda args, at: f"torch.{n}({args[0]}, {at['dim']})")(_n),
                 lambda t, a: t[0].rank >= 1 and is_float(t[0].dtype),
                 draw_attrs=lambda draw, ts: {"dim": draw(ints(-ts[0].rank, ts[0].rank - 1))}, nvfuser=f"@{_n}",
-                math_call=True))
+                math_call=True, libm_rounded=True))
 
 
 # ---- views ---------------------------------------------------------------------------------------
