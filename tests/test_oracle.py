@@ -567,3 +567,29 @@ def test_a_float64_libm_ulp_amplified_by_an_ill_conditioned_op_is_no_fusers_bug(
     flipped = torch.where(eager.abs() > 0.1, -eager, eager)  # wrong where a last bit cannot reach
     ref64 = run_eager(graph, inputs, upcast=True)[0][0]
     assert compare_output(0, flipped, nearest_run(flipped, [eager, *(run[0] for run in runs)]), ref64, 1) is not None
+
+
+def test_an_op_that_names_a_product_and_a_sum_may_round_the_product_first():
+    """A CPU NNC campaign (AVX2) reported addcmul(x, t, x, value=-2) -> reciprocal -> sin as new:
+    at x = -5.05e-4, t = 1.5 the sum x - 3x keeps an ulp of the product's rounding, eager's AVX2 kernel
+    computes it with one rounding (a fused multiply-add) and NNC rounds the product first; the
+    reciprocal and the sine show the difference. Neither is wrong: the rounding runs now try both
+    (Op.stepwise), and real NNC's value is judged no bug."""
+    from fuzzfuse.backends import get_backend
+    from fuzzfuse.job import rounding_runs, run_case
+
+    x = torch.tensor([[[-0.00011497121158754453, -0.00036445489968173206, 0.0007643334101885557]],
+                      [[0.0005294213187880814, -0.000505093892570585, -0.0007675179513171315]]])
+    t = torch.tensor([[[-479.63006591796875, 1.0, 1.0]], [[-663.3212890625, 1.5, 1.0]]])
+    b = GraphBuilder()
+    x0 = b.tensor((2, 1, 3), "float32", values=Values(exact=encode_exact(x)))
+    x1 = b.tensor((2, 1, 3), "float32", values=Values(exact=encode_exact(t)))
+    graph = b.build([b.add("sin", b.add("reciprocal", b.add("addcmul", x0, x1, x0, value=-2.0)))])
+    inputs = make_inputs(graph)
+    product_first = x + (-2.0 * t) * x  # float32, each step rounded
+    fused_multiply_add = (x.double() + (-2.0 * t.double()) * x.double()).float()
+    assert product_first[1, 0, 1] != fused_multiply_add[1, 0, 1]
+    sub = b.build([b.add("addcmul", x0, x1, x0, value=-2.0)])
+    runs = [run[0][1, 0, 1] for run in rounding_runs(sub, make_inputs(sub), run_eager(sub, make_inputs(sub))[0])]
+    assert any(r == product_first[1, 0, 1] for r in runs) and any(r == fused_multiply_add[1, 0, 1] for r in runs)
+    assert run_case(graph, get_backend("torchscript:nnc")).outcome is not Outcome.MISMATCH

@@ -148,6 +148,21 @@ def _another_libms(value: torch.Tensor, generator: torch.Generator) -> torch.Ten
     return torch.where(step > 0, up, torch.where(step < 0, down, value))
 
 
+def _one_rounding_or_several(op, args: list, attrs: dict, exact: torch.Tensor, dtype: torch.dtype,
+                             generator: torch.Generator) -> torch.Tensor:
+    """A rounding run's value of an op that names several operations (`Op.stepwise`): per element
+    at random, its float64 value (rounded once, after) or the operations each rounded in `dtype`
+    (a fuser that does not contract them, where eager's AVX2 kernel does, or the reverse). NNC's
+    addcmul(x, t, x, value=-2) of x = -5.05e-4, t = 1.5 is x - 3x with its product rounded first,
+    an ulp from eager's, which reciprocal and sin then show."""
+    if not exact.is_floating_point() or dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        return exact
+    own = [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+    steps = op.stepwise(*own, **attrs).double()
+    coin = (torch.rand(exact.shape, generator=generator) < 0.5).to(exact.device)
+    return torch.where(coin, steps.broadcast_to(exact.shape), exact)
+
+
 def _reordered(node: Node, x: torch.Tensor, dtype: str, generator: torch.Generator) -> torch.Tensor:
     """A reduction's operand (float64 values of `dtype`) back in its dtype, its terms shuffled along
     each reduced dim: the reduction then rounds as eager's in another order of its terms (a fuser's
@@ -255,6 +270,8 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
                 torch.set_flush_denormal(True)
         else:
             out = op.eager(*args, **attrs)
+            if rounding is not None and op.stepwise is not None and node.name in types:
+                out = _one_rounding_or_several(op, args, attrs, out, DTYPES[types[node.name].dtype], rounding)
         if flush_as_triton and op.kind not in MOVES_DATA:
             out = flush_denormals(out)
         if flushes:

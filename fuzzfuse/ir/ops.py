@@ -128,6 +128,12 @@ class Op:
     # trig ops, pow): two libms differ in the last bit even in float64, where no wider arbiter
     # tells which is nearer (fuzzfuse.ir.interp's rounding runs move float64 results by an ulp).
     libm_rounded: bool = False
+    # stepwise(*operands of their own dtype, **attrs): the op as the separate operations it
+    # names, each rounded in the operands' dtype (addcmul's product rounded before its sum), where
+    # eager may compute it with one rounding (ATen's AVX2 addcmul is a fused multiply-add) and a
+    # fuser with several, or the other way round: the rounding runs try both
+    # (fuzzfuse.ir.interp). None: the op is one operation.
+    stepwise: Callable[..., torch.Tensor] | None = None
 
     def computed_by(self, attrs: Attrs) -> str | None:
         """The op a wrong result of this one (with `attrs`) is the bug of: `computed_from`, or the
@@ -475,6 +481,7 @@ register(Op("addcmul", "ternary", 3, _same,
             lambda a, b, c, value=1.0: torch.addcmul(a, b, c, value=value), _call("torch.addcmul", "value"),
             lambda t, a: _same_float(t, a) and all(not x.is_scalar for x in t),
             draw_attrs=lambda draw, ts: {"value": choice(draw, [1.0, 0.5, -2.0])}, nvfuser="@addcmul",
+            stepwise=lambda a, b, c, value=1.0: a + value * b * c,
             overflows_in_some_order=lambda limit, a, b, c, value=1.0: _past(limit, value * b, value * c, b * c,
                                                                              value * b * c)))
 
