@@ -383,22 +383,28 @@ def test_a_crash_that_needs_a_folded_constant_is_one_bug_however_the_constant_wa
     [variant] = [v for v in case.also_seen_as if v.graph is not None and "isnan" in v.ops]
     from fuzzfuse.pool import case_pool
 
-    # glibc notices the corruption on most runs, not all: an alternative of abs that crashed on one
-    # run may not on the next, and abs then stays named beside the fold (1 run in about 7 here).
-    # The fold itself is found every time; the two keys agree on all but such a run.
-    agreed = []
+    # glibc notices the corruption on most runs, not all (on a loaded machine, fewer): the graph
+    # itself may run clean once, or an alternative of abs that crashed on one run may not on the
+    # next, and abs then stays named beside the fold. Up to three tries for both keys to agree.
+    from fuzzfuse.reduce import NotInteresting
+
+    tries = []
     with case_pool(case.backend, 2, 60.0) as pool:
         for attempt in range(3):
             keys = []
-            for graph in (case.graph, variant.graph):
-                signature, general = generalise_case(replace(case, graph=graph), pool)
-                assert general.folded, graph.to_json()
-                keys.append(root_cause_key(signature, graph, general, "cpu"))
+            try:
+                for graph in (case.graph, variant.graph):
+                    signature, general = generalise_case(replace(case, graph=graph), pool)
+                    assert general.folded, graph.to_json()
+                    keys.append(root_cause_key(signature, graph, general, "cpu"))
+            except NotInteresting as e:  # the repro ran clean this once
+                tries.append(str(e))
+                continue
             assert all("||folded-constant:int" in key for key in keys), keys
-            agreed.append(keys[0] == keys[1])
-            if agreed[-1]:
+            tries.append(keys)
+            if keys[0] == keys[1]:
                 break
-    assert agreed[-1] and keys[0] == "graph|nnc|cpu|crash||folded-constant:int|SIGABRT", (agreed, keys)
+    assert keys and keys[0] == keys[1] == "graph|nnc|cpu|crash||folded-constant:int|SIGABRT", tries
 
 
 def test_a_fold_names_a_killed_process_never_an_exceptions_typed_op():
@@ -416,3 +422,22 @@ def test_a_fold_names_a_killed_process_never_an_exceptions_typed_op():
     killed = Signature("hard-crash", "torchscript:nnc", "run", "SIGABRT", "", "")
     assert "add:bool" in root_cause_key(raised, graph, general, "cpu")
     assert "folded-constant:bool" in root_cause_key(killed, graph, general, "cpu")
+
+
+def test_a_flaky_failure_gets_a_second_ask_before_an_alternative_counts_against_a_filler():
+    """A heap corruption that glibc notices on most runs, not all: with abs's alternatives failing
+    only on their second run, abs stays named beside frac unless the generalisation asks again
+    (as it does for a process killed by a signal: minimize.generalised)."""
+    graph = frac_then("abs")
+    asked_before: set[str] = set()
+
+    def second_time_only(candidates: list[Graph]) -> list[bool]:
+        said = []
+        for g in candidates:
+            fails = any(n.op == "frac" for n in g.nodes) and (g.nodes[1].op == "abs" or g.digest() in asked_before)
+            asked_before.add(g.digest())
+            said.append(fails)
+        return said
+    assert generalise(graph, second_time_only, NNC_OPS).ops == ()
+    asked_before.clear()
+    assert generalise(graph, second_time_only, NNC_OPS, flaky=True).ops == ((1, "unary"),)

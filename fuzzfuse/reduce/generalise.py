@@ -152,13 +152,15 @@ class Generalisation:
 
 def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtypes: Iterable[str] = (),
                max_queries: int = MAX_QUERIES, first_wrong: FirstWrong | None = None,
-               batch: int = 1) -> Generalisation:
+               batch: int = 1, flaky: bool = False) -> Generalisation:
     """The fillers, free dtypes and culprit of `graph`, a reduced graph that `is_interesting` (the
     reducer's same-signature test) holds for. `ops`: the ops the backend draws, among which
     alternatives are chosen; `dtypes`: the dtypes it draws, tried on the inputs (none: dtypes are
     not generalised); `first_wrong`: for a wrong value, how its candidates' first outputs are
     judged (none: no culprit is looked for); `batch`: how many queries run at once (the workers),
-    above 1 the alternatives are asked ahead (see the module's docstring)."""
+    above 1 the alternatives are asked ahead (see the module's docstring); `flaky`: a failure that
+    shows on most runs, not all (a heap corruption glibc notices or not): an alternative that did
+    not fail is asked once more before it counts against a filler."""
     drawn, budget = set(ops), [max_queries]
 
     def spent(candidates: list[Graph]) -> list[Graph]:
@@ -216,7 +218,12 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
         reaching = []  # the alternatives that kept the failure here
         for k in range(0, len(alternatives), 2):
             pair = alternatives[k:k + 2]
-            reaching += [g.nodes[position].op for g, yes in zip(pair, ask(pair)) if yes]
+            said = ask(pair)
+            if flaky and not all(said):
+                missed = spent([g for g, yes in zip(pair, said) if not yes])
+                again = iter(map(bool, is_interesting(missed)) if missed else ())
+                said = [yes or (g in missed and next(again)) for g, yes in zip(pair, said)]
+            reaching += [g.nodes[position].op for g, yes in zip(pair, said) if yes]
             # Stop as soon as the evidence is in, or can no longer come in.
             if len(reaching) >= FILLER_EVIDENCE or len(reaching) + len(alternatives) - k - 2 < FILLER_EVIDENCE:
                 break
