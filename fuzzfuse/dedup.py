@@ -77,12 +77,17 @@ class RootCause:
         return RootCause(**{k: d[k] for k in RootCause.__dataclass_fields__ if k in d})
 
 
+def counts(causes: list[RootCause]) -> dict[str, int]:
+    """How many root causes are new, known, and unconfirmed (not known, and its repro did not fail
+    again): the one count the progress line, the summary and the closing lines give."""
+    return {"new": sum(c.new for c in causes), "known": sum(c.known is not None for c in causes),
+            "unconfirmed": sum(c.unconfirmed and c.known is None for c in causes)}
+
+
 def tally(causes: list[RootCause]) -> str:
-    """"2 new, 5 known" (and ", 1 unconfirmed": a new one whose repro did not fail again), the one
-    count the progress line, the summary and the closing lines give."""
-    unconfirmed = sum(c.unconfirmed and c.known is None for c in causes)
-    return (f"{sum(c.new for c in causes)} new, {sum(c.known is not None for c in causes)} known"
-            + (f", {unconfirmed} unconfirmed" if unconfirmed else ""))
+    """"2 new, 5 known" (and ", 1 unconfirmed" where one is)."""
+    n = counts(causes)
+    return f"{n['new']} new, {n['known']} known" + (f", {n['unconfirmed']} unconfirmed" if n["unconfirmed"] else "")
 
 
 def graph_ops(graph: Graph) -> list[str]:

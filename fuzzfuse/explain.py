@@ -375,16 +375,18 @@ def _decided_by_dtypes(node: Node, values: dict, generator: torch.Generator) -> 
     return True
 
 
-def opaque_constant_graphs(graph: Graph, inputs: list) -> list[tuple[Graph, list]]:
+def opaque_constant_graphs(graph: Graph, inputs: list,
+                           constants: dict[str, torch.Tensor] | None = None) -> list[tuple[Graph, list]]:
     """For each op where a constant begins (`constant_values`), the graph and its inputs with that
     op replaced by an input of its name holding its value (an output keeps its op, and the ops
     that read it read that input instead), and, where it reads one graph input
     twice (`x - x`), with its second read of a copy of that input: the same computation, with
     nothing left for the fuser to fold. The copy keeps two ops fused where NNC fuses no lone op
-    (`sub(x, x) -> abs` of int64)."""
+    (`sub(x, x) -> abs` of int64). `constants`: `constant_values` of the graph, where the caller
+    has them already."""
     found = []
     positions = {spec.name: k for k, spec in enumerate(graph.inputs)}
-    for name, value in constant_values(graph, inputs).items():
+    for name, value in (constant_values(graph, inputs) if constants is None else constants).items():
         kept = name in graph.outputs  # the op stays for its output; the ops that read it read the input
         dtype = str(value.dtype).removeprefix("torch.")
         spec = TensorInput(f"{name}_value" if kept else name, tuple(value.shape), dtype)
@@ -431,8 +433,9 @@ def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int
     # value (NNC's positive frac, truncated): where the fuser's values show no op losing a sign,
     # the fold is tried, which the fuser's own run proves; the sign is presumed only where no run
     # could show it.
-    if run_fused is not None and not _constant_computed_inexactly(graph, inputs, run_fused):
-        for candidate, values in opaque_constant_graphs(graph, inputs):
+    constants = constant_values(graph, inputs) if run_fused is not None else {}
+    if run_fused is not None and not _constant_computed_inexactly(graph, inputs, constants, run_fused):
+        for candidate, values in opaque_constant_graphs(graph, inputs, constants):
             outputs = run_fused(candidate, values)
             if outputs is not None and _computes(candidate, values, output, outputs[output], reduced):
                 return FOLDED_CONSTANT
@@ -445,12 +448,14 @@ def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int
     return ""
 
 
-def _constant_computed_inexactly(graph: Graph, inputs: list, run_fused: Callable[[Graph, list], list | None]) -> bool:
+def _constant_computed_inexactly(graph: Graph, inputs: list, constants: dict[str, torch.Tensor],
+                                 run_fused: Callable[[Graph, list], list | None]) -> bool:
     """Whether the fuser computes a constant-valued op's own value other than exactly (Triton's
     approximate x / x of an int32 is 0.99999994, which div_floor then floors to 0): it did not fold
     that value, it computed it, and the wrong value after it is that op's, not a fold's. Asked
-    with the op's value as the first output; a fold gives the constant bit for bit."""
-    for name, value in constant_values(graph, inputs).items():
+    with the op's value as the first output; a fold gives the constant bit for bit. `constants`:
+    `constant_values` of the graph."""
+    for name, value in constants.items():
         outputs = run_fused(replace(graph, outputs=(name,) + tuple(o for o in graph.outputs if o != name)), inputs)
         if outputs is not None and isinstance(outputs[0], torch.Tensor) and \
                 not torch.equal(outputs[0].detach().cpu().to(value.dtype), value.cpu()):

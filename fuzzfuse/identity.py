@@ -376,10 +376,14 @@ def needed_ops(graph: Graph, generalisation: Generalisation | None, producers_on
     region = set(generalisation.folded) if generalisation is not None and by_fold else set()
     folded = _constant_makers(graph, region)
     last_folded = max(region, default=None)
-    ops = [f"{FOLDED}:{dtype_class(graph, k)}" if k == last_folded else
-           f"{OPS_REACHING.join(sorted({n.op} | kept.get(k, set())))}:{dtype_class(graph, k)}"
-           for k, n in enumerate(graph.nodes)
-           if (n.name in names or k == last_folded) and k not in fillers and (k not in folded or k == last_folded)]
+    ops = []
+    for k, n in enumerate(graph.nodes):
+        if k in fillers:
+            continue
+        if k == last_folded:
+            ops.append(f"{FOLDED}:{dtype_class(graph, k)}")
+        elif n.name in names and k not in folded:
+            ops.append(f"{OPS_REACHING.join(sorted({n.op} | kept.get(k, set())))}:{dtype_class(graph, k)}")
     kinds = sorted({f"*{fillers[k]}" for k, n in enumerate(graph.nodes) if n.name in names and k in fillers})
     return " ".join(ops or kinds) or "*"
 

@@ -228,7 +228,7 @@ def generalised(graph: Graph, signature: Signature, backend: str,
     wrong_value = signature.outcome == "mismatch" and signature.stage == "run"
     return generalise(graph, is_interesting, features.ops,
                       first_wrong=first_wrong if wrong_value else None, batch=batch,
-                      flaky=signature.outcome == "hard-crash")
+                      by_signal=signature.outcome == "hard-crash")
 
 
 class Verified(NamedTuple):

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from .corpus import load_case, save_case
-from .dedup import PendingHit, RootCause, RootCauseBook
+from .dedup import PendingHit, RootCause, RootCauseBook, counts
 from .identity import KnownBugs, root_cause_key
 from .minimize import CaseReduction, reduce_case, repro_slug, save_minimized
 from .pool import PoolClosed, SharedPool
@@ -367,9 +367,9 @@ class CampaignReductions:
     # ---- what the files say ------------------------------------------------------------------
     def summary(self) -> dict:
         causes = list(self.book.causes.values())
-        return {"root_causes": [c.to_json() for c in causes],
-                "root_causes_new": sum(c.new for c in causes), "root_causes_known": sum(c.known is not None for c in causes),
-                "root_causes_unconfirmed": sum(c.unconfirmed and c.known is None for c in causes),
+        n = counts(causes)
+        return {"root_causes": [c.to_json() for c in causes], "root_causes_new": n["new"],
+                "root_causes_known": n["known"], "root_causes_unconfirmed": n["unconfirmed"],
                 "pending": self.book.pending_by_bucket(), "pending_hits": len(self.book.pending),
                 "reduce_share": self.share, "learned": dict(self.learned)}
 

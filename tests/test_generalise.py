@@ -440,4 +440,4 @@ def test_a_flaky_failure_gets_a_second_ask_before_an_alternative_counts_against_
         return said
     assert generalise(graph, second_time_only, NNC_OPS).ops == ()
     asked_before.clear()
-    assert generalise(graph, second_time_only, NNC_OPS, flaky=True).ops == ((1, "unary"),)
+    assert generalise(graph, second_time_only, NNC_OPS, by_signal=True).ops == ((1, "unary"),)

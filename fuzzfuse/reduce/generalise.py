@@ -16,7 +16,7 @@ care are written as wildcards:
   dtypes of its category that the backend draws; when the failure survives one, the key writes the
   category (`float`) instead of the dtype.
 
-- where the failure is a crash (no value judged): whether it needs a value the fuser proves
+- where the failure killed the process (a signal): whether it needs a value the fuser proves
   constant (fuzzfuse.explain.constant_values: `x - x`, isnan of an integer). Each op where such a
   constant begins is given instead as an input holding its value, nothing left to fold; where that
   stops the failure, the positions of the whole constant region are *folded*: the key names them
@@ -152,15 +152,17 @@ class Generalisation:
 
 def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtypes: Iterable[str] = (),
                max_queries: int = MAX_QUERIES, first_wrong: FirstWrong | None = None,
-               batch: int = 1, flaky: bool = False) -> Generalisation:
+               batch: int = 1, by_signal: bool = False) -> Generalisation:
     """The fillers, free dtypes and culprit of `graph`, a reduced graph that `is_interesting` (the
     reducer's same-signature test) holds for. `ops`: the ops the backend draws, among which
     alternatives are chosen; `dtypes`: the dtypes it draws, tried on the inputs (none: dtypes are
     not generalised); `first_wrong`: for a wrong value, how its candidates' first outputs are
     judged (none: no culprit is looked for); `batch`: how many queries run at once (the workers),
-    above 1 the alternatives are asked ahead (see the module's docstring); `flaky`: a failure that
-    shows on most runs, not all (a heap corruption glibc notices or not): an alternative that did
-    not fail is asked once more before it counts against a filler."""
+    above 1 the alternatives are asked ahead (see the module's docstring); `by_signal`: the failure
+    killed the process: whether it needs a folded constant is probed (only such a crash's key
+    names a fold: fuzzfuse.identity.needed_ops), and, since it may show on most runs, not all (a
+    heap corruption glibc notices or not), an alternative that did not fail is asked once more
+    before it counts against a filler."""
     drawn, budget = set(ops), [max_queries]
 
     def spent(candidates: list[Graph]) -> list[Graph]:
@@ -208,7 +210,7 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
         elif values and (g := operands_as_inputs(graph, wrong_at, values)) is not None and (probe := spent([g])):
             shown = first_wrong(probe)[0]
             alone = shown is not None and (culprit is None or shown == culprit[1])
-    folded = () if first_wrong is not None else _folded(graph, ask)
+    folded = _folded(graph, ask) if by_signal else ()
     fillers, kept = [], []
     per_position = [[g for name in sorted(drawn, key=op_rank) if name != node.op
                      and (g := replaced(graph, node, name)) is not None][:ALTERNATIVES_PER_OP]
@@ -219,7 +221,7 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
         for k in range(0, len(alternatives), 2):
             pair = alternatives[k:k + 2]
             said = ask(pair)
-            if flaky and not all(said):
+            if by_signal and not all(said):
                 missed = spent([g for g, yes in zip(pair, said) if not yes])
                 again = iter(map(bool, is_interesting(missed)) if missed else ())
                 said = [yes or (g in missed and next(again)) for g, yes in zip(pair, said)]
