@@ -605,3 +605,29 @@ def test_an_op_that_names_a_product_and_a_sum_may_round_the_product_first():
     assert any(r == product_first[1, 0, 1] for r in runs) and any(r == fused_multiply_add[1, 0, 1] for r in runs)
     assert run_case(graph, get_backend("torchscript:nnc")).outcome is not Outcome.MISMATCH
 
+
+def test_the_arbiter_rounds_where_the_graph_casts_to_a_narrower_float_and_nowhere_else():
+    """x.half().float() asks for a half-precision rounding (pytorch#185337: a fuser that removed the
+    pair was wrong): the float64 reference honours it, and so does each rounding run (to nearest:
+    only the operand may differ), so the unrounded value is nearer neither. A widening cast, and
+    an op's own float16 result, stay unrounded in float64."""
+    from fuzzfuse.job import rounding_runs
+    from fuzzfuse.oracle import nearest_run
+
+    b = GraphBuilder()
+    x = b.tensor((20,), "float32")
+    graph = b.build([b.add("cast", b.add("cast", x, dtype="float16"), dtype="float32")])
+    inputs = [torch.arange(20.0) / 7]
+    ref64, eager = run_eager(graph, inputs, upcast=True)[0][0], run_eager(graph, inputs)[0][0]
+    assert torch.equal(ref64, inputs[0].half().double()) and torch.equal(eager, inputs[0].half().float())
+    elided = inputs[0].clone()
+    assert compare_output(0, elided, eager, ref64, 1) is not None
+    runs = rounding_runs(graph, inputs, [eager])
+    assert compare_output(0, elided, nearest_run(elided, [eager, *(r[0] for r in runs)]), ref64, 1) is not None
+    assert compare_output(0, eager, eager, ref64, 1) is None
+
+    b = GraphBuilder()
+    x = b.tensor((20,), "float16")
+    widened = b.build([b.add("cast", b.add("mul", x, 3.0), dtype="float32")])
+    halves = [(torch.arange(20.0) / 7).half()]
+    assert torch.equal(run_eager(widened, halves, upcast=True)[0][0], halves[0].double() * 3)

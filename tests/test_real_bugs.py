@@ -132,8 +132,8 @@ def test_each_real_bug_changes_the_result_of_its_reported_trigger_and_the_clean_
 
 @pytest.mark.parametrize("bug", IN_PROCESS)
 def test_the_oracle_reports_each_real_bug_except_those_nearer_float64_than_eager(bug):
-    """A re-created bug whose wrong result is nearer the float64 truth than eager's (a cast pair
-    removed, an intermediate kept in fp32, an unrounded scalar) is what the oracle's float64
+    """A re-created bug whose wrong result is nearer the float64 truth than eager's (an
+    intermediate kept in fp32, an unrounded scalar, a sum folded to 1) is what the oracle's float64
     arbitration forgives by policy: such a case is no failure. The rest are mismatches or crashes."""
     found = run_case(TRIGGERS[bug], get_backend(REAL + bug), check_strides=True)
     if bug in NEARER_FLOAT64:

@@ -20,6 +20,25 @@ def _upcast_attrs(node: Node) -> dict:
     return attrs
 
 
+def _holds_every_value(wide: torch.dtype, narrow: torch.dtype) -> bool:
+    """Whether every value of float dtype `narrow` is one of `wide` (float16 in float32; not
+    bfloat16 in float16, whose range it lacks)."""
+    w, n = torch.finfo(wide), torch.finfo(narrow)
+    return n.max <= w.max and n.eps >= w.eps and n.smallest_normal * n.eps >= w.smallest_normal * w.eps
+
+
+def _cast_rounds(node: Node, types: dict) -> bool:
+    """Whether a cast to a float dtype (below float64) asks for a rounding: its operand is an
+    integer or a float of a dtype it does not hold. The arbiter honours that rounding, as eager
+    does: the program asked for it (x.half().float() emulates a half-precision store), so a fuser
+    that drops it is wrong, however near float64 its value (pytorch#185337). A widening cast
+    rounds nothing and stays in float64."""
+    if node.op != "cast" or not is_float(node.attrs["dtype"]) or node.attrs["dtype"] == "float64":
+        return False
+    source = types[node.args[0]].dtype if isinstance(node.args[0], str) and node.args[0] in types else None
+    return source is None or not is_float(source) or not _holds_every_value(DTYPES[node.attrs["dtype"]], DTYPES[source])
+
+
 def _casts_out_of_range(node: Node, x: torch.Tensor) -> bool:
     """Float -> integer casts of NaN, inf or out-of-range values are undefined behaviour in C++:
     fusers may legally produce anything there, so values derived from them are not compared."""
@@ -249,7 +268,11 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
             args = [_flushed_as_fp32(a, types[ref].dtype) if isinstance(ref, str) else a for a, ref in zip(args, node.args)]
         reorders = (rounding is not None and op.kind == "reduction" and op.accumulates in ("sum", "product")
                     and isinstance(args[0], torch.Tensor) and args[0].is_floating_point())
-        if reorders:
+        if upcast and _cast_rounds(node, types):
+            # rounded to nearest, in a rounding run too: the cast's rounding is defined; only its
+            # operand may differ by where the ops before it rounded
+            out = args[0].to(DTYPES[node.attrs["dtype"]])
+        elif reorders:
             out = op.eager(_reordered(node, args[0], types[node.args[0]].dtype, rounding), *args[1:], **attrs)
         elif rounding is not None and op.exact_in_dtype:
             # no rounding of a float64 result is the op's (nextafter of inf in bfloat16 is its
