@@ -631,3 +631,29 @@ def test_the_arbiter_rounds_where_the_graph_casts_to_a_narrower_float_and_nowher
     widened = b.build([b.add("cast", b.add("mul", x, 3.0), dtype="float32")])
     halves = [(torch.arange(20.0) / 7).half()]
     assert torch.equal(run_eager(widened, halves, upcast=True)[0][0], halves[0].double() * 3)
+
+
+def test_a_mean_read_by_a_sub_may_be_contracted_with_it_as_a_product():
+    """An H200 Inductor campaign reported mean -> sub -> mul as new: x - mean(x) of five ones times
+    1.7e38 gave -2.5e30, eager 0. Triton's mean is sum * (1/5) with 1/5 rounded to float32, and the
+    sub reads that product unrounded in one fused multiply-add: fma(-5, 0.2f, 1) = -1.49e-8,
+    right under C's default contraction as eager's 0 is. The rounding runs now read a mean (and a
+    mul) unrounded where an add or sub takes it; a value no contraction gives stays wrong."""
+    from fuzzfuse.job import rounding_runs
+    from fuzzfuse.oracle import nearest_run
+
+    b = GraphBuilder()
+    x, scale = b.tensor((5,), "float32"), b.tensor((5,), "float32")
+    graph = b.build([b.add("mul", b.add("sub", x, b.add("mean", x, dims=[0], keepdim=False)), scale)])
+    inputs = [torch.ones(5), torch.tensor([2.9e-39, 1.5, 1.2e-38, -0.5, 1.7014117e38])]
+    eager, ref64 = run_eager(graph, inputs)[0][0], run_eager(graph, inputs, upcast=True)[0][0]
+    assert bool((eager == 0).all()) and bool((ref64 == 0).all())
+    residual = torch.ones(1, dtype=torch.float64) - 5 * float(torch.tensor(0.2))
+    fused = (residual * inputs[1].double()).float()  # Triton's: the fma's residual, scaled
+    assert float(fused[4]) < -1e30
+    assert compare_output(0, fused, eager, ref64, 1) is not None  # without the runs: a mismatch
+    runs = rounding_runs(graph, inputs, [eager])
+    assert compare_output(0, fused, nearest_run(fused, [eager, *(r[0] for r in runs)]), ref64, 1) is None
+    wrong = fused.clone()
+    wrong[4] = 3e30  # of the other sign: no contraction gives it
+    assert compare_output(0, wrong, nearest_run(wrong, [eager, *(r[0] for r in runs)]), ref64, 1) is not None

@@ -154,6 +154,14 @@ def _round_faithfully(value: torch.Tensor, dtype: str, generator: torch.Generato
     return torch.where(coin & (near.double() != value), other, near).double()
 
 
+def _contracted_or_rounded(product: torch.Tensor, rounded: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Per element at random, a product as a fused multiply-add reads it (not rounded: `product`)
+    or as the op rounds it (`rounded`): CUDA's, Triton's and gcc's default contraction of the
+    product with the add or sub that reads it (`Op.fma_product`)."""
+    coin = (torch.rand(rounded.shape, generator=generator) < 0.5).to(rounded.device)
+    return torch.where(coin, product.broadcast_to(rounded.shape), rounded)
+
+
 def _another_libms(value: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """A float64 result of an op no standard rounds correctly (`Op.libm_rounded`: exp, sin, pow)
     moved by an ulp up or down, or kept, at random per element: what another math library may
@@ -255,6 +263,7 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
         env[spec.name] = value
     tainted: dict[str, str] = {}
     types = graph.infer_types() if rounding is not None or upcast or flush_math_calls else {}
+    fma_addends = {r for n in graph.nodes if OPS[n.op].fma_role == "addend" for r in n.refs()}
     for node in graph.nodes:
         args = [env[a] if isinstance(a, str) else a for a in node.args]
         if upcast and node.name in types:
@@ -307,7 +316,12 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
         if upcast and out.is_floating_point():
             out = out.double()  # an op that names the float dtype it makes
         if rounding is not None:
-            out = _round_faithfully(out, types[node.name].dtype, rounding)
+            rounded = _round_faithfully(out, types[node.name].dtype, rounding)
+            if op.fma_product is not None and node.name in fma_addends and out.is_floating_point():
+                product = op.fma_product(DTYPES[types[node.name].dtype], *args, **attrs).double()
+                out = _contracted_or_rounded(product, rounded, rounding)
+            else:
+                out = rounded
             if op.libm_rounded and types[node.name].dtype == "float64":
                 out = _another_libms(out, rounding)
         env[node.name] = out

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -134,6 +135,12 @@ class Op:
     # fuser with several, or the other way round: the rounding runs try both
     # (fuzzfuse.ir.interp). None: the op is one operation.
     stepwise: Callable[..., torch.Tensor] | None = None
+    # fma_product(its dtype, *float64 operands, **attrs) -> the op's value as the product a fused multiply-add
+    # reads unrounded, where an add or sub (`fma_role` "addend") takes it: mul's a * b; mean's sum
+    # times the reciprocal of its count rounded to its dtype (CUDA eager and Triton multiply by
+    # 1/n). Triton's x - mean(x) of five ones is fma(-5, 0.2f, 1) = -1.5e-8, eager's 0: both right
+    # (the rounding runs try it: fuzzfuse.ir.interp). None: no product.
+    fma_product: Callable[..., torch.Tensor] | None = None
 
     def computed_by(self, attrs: Attrs) -> str | None:
         """The op a wrong result of this one (with `attrs`) is the bug of: `computed_from`, or the
@@ -414,7 +421,8 @@ for _n, (_rule, _acc) in _BINARY.items():
                 _acc or (lambda t, a: True), scalar_positions=() if _n in _TENSOR_ONLY else (1,),
                 nvfuser=_NVFUSER_BINARY.get(_n, _n), differentiable=_BINARY_GRAD.get(_n, lambda t, a: True),
                 exact_in_dtype=_n == "nextafter", compares=_rule is _boolean, math_call=_n in _MATH_CALLS,
-                libm_rounded=_n in _LIBM_ROUNDED, fma_role={"mul": "product", "add": "addend", "sub": "addend"}.get(_n)))
+                libm_rounded=_n in _LIBM_ROUNDED, fma_role={"mul": "product", "add": "addend", "sub": "addend"}.get(_n),
+                fma_product=(lambda dtype, a, b: a * b) if _n == "mul" else None))
 
 for _mode in ("trunc", "floor"):
     register(Op(f"div_{_mode}", "binary", 2, _promote,
@@ -596,6 +604,14 @@ def _reduce_dims(draw: Callable, ts: Types, single: bool = False, correction: bo
 
 
 _int64_if_integral = lambda d: d if is_float(d) else "int64"  # noqa: E731
+
+
+def _mean_as_product(dtype: torch.dtype, x: torch.Tensor, dims, keepdim: bool) -> torch.Tensor:
+    """mean(x) as sum(x) * (1 / n), the reciprocal rounded to `dtype`'s accumulation dtype (float32
+    for float16 and bfloat16), the product not rounded (`Op.fma_product`)."""
+    count = math.prod(x.shape[d] for d in normalize_dims(dims, x.dim())) if dims else x.numel()
+    wide = torch.float64 if dtype == torch.float64 else torch.float32
+    return torch.sum(x, dims, keepdim=keepdim) * float(torch.tensor(1 / max(count, 1), dtype=wide))
 _REDUCTIONS = {
     # name: (eager, dtype rule, accepts, extra attrs)
     "sum": (lambda x, dims, keepdim: torch.sum(x, dims, keepdim=keepdim), _int64_if_integral, None, ()),
@@ -615,7 +631,8 @@ for _n, (_fn, _rule, _acc, _extra) in _REDUCTIONS.items():
                 lambda t, a, acc=_acc: t[0].rank >= 1 and (acc is None or acc(t, a)),
                 draw_attrs=(lambda ex: lambda draw, ts: draw(_reduce_dims(ts, correction=bool(ex))))(_extra),
                 nvfuser=_NVFUSER_REDUCTION[_n], accumulates=None if _n in ("amax", "amin") else "sum",
-                computed_from="var" if _n == "std" else None, math_call=_n in _MATH_CALLS))
+                computed_from="var" if _n == "std" else None, math_call=_n in _MATH_CALLS,
+                fma_product=_mean_as_product if _n == "mean" else None))
 
 # prod takes a single dim (aten has no multi-dim prod).
 register(Op("prod", "reduction", 1, _reduction_infer(_int64_if_integral),
