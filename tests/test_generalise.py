@@ -441,3 +441,31 @@ def test_a_flaky_failure_gets_a_second_ask_before_an_alternative_counts_against_
     assert generalise(graph, second_time_only, NNC_OPS).ops == ()
     asked_before.clear()
     assert generalise(graph, second_time_only, NNC_OPS, by_signal=True).ops == ((1, "unary"),)
+
+
+def test_a_directory_that_no_longer_fails_as_recorded_says_what_it_gives_today():
+    """`corpus refresh --generalise` leaves such a directory as it was and says why: that its graph
+    passes under today's oracle (a rule that forgives it now, or a fix), or the key it has now.
+    Real NNC: round of 0.5 and 2.5 is a mismatch (halves away from zero); of 0.25 and 3.0 none."""
+    from fuzzfuse.ir.values import encode_exact
+    from fuzzfuse.job import run_case
+    from fuzzfuse.backends import get_backend
+    from fuzzfuse.oracle import Signature
+    from fuzzfuse.reduce import NotInteresting
+    import torch
+
+    def rounded(values):
+        b = GraphBuilder()
+        x = b.tensor((2,), "float32", values=Values(exact=encode_exact(torch.tensor(values))))
+        return b.build([b.add("rsqrt", b.add("round", x))])
+
+    failing = run_case(rounded([0.5, 2.5]), get_backend("torchscript:nnc"))
+    assert failing.outcome == Outcome.MISMATCH
+    with Pools(1, 60.0) as pools:
+        passing = Case(rounded([0.25, 3.0]), "torchscript:nnc", outcome=failing.outcome, signature=failing.signature)
+        with pytest.raises(NotInteresting, match="does not fail as recorded now: it passes"):
+            generalise_case(passing, pools("torchscript:nnc"))
+        crash = Signature("crash", "torchscript:nnc", "compile", "RuntimeError", "x.cpp:1", "")
+        other = Case(rounded([0.5, 2.5]), "torchscript:nnc", outcome=Outcome.CRASH, signature=crash)
+        with pytest.raises(NotInteresting, match=r"it gives mismatch\|torchscript:nnc\|run\|"):
+            generalise_case(other, pools("torchscript:nnc"))
