@@ -13,8 +13,10 @@ import torch
 
 from fuzzfuse.backends.base import BackendError, Compiled, RunResult
 from fuzzfuse.backends.eager import EagerBackend
+from fuzzfuse.backends.findings import FlushStyle
 from fuzzfuse.backends.options import Options
-from fuzzfuse.ir import OPS, Graph, run_eager
+from fuzzfuse.ir import OPS, Graph, flush_denormals, run_eager
+from fuzzfuse.verdict import Difference
 
 
 def _has_sum_into_sigmoid(graph: Graph) -> bool:
@@ -188,3 +190,22 @@ class _StaleStridesCompiled(Compiled):
 
     def accepts(self, graph: Graph, inputs: list) -> bool:
         return [t.dim() for t in inputs] == [len(s) for s in self.first or []]
+
+
+class FlushesAndLosesNegZeroSign(EagerBackend):
+    """A fuser that flushes float32 denormals by design (it declares DENORMAL_FLUSH, x86's FTZ/DAZ
+    style) and whose neg of +0.0 is +0.0 (`0 - x`): Inductor's on the H200, where ceil of a
+    bfloat16 subnormal flushes to 0 before neg and rsqrt show the lost sign."""
+    name = "custom:tests.buggy_backends:FlushesAndLosesNegZeroSign"
+    supports_backward = False
+    flush_style = {"cpu": FlushStyle.DAZ_FTZ}
+
+    def documented_differences(self, options: Options) -> frozenset:
+        return frozenset({Difference.DENORMAL_FLUSH})
+
+    def run(self, graph: Graph, inputs: list) -> RunResult:
+        env = dict(zip((i.name for i in graph.inputs), (flush_denormals(x) for x in inputs)))
+        for node in graph.nodes:
+            args = [env[a] if isinstance(a, str) else a for a in node.args]
+            env[node.name] = 0.0 - args[0] if node.op == "neg" else OPS[node.op].eager(*args, **node.attrs)
+        return RunResult([env[o] for o in graph.outputs], fused=True)

@@ -390,3 +390,25 @@ def test_a_constant_the_fuser_computes_inexactly_is_that_ops_bug_not_a_fold():
             return run_eager(g, x)[0]
         return [torch.ones(1) if name == form.nodes[0].name else fused for name in g.outputs]
     assert explaining_rule(form, inputs, 0, fused, run_fused=folds) == FOLDED_CONSTANT
+
+
+def test_a_zero_sign_lost_after_a_flush_is_named_on_the_values_the_fuser_reads():
+    """An H200 Inductor campaign reported ceil -> neg -> rsqrt of a bfloat16 subnormal as a new
+    bug keyed by ceil: Triton flushes the subnormal (ceil gives 0, documented), then its neg of
+    +0.0 is +0.0 and rsqrt gives inf, where eager on flushed inputs gives -inf: the committed
+    neg -> reciprocal bug (6368c04a). On eager's own values ceil is 1 and no zero's sign
+    explains the inf; on the flushed inputs the rule names neg. (A fixture that flushes and loses
+    neg's sign: the H200 run is the real evidence, noted in the session's note.)"""
+    import torch
+    from fuzzfuse.backends import get_backend
+    from fuzzfuse.explain import ZERO_SIGN
+    from fuzzfuse.ir.values import encode_exact
+    from fuzzfuse.job import run_case
+    from fuzzfuse.oracle import normalize
+
+    b = GraphBuilder()
+    x = b.tensor((2,), "float32", values=Values(exact=encode_exact(torch.tensor([2.9e-39, 2.5]))))
+    graph = b.build([b.add("rsqrt", b.add("neg", b.add("ceil", x)))])
+    result = run_case(graph, get_backend("custom:tests.buggy_backends:FlushesAndLosesNegZeroSign"))
+    assert result.outcome is Outcome.MISMATCH, result.detail
+    assert result.signature.message == normalize(f"{ZERO_SIGN}: neg"), result.signature
