@@ -154,3 +154,24 @@ def test_a_campaign_state_round_trips_and_a_hostile_one_is_refused_with_one_line
         with pytest.raises(CorpusError) as refused:
             load_state(tmp_path)
         assert "invalid campaign state" in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_no_committed_mismatch_is_undefined_behaviour_by_todays_oracle():
+    """A committed wrong value whose output today's oracle taints (a float -> int cast out of
+    range, a signed overflow of any width) is no bug: a change of policy must drop it (015293fd,
+    nvFuser's neg of INT32_MIN, went when signed overflow of every width became undefined), and a
+    change of the taint rule must not forgive a real bug (3d730db3, NNC's add of a 0-d int64
+    INT64_MAX and an int32, whose conversion to int32 was read as an overflow)."""
+    from fuzzfuse.ir import make_inputs
+    from fuzzfuse.ir.interp import interpret
+
+    checked, tainted_outputs = 0, {}
+    for path in sorted((ROOT / "minimized").glob("*/case.json")):
+        case = load_case(path)
+        if case.signature is None or case.signature.outcome != "mismatch":
+            continue
+        _, tainted = interpret(case.graph, make_inputs(case.graph))
+        checked += 1
+        if any(o in tainted for o in case.graph.outputs):
+            tainted_outputs[path.parent.name] = {o: tainted[o] for o in case.graph.outputs if o in tainted}
+    assert checked > 50 and not tainted_outputs, tainted_outputs

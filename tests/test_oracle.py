@@ -657,3 +657,21 @@ def test_a_mean_read_by_a_sub_may_be_contracted_with_it_as_a_product():
     wrong = fused.clone()
     wrong[4] = 3e30  # of the other sign: no contraction gives it
     assert compare_output(0, wrong, nearest_run(wrong, [eager, *(r[0] for r in runs)]), ref64, 1) is not None
+
+
+def test_a_wider_operand_converted_to_the_results_dtype_is_no_overflow_and_a_wrapping_op_is():
+    """Eager converts a 0-d int64 beside an int32 tensor to int32 (a defined, modular conversion)
+    before it adds; only the add itself can overflow. Real NNC computes that add in int64 (the
+    committed 3d730db3), which the taint rule once forgave as an overflow."""
+    from fuzzfuse.ir.interp import interpret
+
+    b = GraphBuilder()
+    x, big = b.tensor((1,), "int32"), b.tensor((), "int64")
+    graph = b.build([b.add("eq", b.add("add", big, x), big)])
+    converted = [torch.zeros(1, dtype=torch.int32), torch.tensor(2**63 - 1)]
+    assert interpret(graph, converted)[1] == {}
+    b = GraphBuilder()
+    x, y = b.tensor((1,), "int32"), b.tensor((1,), "int32")
+    graph = b.build([b.add("add", x, y)])
+    wrapping = [torch.tensor([2**31 - 1], dtype=torch.int32), torch.tensor([1], dtype=torch.int32)]
+    assert interpret(graph, wrapping)[1] == {"v0": "undefined-behaviour"}

@@ -61,7 +61,11 @@ def _overflows_signed(node: Node, args: list, attrs: dict, out) -> bool:
         return False
     narrow = (torch.int8, torch.int16, torch.int32)
     wider = torch.int64 if out.dtype in narrow else torch.float64
-    wide = [a.to(wider) if isinstance(a, torch.Tensor) and a.dtype in narrow + (torch.int64,) else a for a in args]
+    # An operand of a wider integer dtype (a 0-d int64 beside an int32 tensor) is first converted
+    # to the result's dtype, as eager's type promotion converts it: that wrap is a conversion, no
+    # overflow of the op (NNC's add of a 0-d int64 INT64_MAX and an int32 computes in int64: a bug).
+    wide = [a.to(out.dtype).to(wider) if isinstance(a, torch.Tensor) and a.dtype in narrow + (torch.int64,) else a
+            for a in args]
     try:
         exact = OPS[node.op].eager(*wide, **attrs)
     except (RuntimeError, TypeError, ValueError):
