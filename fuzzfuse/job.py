@@ -201,7 +201,8 @@ def design_references(backend: Backend, options: Options, graph: Graph, inputs: 
     declared = backend.documented_differences(options)
     style = backend.flush_style.get(backend.device, FlushStyle.NONE)
     flushed = _once(lambda: flushed_references(graph, inputs, style)) if Difference.DENORMAL_FLUSH in declared else None
-    widened = (_once(lambda: run_fp32_compute(graph, inputs, [e.dtype for e in eager]))
+    widened = (_once(lambda: run_fp32_compute(graph, inputs, [e.dtype for e in eager],
+                                              casts_round=Difference.LOWP_CASTS_ELIDED not in declared))
                if Difference.FP32_INTERMEDIATES in declared else None)
     invalid = _once(lambda: holds_nonfinite(graph, inputs)) if Difference.UNSAFE_MATH in declared else None
     approximate = (lambda: APPROXIMATE_RTOL) if Difference.APPROXIMATE_MATH in declared else None

@@ -23,6 +23,11 @@ class Difference(str, enum.Enum):
     # after every op (Inductor unless emulate_precision_casts): it decides only where the output is
     # ill-conditioned (sin of a bf16 expm1(19)), else float32 is the nearer to float64.
     FP32_INTERMEDIATES = "fp32-intermediates"
+    # With FP32_INTERMEDIATES, an explicit cast to fp16/bf16 is elided too (x.half().float() is x):
+    # CPU Inductor's to_dtype cache, unless emulate_precision_casts (pytorch#185337 was fixed under
+    # that flag only, pull 185847: "Default-config behavior is unchanged"). Judged by the same
+    # float32-intermediates run with such casts read as float32 (fuzzfuse.ir.interp.run_fp32_compute).
+    LOWP_CASTS_ELIDED = "lowp-casts-elided"
     # Any result of a graph whose eager run holds a NaN or an infinity, under gcc's
     # -funsafe-math-optimizations (CPU Inductor's cpp.enable_unsafe_math_opt_flag), which "assume[s]
     # that arguments and results are valid": sqrt of a negative number may give 0.

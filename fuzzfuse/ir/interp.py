@@ -444,11 +444,13 @@ def order_dependent_positions(graph: Graph, inputs: list) -> dict[str, torch.Ten
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
-def run_fp32_compute(graph: Graph, inputs: list, dtypes: list[torch.dtype]) -> list[torch.Tensor]:
+def run_fp32_compute(graph: Graph, inputs: list, dtypes: list[torch.dtype],
+                     casts_round: bool = True) -> list[torch.Tensor]:
     """The outputs as a fuser that keeps fp16/bf16 intermediates in float32 computes them: every
-    fp16/bf16 input and result read as float32 (explicit casts to them still round), each output
-    rounded once to its eager dtype (`dtypes`). Inductor does this unless emulate_precision_casts.
-    An op whose result its dtype defines (`Op.exact_in_dtype`) still computes in its own dtype."""
+    fp16/bf16 input and result read as float32 (explicit casts to them still round, unless not
+    `casts_round`: CPU Inductor's elided pairs), each output rounded once to its eager dtype
+    (`dtypes`). Inductor does this unless emulate_precision_casts. An op whose result its dtype
+    defines (`Op.exact_in_dtype`) still computes in its own dtype."""
     env: dict = {}
     for spec, value in zip(graph.inputs, inputs):
         low = isinstance(value, torch.Tensor) and value.dtype in LOW_PRECISION
@@ -460,7 +462,9 @@ def run_fp32_compute(graph: Graph, inputs: list, dtypes: list[torch.dtype]) -> l
             own = DTYPES[types[node.name].dtype]
             args = [a.to(own) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
         attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in node.attrs.items()}
-        out = OPS[node.op].eager(*args, **attrs)
+        elided = not casts_round and node.op == "cast" and DTYPES[attrs["dtype"]] in LOW_PRECISION and \
+            isinstance(args[0], torch.Tensor) and args[0].is_floating_point()
+        out = args[0].float() if elided else OPS[node.op].eager(*args, **attrs)
         env[node.name] = out.float() if out.dtype in LOW_PRECISION else out
     return [env[o].to(dtype) for o, dtype in zip(graph.outputs, dtypes)]
 
