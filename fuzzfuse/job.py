@@ -159,12 +159,9 @@ def wrong_value_checks(backend: Backend, options: Options, graph: Graph, inputs:
     """The checks a wrong value of this graph on these inputs is judged by, each computed only when
     asked (`_judge_outputs`: `unflushed`, `scalar`, `faithful`, `rule`). Every input set of a case is judged by
     the same checks, so that a re-check of a failure found on an extra set keys it the same way."""
-    checks = {"unflushed": _once(lambda: unflushed_outputs(backend, graph, options, inputs)),
-            "scalar": lambda output, positions: scalar_reference(graph, inputs, output, positions),
-            "faithful": lambda output, positions: ops_faithful_at(graph, inputs, output, positions),
-            "rule": lambda output, fused, reduced: explaining_rule(
-                graph, inputs, output, fused, reduced, lambda g, x: fused_outputs(backend, options, g, x),
-                backend.unary_keeps_integral_dtype) or flushed_rule(output, fused, reduced)}
+    def rule(values: list, output: int, fused, reduced: int) -> str:
+        return explaining_rule(graph, values, output, fused, reduced,
+                               lambda g, x: fused_outputs(backend, options, g, x), backend.unary_keeps_integral_dtype)
 
     def flushed_rule(output: int, fused, reduced: int) -> str:
         """A known wrong rule on the inputs as the fuser reads them, where it flushes denormals by
@@ -175,10 +172,13 @@ def wrong_value_checks(backend: Backend, options: Options, graph: Graph, inputs:
         flushed = [flush_denormals(x) for x in inputs]
         if all(not isinstance(x, torch.Tensor) or torch.equal(x, f) for x, f in zip(inputs, flushed)):
             return ""
-        return explaining_rule(graph, flushed, output, fused, reduced,
-                               lambda g, x: fused_outputs(backend, options, g, x), backend.unary_keeps_integral_dtype)
+        return rule(flushed, output, fused, reduced)
 
-    return checks
+    return {"unflushed": _once(lambda: unflushed_outputs(backend, graph, options, inputs)),
+            "scalar": lambda output, positions: scalar_reference(graph, inputs, output, positions),
+            "faithful": lambda output, positions: ops_faithful_at(graph, inputs, output, positions),
+            "rule": lambda output, fused, reduced: rule(inputs, output, fused, reduced)
+            or flushed_rule(output, fused, reduced)}
 
 
 def fused_outputs(backend: Backend, options: Options, graph: Graph, inputs: list) -> list | None:

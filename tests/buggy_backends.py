@@ -192,20 +192,17 @@ class _StaleStridesCompiled(Compiled):
         return [t.dim() for t in inputs] == [len(s) for s in self.first or []]
 
 
-class FlushesAndLosesNegZeroSign(EagerBackend):
+class FlushesAndLosesNegZeroSign(_WrongEagerForm):
     """A fuser that flushes float32 denormals by design (it declares DENORMAL_FLUSH, x86's FTZ/DAZ
     style) and whose neg of +0.0 is +0.0 (`0 - x`): Inductor's on the H200, where ceil of a
     bfloat16 subnormal flushes to 0 before neg and rsqrt show the lost sign."""
     name = "custom:tests.buggy_backends:FlushesAndLosesNegZeroSign"
     supports_backward = False
     flush_style = {"cpu": FlushStyle.DAZ_FTZ}
+    op, wrong = "neg", staticmethod(lambda x: torch.zeros_like(x) - x)
 
     def documented_differences(self, options: Options) -> frozenset:
         return frozenset({Difference.DENORMAL_FLUSH})
 
-    def run(self, graph: Graph, inputs: list) -> RunResult:
-        env = dict(zip((i.name for i in graph.inputs), (flush_denormals(x) for x in inputs)))
-        for node in graph.nodes:
-            args = [env[a] if isinstance(a, str) else a for a in node.args]
-            env[node.name] = 0.0 - args[0] if node.op == "neg" else OPS[node.op].eager(*args, **node.attrs)
-        return RunResult([env[o] for o in graph.outputs], fused=True)
+    def run(self, graph: Graph, inputs: list, grad_outputs: list | None = None) -> RunResult:
+        return super().run(graph, [flush_denormals(x) for x in inputs], grad_outputs)

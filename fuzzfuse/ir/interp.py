@@ -35,8 +35,8 @@ def _cast_rounds(node: Node, types: dict) -> bool:
     rounds nothing and stays in float64."""
     if node.op != "cast" or not is_float(node.attrs["dtype"]) or node.attrs["dtype"] == "float64":
         return False
-    source = types[node.args[0]].dtype if isinstance(node.args[0], str) and node.args[0] in types else None
-    return source is None or not is_float(source) or not _holds_every_value(DTYPES[node.attrs["dtype"]], DTYPES[source])
+    source = types[node.args[0]].dtype
+    return not is_float(source) or not _holds_every_value(DTYPES[node.attrs["dtype"]], DTYPES[source])
 
 
 def _casts_out_of_range(node: Node, x: torch.Tensor) -> bool:
@@ -158,12 +158,11 @@ def _round_faithfully(value: torch.Tensor, dtype: str, generator: torch.Generato
     return torch.where(coin & (near.double() != value), other, near).double()
 
 
-def _contracted_or_rounded(product: torch.Tensor, rounded: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Per element at random, a product as a fused multiply-add reads it (not rounded: `product`)
-    or as the op rounds it (`rounded`): CUDA's, Triton's and gcc's default contraction of the
-    product with the add or sub that reads it (`Op.fma_product`)."""
-    coin = (torch.rand(rounded.shape, generator=generator) < 0.5).to(rounded.device)
-    return torch.where(coin, product.broadcast_to(rounded.shape), rounded)
+def _either(other: torch.Tensor, value: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Per element at random, `other` (broadcast to `value`'s shape) or `value`: two ways a fuser
+    may compute one op, both right."""
+    coin = (torch.rand(value.shape, generator=generator) < 0.5).to(value.device)
+    return torch.where(coin, other.broadcast_to(value.shape), value)
 
 
 def _another_libms(value: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -187,9 +186,7 @@ def _one_rounding_or_several(op, args: list, attrs: dict, exact: torch.Tensor, d
     if not exact.is_floating_point() or dtype not in (torch.float32, torch.float16, torch.bfloat16):
         return exact
     own = [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
-    steps = op.stepwise(*own, **attrs).double()
-    coin = (torch.rand(exact.shape, generator=generator) < 0.5).to(exact.device)
-    return torch.where(coin, steps.broadcast_to(exact.shape), exact)
+    return _either(op.stepwise(*own, **attrs).double(), exact, generator)
 
 
 def _reordered(node: Node, x: torch.Tensor, dtype: str, generator: torch.Generator) -> torch.Tensor:
@@ -322,8 +319,10 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
         if rounding is not None:
             rounded = _round_faithfully(out, types[node.name].dtype, rounding)
             if op.fma_product is not None and node.name in fma_addends and out.is_floating_point():
+                # a fused multiply-add reads the product unrounded (CUDA's, Triton's and gcc's
+                # default contraction with the add or sub that takes it)
                 product = op.fma_product(DTYPES[types[node.name].dtype], *args, **attrs).double()
-                out = _contracted_or_rounded(product, rounded, rounding)
+                out = _either(product, rounded, rounding)
             else:
                 out = rounded
             if op.libm_rounded and types[node.name].dtype == "float64":

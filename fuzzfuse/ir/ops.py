@@ -135,11 +135,11 @@ class Op:
     # fuser with several, or the other way round: the rounding runs try both
     # (fuzzfuse.ir.interp). None: the op is one operation.
     stepwise: Callable[..., torch.Tensor] | None = None
-    # fma_product(its dtype, *float64 operands, **attrs) -> the op's value as the product a fused multiply-add
-    # reads unrounded, where an add or sub (`fma_role` "addend") takes it: mul's a * b; mean's sum
-    # times the reciprocal of its count rounded to its dtype (CUDA eager and Triton multiply by
-    # 1/n). Triton's x - mean(x) of five ones is fma(-5, 0.2f, 1) = -1.5e-8, eager's 0: both right
-    # (the rounding runs try it: fuzzfuse.ir.interp). None: no product.
+    # fma_product(its dtype, *float64 operands, **attrs) -> the op's value as the product a fused
+    # multiply-add reads unrounded, where an add or sub (`fma_role` "addend") takes it: mul's a * b;
+    # mean's sum times the reciprocal of its count rounded to its dtype (CUDA eager and Triton
+    # multiply by 1/n). Triton's x - mean(x) of five ones is fma(-5, 0.2f, 1) = -1.5e-8, eager's 0:
+    # both right (the rounding runs try it: fuzzfuse.ir.interp). None: no product.
     fma_product: Callable[..., torch.Tensor] | None = None
 
     def computed_by(self, attrs: Attrs) -> str | None:
@@ -612,6 +612,8 @@ def _mean_as_product(dtype: torch.dtype, x: torch.Tensor, dims, keepdim: bool) -
     count = math.prod(x.shape[d] for d in normalize_dims(dims, x.dim())) if dims else x.numel()
     wide = torch.float64 if dtype == torch.float64 else torch.float32
     return torch.sum(x, dims, keepdim=keepdim) * float(torch.tensor(1 / max(count, 1), dtype=wide))
+
+
 _REDUCTIONS = {
     # name: (eager, dtype rule, accepts, extra attrs)
     "sum": (lambda x, dims, keepdim: torch.sum(x, dims, keepdim=keepdim), _int64_if_integral, None, ()),
