@@ -119,7 +119,7 @@ def main():
 {setup}    inputs = make_inputs()
     expected = fn(*inputs)
     fp64_ref = {fn64}(*{upcast})
-    try:
+{hang}    try:
         actual, fused = run_fused(inputs)
     except Exception as e:
         crashed(e)
@@ -182,7 +182,7 @@ def main():
     outs = {fn64}(*xs)
     fp64_ref = [o.detach() for o in outs]
     fp64_grads = gradients(outs, xs, [None if g is None else g.double() for g in grad_outputs])
-    try:
+{hang}    try:
         actual, grads, fused = run_fused(inputs, grad_outputs)
     except Exception as e:
         crashed(e)
@@ -194,7 +194,9 @@ def main():
 """
 
 # Ran past the case's timeout: the traceback of every thread, then the verdict, then out. A daemon
-# timer: a repro whose bug is gone exits without waiting for it.
+# timer, started just before the fused run: a repro whose bug is gone exits without waiting for
+# it, and a slow import or eager run on a busy machine is not counted as the fuser's hang (nor
+# quoted as where it hung).
 _HANG = """    def hung():
         faulthandler.dump_traceback()
         print(f"expected: {{BACKEND}} finishes within {timeout:g} s")
@@ -438,12 +440,12 @@ def repro_files(graph: Graph, backend, signature: Signature, versions: dict[str,
             requires_grad=[isinstance(i, TensorInput) and i.requires_grad for i in graph.inputs],
             grad_seed=graph.grad_seed,
             grad_tolerance=tolerances([i.dtype for i in wanted], [grad_reduced[i.name] for i in wanted])))
-    setup = (_PINNED if pinned else "") + (_NEEDS_CUDA if backend.device == "cuda" else "") + (_HANG.format(timeout=timeout) if hang else "")
+    setup = (_PINNED if pinned else "") + (_NEEDS_CUDA if backend.device == "cuda" else "")
     main = _MAIN_BACKWARD if graph.requires_grad else _MAIN
     strides = signature.outcome == "mismatch" and signature.kind == "strides"
     if strides:
         parts.append(_STRIDES)
-    parts.append(main.format(setup=setup, upcast=_UPCAST, fn64="fn_float64" if float64 != graph else "fn",
+    parts.append(main.format(setup=setup, hang=_HANG.format(timeout=timeout) if hang else "", upcast=_UPCAST, fn64="fn_float64" if float64 != graph else "fn",
                              strides='        check_strides(f"output {i}", a, e)\n' if strides else "") + _ENTRY)
     files: dict[str, object] = {"repro.py": "".join(parts)}
     if external:
