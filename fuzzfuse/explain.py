@@ -81,13 +81,22 @@ def names_a_rule(message: str) -> bool:
     return message in RULES or message.startswith(ZERO_SIGN + ": ")
 
 
-def _converted(value: float, dtype: str, as_bool: bool) -> float:
+def _converted(value: float, dtype: str, how: str) -> float:
     """`value` as a fuser that converts it to `dtype` computes it, written back as a float scalar so
-    that eager's type promotion stays the graph's: PyTorch's conversion to bool (nonzero is True),
-    or truncation toward zero (to an integer dtype, and NNC's way to bool)."""
-    if dtype == "bool" and as_bool:
+    that eager's type promotion stays the graph's (`how`, one of CONVERSIONS): PyTorch's conversion
+    to bool (nonzero is True); truncation toward zero (to an integer dtype, and NNC's way to bool);
+    or truncation, then the integer's low bits kept (NNC's clamp of an int8 by -10000.0 clamps by
+    -16: the conversion of a number out of the dtype's range wraps)."""
+    if dtype == "bool" and how == "as_bool":
         return 1.0 if value != 0 else 0.0
-    return float(math.trunc(value))
+    whole = math.trunc(value)
+    if how == "wrapping" and dtype != "bool":
+        info = torch.iinfo(DTYPES[dtype])
+        whole = (whole - info.min) % (info.max - info.min + 1) + info.min
+    return float(whole)
+
+
+CONVERSIONS = ("as_bool", "truncating", "wrapping")
 
 
 def _integral_dtypes(graph: Graph, through_unary: bool) -> dict[str, str]:
@@ -117,18 +126,18 @@ def scalar_cast_graphs(graph: Graph, inputs: list, through_unary: bool = False) 
     found: dict[tuple, tuple[Graph, list]] = {}
     for reach in ((False, True) if through_unary else (False,)):
         integral = _integral_dtypes(graph, reach)
-        for as_bool in (True, False):
+        for how in CONVERSIONS:
             nodes, specs, values = [], list(graph.inputs), list(inputs)
             for node in graph.nodes:
                 dtypes = [integral[r] for r in node.refs() if r in integral]
                 args = node.args
                 if dtypes:
-                    args = tuple(_converted(a, dtypes[0], as_bool) if type(a) is float and math.isfinite(a) else a
+                    args = tuple(_converted(a, dtypes[0], how) if type(a) is float and math.isfinite(a) else a
                                  for a in node.args)
                     for r in node.refs():
                         value = values[positions[r]] if r in positions else None
                         if type(value) is float and math.isfinite(value) and \
-                                (converted := _converted(value, dtypes[0], as_bool)) != value:
+                                (converted := _converted(value, dtypes[0], how)) != value:
                             name = f"{r}_as_{dtypes[0]}"
                             if name not in (spec.name for spec in specs):
                                 specs.append(ScalarInput(name, graph.inputs[positions[r]].dtype, converted))

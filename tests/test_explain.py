@@ -55,6 +55,9 @@ def test_a_constant_the_conversion_leaves_alone_gives_no_graph_to_explain_with()
     # To bool, PyTorch's way (nonzero is True) and NNC's (truncation) are both tried.
     on_bool = scalar_cast_graphs(graph("bool", "ones", ("div", "x0", -2.5)), [])
     assert sorted(g.nodes[0].args[1] for g, _ in on_bool) == [-2.0, 1.0]
+    # Out of the integer's range, the conversion keeps the low bits: -10000.0 on int8 is -16.
+    wrapped = scalar_cast_graphs(graph("int8", "zeros", ("clamp_min", "x0", -10000.0)), [])
+    assert [g.nodes[0].args[1] for g, _ in wrapped] == [-16.0]
 
 
 NNC_FORMS = [  # one bug, reached through three ops, two dtypes, another op before it or between
@@ -68,6 +71,9 @@ NNC_FORMS = [  # one bug, reached through three ops, two dtypes, another op befo
     # ...where it meets the integer tensor only: the add reads s0 = 0.5 unconverted (a campaign's
     # clamp_min -> log -> add, -inf where eager gives -0.19, was reported new)
     graph("int32", "arange", ("clamp_min", "x0", "s0"), ("log", "v0"), ("add", "v1", "s0"), scalar=0.5),
+    # a bound out of the int8 range wraps (-10000.0 is -16: x below it is clamped there): the
+    # README's 60-s NNC campaign reported clamp(int8 -128, -10000.0, 0) -> add(1.0) new
+    graph("int8", "arange", ("neg", "x0"), ("clamp", "v0", -10000.0, 0), ("add", "v1", 1.0), shape=(40,)),
 ]
 
 
