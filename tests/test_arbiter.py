@@ -135,6 +135,30 @@ def test_the_arbiter_reads_a_python_scalar_as_eager_does_in_the_ops_compute_dtyp
     assert ref64.item() == 1000.0
 
 
+# fp16 rounds 0.1 down (0.0999755859375), bf16 up (0.10009765625): the one-sided comparisons
+# that the reading turns are ge and lt in fp16, le and gt in bf16.
+@pytest.mark.parametrize("op, number, dtype", [
+    *[(op, number, dtype) for op, number in [("fmod", 0.1), ("remainder", 0.3), ("eq", 0.1)]
+      for dtype in ("float16", "bfloat16")],
+    ("ge", 0.1, "float16"), ("lt", 0.1, "float16"), ("le", 0.1, "bfloat16"), ("gt", 0.1, "bfloat16")])
+def test_the_arbiter_reads_fmods_divisor_and_a_thresholds_number_in_the_fp16_operands_dtype_on_cpu(op, number, dtype):
+    """CPU eager converts fmod's (remainder's, a comparison's) number to the fp16/bf16 operand's
+    dtype: fmod(x, 0.1) of x = fp16(0.1) is 0, and x == 0.1 holds. An arbiter reading 0.1 in
+    float32 computed fmod(0.0999755859375, 0.1) = 0.0999755859375 (and False): it sided with a
+    fuser that reads the number unrounded (issue 32's fmod_lowp_scalar: forgiven as nearer
+    float64). mul's number stays float32: CPU eager reads it in its opmath."""
+    graph = Graph((TensorInput("x", (3,), dtype),), (Node("r", op, ("x", number)),), ("r",))
+    x = torch.tensor([number, 2.5, -1.3], dtype=getattr(torch, dtype))
+    (eager,), _ = run_eager(graph, [x])
+    (ref,), _ = run_eager(graph, [x], upcast=True)
+    assert torch.equal(ref.to(eager.dtype), eager), (eager, ref)
+    unrounded = getattr(torch, op)(x.float(), float(torch.tensor(number, dtype=torch.float32)))
+    assert not torch.equal(unrounded.to(eager.dtype), eager)  # what the float32 reading gave
+    mul = Graph((TensorInput("x", (3,), dtype),), (Node("r", "mul", ("x", 0.1)),), ("r",))
+    (ref,), _ = run_eager(mul, [x], upcast=True)
+    assert torch.equal(ref, x.double() * float(torch.tensor(0.1, dtype=torch.float32)))
+
+
 def test_the_arbiter_truncates_a_quotient_rounded_in_float32_as_div_trunc_does():
     """div_trunc(-0.52289, 1e-05) in float32 is trunc(-52289.0): ATen truncates the quotient
     rounded in float (CPU eager and nvFuser on the H200 give -52289). The exact quotient,

@@ -216,16 +216,23 @@ def _made_float(node: Node, args: list, made: str) -> list:
 
 def _scalars_as_eager_reads_them(node: Node, args: list, types: dict) -> list:
     """For the arbiter: the Python float operands of an op that computes in float32, float16 or
-    bfloat16 (no float64 operand), rounded to float32, as eager reads them (TensorIterator converts
+    bfloat16 (no float64 operand), rounded to float32 (or, for the ops that declare
+    `number_in_dtype_on_cpu`, to the fp16/bf16 operand's dtype on CPU), as eager reads them (TensorIterator converts
     a wrapped number to the op's compute type: x / 0.001 divides by 0.0010000000475 in float32, so
     1 / 0.001 truncates to 999). In float64 the arbiter would divide by 0.001 itself and side with
     whichever run happens to round the quotient up (CUDA eager's 1000) against a fuser computing
     the float32 program exactly (nvFuser's and CPU eager's 999)."""
     if not any(isinstance(a, float) for a in args):
         return args
-    if any(types[r].dtype == "float64" for r in node.refs() if r in types):
+    dtypes = {types[r].dtype for r in node.refs() if r in types}
+    if "float64" in dtypes:
         return args
-    return [float(torch.tensor(a, dtype=torch.float32)) if isinstance(a, float) else a for a in args]
+    # CPU eager rounds fmod's divisor or a comparison's threshold to the fp16/bf16 operand's dtype
+    # (Op.number_in_dtype_on_cpu): fmod(x, 0.1) divides by 0.0999755859375 in float16.
+    on_cpu = all(a.device.type == "cpu" for a in args if isinstance(a, torch.Tensor))
+    reads_in = DTYPES[next(iter(dtypes))] if OPS[node.op].number_in_dtype_on_cpu and on_cpu and \
+        dtypes in ({"float16"}, {"bfloat16"}) else torch.float32
+    return [float(torch.tensor(a, dtype=reads_in)) if isinstance(a, float) else a for a in args]
 
 
 def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_triton: bool = False,

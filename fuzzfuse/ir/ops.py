@@ -97,6 +97,11 @@ class Op:
     # flushes one (tan(x) == x is False for a denormal x), and the flushed reference does the same
     # (fuzzfuse.ir.interp.interpret, flush_as_triton).
     compares: bool = False
+    # Whether CPU eager converts a Python number operand to the fp16/bf16 tensor's own dtype where
+    # the result is not continuous in that number (fmod and remainder: another divisor; a
+    # comparison: another threshold, x == 0.1 holds for x = fp16(0.1)). The arbiter reads such a
+    # number as eager does (fuzzfuse.ir.interp); mul and div read theirs in float32 (their opmath).
+    number_in_dtype_on_cpu: bool = False
     # Where a fuser may contract this op with a neighbour into one fused multiply-add (CUDA's,
     # Triton's and gcc's default floating-point contraction): "product" (mul) or "addend" (add,
     # sub: the fma adds a product operand without rounding it first). None: neither.
@@ -410,6 +415,9 @@ _BINARY = {
     "bitwise_and": (_promote, _integral_only), "bitwise_or": (_promote, _integral_only),
     "bitwise_xor": (_promote, _integral_only), "nextafter": (_promote, _float_only),
 }
+# Of the ops that take a number, those whose CPU eager rounds it to fp16/bf16 first and whose
+# result jumps with it (Op.number_in_dtype_on_cpu).
+_NUMBER_IN_DTYPE_ON_CPU = {"fmod", "remainder", "eq", "ne", "lt", "le", "gt", "ge"}
 # Which binary ops accept a Python scalar as the second operand (their aten overloads exist).
 _TENSOR_ONLY = {"maximum", "minimum", "atan2", "logical_and", "logical_or", "logical_xor", "nextafter"}
 # nvFuser lowerings that are not the fd.ops function of the op's own name (fd.ops.div truncates).
@@ -421,6 +429,7 @@ for _n, (_rule, _acc) in _BINARY.items():
                 _acc or (lambda t, a: True), scalar_positions=() if _n in _TENSOR_ONLY else (1,),
                 nvfuser=_NVFUSER_BINARY.get(_n, _n), differentiable=_BINARY_GRAD.get(_n, lambda t, a: True),
                 exact_in_dtype=_n == "nextafter", compares=_rule is _boolean, math_call=_n in _MATH_CALLS,
+                number_in_dtype_on_cpu=_n in _NUMBER_IN_DTYPE_ON_CPU,
                 libm_rounded=_n in _LIBM_ROUNDED, fma_role={"mul": "product", "add": "addend", "sub": "addend"}.get(_n),
                 fma_product=(lambda dtype, a, b: a * b) if _n == "mul" else None))
 
