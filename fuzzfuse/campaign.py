@@ -121,7 +121,7 @@ class Campaign:
     def config_for(self, index: int) -> GenConfig:
         batch = index // BATCH
         if self.swarm and self.is_outside(index):
-            features = batch_features(self.stream, batch, self.backend.outside_features)
+            features = batch_features(self.stream, batch, self.backend.outside_features, not self.backward)
             return GenConfig(features=features, shapes=self.backend.outside_shapes or self.backend.shapes,
                              max_ops=self.max_ops, backward=self.backward,
                              avoid=self._avoid.setdefault(batch, self.steering.current()))
@@ -133,7 +133,7 @@ class Campaign:
             shapes = dataclasses.replace(shapes, **recipe.pop("shapes", {}))
             features = dataclasses.replace(self.features, **recipe)
         else:
-            features = batch_features(self.stream, batch, self.features) if self.swarm else self.features
+            features = batch_features(self.stream, batch, self.features, not self.backward) if self.swarm else self.features
         # Narrow triggers (issue 17): graph sizes swarmed, a share of batches aimed at one triple each.
         rng = random.Random(f"{self.stream}:{batch}:narrow")
         max_ops = swarm_max_ops(rng, self.max_ops) if self.swarm else self.max_ops
@@ -150,7 +150,7 @@ class Campaign:
         stream = f"{self.stream}:breadth"
         sample = []
         for k in range(STEERING_SAMPLE):
-            features = batch_features(stream, k, self.features) if self.swarm else self.features
+            features = batch_features(stream, k, self.features, not self.backward) if self.swarm else self.features
             max_ops = swarm_max_ops(random.Random(f"{stream}:{k}"), self.max_ops) if self.swarm else self.max_ops
             sample.append(generate(f"{stream}:{k}", GenConfig(features=features, shapes=self.backend.shapes,
                                                                max_ops=max_ops, backward=self.backward)))

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from .ir import OPS, Graph, GraphError, Layout, TensorInput, Values
 from .ir.ops import choice, ints, permutations
-from .ir.builder import GraphBuilder, batch_norm, layer_norm, layer_norm_backward, matmul_epilogue, squeeze_excite
+from .ir.builder import (GraphBuilder, batch_norm, layer_norm, layer_norm_backward, mask_count, matmul_epilogue,
+                         scaled_softmax, squeeze_excite)
 from .ir.types import (COMPUTE_DTYPES, FLOAT_DTYPES, FP8_DTYPES, INT_DTYPES, ValueType, broadcast_shapes, is_float,
                        scalar_kind)
 from .bait import bait, zero_sign_readers
@@ -32,7 +33,11 @@ from .steering import MAX_REDRAWS, Trigger, unsteered
 
 ALL_LAYOUTS = ("contiguous", "channels_last", "channels_last_3d", "permuted", "sliced", "expanded")
 # round_trip: a value cast to another drawn dtype and, half the time, back (what mixed precision does).
-PATTERNS = ("layer_norm", "batch_norm", "squeeze_excite", "round_trip")
+# mask_count: a bool mask counted along a dim (position ids); scaled_softmax: softmax(x * c).
+PATTERNS = ("layer_norm", "batch_norm", "squeeze_excite", "round_trip", "mask_count", "scaled_softmax")
+# Two-op idioms, taken whenever drawn (a larger pattern one time in four): each is a pair of ops
+# real code writes together and a random graph seldom puts side by side.
+IDIOMS = ("round_trip", "mask_count", "scaled_softmax")
 # Drawn only where a backend's coverage recipe asks for them (the default stream stays as it was).
 FOCUS_PATTERNS = ("layer_norm_backward", "matmul_epilogue")
 # A dense layer's sizes: mostly multiples of 8 (Hopper's TMA loads need 16-byte aligned rows of
@@ -59,7 +64,11 @@ FRESH_OPERAND_EVERY = 4
 # (reshape takes any rank, as eager does: aot_autograd's backwards reshape every value the forward
 # made); the shape policy's max_rank bounds the inputs drawn from scratch.
 MAX_VALUE_RANK = 6
-ROUND_TRIP_WEIGHT = 1
+IDIOM_WEIGHT = 1
+# The share of swarm batches whose dtypes are integers only (where the backend takes integers):
+# with float32 always in the batch, integer values mostly meet floats and promote, so integer
+# arithmetic (uint8 wrap-around, a negated or raised integer read by another op) stays rare.
+INTEGER_BATCH_SHARE = 0.2
 
 
 @dataclass(frozen=True)
@@ -125,13 +134,14 @@ class GenConfig:
     avoid: tuple[Trigger, ...] = ()
 
 
-def swarm(rng: random.Random, base: Features = Features()) -> Features:
+def swarm(rng: random.Random, base: Features = Features(), integer_batches: bool = True) -> Features:
     """A random non-empty subset of each feature axis, always keeping float32 and contiguous so
-    every batch can still build graphs."""
+    every batch can still build graphs; or, one batch in INTEGER_BATCH_SHARE (unless not
+    `integer_batches`: a training campaign's cases need float inputs), integer dtypes only."""
     def subset(items: tuple[str, ...], keep: tuple[str, ...] = (), p: float = 0.6) -> tuple[str, ...]:
         chosen = tuple(x for x in items if x in keep or rng.random() < p)
         return chosen or (rng.choice(items),)
-    return dataclasses.replace(
+    features = dataclasses.replace(
         base,
         ops=_with_anchor(rng, subset(base.ops, p=0.5), base),
         dtypes=subset(base.dtypes, keep=tuple(d for d in ("float32",) if d in base.dtypes)),
@@ -139,6 +149,10 @@ def swarm(rng: random.Random, base: Features = Features()) -> Features:
         patterns=subset(base.patterns, p=0.4) if base.patterns else (),
         special_values=base.special_values and rng.random() < 0.6,
     )
+    integers = tuple(d for d in base.dtypes if d in INT_DTYPES)
+    if integer_batches and integers and rng.random() < INTEGER_BATCH_SHARE:  # drawn last: the other batches stay as they were
+        features = dataclasses.replace(features, dtypes=subset(integers))
+    return features
 
 
 def _with_anchor(rng: random.Random, ops: tuple[str, ...], base: Features) -> tuple[str, ...]:
@@ -324,7 +338,7 @@ def _broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
 
 
 def _try_pattern(draw: Callable, b: GraphBuilder, name: str, firsts: list[str],
-                 dtypes: tuple[str, ...] = ()) -> str | None:
+                 dtypes: tuple[str, ...] = (), ops: tuple[str, ...] = tuple(OPS)) -> str | None:
     if name == "matmul_epilogue":  # new inputs of its own; one layer a graph (see _matmul_layer)
         if any(OPS[n.op].kind == "matmul" for n in b.nodes):
             return None
@@ -334,6 +348,8 @@ def _try_pattern(draw: Callable, b: GraphBuilder, name: str, firsts: list[str],
             return None
     if name == "round_trip":
         return _round_trip(draw, b, _pick(draw, firsts), dtypes)
+    if name == "mask_count":
+        return _mask_count(draw, b, _pick(draw, [t for t in firsts if b.types[t].rank >= 1] or firsts), dtypes, ops)
     floats = [t for t in firsts if is_float(b.types[t].dtype) and b.types[t].rank >= 1]
     if not floats:
         return None
@@ -362,6 +378,10 @@ def _try_pattern(draw: Callable, b: GraphBuilder, name: str, firsts: list[str],
             return batch_norm(b, x, b.tensor([t.shape[1]], t.dtype), b.tensor([t.shape[1]], t.dtype))
         if name == "squeeze_excite" and t.rank == 4:
             return squeeze_excite(b, x, residual=x if draw(st.booleans()) else None)
+        softmaxes = [o for o in ("softmax", "log_softmax") if o in ops]
+        if name == "scaled_softmax" and softmaxes:
+            return scaled_softmax(b, x, choice(draw, CONSTANTS), draw(ints(-t.rank, t.rank - 1)),
+                                  log=choice(draw, softmaxes) == "log_softmax")
     except GraphError:
         return None
     return None
@@ -375,6 +395,20 @@ def _round_trip(draw: Callable, b: GraphBuilder, x: str, dtypes: tuple[str, ...]
         return None
     y = b.add("cast", x, dtype=choice(draw, others))
     return b.add("cast", y, dtype=source) if draw(st.booleans()) else y
+
+
+def _mask_count(draw: Callable, b: GraphBuilder, x: str, dtypes: tuple[str, ...], ops: tuple[str, ...]) -> str | None:
+    """x's mask (cast to bool where the batch has bool, else x != 0) counted along a dim by one of
+    the batch's cumsum and sum."""
+    counts = [o for o in ("cumsum", "sum") if o in ops]
+    rank = b.types[x].rank
+    if not counts or not rank or b.types[x].dtype in FP8_DTYPES:
+        return None
+    mask = choice(draw, ["cast", "ne"]) if "bool" in dtypes and b.types[x].dtype != "bool" else "ne"
+    try:
+        return mask_count(b, x, draw(ints(-rank, rank - 1)), mask, choice(draw, counts))
+    except GraphError:
+        return None
 
 
 def _matmul_layer(draw: Callable, b: GraphBuilder, dtype: str) -> str:
@@ -425,8 +459,8 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
     choices = [("op", o) for o in feats.ops] + [("pattern", p) for p in patterns]
     # A focus pattern is what its coverage recipe exists for: drawn as often as all the ops together.
     choices += [("pattern", p) for p in feats.patterns if p in FOCUS_PATTERNS for _ in feats.ops[1:]]
-    # Round trips as often as a few ops together: mixed precision casts at every layer boundary.
-    choices += [("pattern", "round_trip")] * ROUND_TRIP_WEIGHT if "round_trip" in patterns else []
+    # Idioms as often as a few ops together: mixed precision casts at every layer boundary.
+    choices += [("pattern", p) for p in patterns if p in IDIOMS for _ in range(IDIOM_WEIGHT)]
     attempts = 0
     while len(b.nodes) < n_ops and attempts < 4 * n_ops:
         attempts += 1
@@ -445,8 +479,8 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
             continue
         if kind == "pattern":
             # A focus pattern is drawn only where a coverage recipe asks for it: always take it.
-            if name in FOCUS_PATTERNS or name == "round_trip" or draw(ints(0, 3)) == 0:
-                _try_pattern(draw, b, name, firsts, feats.dtypes)
+            if name in FOCUS_PATTERNS or name in IDIOMS or draw(ints(0, 3)) == 0:
+                _try_pattern(draw, b, name, firsts, feats.dtypes, feats.ops)
         else:
             out = _try_op(draw, b, name, config, firsts, tensors, scalars)
             if out and feats.fold_bait and len(b.nodes) < n_ops:
@@ -457,11 +491,24 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
             b.add("cast", "x0", dtype="float32")
         else:
             b.add("neg" if dtype != "bool" else "logical_not", "x0")
+    _read_integers_as_floats(draw, b, feats)
     used = {r for n in b.nodes for r in n.refs()}
     sinks = [n.name for n in b.nodes if n.name not in used]
     extra = [n.name for n in b.nodes if n.name in used and not feats.chains and draw(ints(0, 9)) == 0]
     graph = b.build(sinks + extra)
     return draw(requires_grad(graph)) if config.backward else graph
+
+
+def _read_integers_as_floats(draw: Callable, b: GraphBuilder, feats: Features) -> None:
+    """Half the integer results no op reads are cast to a float dtype of the batch (float32 in an
+    all-integer batch), as a model reads counts, indices and integer arithmetic into its float
+    math: what an integer op computed is then read by a float op, not only returned."""
+    floats = [d for d in feats.dtypes if d in FLOAT_DTYPES] or ["float32"]
+    used = {r for n in b.nodes for r in n.refs()}
+    for node in list(b.nodes):
+        dtype = b.types[node.name].dtype
+        if node.name not in used and dtype in INT_DTYPES and draw(st.booleans()):
+            b.add("cast", node.name, dtype=choice(draw, floats))
 
 
 def _first_operands(b: GraphBuilder, feats: Features, tensors: list[str], after_anchor_only: bool) -> list[str]:
@@ -644,9 +691,9 @@ def swarm_max_ops(rng: random.Random, max_ops: int) -> int:
     return min(max_ops, rng.randint(2, 3)) if rng.random() < 0.25 else max_ops
 
 
-def batch_features(campaign_seed: int, batch: int, base: Features = Features()) -> Features:
+def batch_features(campaign_seed: int, batch: int, base: Features = Features(), integer_batches: bool = True) -> Features:
     """The swarm feature set of one batch of cases, a pure function of the campaign seed."""
-    return swarm(random.Random(f"{campaign_seed}:{batch}"), base)
+    return swarm(random.Random(f"{campaign_seed}:{batch}"), base, integer_batches)
 
 
 __all__ = ["Features", "ShapeConfig", "GenConfig", "swarm", "shapes", "values", "layouts", "graphs",

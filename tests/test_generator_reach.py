@@ -81,13 +81,15 @@ def test_fold_bait_batches_draw_the_pairs_fusers_get_wrong_adjacent():
     """Pairs that random choice of two ops in a row rarely draws (issue 32's real-report
     benchmark missed cumsum of a bool cast, consecutive reductions and x + 0 read through 1/x):
     in a fold-bait batch an op is often followed by one that accumulates its new bool value,
-    another reduction after a reduction, or a reader of a zero's sign after a float op."""
-    from fuzzfuse.strategies import zero_sign_readers
+    another reduction after a reduction, or a reader of a zero's sign after a float op. Without the
+    mask_count idiom, which draws a bool's accumulation by itself in every batch."""
+    from fuzzfuse.strategies import PATTERNS, zero_sign_readers
+    patterns = tuple(p for p in PATTERNS if p != "mask_count")
 
     def pairs(bait: bool) -> dict[str, int]:
         counts = dict(bool_accumulated=0, reduction_reduced=0, zero_sign_read=0)
         for k in range(GRAPHS):
-            graph = generate(k, GenConfig(features=Features(fold_bait=bait)))
+            graph = generate(k, GenConfig(features=Features(fold_bait=bait, patterns=patterns)))
             types, made_by = graph.infer_types(), {n.name: n.op for n in graph.nodes}
             for node in graph.nodes:
                 first = node.refs()[0] if node.refs() else None
@@ -109,8 +111,11 @@ def test_fold_bait_batches_draw_identities_scales_and_wrapping_integers_before_t
     """Three pairs issue 32's real-report benchmark missed in 2,500 cases each (none drawn in 2,000
     graphs of a campaign's stream): x + 0 read through 1/x (a folded identity keeps -0.0), a value
     scaled by a constant then reduced or normalized (softmax(c * x) folded as exp(c * (x - max))),
-    and an integer op that may wrap read by a float math call (an int8 pow computed in float)."""
+    and an integer op that may wrap read by a float math call (an int8 pow computed in float).
+    Without the scaled_softmax idiom, which draws a scale before a softmax in every batch."""
     from fuzzfuse.bait import identity_constants, zero_sign_readers
+    from fuzzfuse.strategies import PATTERNS
+    patterns = tuple(p for p in PATTERNS if p != "scaled_softmax")
 
     assert {n: identity_constants(n) for n in OPS if identity_constants(n)} == \
         {"add": (0.0,), "sub": (0.0,), "mul": (1.0,), "div": (1.0,), "pow": (1.0,)}
@@ -118,7 +123,7 @@ def test_fold_bait_batches_draw_identities_scales_and_wrapping_integers_before_t
     def pairs(bait: bool) -> dict[str, int]:
         counts = dict(identity_read=0, scaled_reduced=0, wrapped_read=0)
         for k in range(GRAPHS):
-            graph = generate(k, GenConfig(features=Features(fold_bait=bait)))
+            graph = generate(k, GenConfig(features=Features(fold_bait=bait, patterns=patterns)))
             types, made = graph.infer_types(), {n.name: n for n in graph.nodes}
             for node in graph.nodes:
                 first = node.refs()[0] if node.refs() else None
@@ -168,3 +173,58 @@ def test_an_integer_op_that_takes_only_a_constant_there_is_given_one():
     except GraphError:
         pass
     assert b.add("div_floor", x, -1) and b.add("div_trunc", b.tensor((3,), "int8"), -1)
+
+
+def test_idioms_real_code_writes_as_pairs_are_drawn_in_the_plain_stream():
+    """Two-op idioms issue 32's real-report benchmark missed (cumsum of a bool cast: none in 2,000
+    graphs of a campaign's stream; a negative scale before a softmax: about 1 in 1,000): a mask
+    counted along a dim, by either mask and either count, and softmax(x * c), c negative too."""
+    def made_by(g, name):
+        return next((n for n in g.nodes if n.name == name), None)
+
+    def mask_counted(count: str, mask: str):
+        def check(g, n, types):
+            producer = made_by(g, n.refs()[0]) if n.op == count else None
+            return producer is not None and producer.op == mask and \
+                (mask == "ne" and producer.args[1] == 0 or mask == "cast" and producer.attrs["dtype"] == "bool")
+        return check
+
+    for count in ("cumsum", "sum"):
+        for mask in ("cast", "ne"):
+            assert _count(mask_counted(count, mask)) >= 3, (count, mask)
+
+    def scaled(sign: int):
+        def check(g, n, types):
+            producer = made_by(g, n.refs()[0]) if OPS[n.op].kind == "normalization" else None
+            return producer is not None and producer.op == "mul" and not isinstance(producer.args[1], str) and \
+                producer.args[1] * sign > 0
+        return check
+    assert _count(scaled(1)) >= 10 and _count(scaled(-1)) >= 2
+
+
+def test_one_swarm_batch_in_five_is_integers_only_except_in_training_campaigns():
+    """Where float32 is in every batch, an integer value mostly meets a float and promotes: an
+    all-integer batch keeps integer arithmetic (uint8 wrap-around, a negated or raised integer) on
+    integers. A training campaign's cases need float inputs: it draws none."""
+    import random
+
+    from fuzzfuse.ir.types import INT_DTYPES
+    from fuzzfuse.strategies import swarm
+
+    def integers_only(integer_batches: bool) -> int:
+        return sum(all(d in INT_DTYPES for d in swarm(random.Random(k), integer_batches=integer_batches).dtypes)
+                   for k in range(400))
+    assert 40 <= integers_only(True) <= 120
+    assert integers_only(False) == 0
+
+
+def test_half_the_integer_results_no_op_reads_are_read_as_floats():
+    """In an all-integer batch, an integer result is cast to float32 in most graphs (a model reads
+    counts and integer arithmetic into its float math), so that a float op reads what the integer
+    ops computed; without the cast, only a float math call on an integer made a float there."""
+    from fuzzfuse.ir.types import INT_DTYPES
+
+    graphs = [generate(k, GenConfig(features=Features(dtypes=INT_DTYPES))) for k in range(100)]
+    read = sum(any(n.op == "cast" and n.name in g.outputs and g.infer_types()[n.name].dtype == "float32" and
+                   g.infer_types()[n.refs()[0]].dtype in INT_DTYPES for n in g.nodes) for g in graphs)
+    assert read >= 40

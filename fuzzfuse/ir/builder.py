@@ -1,6 +1,6 @@
 """Build graphs op by op, type-checked as they grow, and the composite patterns users write
 (layer norm over any dim and its hand-written backward, batch norm over N/H/W, squeeze-excite, a
-matmul with a layer's epilogue) as subgraphs of registry ops.
+matmul with a layer's epilogue, a mask counted along a dim, a scaled softmax) as subgraphs of registry ops.
 
 Composites are macros over primitive ops rather than ops of their own: a fuser sees exactly the
 primitive sequence a user's module produces, and the reducer can take them apart.
@@ -119,6 +119,22 @@ def squeeze_excite(b: GraphBuilder, x: str, residual: str | None = None) -> str:
     squeezed = b.add("mean", a, dims=[2, 3], keepdim=True)
     y = b.add("mul", a, b.add("sigmoid", squeezed))
     return b.add("add", y, residual) if residual is not None else y
+
+
+def mask_count(b: GraphBuilder, x: str, dim: int, mask: str = "cast", count: str = "cumsum") -> str:
+    """A bool mask of x (`mask`: x cast to bool, or x != 0) counted along `dim` (`count`: cumsum or
+    sum): the position ids and lengths models derive from an attention or padding mask
+    (`mask.cumsum(-1)`, `mask.sum(-1)`), where a bool becomes an integer without a cast."""
+    flags = b.add("cast", x, dtype="bool") if mask == "cast" else b.add("ne", x, 0)
+    if count == "cumsum":
+        return b.add("cumsum", flags, dim=dim)
+    return b.add("sum", flags, dims=[dim], keepdim=False)
+
+
+def scaled_softmax(b: GraphBuilder, x: str, scale: float, dim: int, log: bool = False) -> str:
+    """softmax(x * scale) (or log_softmax): attention's 1/sqrt(d) scale, a temperature, or a
+    negative one (softmin, a soft argmin over distances)."""
+    return b.add("log_softmax" if log else "softmax", b.add("mul", x, scale), dim=dim)
 
 
 def matmul_epilogue(b: GraphBuilder, a: str, w: str, bias: str | None = None, linear: bool = False,
