@@ -502,7 +502,10 @@ def graphs(draw: Callable, config: GenConfig = GenConfig()) -> Graph:
 def _read_integers_as_floats(draw: Callable, b: GraphBuilder, feats: Features) -> None:
     """Half the integer results no op reads are cast to a float dtype of the batch (float32 in an
     all-integer batch), as a model reads counts, indices and integer arithmetic into its float
-    math: what an integer op computed is then read by a float op, not only returned."""
+    math: what an integer op computed is then read by a float op, not only returned. Not where
+    fusion anchors are declared: a cast is none, and would read a value no anchor made."""
+    if feats.anchors:
+        return
     floats = [d for d in feats.dtypes if d in FLOAT_DTYPES] or ["float32"]
     used = {r for n in b.nodes for r in n.refs()}
     for node in list(b.nodes):
