@@ -13,7 +13,10 @@ the ops, never by their names:
   the scale is put in where the op before took no constant;
 - an identity operation (x + 0, x * 1: found by running the ops, `identity_constants`), folded to
   x, read through an op that reads a zero's sign: -0.0 + 0 is +0.0, x keeps -0.0;
-- a float value read through such an op (1/x) at all.
+- a float value read through such an op (1/x) at all;
+- a math call no standard rounds correctly (sin, exp: `Op.libm_rounded`) read by a step function
+  (floor, round, sign: `step_readers`), which turns a one-ulp error into a whole unit: a fuser's
+  vectorized cos(0) one ulp below 1 floors to 0.
 
 `strategies` calls `bait` after each op of a bait batch; what it adds is drawn like any op.
 """
@@ -52,9 +55,9 @@ def bait(draw: Callable, b: GraphBuilder, cfg: Any, producer: str, out: str, ten
         try_op(draw, b, choice(draw, folds), cfg, [out], tensors, scalars)
         return
     elif pairs and draw(st.booleans()):  # half the ops: the batch's other draws stay as they were
-        # A pair that this producer makes possible (a reduction's, a new integer's) half the
-        # time, before those every float value has.
-        specific = [k for k in pairs if k in ("retype", "wrap", "reduction")]
+        # A pair that this producer makes possible (a reduction's, a new integer's, a math
+        # call's) half the time, before those every float value has.
+        specific = [k for k in pairs if k in ("retype", "wrap", "reduction", "step")]
         kind = choice(draw, specific if specific and draw(st.booleans()) else list(pairs))
         followers = pairs[kind]
         if kind == "zero sign" and draw(ints(0, 2)):  # any float op has them: fewer
@@ -116,6 +119,8 @@ def bait_pairs(ops: tuple[str, ...], producer: str, made: ValueType, read: list[
         pairs["wrap"] = [o for o in ops if OPS[o].math_call and OPS[o].arity == 1]
     if OPS[producer].kind == "reduction":
         pairs["reduction"] = [o for o in ops if OPS[o].kind == "reduction"]
+    if made.dtype and is_float(made.dtype) and OPS[producer].libm_rounded:
+        pairs["step"] = [o for o in ops if o in step_readers()]
     if made.dtype and is_float(made.dtype):
         pairs["zero sign"] = [o for o in ops if o in zero_sign_readers()]
         if pairs["zero sign"] and middle_ops("identity", ops):
@@ -142,6 +147,28 @@ def zero_sign_readers() -> frozenset[str]:
         except (RuntimeError, TypeError):
             continue
         if minus.is_floating_point() and not bool((minus == plus).all() | (minus.isnan() & plus.isnan()).all()):
+            readers.add(name)
+    return frozenset(readers)
+
+
+@functools.cache
+def step_readers() -> frozenset[str]:
+    """The unary float ops that are step functions: integral results that jump between a value and
+    its neighbour one ulp away (floor, ceil, round, trunc, sign), found by running their eager
+    forms."""
+    import torch
+    at = torch.tensor([1.0, 0.0, 0.5, 1.5])
+    neighbours = (torch.nextafter(at, torch.tensor(-2.0)), torch.nextafter(at, torch.tensor(2.0)))
+    readers = set()
+    for name, op in OPS.items():
+        if op.kind != "unary" or op.arity != 1:
+            continue
+        try:
+            values = [op.eager(x) for x in (at, *neighbours)]
+        except (RuntimeError, TypeError):
+            continue
+        integral = all(v.is_floating_point() and bool((v == v.round()).all()) for v in values)
+        if integral and any(bool((v != values[0]).any()) for v in values[1:]):
             readers.add(name)
     return frozenset(readers)
 

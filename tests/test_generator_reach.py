@@ -228,3 +228,24 @@ def test_half_the_integer_results_no_op_reads_are_read_as_floats():
     read = sum(any(n.op == "cast" and n.name in g.outputs and g.infer_types()[n.name].dtype == "float32" and
                    g.infer_types()[n.refs()[0]].dtype in INT_DTYPES for n in g.nodes) for g in graphs)
     assert read >= 40
+
+
+def test_fold_bait_batches_read_a_math_call_through_a_step_function():
+    """A one-ulp error of a math call no standard rounds correctly becomes a whole unit through a
+    step function (issue 32's trig_then_round: a vectorized cos(0) one ulp below 1 floors to 0),
+    found in one 120-s run of two and not the next: a bait batch puts the two in a row."""
+    from fuzzfuse.bait import step_readers
+
+    assert step_readers() == {"floor", "ceil", "round", "trunc", "sign"}
+
+    def pairs(bait: bool) -> int:
+        count = 0
+        for k in range(GRAPHS):
+            graph = generate(k, GenConfig(features=Features(fold_bait=bait)))
+            made = {n.name: n for n in graph.nodes}
+            count += sum(node.op in step_readers() and bool(node.refs()) and node.refs()[0] in made and
+                         OPS[made[node.refs()[0]].op].libm_rounded for node in graph.nodes)
+        return count
+
+    plain, baited = pairs(False), pairs(True)
+    assert baited >= max(10, 3 * plain), (plain, baited)
