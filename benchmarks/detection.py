@@ -92,6 +92,23 @@ def measure(bug_set: str, bug: str, seed: int, budget: float, workers: int, out:
     return campaign.detection, campaign.stats.cases
 
 
+def root_causes(bug_set: str, bug: str, seed: int, budget: float, workers: int, out: Path,
+                source: str = "scratch") -> tuple[int, int]:
+    """(root causes of the seeded bug, root causes in all) that one campaign of `budget` seconds
+    reduces and writes to its minimized/: a reduced case that passes on the clean reference is the
+    seeded bug's (one seeded bug should be one root cause, whatever layouts and observers its
+    hits came with)."""
+    module, clean, _ = SETS[bug_set]
+    backend = f"dynamo:{module}:{bug}"
+    features = dataclasses.replace(get_backend(backend).features, source=source)
+    Campaign(backend, out, seed=seed, workers=workers, time_limit=budget, features=features).run()
+    cases = [load_case(path) for path in sorted((out / "minimized").glob("*/case.json"))]
+    reference = get_backend(clean)
+    ours = [c for c in cases
+            if not run_case(c.graph, reference, check_strides=bool(c.check_strides)).outcome.is_failure]
+    return len(ours), len(cases)
+
+
 def reduced_size(bug_set: str, bug: str, case_file: Path, workers: int, max_queries: int) -> int | None:
     try:
         result = reduce_case(load_case(case_file), f"dynamo:{SETS[bug_set][0]}:{bug}", workers=workers,
@@ -111,12 +128,24 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--reduce-queries", type=int, default=150,
                    help="reducer budget for the first detection (0: do not reduce)")
+    p.add_argument("--root-causes", action="store_true",
+                   help="instead: run each campaign for the whole budget with its reductions and count the "
+                        "root causes it reduces the seeded bug to (one bug, one root cause)")
     args = p.parse_args()
     minimal_ops = SETS[args.set][2]
     bugs = args.bugs.split(",") if args.bugs else list(minimal_ops)
     unknown = [b for b in bugs if b not in minimal_ops]
     if unknown:
         p.error(f"unknown bugs {unknown}; known: {', '.join(minimal_ops)}")
+    if args.root_causes:
+        with tempfile.TemporaryDirectory() as tmp:
+            for bug in bugs:
+                for seed in range(args.seeds):
+                    ours, total = root_causes(args.set, bug, seed, args.budget, args.workers,
+                                              Path(tmp) / f"{bug}-{seed}", args.source)
+                    print(f"{bug} seed {seed}: {ours} root cause(s) of the seeded bug, {total} in all "
+                          f"({args.budget:.0f}s, source {args.source})", flush=True)
+        return
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for bug in bugs:

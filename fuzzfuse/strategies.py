@@ -149,8 +149,9 @@ def swarm(rng: random.Random, base: Features = Features(), integer_batches: bool
         patterns=subset(base.patterns, p=0.4) if base.patterns else (),
         special_values=base.special_values and rng.random() < 0.6,
     )
+    # Drawn last: the other batches stay as they were.
     integers = tuple(d for d in base.dtypes if d in INT_DTYPES)
-    if integer_batches and integers and rng.random() < INTEGER_BATCH_SHARE:  # drawn last: the other batches stay as they were
+    if integer_batches and integers and rng.random() < INTEGER_BATCH_SHARE:
         features = dataclasses.replace(features, dtypes=subset(integers))
     return features
 
@@ -694,7 +695,8 @@ def swarm_max_ops(rng: random.Random, max_ops: int) -> int:
     return min(max_ops, rng.randint(2, 3)) if rng.random() < 0.25 else max_ops
 
 
-def batch_features(campaign_seed: int, batch: int, base: Features = Features(), integer_batches: bool = True) -> Features:
+def batch_features(campaign_seed: int, batch: int, base: Features = Features(),
+                   integer_batches: bool = True) -> Features:
     """The swarm feature set of one batch of cases, a pure function of the campaign seed."""
     return swarm(random.Random(f"{campaign_seed}:{batch}"), base, integer_batches)
 
