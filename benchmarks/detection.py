@@ -131,6 +131,8 @@ def main() -> None:
     p.add_argument("--root-causes", action="store_true",
                    help="instead: run each campaign for the whole budget with its reductions and count the "
                         "root causes it reduces the seeded bug to (one bug, one root cause)")
+    p.add_argument("--keep", type=Path, help="with --root-causes: keep each campaign's directory here "
+                                            "(its minimized/ holds the root causes counted)")
     args = p.parse_args()
     minimal_ops = SETS[args.set][2]
     bugs = args.bugs.split(",") if args.bugs else list(minimal_ops)
@@ -139,10 +141,11 @@ def main() -> None:
         p.error(f"unknown bugs {unknown}; known: {', '.join(minimal_ops)}")
     if args.root_causes:
         with tempfile.TemporaryDirectory() as tmp:
+            where = args.keep or Path(tmp)
             for bug in bugs:
                 for seed in range(args.seeds):
                     ours, total = root_causes(args.set, bug, seed, args.budget, args.workers,
-                                              Path(tmp) / f"{bug}-{seed}", args.source)
+                                              where / f"{bug}-{seed}", args.source)
                     print(f"{bug} seed {seed}: {ours} root cause(s) of the seeded bug, {total} in all "
                           f"({args.budget:.0f}s, source {args.source})", flush=True)
         return
