@@ -29,6 +29,7 @@ from .reduce.generalise import Generalisation, generalise
 from .identity import known_repros, root_cause_key, variant_entry
 from .export import judge as judge_run, judged_script, run_repro
 from .pool import case_pool, graph_job, run_jobs
+from .rootcause import rejects_operand
 from .repro import INPUTS_FILE, repro_files
 from .bugreport import (REGRESSION, SHORT_FORMS, case_device, readme, run_repro as run_repro_here, with_repro_detail,
                         with_variants, write_repro)
@@ -113,9 +114,23 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
                            max_queries=max_queries)
         options, _ = reduce_options(case.options, get_backend(backend).simpler_options,
                                     lambda candidates: ask([(reduction.graph, o) for o in candidates]))
-        general = generalised(reduction.graph, kept, backend, interesting_with(options),
-                              first_wrong_with(options), batch=max(1, workers)) if generalise else None
         graph, stats = reduction.graph, reduction.stats
+        if kept.outcome == "crash" and rejects_operand(kept.message):
+            # An op refused its operand's dtype: where the fuser gave that operand a dtype eager
+            # does not, the crash is one more sight of that wrong dtype (a cumsum of a bool cast
+            # typed bool, which abs then refused, is the cumsum's wrong dtype): reduced as it.
+            producers = _operand_producers(graph)
+            replies = run_jobs(active, [graph_job(next(ids), backend, g, timeout, options, bool(case.check_strides))
+                                        for g in producers])
+            wrong_dtype = next((r for r in replies if first_output_wrong(backend, r) == "dtype"), None)
+            if wrong_dtype is not None:
+                kept = judge(backend, wrong_dtype).signature
+                target = kept.key()
+                again = reduce(producers[replies.index(wrong_dtype)], interesting_with(options),
+                               batch=max(1, workers), progress=progress, max_queries=max_queries)
+                graph, stats = again.graph, _combined(stats, again.stats)
+        general = generalised(graph, kept, backend, interesting_with(options),
+                              first_wrong_with(options), batch=max(1, workers)) if generalise else None
         if general is not None and general.culprit:
             # The ops after the culprit only observe its wrong value (the key ends there already):
             # where the culprit alone, as the output, fails with the kind its value showed, that
@@ -139,6 +154,13 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
     finally:
         if own:
             active.close()
+
+
+def _operand_producers(graph: Graph) -> list[Graph]:
+    """For each op whose value another op reads, in graph order, the graph that ends at it."""
+    live = graph.without_dead_code()
+    read = {r for n in live.nodes for r in n.refs()}
+    return [replace(live, outputs=(n.name,)).without_dead_code() for n in live.nodes if n.name in read]
 
 
 def _combined(first: ReductionStats, then: ReductionStats) -> ReductionStats:

@@ -12,10 +12,14 @@ import torch
 
 from benchmarks.real_bugs import BUGS, MINIMAL_OPS, NEARER_FLOAT64, SOURCES
 from fuzzfuse.backends import get_backend
+from fuzzfuse.corpus import Case
+from fuzzfuse.identity import case_identity, same_bug
 from fuzzfuse.ir import Graph, Layout, make_inputs, run_eager
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.ir.values import with_exact_values
 from fuzzfuse.job import run_case
+from fuzzfuse.verdict import Outcome
+from fuzzfuse.minimize import reduce_case
 
 REAL = "dynamo:benchmarks.real_bugs:"
 CLEAN = "dynamo:aot_eager"
@@ -164,3 +168,27 @@ def test_int_min_floor_division_kills_the_process_as_a_hardware_trap_does():
             "f(torch.tensor([-2**31], dtype=torch.int32), torch.tensor([-1], dtype=torch.int32))\n")
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert "tensor([-5]" in run.stdout and run.returncode == -8, (run.returncode, run.stderr[-800:])
+
+
+@pytest.mark.slow
+def test_a_crash_on_a_wrong_dtype_reduces_to_that_wrong_dtype():
+    """cumsum of a bool cast typed bool: abs then refuses the bool ("not implemented for 'Bool'"),
+    a crash with no location of its own. Its reduction finds the operand the fuser typed wrongly
+    and reduces that wrong dtype instead, so the crash and the wrong dtype are one bug (they were
+    two root causes of one campaign)."""
+    backend = REAL + "cumsum_bool_dtype"
+    b = GraphBuilder()
+    x = b.tensor([3], "float32")
+    crashing = b.build([b.add("abs", b.add("cumsum", b.add("cast", x, dtype="bool"), dim=0)), b.add("exp", x)])
+
+    def reduced(graph: Graph) -> Case:
+        found = run_case(graph, get_backend(backend))
+        done = reduce_case(Case(graph, backend, outcome=found.outcome, signature=found.signature), backend)
+        return Case(done.graph, backend, outcome=Outcome.MISMATCH, signature=done.signature,
+                    generalisation=done.generalisation)
+
+    assert run_case(crashing, get_backend(backend)).outcome.value == "crash"
+    from_crash, from_dtype = reduced(crashing), reduced(TRIGGERS["cumsum_bool_dtype"])
+    assert (from_crash.signature.outcome, from_crash.signature.kind) == ("mismatch", "dtype")
+    assert [n.op for n in from_crash.graph.nodes] == ["cast", "cumsum"]
+    assert same_bug(case_identity(from_crash), case_identity(from_dtype))
