@@ -133,22 +133,31 @@ def bait_pairs(ops: tuple[str, ...], producer: str, made: ValueType, read: list[
     return {kind: followers for kind, followers in pairs.items() if followers}
 
 
-@functools.cache
-def zero_sign_readers() -> frozenset[str]:
-    """The unary ops whose value differs for -0.0 and +0.0 (reciprocal, rsqrt), found by running
-    their eager forms."""
-    import torch
+def _unary_ops_where(holds) -> frozenset[str]:
+    """The one-operand unary ops for which `holds(op)` is true; an op whose eager form refuses the
+    probe values is left out."""
     readers = set()
     for name, op in OPS.items():
         if op.kind != "unary" or op.arity != 1:
             continue
         try:
-            minus, plus = op.eager(torch.tensor([-0.0])), op.eager(torch.tensor([0.0]))
+            if holds(op):
+                readers.add(name)
         except (RuntimeError, TypeError):
             continue
-        if minus.is_floating_point() and not bool((minus == plus).all() | (minus.isnan() & plus.isnan()).all()):
-            readers.add(name)
     return frozenset(readers)
+
+
+@functools.cache
+def zero_sign_readers() -> frozenset[str]:
+    """The unary ops whose value differs for -0.0 and +0.0 (reciprocal, rsqrt), found by running
+    their eager forms."""
+    import torch
+
+    def reads_the_sign(op) -> bool:
+        minus, plus = op.eager(torch.tensor([-0.0])), op.eager(torch.tensor([0.0]))
+        return minus.is_floating_point() and not bool((minus == plus).all() | (minus.isnan() & plus.isnan()).all())
+    return _unary_ops_where(reads_the_sign)
 
 
 @functools.cache
@@ -159,18 +168,12 @@ def step_readers() -> frozenset[str]:
     import torch
     at = torch.tensor([1.0, 0.0, 0.5, 1.5])
     neighbours = (torch.nextafter(at, torch.tensor(-2.0)), torch.nextafter(at, torch.tensor(2.0)))
-    readers = set()
-    for name, op in OPS.items():
-        if op.kind != "unary" or op.arity != 1:
-            continue
-        try:
-            values = [op.eager(x) for x in (at, *neighbours)]
-        except (RuntimeError, TypeError):
-            continue
+
+    def steps(op) -> bool:
+        values = [op.eager(x) for x in (at, *neighbours)]
         integral = all(v.is_floating_point() and bool((v == v.round()).all()) for v in values)
-        if integral and any(bool((v != values[0]).any()) for v in values[1:]):
-            readers.add(name)
-    return frozenset(readers)
+        return integral and any(bool((v != values[0]).any()) for v in values[1:])
+    return _unary_ops_where(steps)
 
 
 @functools.cache

@@ -42,8 +42,8 @@ STEER_SHARE = 0.25  # swarm batches aimed at one (op, dtype, layout) triple (str
 # Cases drawn outside the space a backend declares it fuses (Backend.outside_features): few, since
 # most of them test no fused code, but enough that a fuser fusing more than declared is noticed.
 OUTSIDE_SHARE = 0.05
-FOLD_SHARE = 0.25
-STEERING_SAMPLE = 150  # graphs a trigger's breadth is measured on  # swarm batches that draw algebraic-fold pairs adjacent (Features.fold_bait)
+FOLD_SHARE = 0.25  # swarm batches that draw algebraic-fold pairs adjacent (Features.fold_bait)
+STEERING_SAMPLE = 150  # graphs a trigger's breadth is measured on
 
 
 class Stop(enum.Enum):
@@ -118,10 +118,15 @@ class Campaign:
         return self.backend.outside_features is not None and \
             random.Random(f"{self.stream}:{index}:outside").random() < OUTSIDE_SHARE
 
+    def _batch_features(self, batch: int, base: Features, stream: str | None = None) -> Features:
+        """A swarm batch's features; no integer-only batches in training, whose cases need floats."""
+        return batch_features(self.stream if stream is None else stream, batch, base,
+                              integer_batches=not self.backward)
+
     def config_for(self, index: int) -> GenConfig:
         batch = index // BATCH
         if self.swarm and self.is_outside(index):
-            features = batch_features(self.stream, batch, self.backend.outside_features, not self.backward)
+            features = self._batch_features(batch, self.backend.outside_features)
             return GenConfig(features=features, shapes=self.backend.outside_shapes or self.backend.shapes,
                              max_ops=self.max_ops, backward=self.backward,
                              avoid=self._avoid.setdefault(batch, self.steering.current()))
@@ -133,7 +138,7 @@ class Campaign:
             shapes = dataclasses.replace(shapes, **recipe.pop("shapes", {}))
             features = dataclasses.replace(self.features, **recipe)
         else:
-            features = batch_features(self.stream, batch, self.features, not self.backward) if self.swarm else self.features
+            features = self._batch_features(batch, self.features) if self.swarm else self.features
         # Narrow triggers (issue 17): graph sizes swarmed, a share of batches aimed at one triple each.
         rng = random.Random(f"{self.stream}:{batch}:narrow")
         max_ops = swarm_max_ops(rng, self.max_ops) if self.swarm else self.max_ops
@@ -150,7 +155,7 @@ class Campaign:
         stream = f"{self.stream}:breadth"
         sample = []
         for k in range(STEERING_SAMPLE):
-            features = batch_features(stream, k, self.features, not self.backward) if self.swarm else self.features
+            features = self._batch_features(k, self.features, stream) if self.swarm else self.features
             max_ops = swarm_max_ops(random.Random(f"{stream}:{k}"), self.max_ops) if self.swarm else self.max_ops
             sample.append(generate(f"{stream}:{k}", GenConfig(features=features, shapes=self.backend.shapes,
                                                                max_ops=max_ops, backward=self.backward)))
