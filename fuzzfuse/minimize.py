@@ -337,7 +337,11 @@ def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, 
         # was given): this bug gets a directory of its own, never a place among the other's forms.
         directory = next(d for k in itertools.count(2) if not (d := directory.with_name(f"{directory.name}-{k}")).exists())
     stats = result.stats
+    # A case made elsewhere (by hand, by another tool) names no versions: those it failed under are
+    # this machine's, and a report without them says nothing of where it fails.
+    versions = case.versions or get_backend(backend).versions()
     minimized = replace(case, graph=reduced, backend=backend, hits=1, generalisation=result.generalisation,
+                        versions=versions,
                         reduction=ReductionFigures(case.graph.size, reduced.size, stats.queries, stats.cache_hits,
                                                    stats.seconds))
     if not (directory / "case.json").exists():

@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 
 import pytest
+import torch
 
 from fuzzfuse.identity import root_cause_key
 from fuzzfuse.corpus import Case, load_case, write_json
@@ -62,6 +63,10 @@ def test_crash_reduces_to_sum_into_sigmoid_and_saves_a_repro(tmp_path):
     assert saved.reduction.ops_before == graph.size and saved.reduction.ops_after == 2
     assert saved.reduction.queries == result.stats.queries
     assert "sum" in (directory / "README.md").read_text()
+    # The case named no versions (made here, not by a campaign): the report names this machine's.
+    assert not case.versions and saved.versions["torch"] == torch.__version__
+    assert "**Found with:** " in (directory / "README.md").read_text() and torch.__version__ in \
+        (directory / "README.md").read_text()
     again = save_minimized(tmp_path, case, replace(result, graph=graph), BUGGY + "CrashOnSumSigmoid")
     assert again == directory and load_case(directory / "case.json").hits == 2  # the smaller repro stays
     assert load_case(directory / "case.json").graph.size == 2
