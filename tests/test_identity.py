@@ -651,3 +651,29 @@ def test_a_fold_keeps_what_was_found_upstream_about_the_directory_it_folds_in(tm
     fold(root)
     assert load_case(root / ELU_SMALL / "case.json").upstream == [issue]
     assert "pytorch/pytorch#189801" in (root / ELU_SMALL / "README.md").read_text()
+
+
+def test_every_committed_form_is_the_bug_of_the_directory_that_lists_it():
+    """The committed corpus as it stands: each form in a directory's also_seen_as is, by
+    `same_bug`, the directory's own bug (another assert location or another culprit would be a
+    hidden bug), listed once, and never the directory itself."""
+    root = Path(__file__).parent.parent / "minimized"
+    forms = 0
+    for path in sorted(root.glob("*/case.json")):
+        case = load_case(path)
+        names = [v.directory for v in case.also_seen_as]
+        assert len(names) == len(set(names)) and path.parent.name not in names, path.parent.name
+        own = case_identity(case)
+        for form in case.also_seen_as:
+            forms += 1
+            assert same_bug(variant_identity(form, case.device), own), (path.parent.name, form.directory)
+    assert forms > 100  # the corpus holds folded forms: the check ran on them
+
+
+def test_no_two_committed_directories_hold_one_bug():
+    """The committed corpus as it stands: no directory's bug is another's (a missed fold)."""
+    root = Path(__file__).parent.parent / "minimized"
+    cases = [(p.parent.name, case_identity(load_case(p))) for p in sorted(root.glob("*/case.json"))]
+    assert len(cases) > 200
+    twins = [(a, b) for k, (a, x) in enumerate(cases) for b, y in cases[k + 1:] if same_bug(x, y)]
+    assert not twins
