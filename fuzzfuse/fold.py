@@ -36,12 +36,12 @@ from .backends import Unavailable
 from .corpus import Case, Variant, load_case, write_json
 from .identity import BugIdentity, case_identity, root_cause_key, same_bug, variant_entry, variant_identity
 from .bugreport import with_variants
-from .minimize import repro_slug, write_minimized
+from .minimize import reduce_case, repro_slug, write_minimized
 from .ir import Graph
 from .oracle import Signature
-from .reduce import cost
+from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation
-from .rootcause import signature_today
+from .rootcause import rejects_operand, signature_today
 from .verdict import Reproduction
 
 
@@ -180,8 +180,15 @@ def plan(repros: list[Repro], report: FoldReport) -> tuple[dict[str, Bug], dict[
         unique.setdefault(id(bug), (key, bug))
     bugs = dict(unique.values())
     for bug in bugs.values():
-        bug.repros.sort(key=lambda r: (not r.reproduces(), cost(r.case.graph)))
+        # Of two repros alike, the one whose directory is named by its own failure stays: a crash's
+        # directory re-reduced into a wrong dtype keeps its name, which no longer says what it holds.
+        bug.repros.sort(key=lambda r: (not r.reproduces(), cost(r.case.graph), not _named_by_its_failure(r)))
     return bugs, staying
+
+
+def _named_by_its_failure(repro: Repro) -> bool:
+    """Whether a directory's name begins as its case's signature names it (the slug's words)."""
+    return repro.directory.name.startswith(repro.case.signature.slug().rsplit("-", 1)[0])
 
 
 def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float = 60.0, split_on: str = "",
@@ -313,7 +320,13 @@ def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verif
         case = replace(lister.case, graph=form.graph, backend=form.backend, signature=form.signature,
                        detail=form.signature.message,
                        generalisation=form.generalisation, also_seen_as=[], hits=1, verification=None)
-        directory = root / _slug(form, case)
+        try:
+            case = _reduced_as_today(case, timeout)
+            directory = root / repro_slug(case.signature, root_cause_key(case.signature, case.graph,
+                                                                         case.generalisation, case.device))
+        except Unavailable as e:  # its backend does not run here: it stays, for a machine where it does
+            report.not_split.append((form.directory, lister.directory.name, str(e).split("\n")[0]))
+            return None
         try:
             written = write_minimized(directory, case, verify_runs, timeout)
         except Unavailable as e:  # its backend does not run here: it stays, for a machine where it does
@@ -341,6 +354,17 @@ def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verif
     return None
 
 
-def _slug(form: Variant, case: Case) -> str:
-    return repro_slug(form.signature, root_cause_key(form.signature, form.graph, form.generalisation, case.device))
+def _reduced_as_today(case: Case, timeout: float) -> Case:
+    """A form recorded as a crash where an op refused its operand's dtype, reduced again: today's
+    reduction names the op that gave the operand a wrong dtype, where one did
+    (minimize.reduce_case), and the next round folds it into that bug's directory. Any other form
+    as it was recorded."""
+    if case.signature.outcome != "crash" or not rejects_operand(case.signature.message):
+        return case
+    try:
+        reduced = reduce_case(case, case.backend, timeout=timeout)
+    except NotInteresting:
+        return case
+    return replace(case, graph=reduced.graph.renamed(), signature=reduced.signature, options=reduced.options,
+                   detail=reduced.signature.message, generalisation=reduced.generalisation)
 

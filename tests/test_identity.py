@@ -677,3 +677,31 @@ def test_no_two_committed_directories_hold_one_bug():
     assert len(cases) > 200
     twins = [(a, b) for k, (a, x) in enumerate(cases) for b, y in cases[k + 1:] if same_bug(x, y)]
     assert not twins
+
+
+@pytest.mark.slow
+def test_a_crash_form_that_is_a_wrong_dtype_seen_downstream_folds_back_by_itself(tmp_path):
+    """oneDNN Graph keeps add(bool, 0.0) bool (eager: float32), and neg then refuses the bool. A
+    form recorded as that crash, before such crashes were reduced as their operand's wrong dtype,
+    keyed apart from the directory's bug: fold reduces it again, finds the add's wrong dtype, and
+    folds it back into the directory. One call, no hand, one directory."""
+    from fuzzfuse.corpus import Case
+    from fuzzfuse.ir.builder import GraphBuilder
+    from fuzzfuse.job import run_case
+
+    home = "aot-onednn-mismatch-dtype-float-f2f41e81"
+    root = tmp_path / "minimized"
+    shutil.copytree(Path(__file__).parent.parent / "minimized" / home, root / home)
+    b = GraphBuilder()
+    crashing = b.build([b.add("neg", b.add("add", b.tensor([4], "bool"), 0.0))])
+    found = run_case(crashing, get_backend("torchscript:onednn"))
+    assert found.outcome.value == "crash" and "bool" in found.signature.message
+    crash = Case(crashing, "torchscript:onednn", outcome=found.outcome, signature=found.signature, detail=found.detail)
+    case = load_case(root / home / "case.json")
+    form = variant_entry("an-old-crash-form", crash)
+    assert not same_bug(variant_identity(form, case.device), case_identity(case))
+    (root / home / "case.json").write_text(json.dumps(replace(case, also_seen_as=[form]).to_json()))
+    report = fold(root, verify_runs=1)
+    assert [p.name for p in root.iterdir()] == [home], report.lines()
+    (back,) = load_case(root / home / "case.json").also_seen_as
+    assert back.signature.outcome == "mismatch" and same_bug(variant_identity(back, case.device), case_identity(case))
