@@ -17,6 +17,7 @@ from fuzzfuse.bugreport import (README, REGRESSION, REPRO, VERSIONS_SECTION, Rep
 from fuzzfuse.backends.inductor import InductorBackend
 from fuzzfuse.cli import main
 from fuzzfuse.corpus import CorpusError, load_case
+from fuzzfuse.hostcpu import host_isa
 from fuzzfuse.ir import TensorInput
 from fuzzfuse.short_repro import Symptom
 from fuzzfuse.upstream import Relation, State, UpstreamIssue, known
@@ -257,10 +258,21 @@ def _quoted_sample() -> list[Path]:
         if (d / "FIXED").exists():
             continue  # its quote is of the run before the fix: another of its group stands for it
         case = load_case(d / "case.json")
+        if not all(_capability_here(case.versions.get(k, "default")) for k in ("cpu_capability", "host_isa")):
+            # An AVX-512 bug passes on an AVX2 machine (oneDNN picks its kernels by the host, not
+            # by ATen's pinned capability): another of its group stands for it.
+            continue
         group, rank = (case.backend, case.signature.outcome), (len(case.graph.nodes), d.name)
         if group not in first or rank < first[group][0]:
             first[group] = (rank, d)
     return sorted(d for _, d in first.values())
+
+
+def _capability_here(pinned: str) -> bool:
+    """Whether this machine has the CPU capability a repro is pinned to (an unreadable host: yes)."""
+    levels = ("default", "avx2", "avx512")
+    here = host_isa()
+    return not here or pinned not in levels or levels.index(pinned) <= levels.index(here)
 
 
 @pytest.mark.slow
