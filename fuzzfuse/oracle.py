@@ -124,6 +124,26 @@ def cpp_compile_error(message: str) -> str:
     return f"{_CPP_COMPILE}: {re.sub('[‘’]', '', m.group(1)).strip()}"
 
 
+# Triton's CompilationError: "at LINE:COL:", the kernel's source around it, then the error raised
+# while compiling it, alone on the last line ("NameError('block_ptr1 is not defined')").
+_TRITON_COMPILE = re.compile(r"CompilationError: at \d+:\d+:")
+_TRITON_CAUSE = re.compile(r"^(\w+(?:Error|Exception))\((.*)\)$")
+
+
+def triton_compile_error(message: str) -> str:
+    """Inductor's Triton compile error named by the error its kernel raised ("Triton compile
+    error: NameError: block_ptr1 is not defined"): the line and column only say where in one
+    kernel, and a log_softmax's and a cumsum's kernels that store through a block pointer they
+    never defined are one bug; "" for any other message."""
+    if not _TRITON_COMPILE.search(message):
+        return ""
+    text = message.split("Set TORCHDYNAMO_VERBOSE")[0]
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    if not lines or not (m := _TRITON_CAUSE.match(lines[-1])):
+        return ""
+    return f"Triton compile error: {m.group(1)}: {m.group(2).strip(chr(39) + chr(34))}"
+
+
 def headline(message: str) -> str:
     """The line of an error message that names the failure (C++ errors put it after a preamble).
     An NVRTC or C++ compile failure is named by its first compiler error. An error with an empty message
@@ -133,6 +153,8 @@ def headline(message: str) -> str:
         return nvrtc_error(message)
     if cpp_compile_error(message):
         return cpp_compile_error(message)
+    if triton_compile_error(message):
+        return triton_compile_error(message)
     lines = [ln.strip() for ln in message.strip().splitlines()
              if ln.strip() and not ln.strip().startswith(("frame #", "Exception raised from"))]
     for keys in (("INTERNAL ASSERT FAILED", "Expected"), ("error:", "Error:")):

@@ -23,7 +23,8 @@ import re
 from dataclasses import replace
 
 from .ir import OPS
-from .oracle import EMPTY_ERROR, FAILING_CONTEXT, Signature, cpp_compile_error, cpp_location, normalize, nvrtc_error
+from .oracle import (EMPTY_ERROR, FAILING_CONTEXT, Signature, cpp_compile_error, cpp_location, normalize, nvrtc_error,
+                     triton_compile_error)
 
 _NATIVE = re.compile(r"\.(?:cpp|cc|cu|cuh|h|hpp):\d+$")
 # ATen's and c10's own argument checks: they fire for whatever caller passed a bad size, so their
@@ -173,11 +174,12 @@ def fold(message: str) -> str:
 def signature_today(signature: Signature, detail: str) -> Signature:
     """A recorded crash signature as today's oracle computes it from the recorded error text: a
     repro keyed before the parallel-compile wrapper was unwrapped, or before NVRTC failures were
-    named by their compiler error, gets its innermost location and message; an Inductor C++
-    compile error recorded before it was named by its first compiler error gets that message, and
+    named by their compiler error, gets its innermost location and message; an Inductor C++ (or
+    Triton) compile error recorded before it was named by its compiler's error gets that message, and
     one recorded by an empty-looking first line ("TypeError:") the paragraph below it."""
     error = detail.split(FAILING_CONTEXT)[0]
-    if signature.outcome == "crash" and cpp_compile_error(error) and not cpp_location(error):
+    if signature.outcome == "crash" and (cpp_compile_error(error) or triton_compile_error(error)) \
+            and not cpp_location(error):
         return replace(signature, message=normalize(error))
     if signature.outcome == "crash" and EMPTY_ERROR.match(signature.message) and "<--- HERE" not in error and \
             normalize(error).startswith(f"{signature.message} "):

@@ -705,3 +705,25 @@ def test_a_crash_form_that_is_a_wrong_dtype_seen_downstream_folds_back_by_itself
     assert [p.name for p in root.iterdir()] == [home], report.lines()
     (back,) = load_case(root / home / "case.json").also_seen_as
     assert back.signature.outcome == "mismatch" and same_bug(variant_identity(back, case.device), case_identity(case))
+
+
+def test_a_triton_compile_error_is_named_by_the_error_its_kernel_raised():
+    """Inductor's Triton CompilationError says "at LINE:COL:" and quotes the kernel; the error the
+    kernel raised is on its last line. A looped log_softmax (fa2f3384) and a looped cumsum of a
+    cumsum (an H200 campaign) both store through a block pointer they never defined: one bug,
+    whatever the kernel and its position; a kernel raising another error is another."""
+    home = "inductor-crash-inductorerror-torch-inductor-runtime-triton-h-fa2f3384"
+    case = load_case(Path(__file__).parent.parent / "minimized" / home / "case.json")
+    assert signature_today(case.signature, case.detail).message == \
+        "Triton compile error: NameError: block_ptr4 is not defined"
+    cumsum = ("CompilationError: at 46:17:\n        tmp26 = tl.where(roffset > 0, tmp25, tmp22)\n"
+              "        tl.store(block_ptr1, tl.broadcast_to(tmp26, [XBLOCK, R0_BLOCK]).to(tl.int64))\n"
+              "                 ^\nNameError('block_ptr1 is not defined')\n\nSet TORCHDYNAMO_VERBOSE=1 for ...")
+    other = cumsum.replace("NameError('block_ptr1 is not defined')", "TypeError('unsupported operand')")
+    ours = case_identity(case)
+
+    def identity_of(text):
+        found = replace(case.signature, message=exception_signature("inductor", "compile", "InductorError", text).message)
+        return identify(signature_today(found, text), case.graph, None, "cuda")
+    assert ours.anchor is Anchor.MESSAGE and same_bug(identity_of(cumsum), ours)
+    assert not same_bug(identity_of(other), ours)
