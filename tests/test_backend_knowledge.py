@@ -212,3 +212,12 @@ def test_approximate_math_is_documented_only_where_declared_and_only_near_float6
     assert documented.signature.kind == Difference.APPROXIMATE_MATH.value
     assert judged(Backend(), h200).outcome == Outcome.MISMATCH
     assert judged(FastMath(), [2.7182817459106445, 3.9314e12]).outcome == Outcome.MISMATCH  # 1.7e-5 off
+
+    # exp(89) overflows float32 in eager and in the fuser, not in float64 (4.5e38): float64's value
+    # as float32 holds it is the infinity both give. An H200 campaign reduced such an arange as new.
+    x = over = torch.tensor([29.0, 89.0])
+    b = GraphBuilder()
+    graph = b.build([b.add("exp", b.tensor([2], values=Values(exact=encode_exact(over))))])
+    (eager, _), (ref64, _) = run_eager(graph, [over]), run_eager(graph, [over], upcast=True)
+    assert torch.isinf(eager[0][1]) and not torch.isinf(ref64[0][1])
+    assert judged(FastMath(), [3931328217088.0, float("inf")]).outcome == Outcome.DOCUMENTED
