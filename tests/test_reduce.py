@@ -117,6 +117,16 @@ def test_pinned_values_cost_their_elements_other_than_zero_and_one():
     assert pinned_cost(graph_with([3, 0, 1, -1], torch.int32)) == 2
 
 
+def test_irregular_values_of_a_float8_input_are_found_too():
+    """ATen has no signbit of float8: the reduction of an H200 nvFuser case with a float8_e4m3fn
+    input (codegen.cpp:910, an invalid cast from __e4m3) stopped on it."""
+    from fuzzfuse.reduce.shapes import irregular
+
+    values = torch.tensor([0.0, -0.0, 1.0, 2.0])
+    assert irregular(values.to(torch.float8_e4m3fn)).tolist() == irregular(values).tolist() == \
+        [False, True, False, True]
+
+
 def test_signed_zeros_reduce_to_the_one_the_failure_needs():
     """Inductor CUDA's amin of 8,194 random signed zeros returned +0 (eager -0): the reducer kept
     all 8,194 values (-0.0 == 0, so none looked irregular) and the repro inlined them. A -0.0 is

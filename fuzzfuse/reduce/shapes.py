@@ -183,7 +183,11 @@ def irregular(values: torch.Tensor) -> torch.Tensor:
     are irregular: a lost zero's sign is a failure of its own, and a repro of 8,194 random signed
     zeros is not short). Elementwise, not per Python element: pinned inputs can hold millions."""
     odd = (values != 0) & (values != 1)
-    return odd | ((values == 0) & torch.signbit(values)) if values.is_floating_point() else odd
+    if not values.is_floating_point():
+        return odd
+    # ATen has no signbit of float8; widening keeps every value and its sign.
+    wide = values.float() if values.element_size() == 1 else values
+    return odd | ((wide == 0) & torch.signbit(wide))
 
 
 def exact_values(value: torch.Tensor) -> Values:
