@@ -36,7 +36,7 @@ from .backends import Unavailable
 from .corpus import Case, Variant, load_case, write_json
 from .identity import BugIdentity, case_identity, root_cause_key, same_bug, variant_entry, variant_identity
 from .bugreport import with_variants
-from .minimize import reduce_case, repro_slug, write_minimized
+from .minimize import reduce_case, repro_slug, slug_words, write_minimized
 from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, cost
@@ -188,7 +188,7 @@ def plan(repros: list[Repro], report: FoldReport) -> tuple[dict[str, Bug], dict[
 
 def _named_by_its_failure(repro: Repro) -> bool:
     """Whether a directory's name begins as its case's signature names it (the slug's words)."""
-    return repro.directory.name.startswith(repro.case.signature.slug().rsplit("-", 1)[0])
+    return repro.directory.name.startswith(slug_words(repro.case.signature))
 
 
 def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float = 60.0, split_on: str = "",
@@ -320,14 +320,10 @@ def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verif
         case = replace(lister.case, graph=form.graph, backend=form.backend, signature=form.signature,
                        detail=form.signature.message,
                        generalisation=form.generalisation, also_seen_as=[], hits=1, verification=None)
+        directory = None  # known once the form is reduced as today's reducer would
         try:
             case = _reduced_as_today(case, timeout)
-            directory = root / repro_slug(case.signature, root_cause_key(case.signature, case.graph,
-                                                                         case.generalisation, case.device))
-        except Unavailable as e:  # its backend does not run here: it stays, for a machine where it does
-            report.not_split.append((form.directory, lister.directory.name, str(e).split("\n")[0]))
-            return None
-        try:
+            directory = root / _slug(case)
             written = write_minimized(directory, case, verify_runs, timeout)
         except Unavailable as e:  # its backend does not run here: it stays, for a machine where it does
             report.not_split.append((form.directory, lister.directory.name, str(e).split("\n")[0]))
@@ -336,7 +332,8 @@ def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verif
             # No repro can be written for it (an aot:nvfuser form keeps no fusion script) where its
             # backend runs: it can be neither verified nor split, so it leaves, as a form that kept
             # no graph does. A campaign that finds its bug again reduces it anew.
-            shutil.rmtree(directory, ignore_errors=True)
+            if directory is not None:
+                shutil.rmtree(directory, ignore_errors=True)
             report.dropped.append((form.directory, lister.directory.name,
                                    f"no repro can be written for it: {str(e).split(chr(10))[0]}"))
             gone.add(id(form))
@@ -352,6 +349,10 @@ def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verif
         report.split.append((directory.name, lister.directory.name))
         return directory, written, [f for f in forms if f is not form]
     return None
+
+
+def _slug(case: Case) -> str:
+    return repro_slug(case.signature, root_cause_key(case.signature, case.graph, case.generalisation, case.device))
 
 
 def _reduced_as_today(case: Case, timeout: float) -> Case:

@@ -89,11 +89,25 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
     def _key(reply: dict) -> str | None:
         return reply_key(backend, reply)
 
+    def replies(graphs: list[Graph], options: Options) -> list[dict]:
+        return run_jobs(active, [graph_job(next(ids), backend, g, timeout, options, bool(case.check_strides))
+                                 for g in graphs])
+
     def first_wrong_with(options: Options) -> Callable[[list[Graph]], list[str | None]]:
         def first_wrong(candidates: list[Graph]) -> list[str | None]:
-            jobs = [graph_job(next(ids), backend, g, timeout, options, bool(case.check_strides)) for g in candidates]
-            return [first_output_wrong(backend, reply) for reply in run_jobs(active, jobs)]
+            return [first_output_wrong(backend, reply) for reply in replies(candidates, options)]
         return first_wrong
+
+    def reduced_again(candidate: Graph, reply: dict, options: Options,
+                      stats: ReductionStats) -> tuple[Signature, Graph, ReductionStats]:
+        """`candidate`, a smaller graph whose run (`reply`) shows the failure's cause, reduced under
+        the signature it fails with: that signature, the graph, and both reductions' counters."""
+        nonlocal target
+        signature = judge(backend, reply).signature
+        target = signature.key()
+        again = reduce(candidate, interesting_with(options), batch=max(1, workers), progress=progress,
+                       max_queries=max_queries)
+        return signature, again.graph, _combined(stats, again.stats)
 
     start = case.graph
     if checkpoint is not None and checkpoint.exists():
@@ -104,8 +118,7 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
     try:
         # A case saved by an older normalizer may name the same failure differently: the same
         # outcome, stage, kind and assert location today stands for it.
-        fresh = judge(backend, run_jobs(active, [graph_job(next(ids), backend, start, timeout, case.options,
-                                                           bool(case.check_strides))])[0]).signature
+        fresh = judge(backend, replies([start], case.options)[0]).signature
         kept = stored
         if fresh is not None and (fresh.outcome, fresh.stage, fresh.kind, fresh.location) == \
                 (stored.outcome, stored.stage, stored.kind, stored.location):
@@ -120,15 +133,10 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
             # does not, the crash is one more sight of that wrong dtype (a cumsum of a bool cast
             # typed bool, which abs then refused, is the cumsum's wrong dtype): reduced as it.
             producers = _operand_producers(graph)
-            replies = run_jobs(active, [graph_job(next(ids), backend, g, timeout, options, bool(case.check_strides))
-                                        for g in producers])
-            wrong_dtype = next((r for r in replies if first_output_wrong(backend, r) == "dtype"), None)
-            if wrong_dtype is not None:
-                kept = judge(backend, wrong_dtype).signature
-                target = kept.key()
-                again = reduce(producers[replies.index(wrong_dtype)], interesting_with(options),
-                               batch=max(1, workers), progress=progress, max_queries=max_queries)
-                graph, stats = again.graph, _combined(stats, again.stats)
+            runs = replies(producers, options)
+            at = next((k for k, r in enumerate(runs) if first_output_wrong(backend, r) == "dtype"), None)
+            if at is not None:
+                kept, graph, stats = reduced_again(producers[at], runs[at], options, stats)
         general = generalised(graph, kept, backend, interesting_with(options),
                               first_wrong_with(options), batch=max(1, workers)) if generalise else None
         if general is not None and general.culprit:
@@ -136,15 +144,9 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
             # where the culprit alone, as the output, fails with the kind its value showed, that
             # smaller graph is the repro, reduced again under the signature it fails with.
             at_culprit = replace(graph, outputs=(graph.nodes[general.culprit[0]].name,)).without_dead_code()
-            reply = run_jobs(active, [graph_job(next(ids), backend, at_culprit, timeout, options,
-                                                bool(case.check_strides))])
-            shown = first_output_wrong(backend, reply[0])
-            if shown == general.culprit[1]:
-                kept = judge(backend, reply[0]).signature
-                target = kept.key()
-                again = reduce(at_culprit, interesting_with(options), batch=max(1, workers), progress=progress,
-                               max_queries=max_queries)
-                graph, stats = again.graph, _combined(stats, again.stats)
+            (reply,) = replies([at_culprit], options)
+            if first_output_wrong(backend, reply) == general.culprit[1]:
+                kept, graph, stats = reduced_again(at_culprit, reply, options, stats)
                 general = generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options),
                                       batch=max(1, workers))
         if general is not None:
@@ -315,8 +317,12 @@ def repro_slug(signature: Signature, root_cause: str | None) -> str:
     that two causes found under one coarse signature get two directories."""
     if not root_cause:
         return signature.slug()
-    words = signature.slug().rsplit("-", 1)[0]
-    return f"{words}-{hashlib.sha1(root_cause.encode()).hexdigest()[:8]}"
+    return f"{slug_words(signature)}-{hashlib.sha1(root_cause.encode()).hexdigest()[:8]}"
+
+
+def slug_words(signature: Signature) -> str:
+    """The readable words of a signature's slug, without its hash."""
+    return signature.slug().rsplit("-", 1)[0]
 
 
 def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, verify_runs: int = VERIFY_RUNS,

@@ -723,7 +723,8 @@ def test_a_triton_compile_error_is_named_by_the_error_its_kernel_raised():
     ours = case_identity(case)
 
     def identity_of(text):
-        found = replace(case.signature, message=exception_signature("inductor", "compile", "InductorError", text).message)
+        message = exception_signature("inductor", "compile", "InductorError", text).message
+        found = replace(case.signature, message=message)
         return identify(signature_today(found, text), case.graph, None, "cuda")
     assert ours.anchor is Anchor.MESSAGE and same_bug(identity_of(cumsum), ours)
     assert not same_bug(identity_of(other), ours)
