@@ -33,14 +33,16 @@ class CorpusError(ValueError):
 @dataclass(frozen=True)
 class ReductionFigures:
     """How a minimized case's reduction went: its ops before and after, the queries it asked, how
-    many of them the cache answered, and its seconds. None: not recorded (a case reduced before a
-    figure was kept)."""
+    many of them the cache answered, its seconds, and the reducer's revision
+    (`minimize.REDUCER_REVISION`: a later reducer may name its bug otherwise). None: not recorded (a
+    case reduced before a figure was kept)."""
 
     ops_before: int | None = None
     ops_after: int | None = None
     queries: int | None = None
     cache_hits: int | None = None
     seconds: float | None = None
+    reducer: int | None = None
 
     def to_json(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -48,7 +50,8 @@ class ReductionFigures:
     @staticmethod
     def from_json(d: dict) -> "ReductionFigures":
         d = record(d, "reduction", ReductionFigures.__dataclass_fields__)
-        counts = {k: take(d, k, int, "reduction", None) for k in ("ops_before", "ops_after", "queries", "cache_hits")}
+        counts = {k: take(d, k, int, "reduction", None)
+                  for k in ("ops_before", "ops_after", "queries", "cache_hits", "reducer")}
         return ReductionFigures(**counts, seconds=take(d, "seconds", float, "reduction", None))
 
 

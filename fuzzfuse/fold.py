@@ -41,6 +41,7 @@ from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation
+from .rekey import Pools, rereduce, stale
 from .rootcause import rejects_operand, signature_today
 from .verdict import Reproduction
 
@@ -77,9 +78,11 @@ class FoldReport:
     split: list[tuple[str, str]] = field(default_factory=list)  # new directory, from directory
     not_split: list[tuple[str, str, str]] = field(default_factory=list)  # form, directory, why
     dropped: list[tuple[str, str, str]] = field(default_factory=list)  # form, directory, why
+    reduced_again: list[tuple[str, str]] = field(default_factory=list)  # directory, what became of it
 
     def lines(self) -> list[str]:
-        out = [f"{kept} <- {len(names)}: {' '.join(names)}" for kept, names in self.folded]
+        out = [f"reduced again {directory}: {what}" for directory, what in self.reduced_again]
+        out += [f"{kept} <- {len(names)}: {' '.join(names)}" for kept, names in self.folded]
         out += [f"moved {form}: {src} -> {dst}" for form, src, dst in self.moved]
         out += [f"split {src} -> {new}" for new, src in self.split]
         out += [f"not split {form} out of {src}: {why}" for form, src, why in self.not_split]
@@ -200,6 +203,8 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
     holds (a form recorded before its compile error was named): the corpus is folded again then,
     until nothing is split."""
     report = FoldReport()
+    devices = {split_on} if split_on else _devices_here()
+    _reduce_stale(root, devices, dry_run, timeout, report)
     repros = read_corpus(root)
     home = {r.directory.name: r for r in repros}
     bugs, staying = plan(repros, report)
@@ -216,7 +221,6 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
                            for f in _unique(bug.forms) if f.graph is None]
         if forms := [f for f in _unique(bug.forms) if f.graph is not None]:
             homeless.append((key, forms))
-    devices = {split_on} if split_on else _devices_here()
     here = [(key, forms) for key, forms in homeless if (source[id(forms[0])].case.device or "cpu") in devices]
     for key, forms in homeless:
         device = source[id(forms[0])].case.device or "cpu"
@@ -287,6 +291,30 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
         for name in ("folded", "moved", "split", "not_split", "dropped"):
             getattr(report, name).extend(x for x in getattr(again, name) if x not in getattr(report, name))
     return report
+
+
+def _reduce_stale(root: Path, devices: set[str], dry_run: bool, timeout: float, report: FoldReport) -> None:
+    """Reduce again, first, each directory an earlier reducer reduced and today's may name otherwise
+    (`rekey.stale`: a crash where an op refused its operand's dtype is now the op that gave the wrong
+    dtype), on a device here: what it becomes is folded with the rest, so that no one has to pick
+    the directories to `corpus refresh --rereduce` by hand."""
+    todo = []
+    for directory in sorted(p for p in Path(root).iterdir() if (p / "case.json").is_file()):
+        case = load_case(directory / "case.json")
+        if (why := stale(case)) and (case.device or "cpu") in devices:
+            todo.append((directory, why))
+    if dry_run:
+        report.reduced_again += [(d.name, f"would be: {why}") for d, why in todo]
+        return
+    with Pools(2, timeout) as pools:
+        for directory, _ in todo:
+            try:
+                before, after, now = rereduce(directory, pools, timeout=timeout)
+            except (NotInteresting, Unavailable) as e:
+                report.reduced_again.append((directory.name, f"left as it was: {str(e).splitlines()[0]}"))
+                continue
+            moved = f", now {now.name}" if now != directory else ""
+            report.reduced_again.append((directory.name, "unchanged" if before == after else f"{after}{moved}"))
 
 
 def _devices_here() -> set[str]:

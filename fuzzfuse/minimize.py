@@ -38,6 +38,9 @@ from .verdict import HarnessError, Outcome, Reproduction, Verification, judge
 from .worker import WorkerPool
 
 VERIFY_RUNS = 3
+# Raised whenever reduce_case may name a committed bug otherwise; `rekey.CHANGES` says which cases
+# each raise concerns, and `corpus fold` reduces those again.
+REDUCER_REVISION = 2
 # Cases of one signature that minimize_files tries, smallest first, until one still fails as recorded.
 RETRIES_PER_SIGNATURE = 3
 
@@ -349,7 +352,7 @@ def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, 
     minimized = replace(case, graph=reduced, backend=backend, hits=1, generalisation=result.generalisation,
                         versions=versions,
                         reduction=ReductionFigures(case.graph.size, reduced.size, stats.queries, stats.cache_hits,
-                                                   stats.seconds))
+                                                   stats.seconds, REDUCER_REVISION))
     if not (directory / "case.json").exists():
         write_minimized(directory, minimized, verify_runs, timeout)
         return directory

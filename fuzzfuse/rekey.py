@@ -11,23 +11,44 @@ it was verified.
 from __future__ import annotations
 
 import itertools
+import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from .backends import Unavailable
 from .corpus import Case, CorpusError, ReductionFigures, Variant, load_case, write_json
 from .ir import Graph
-from .minimize import (VERIFY_RUNS, devices_failing_alike, first_output_wrong, generalised, reduce_case, reply_key,
-                       write_minimized)
+from .minimize import (REDUCER_REVISION, VERIFY_RUNS, devices_failing_alike, first_output_wrong, generalised,
+                       reduce_case, repro_slug, reply_key, write_minimized)
 from .oracle import Signature
 from .verdict import HarnessError, judge
 from .pool import case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation
 from .identity import root_cause_key, variant_entry
-from .rootcause import signature_today
+from .rootcause import rejects_operand, signature_today
 from .worker import WorkerPool
+
+
+def _refuses_operand_dtype(case: Case) -> bool:
+    return case.signature is not None and case.signature.outcome == "crash" and rejects_operand(case.signature.message)
+
+
+# What each raise of REDUCER_REVISION changed, and the committed cases it may name otherwise.
+CHANGES: tuple[tuple[int, str, Callable[[Case], bool]], ...] = (
+    (2, "a crash where an op refuses its operand's dtype is reduced to the op that gave the operand a wrong "
+        "dtype, where one did", _refuses_operand_dtype),
+)
+
+
+def stale(case: Case) -> str | None:
+    """Why `case`, reduced by an earlier reducer, may name its bug otherwise when reduced today (the
+    first change since that concerns it); None where none does. A case that records no revision
+    was reduced before revisions were kept (revision 1)."""
+    revision = (case.reduction.reducer if case.reduction else None) or 1
+    return next((why for since, why, concerns in CHANGES if since > revision and concerns(case)), None)
 
 
 class Pools:
@@ -51,12 +72,15 @@ class Pools:
 
 
 def rereduce(directory: Path, pools: Pools, workers: int = 2, verify_runs: int = VERIFY_RUNS,
-             timeout: float = 60.0) -> tuple[str, str]:
+             timeout: float = 60.0) -> tuple[str, str, Path]:
     """Reduce a committed repro's graph again with today's reducer (its passes change: every dtype
     now moves toward float32) and generalise it, and rewrite the directory when the graph became
     simpler (else record the generalisation of the graph it has), so that a fresh campaign's
     reduction of the same bug has the same root-cause key. The former form stays listed in
-    `also_seen_as`, which --known counts. (the root-cause key before, after)."""
+    `also_seen_as`, which --known counts. A repro that fails otherwise now (a crash become the wrong
+    dtype that caused it) moves to the directory its failure names, where that name is free, and
+    lists no former form: fold would only reduce that crash again into this very bug. (the
+    root-cause key before, after, the directory it is in now)."""
     directory = Path(directory)
     case = load_case(directory / "case.json")
     sig = signature_today(case.signature, case.detail)
@@ -65,16 +89,22 @@ def rereduce(directory: Path, pools: Pools, workers: int = 2, verify_runs: int =
     reduced = reduction.graph.renamed()
     kept = reduction.signature
     after = root_cause_key(kept, reduced, reduction.generalisation, case.device) or kept.key()
+    figures = replace(case.reduction or ReductionFigures(), reducer=REDUCER_REVISION)
     if cost(reduced) >= cost(case.graph.renamed()):
-        return before, _record_generalisation(directory, case, pools, timeout)
+        return before, _record_generalisation(directory, replace(case, reduction=figures), pools, timeout), directory
     seen = list(case.also_seen_as)
-    if after != before:
+    home = directory
+    if after != before and kept.key() == sig.key():
         seen.append(variant_entry(directory.name, case))
-    figures = replace(case.reduction or ReductionFigures(), ops_after=reduced.size)
-    write_minimized(directory, replace(case, graph=reduced, signature=kept, also_seen_as=seen,
-                                       generalisation=reduction.generalisation, reduction=figures),
+    elif after != before and not (named := directory.with_name(repro_slug(kept, after))).exists():
+        home = named
+    write_minimized(home, replace(case, graph=reduced, signature=kept, also_seen_as=seen,
+                                  generalisation=reduction.generalisation,
+                                  reduction=replace(figures, ops_after=reduced.size)),
                     verify_runs, timeout)
-    return before, after
+    if home != directory:
+        shutil.rmtree(directory)
+    return before, after, home
 
 
 def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tuple[Signature, Generalisation | None]:
@@ -170,10 +200,11 @@ def rekey_all(directories: list[Path], timeout: float, reduce_again: bool = True
         for backend, mine in sorted(by_backend.items()):
             for directory in mine:
                 try:
-                    before, after = (rereduce(directory, pools, timeout=timeout) if reduce_again
-                                     else record_generalisation(directory, pools, timeout))
+                    before, after, *moved = (rereduce(directory, pools, timeout=timeout) if reduce_again
+                                             else record_generalisation(directory, pools, timeout))
                 except (NotInteresting, Unavailable) as e:
                     print(f"{directory}: left as it was: {e}", flush=True)
                     continue
-                print(f"{directory}: {'unchanged' if before == after else f'{before} -> {after}'}", flush=True)
+                now = f" (now {moved[0]})" if moved and moved[0] != directory else ""
+                print(f"{directory}: {'unchanged' if before == after else f'{before} -> {after}'}{now}", flush=True)
     return status

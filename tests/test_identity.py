@@ -20,6 +20,7 @@ from fuzzfuse.ir import Graph
 from fuzzfuse.ir.graph import GraphError
 from fuzzfuse.oracle import Signature, exception_signature
 from fuzzfuse.reduce.generalise import Generalisation
+from fuzzfuse.rekey import stale
 from fuzzfuse.rootcause import signature_today
 from fuzzfuse.verdict import Reproduction
 
@@ -728,3 +729,67 @@ def test_a_triton_compile_error_is_named_by_the_error_its_kernel_raised():
         return identify(signature_today(found, text), case.graph, None, "cuda")
     assert ours.anchor is Anchor.MESSAGE and same_bug(identity_of(cumsum), ours)
     assert not same_bug(identity_of(other), ours)
+
+
+def _old_onednn_crash_directory(root: Path) -> Path:
+    """A directory as the reducer before revision 2 left oneDNN Graph's add(bool, 0.0) -> neg: the
+    crash of neg refusing the bool that add kept (eager: float32), keyed by its graph."""
+    from fuzzfuse.corpus import Case
+    from fuzzfuse.ir.builder import GraphBuilder
+    from fuzzfuse.job import run_case
+    from fuzzfuse.minimize import write_minimized
+
+    b = GraphBuilder()
+    crashing = b.build([b.add("neg", b.add("add", b.tensor([4], "bool"), 0.0))])
+    found = run_case(crashing, get_backend("torchscript:onednn"))
+    assert found.outcome.value == "crash" and "bool" in found.signature.message
+    crash = Case(crashing, "torchscript:onednn", outcome=found.outcome, signature=found.signature, detail=found.detail)
+    written = write_minimized(root / "torchscript-onednn-crash-runtimeerror-old", crash, verify_runs=1)
+    assert written.reduction is None and stale(written)
+    return root / "torchscript-onednn-crash-runtimeerror-old"
+
+
+def test_a_case_reduced_before_a_reducer_change_that_concerns_it_is_stale():
+    from fuzzfuse.corpus import ReductionFigures
+    from fuzzfuse.minimize import REDUCER_REVISION
+
+    case = load_case(Path(__file__).parent.parent / "minimized" / "torchscript-frontend-crash-runtimeerror-d209182c"
+                     / "case.json")
+    assert "Boolean inputs not supported" in case.signature.message
+    assert stale(replace(case, reduction=None)) and stale(replace(case, reduction=ReductionFigures(reducer=1)))
+    assert stale(replace(case, reduction=ReductionFigures(reducer=REDUCER_REVISION))) is None
+    mismatch = load_case(Path(__file__).parent.parent / "minimized" / "aot-onednn-mismatch-dtype-float-f2f41e81"
+                         / "case.json")
+    assert stale(replace(mismatch, reduction=None)) is None
+
+
+@pytest.mark.slow
+def test_fold_reduces_a_stale_crash_directory_again_and_folds_it_into_its_bug(tmp_path):
+    """The directory-level twin of the form test above: a whole directory left by the older reducer
+    as a crash downstream of a wrong dtype. fold reduces it again by itself (no directory picked by
+    hand), finds the add's wrong dtype and folds it into the directory of that bug."""
+    home = "aot-onednn-mismatch-dtype-float-f2f41e81"
+    root = tmp_path / "minimized"
+    shutil.copytree(Path(__file__).parent.parent / "minimized" / home, root / home)
+    old = _old_onednn_crash_directory(root)
+    report = fold(root, verify_runs=1)
+    assert [p.name for p in root.iterdir()] == [home], report.lines()
+    ((name, became),) = report.reduced_again
+    assert name == old.name and "wrong-dtype" in became and not report.split, report.lines()
+    (moved,) = report.folded[0][1]
+    assert moved in {v.directory for v in load_case(root / home / "case.json").also_seen_as}
+
+
+@pytest.mark.slow
+def test_a_stale_crash_directory_alone_becomes_one_directory_named_by_its_wrong_dtype(tmp_path):
+    """With the bug's directory gone, the same stale crash makes exactly one directory: the add's
+    wrong dtype, named so, listing no crash form (fold would reduce it into this bug again); reduced
+    once, it is not stale again."""
+    root = tmp_path / "minimized"
+    old = _old_onednn_crash_directory(root)
+    fold(root, verify_runs=1)
+    (now,) = list(root.iterdir())
+    case = load_case(now / "case.json")
+    assert now.name.startswith("torchscript-onednn-mismatch-dtype") and case.signature.kind == "dtype"
+    assert not old.exists() and case.also_seen_as == [] and stale(case) is None
+    assert fold(root, dry_run=True).reduced_again == []
