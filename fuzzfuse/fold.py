@@ -35,7 +35,7 @@ from pathlib import Path
 from .backends import Unavailable
 from .corpus import Case, Variant, load_case, write_json
 from .identity import BugIdentity, case_identity, root_cause_key, same_bug, variant_entry, variant_identity
-from .bugreport import with_variants
+from .bugreport import case_device, with_variants
 from .minimize import reduce_case, repro_slug, slug_words, write_minimized
 from .ir import Graph
 from .oracle import Signature
@@ -301,7 +301,7 @@ def _reduce_stale(root: Path, devices: set[str], dry_run: bool, timeout: float, 
     todo = []
     for directory in sorted(p for p in Path(root).iterdir() if (p / "case.json").is_file()):
         case = load_case(directory / "case.json")
-        if (why := stale(case)) and (case.device or "cpu") in devices:
+        if (why := stale(case)) and case_device(case) in devices:
             todo.append((directory, why))
     if dry_run:
         report.reduced_again += [(d.name, f"would be: {why}") for d, why in todo]
