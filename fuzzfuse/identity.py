@@ -160,7 +160,8 @@ def same_bug(a: BugIdentity | None, b: BugIdentity | None) -> bool:
         return False
     if a.device and b.device and a.device != b.device:
         return False
-    if (a.anchor is Anchor.CULPRIT and b.anchor is Anchor.CULPRIT and one_of_kind(a.where, b.where)) or \
+    if (a.anchor is Anchor.CULPRIT and b.anchor is Anchor.CULPRIT and
+            (one_of_kind(a.where, b.where) or conversion_of_kind(a, b))) or \
             (crash_of_graph(a) and crash_of_graph(b) and ops_reaching_alike(a.where, b.where)):
         return replace(a, device="", where="") == replace(b, device="", where="")
     return replace(a, device="") == replace(b, device="")
@@ -344,6 +345,16 @@ def one_of_kind(a: str, b: str) -> bool:
         return True
     wild, op = (a, b) if a.startswith("*") else (b, a)
     return wild.startswith("*") and op in OPS and OPS[op].kind == wild[1:]
+
+
+def conversion_of_kind(a: BugIdentity, b: BugIdentity) -> bool:
+    """Whether one culprit is a kind every op of which is wrong across a dtype conversion (`*unary`
+    on int->float: exp, sin, ... of an int64 that each promotes to float32) and the other is a
+    cast alone: what all those ops share is the conversion, so a cast that is wrong across it is
+    the same fault (Inductor CPU's unsafe-math int64 -> float32 gives 0 for exp's input and for a
+    plain .to(torch.float32)). same_bug still asks for the same conversion (the dtype class)."""
+    wild, other = (a, b) if a.where.startswith("*") else (b, a)
+    return wild.where.startswith("*") and other.where == "cast" and "->" in wild.detail
 
 
 def needed_ops(graph: Graph, generalisation: Generalisation | None, producers_only: bool = False,

@@ -793,3 +793,21 @@ def test_a_stale_crash_directory_alone_becomes_one_directory_named_by_its_wrong_
     assert now.name.startswith("torchscript-onednn-mismatch-dtype") and case.signature.kind == "dtype"
     assert not old.exists() and case.also_seen_as == [] and stale(case) is None
     assert fold(root, dry_run=True).reduced_again == []
+
+
+def test_a_cast_wrong_across_the_conversion_every_unary_op_is_wrong_across_is_that_bug():
+    """75ef745d: under Inductor CPU's unsafe math every unary op of an int64 (promoted to float32)
+    is wrong, exp(1) gives 1: the int64 -> float32 conversion gives 0. A campaign's later
+    x.to(torch.float32) of the same int64 ones, giving 0, is that fault with no op around it: one
+    bug, and known. Another conversion, or a kind not wrong across a conversion, stays apart."""
+    case = load_case(Path(__file__).parent.parent / "minimized" / "inductor-mismatch-values-float-75ef745d"
+                     / "case.json")
+    every_unary = case_identity(case)
+    assert every_unary.where == "*unary" and every_unary.detail == "int->float"
+    cast = replace(every_unary, where="cast")
+    assert same_bug(cast, every_unary) and same_bug(every_unary, cast)
+    known = KnownBugs({every_unary.key(): "75ef745d"})
+    assert known.find(cast.key()) == "75ef745d"
+    assert not same_bug(replace(cast, detail="int->half"), every_unary)
+    assert not same_bug(replace(cast, detail="float"), replace(every_unary, detail="float"))
+    assert not same_bug(replace(every_unary, where="exp"), cast)
