@@ -196,7 +196,10 @@ def symptom_text(case: Case, symptom: Symptom | None) -> str:
         # NVRTC error).
         detail = innermost_error(case.detail or "")
         compiled = "CompileError" in sig.message or "CompileError" in detail
-        error = compiler_error(detail) if compiled or nvrtc_error(detail) else ""
+        # An NVRTC overload error names its argument types on the line after it: they say what the
+        # kernel got wrong (nvf::__half != nvf::__half), so the title keeps them.
+        nvrtc = nvrtc_error(detail)
+        error = nvrtc.split(":", 1)[1].strip() if nvrtc else compiler_error(detail) if compiled else ""
         if error:
             return f"fails to compile its kernel ({sig.kind}): {error[:140]}"
         return _raised({**sig.to_json(), "message": case.detail or sig.message})
