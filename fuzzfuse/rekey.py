@@ -27,7 +27,7 @@ from .verdict import HarnessError, judge
 from .pool import case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation
-from .identity import root_cause_key, variant_entry
+from .identity import identify, root_cause_key, same_bug, variant_entry
 from .rootcause import rejects_operand, signature_today
 from .worker import WorkerPool
 
@@ -111,7 +111,8 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tupl
     """Generalise a reduced case's graph as it is (no reduction), with the same-signature test: the
     signature it fails with today and the generalisation. Today's signature is kept where it has
     the recorded outcome, stage, kind and location (as reduce_case keeps it): a mismatch that a
-    known wrong rule explains now (fuzzfuse.explain) says so in its message."""
+    known wrong rule explains now (fuzzfuse.explain) says so in its message, and a crash reworded
+    since is re-keyed where it is still the same bug (`identity.same_bug`)."""
     recorded = replace(signature_today(case.signature, case.detail), backend=case.backend)
     ids = itertools.count()
 
@@ -126,7 +127,11 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tupl
     if fresh is None or (fresh.outcome, fresh.stage, fresh.kind, fresh.location) != \
             (recorded.outcome, recorded.stage, recorded.kind, recorded.location):
         raise NotInteresting(f"the repro's graph does not fail as recorded now: {_today(fresh)}")
-    sig = fresh if case.signature.outcome == "mismatch" else recorded
+    # A crash whose message reads otherwise today (NVRTC spells an argument [int] where an older
+    # one said [nvf::int32_t]) but is the same bug by same_bug is re-keyed by today's message.
+    reworded = same_bug(identify(fresh, case.graph, case.generalisation, case.device),
+                        identify(recorded, case.graph, case.generalisation, case.device))
+    sig = fresh if case.signature.outcome == "mismatch" or reworded else recorded
     target = sig.key()
     if fresh.key() != target:  # the same test as is_interesting's, on the run made above
         raise NotInteresting(f"the repro's graph does not fail as recorded now: {_today(fresh)}")

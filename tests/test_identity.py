@@ -811,3 +811,25 @@ def test_a_cast_wrong_across_the_conversion_every_unary_op_is_wrong_across_is_th
     assert not same_bug(replace(cast, detail="int->half"), every_unary)
     assert not same_bug(replace(cast, detail="float"), replace(every_unary, detail="float"))
     assert not same_bug(replace(every_unary, where="exp"), cast)
+
+
+@pytest.mark.slow
+def test_a_crash_reworded_since_it_was_recorded_is_refreshed_under_todays_words(tmp_path):
+    """A compiler spells a type otherwise from one version to the next (NVRTC's [nvf::int32_t],
+    now [int]; g++'s 'short' or 'short int'). The bug is the same (same_bug), so `corpus refresh
+    --generalise` re-keys the repro by today's message instead of calling it gone. Real Inductor
+    CPU: c089fa5c's div_trunc(int16, 1) -> clamp_min compile error, recorded in older words."""
+    from fuzzfuse.rekey import Pools, record_generalisation
+
+    name = "inductor-crash-inductorerror-torch-inductor-cpp-builder-py-r-c089fa5c"
+    directory = tmp_path / name
+    shutil.copytree(Path(__file__).parent.parent / "minimized" / name, directory)
+    case = load_case(directory / "case.json")
+    today = case.signature.message
+    assert today.endswith("max_propagate_nan(int&, short int&)")
+    older = replace(case.signature, message=today.replace("short int&", "short&"))
+    (directory / "case.json").write_text(json.dumps(replace(case, signature=older, detail=older.message).to_json()))
+    with Pools(1, 120.0) as pools:
+        before, after = record_generalisation(directory, pools, 120.0)
+    assert before == after == case_identity(case).key()
+    assert load_case(directory / "case.json").signature.message == today
