@@ -320,8 +320,12 @@ class CampaignReductions:
             entry.unreduced = str(result)
             return
         signature = result.signature
+        # The reduced case records the failure the reduction kept (a hit reduced on an extra input
+        # set, or re-targeted at a wrong dtype, fails otherwise than the case it came from), so
+        # that `fuzzfuse reduce` of it is interesting again.
         reduced_path = save_case(self.campaign.out / "reduced", dataclasses.replace(
-            case, graph=result.graph, options=result.options, generalisation=result.generalisation))
+            case, graph=result.graph, options=result.options, generalisation=result.generalisation,
+            signature=signature))
         cause = self.book.settle(hit, signature, result.graph,
                                  str(reduced_path.relative_to(self.campaign.out)), result.generalisation)
         self.campaign.steering.learn(result.graph, result.generalisation)

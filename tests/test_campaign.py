@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from fuzzfuse.backends import get_backend
 from fuzzfuse.campaign import Campaign
 from fuzzfuse.corpus import iter_cases, load_case
+from fuzzfuse.job import run_case
 from fuzzfuse.oracle import normalize
 from fuzzfuse.pool import Job
 from fuzzfuse.strategies import FOCUS_PATTERNS, PATTERNS, Features
@@ -330,6 +332,10 @@ def test_one_coarse_bucket_with_two_bugs_is_reduced_into_two_root_causes_and_kno
         # key may join exp's; cos shows through the values one only.
         assert mismatch["key"] in causes[trigger]["coarse_keys"] and causes[trigger]["minimized"]
     assert causes[("cos",)]["coarse_keys"] == [mismatch["key"]]
+    for cause in summary["root_causes"]:  # each reduced case fails as it records: `fuzzfuse reduce` takes it
+        reduced = load_case(tmp_path / "first" / cause["reduced_case"])
+        found = run_case(reduced.graph, get_backend(BUGGY + "WrongOnExpAndOnCos").for_case(reduced.options))
+        assert found.signature.key() == reduced.signature.key(), cause
     repros = {c["minimized"] for c in causes.values()}
     assert len(repros) == len(causes) and all((tmp_path / "first" / r / "repro.py").exists() for r in repros)
     again = Campaign(BUGGY + "WrongOnExpAndOnCos", tmp_path / "again", known=[str(tmp_path / "first" / "minimized")],
