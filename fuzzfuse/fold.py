@@ -42,7 +42,7 @@ from .oracle import Signature
 from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation
 from .rekey import Pools, rereduce, stale
-from .rootcause import rejects_operand, signature_today
+from .rootcause import refuses_operand_dtype, signature_today
 from .verdict import Reproduction
 
 
@@ -204,8 +204,9 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
     until nothing is split."""
     report = FoldReport()
     devices = {split_on} if split_on else _devices_here()
-    _reduce_stale(root, devices, dry_run, timeout, report)
     repros = read_corpus(root)
+    if _reduce_stale(repros, devices, dry_run, timeout, report):
+        repros = read_corpus(root)
     home = {r.directory.name: r for r in repros}
     bugs, staying = plan(repros, report)
     writes: dict[Path, Case] = {}
@@ -293,19 +294,16 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
     return report
 
 
-def _reduce_stale(root: Path, devices: set[str], dry_run: bool, timeout: float, report: FoldReport) -> None:
+def _reduce_stale(repros: list[Repro], devices: set[str], dry_run: bool, timeout: float,
+                  report: FoldReport) -> bool:
     """Reduce again, first, each directory an earlier reducer reduced and today's may name otherwise
     (`rekey.stale`: a crash where an op refused its operand's dtype is now the op that gave the wrong
     dtype), on a device here: what it becomes is folded with the rest, so that no one has to pick
-    the directories to `corpus refresh --rereduce` by hand."""
-    todo = []
-    for directory in sorted(p for p in Path(root).iterdir() if (p / "case.json").is_file()):
-        case = load_case(directory / "case.json")
-        if (why := stale(case)) and case_device(case) in devices:
-            todo.append((directory, why))
+    the directories to `corpus refresh --rereduce` by hand. Whether any directory was written."""
+    todo = [(r.directory, why) for r in repros if (why := stale(r.case)) and case_device(r.case) in devices]
     if dry_run:
         report.reduced_again += [(d.name, f"would be: {why}") for d, why in todo]
-        return
+        return False
     with Pools(2, timeout) as pools:
         for directory, _ in todo:
             try:
@@ -315,6 +313,7 @@ def _reduce_stale(root: Path, devices: set[str], dry_run: bool, timeout: float, 
                 continue
             moved = f", now {now.name}" if now != directory else ""
             report.reduced_again.append((directory.name, "unchanged" if before == after else f"{after}{moved}"))
+    return bool(todo)
 
 
 def _devices_here() -> set[str]:
@@ -388,7 +387,7 @@ def _reduced_as_today(case: Case, timeout: float) -> Case:
     reduction names the op that gave the operand a wrong dtype, where one did
     (minimize.reduce_case), and the next round folds it into that bug's directory. Any other form
     as it was recorded."""
-    if case.signature.outcome != "crash" or not rejects_operand(case.signature.message):
+    if not refuses_operand_dtype(case.signature):
         return case
     try:
         reduced = reduce_case(case, case.backend, timeout=timeout)

@@ -29,7 +29,7 @@ from .reduce.generalise import Generalisation, generalise
 from .identity import known_repros, root_cause_key, variant_entry
 from .export import judge as judge_run, judged_script, run_repro
 from .pool import case_pool, graph_job, run_jobs
-from .rootcause import rejects_operand
+from .rootcause import refuses_operand_dtype
 from .repro import INPUTS_FILE, repro_files
 from .bugreport import (REGRESSION, SHORT_FORMS, case_device, readme, run_repro as run_repro_here, with_repro_detail,
                         with_variants, write_repro)
@@ -131,7 +131,7 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
         options, _ = reduce_options(case.options, get_backend(backend).simpler_options,
                                     lambda candidates: ask([(reduction.graph, o) for o in candidates]))
         graph, stats = reduction.graph, reduction.stats
-        if kept.outcome == "crash" and rejects_operand(kept.message):
+        if refuses_operand_dtype(kept):
             # An op refused its operand's dtype: where the fuser gave that operand a dtype eager
             # does not, the crash is one more sight of that wrong dtype (a cumsum of a bool cast
             # typed bool, which abs then refused, is the cumsum's wrong dtype): reduced as it.

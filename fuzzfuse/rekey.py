@@ -28,18 +28,14 @@ from .pool import case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation
 from .identity import identify, root_cause_key, same_bug, variant_entry
-from .rootcause import rejects_operand, signature_today
+from .rootcause import refuses_operand_dtype, signature_today
 from .worker import WorkerPool
-
-
-def _refuses_operand_dtype(case: Case) -> bool:
-    return case.signature is not None and case.signature.outcome == "crash" and rejects_operand(case.signature.message)
 
 
 # What each raise of REDUCER_REVISION changed, and the committed cases it may name otherwise.
 CHANGES: tuple[tuple[int, str, Callable[[Case], bool]], ...] = (
     (2, "a crash where an op refuses its operand's dtype is reduced to the op that gave the operand a wrong "
-        "dtype, where one did", _refuses_operand_dtype),
+        "dtype, where one did", lambda case: case.signature is not None and refuses_operand_dtype(case.signature)),
 )
 
 

@@ -92,6 +92,12 @@ def rejects_operand(message: str) -> bool:
     return names_an_operand(_WRAPPER_PREFIX.sub("", message)) or bool(_DTYPE_REJECTIONS.match(fold(message)))
 
 
+def refuses_operand_dtype(signature: Signature) -> bool:
+    """Whether a failure is a crash where an op refused its operand's dtype (`rejects_operand`):
+    what the reducer reduces on to the op that gave the operand a wrong dtype, where one did."""
+    return signature.outcome == "crash" and rejects_operand(signature.message)
+
+
 def names_an_operand(message: str) -> bool:
     """Whether a message names an op or a dtype: an op's check of its operands ("Boolean inputs
     not supported for relu"), which fires downstream of whatever produced the bad value (oneDNN's

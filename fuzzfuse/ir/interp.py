@@ -219,9 +219,10 @@ def _scalars_as_eager_reads_them(node: Node, args: list, types: dict) -> list:
     bfloat16 (no float64 operand), rounded to float32 (or, for the ops that declare
     `number_in_dtype_on_cpu`, to the fp16/bf16 operand's dtype on CPU), as eager reads them
     (TensorIterator converts a wrapped number to the op's compute type: x / 0.001 divides by
-    0.0010000000475 in float32, so 1 / 0.001 truncates to 999). In float64 the arbiter would divide by 0.001 itself and side with
-    whichever run happens to round the quotient up (CUDA eager's 1000) against a fuser computing
-    the float32 program exactly (nvFuser's and CPU eager's 999)."""
+    0.0010000000475 in float32, so 1 / 0.001 truncates to 999). In float64 the arbiter would
+    divide by 0.001 itself and side with whichever run happens to round the quotient up (CUDA
+    eager's 1000) against a fuser computing the float32 program exactly (nvFuser's and CPU eager's
+    999)."""
     if not any(isinstance(a, float) for a in args):
         return args
     dtypes = {types[r].dtype for r in node.refs() if r in types}
