@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu_identity.sh fold OUT          # split the corpus's CUDA forms out, verified there
 #   bash benchmarks/gpu_identity.sh refresh OUT [SECONDS]   # today's identity of every CUDA repro
-#   setsid nohup bash benchmarks/gpu_identity.sh campaign OUT BACKEND [SECONDS [WORKERS]] &
+#   setsid nohup bash benchmarks/gpu_identity.sh campaign OUT BACKEND [SECONDS [WORKERS [REDUCE_SHARE]]] &
 #   bash benchmarks/gpu_identity.sh wait OUT SECONDS BACKEND...   # until each campaign is done
 #   bash benchmarks/gpu_identity.sh resume OUT BACKEND SECONDS     # its pending reductions, bounded
 #   bash benchmarks/gpu_identity.sh collect OUT       # what each campaign called new, against minimized/
@@ -23,7 +23,8 @@
 # one op) is keyed by its graph, and --known misses the same bug found again. The case.json files
 # in OUT/refreshed.tgz, the lines in OUT/refresh.txt.
 # campaign: a fresh-seed campaign of BACKEND with --known minimized for SECONDS (default 600) on
-# WORKERS workers (default: every core), into OUT/BACKEND; OUT/BACKEND.done at the end.
+# WORKERS workers (default: every core), REDUCE_SHARE of them reducing as it goes (default: the
+# CLI's), into OUT/BACKEND; OUT/BACKEND.done at the end.
 # collect: `fuzzfuse corpus bugs RUN/minimized --against minimized` for each (known or new,
 # and for a new bug the nearest committed one and what differs), the summaries, all in OUT/runs.tgz.
 set -u
@@ -56,9 +57,9 @@ for p in sorted(glob.glob('minimized/*/case.json')):
     tar czf "$OUT/refreshed.tgz" $(sed 's|$|/case.json|' "$OUT/gpu_dirs.txt")
     ;;
   campaign)
-    BACKEND=${3:?usage: gpu_identity.sh campaign OUT BACKEND [SECONDS [WORKERS]]}
+    BACKEND=${3:?usage: gpu_identity.sh campaign OUT BACKEND [SECONDS [WORKERS [REDUCE_SHARE]]]}
     timeout $((${4:-600} + 240)) python3 -m fuzzfuse fuzz --backend "$BACKEND" --time "${4:-600}" --known minimized \
-      ${5:+--workers "$5"} --out "$OUT/$BACKEND" > "$OUT/$BACKEND.log" 2>&1 < /dev/null
+      ${5:+--workers "$5"} ${6:+--reduce-share "$6"} --out "$OUT/$BACKEND" > "$OUT/$BACKEND.log" 2>&1 < /dev/null
     touch "$OUT/$BACKEND.done"
     ;;
   wait)
