@@ -509,6 +509,28 @@ def test_a_matmuls_sum_of_zero_terms_with_a_minus_zero_has_the_accumulators_sign
                                               torch.tensor([0.0])])["l"].tolist() == [[True], [False]]
 
 
+def test_a_cumsums_prefix_of_zeros_with_a_minus_zero_has_the_accumulators_sign():
+    """Eager's cumsum starts from +0, so a prefix of zeros with a -0 in it is +0; Triton's scan
+    (Inductor CUDA, H100) keeps a leading -0, and rsqrt reads it as -inf. Only such a prefix is an
+    order's; a nonzero term decides every position after it, and a cumsum of +0s alone has one sign."""
+    from fuzzfuse.ir.graph import Graph, Node, TensorInput
+    from fuzzfuse.ir.interp import order_dependent_positions
+    from fuzzfuse.job import only_where
+    graph = Graph((TensorInput("x", (3, 2), "float32"),),
+                  (Node("c", "cumsum", ("x",), {"dim": 0}), Node("r", "rsqrt", ("c",))), ("r",))
+    x = torch.tensor([[-0.0, 0.5], [0.0, 1.5], [-3.4e38, -0.0]])
+    masks = order_dependent_positions(graph, [x])
+    assert masks["c"].tolist() == [[True, False], [True, False], [False, False]]
+    assert masks["r"].tolist() == masks["c"].tolist()
+    eager = torch.rsqrt(torch.cumsum(x, 0))
+    triton_like = eager.clone()
+    triton_like[0, 0] = -math.inf
+    assert only_where(triton_like, eager, masks["r"])
+    triton_like[2, 1] = 7.0
+    assert not only_where(triton_like, eager, masks["r"])
+    assert order_dependent_positions(graph, [torch.tensor([[0.0, 1.0], [0.0, -0.0], [1.0, 2.0]])]) == {}
+
+
 @pytest.mark.slow  # Inductor's C++ compiles
 def test_an_error_whose_message_starts_on_its_second_line_is_named_by_it():
     """sympy raises "TypeError: " with its message on the next lines. Keyed by "TypeError:" alone,

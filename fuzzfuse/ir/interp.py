@@ -382,7 +382,8 @@ def _own_order_positions(node: Node, args: list, env: dict, producers: dict):
             x, y = (_finite64(env[a] if isinstance(a, str) else a) for a in product.args)
             masks.append(torch.as_tensor(x * y).abs() > torch.finfo(env[ref].dtype).max)
     if op.zero_sum_sign is not None:
-        masks.append(op.zero_sum_sign(*[a.detach().double() if isinstance(a, torch.Tensor) else a for a in args]))
+        masks.append(op.zero_sum_sign(*[a.detach().double() if isinstance(a, torch.Tensor) else a for a in args],
+                                      **node.attrs))
     masks = [m for m in masks if bool(m.any())]
     return functools.reduce(torch.logical_or, torch.broadcast_tensors(*masks)) if masks else None
 
@@ -418,8 +419,8 @@ def order_dependent_positions(graph: Graph, inputs: list) -> dict[str, torch.Ten
     multiplies it, lerp's (end - start) * (1 - w), a matmul's terms), or where an add or sub reads
     a product that overflowed in eager and a fused multiply-add (`Op.fma_role`: CUDA's, Triton's
     and gcc's default) does not round it (eager's x1 - x0 * x0 of float64 3.6e307 and inf is nan,
-    nvFuser's fma inf), or a matmul's sum of zero terms with a -0 among them (the sign is the
-    accumulator's identity's: Op.zero_sum_sign), or an elementwise op's or a reduction's position
+    nvFuser's fma inf), or a matmul's or a cumsum's sum of zero terms with a -0 among them (the
+    sign is the accumulator's identity's: Op.zero_sum_sign), or an elementwise op's or a reduction's position
     computed from one, or where an op that only moves data puts one. Eager's order and a
     fuser's may both be right there, and float64 can round the same way as eager; a wrong value
     anywhere else is still judged (the oracle compares positions, not whole outputs)."""

@@ -113,9 +113,10 @@ class Op:
     # 1 - w; a matmul's terms and the sum of their magnitudes. Eager's order and a fuser's may
     # both be right there (fuzzfuse.ir.interp.order_dependent_positions). None: no such value.
     overflows_in_some_order: Callable[..., torch.Tensor] | None = None
-    # zero_sum_sign(*operands) -> a bool mask of the result positions that are a sum of zero terms
-    # with a -0 among them (a matmul's a_ik * b_kj over k, a linear's bias too): their sign is
-    # the accumulator's identity's, as a reduction's (fuzzfuse.ir.interp). None: no such sum.
+    # zero_sum_sign(*operands, **attrs) -> a bool mask of the result positions that are a sum of
+    # zero terms with a -0 among them (a matmul's a_ik * b_kj over k, a linear's bias too, a
+    # cumsum's prefix): their sign is the accumulator's identity's, as a reduction's
+    # (fuzzfuse.ir.interp). None: no such sum.
     zero_sum_sign: Callable[..., torch.Tensor] | None = None
     # How the float64 arbiter computes the op where float64 would change its meaning, not only its
     # precision: arbiter(*float64 operands, **attrs) for an op that computes in float32, float16
@@ -185,6 +186,17 @@ def matmul_zero_sign(a: torch.Tensor, b: torch.Tensor, *bias) -> torch.Tensor:
         if isinstance(t, torch.Tensor):
             mask = (mask | torch.signbit(t)) & (t == 0) & _matmul_result(zero, a, b)
     return mask
+
+
+def cumsum_zero_sign(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """The positions whose prefix along `dim` is all zeros, one of them -0: eager's scan starts
+    from +0 and gives +0 there, IEEE's sum of a lone -0 is -0 (Triton's scan on CUDA)."""
+    if not x.is_floating_point() or not x.numel():
+        return torch.tensor(False)
+    zero = x == 0
+    all_zero = torch.cumprod(zero.to(torch.int8), dim).bool()
+    minus_zero_seen = torch.cumsum((zero & torch.signbit(x)).to(torch.int8), dim) > 0
+    return all_zero & minus_zero_seen
 
 
 def matmul_overflows(limit: float, a: torch.Tensor, b: torch.Tensor, *bias) -> torch.Tensor:

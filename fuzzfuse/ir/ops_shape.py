@@ -21,7 +21,8 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from .ops import Attrs, Op, Types, _float_only, choice, ints, lit, matmul_overflows, matmul_zero_sign, register
+from .ops import (Attrs, Op, Types, _float_only, choice, cumsum_zero_sign, ints, lit, matmul_overflows, matmul_zero_sign,
+                  register)
 from .types import DTYPES, INT_DTYPES, ValueType, is_float, normalize_dims, result_type
 
 INDEX_DTYPES = ("int64", "int32")
@@ -350,7 +351,7 @@ def _cumsum_infer(ts: Types, at: Attrs) -> ValueType:
 register(Op("cumsum", "scan", 1, _cumsum_infer, lambda x, dim: torch.cumsum(x, dim),
             lambda args, at: f"torch.cumsum({args[0]}, {at['dim']})", _tensor_rank_at_least(1),
             draw_attrs=lambda draw, ts: {"dim": draw(ints(-ts[0].rank, ts[0].rank - 1))}, nvfuser="@cumsum",
-            accumulates="sum"))
+            accumulates="sum", zero_sum_sign=cumsum_zero_sign))
 
 VAR_MEAN_OUTPUTS = ("var", "mean")
 
