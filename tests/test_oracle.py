@@ -509,6 +509,30 @@ def test_a_matmuls_sum_of_zero_terms_with_a_minus_zero_has_the_accumulators_sign
                                               torch.tensor([0.0])])["l"].tolist() == [[True], [False]]
 
 
+def test_a_matmul_or_a_scan_of_an_order_dependent_position_depends_on_the_order():
+    """matmul(x0, x1) of terms that overflow is nan or inf as it is summed (eager nan; Inductor CUDA
+    on the H100 inf, which hardtanh clamps to -1 and a second matmul turns to a number where eager
+    keeps nan): a position a matmul or a cumsum sums from such a position is the order's too, and
+    only it, row by row and prefix by prefix."""
+    from fuzzfuse.ir.graph import Graph, Node, TensorInput
+    from fuzzfuse.ir.interp import order_dependent_positions
+    huge = torch.finfo(torch.float64).max
+    graph = Graph((TensorInput("x0", (2, 3), "float64"), TensorInput("x1", (3,), "float64"),
+                   TensorInput("x2", (1, 2), "float64")),
+                  (Node("v0", "matmul", ("x0", "x1")), Node("v1", "hardtanh", ("v0",), {"min_val": -3.0, "max_val": -1.0}),
+                   Node("u", "unsqueeze", ("v1",), {"dim": 1}), Node("v2", "matmul", ("u", "x2")),
+                   Node("c", "cumsum", ("v1",), {"dim": 0})), ("v2", "c"))
+    x0 = torch.tensor([[1.5, -2.5, 9e307], [1e-300, 2e-300, 3e-300]], dtype=torch.float64)
+    x1 = torch.tensor([huge, huge, huge], dtype=torch.float64)
+    masks = order_dependent_positions(graph, [x0, x1, torch.ones(1, 2, dtype=torch.float64)])
+    assert masks["v1"].tolist() == [True, False]
+    assert masks["v2"].tolist() == [[True, True], [False, False]]
+    assert masks["c"].tolist() == [True, True]
+    ordinary = torch.tensor([[1.5, -2.5, 3.0], [1.0, 2.0, 3.0]], dtype=torch.float64)
+    assert order_dependent_positions(graph, [ordinary, torch.ones(3, dtype=torch.float64),
+                                             torch.ones(1, 2, dtype=torch.float64)]) == {}
+
+
 def test_a_cumsums_prefix_of_zeros_with_a_minus_zero_has_the_accumulators_sign():
     """Eager's cumsum starts from +0, so a prefix of zeros with a -0 in it is +0; Triton's scan
     (Inductor CUDA, H100) keeps a leading -0, and rsqrt reads it as -inf. Only such a prefix is an

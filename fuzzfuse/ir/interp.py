@@ -411,6 +411,38 @@ def _moved_positions(node: Node, env: dict, masks: dict):
     return moved if moved.dtype == torch.bool and moved.shape == out.shape else None
 
 
+# Op kinds whose every result position is a sum over operand positions (a matmul's row by column, a
+# scan's prefix): a position reads an order-dependent one if that one is among its terms.
+SUMS_OF_PRODUCTS = frozenset({"matmul", "scan"})
+
+
+def _summed_positions(node: Node, env: dict, masks: dict):
+    """The result positions of a matmul or a scan with a masked position among their terms: for
+    each masked operand, the op run on its mask (the others all ones) against the op run on zeros
+    in its place. None where the op cannot run so."""
+    op, out = OPS[node.op], env[node.name]
+    values = [env[a] if isinstance(a, str) else a for a in node.args]
+    attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in node.attrs.items()}
+    found = []
+    for k, a in enumerate(node.args):
+        if not (isinstance(a, str) and a in masks):
+            continue
+
+        def run(operand):
+            args = [operand if i == k else torch.ones(v.shape, dtype=torch.float64, device=v.device)
+                    if isinstance(v, torch.Tensor) else v for i, v in enumerate(values)]
+            return op.eager(*args, **attrs)
+        mask = torch.broadcast_to(masks[a], values[k].shape).to(torch.float64)
+        try:
+            reads = run(mask) != run(torch.zeros_like(mask))
+        except (RuntimeError, TypeError, ValueError):
+            return None
+        if reads.shape != out.shape:
+            return None
+        found.append(reads)
+    return functools.reduce(torch.logical_or, found) if found else None
+
+
 def order_dependent_positions(graph: Graph, inputs: list) -> dict[str, torch.Tensor]:
     """For each value of eager's run with positions whose result depends on an evaluation order
     that the op's definition, or C's default floating-point contraction, leaves open: a bool mask
@@ -420,8 +452,8 @@ def order_dependent_positions(graph: Graph, inputs: list) -> dict[str, torch.Ten
     a product that overflowed in eager and a fused multiply-add (`Op.fma_role`: CUDA's, Triton's
     and gcc's default) does not round it (eager's x1 - x0 * x0 of float64 3.6e307 and inf is nan,
     nvFuser's fma inf), or a matmul's or a cumsum's sum of zero terms with a -0 among them (the
-    sign is the accumulator's identity's: Op.zero_sum_sign), or an elementwise op's or a reduction's position
-    computed from one, or where an op that only moves data puts one. Eager's order and a
+    sign is the accumulator's identity's: Op.zero_sum_sign), or a position that an elementwise op,
+    a reduction, a matmul or a scan computes from one, or where an op that only moves data puts one. Eager's order and a
     fuser's may both be right there, and float64 can round the same way as eager; a wrong value
     anywhere else is still judged (the oracle compares positions, not whole outputs)."""
     env, _ = interpret(graph, inputs)
@@ -437,6 +469,8 @@ def order_dependent_positions(graph: Graph, inputs: list) -> dict[str, torch.Ten
             found += [masks.get(r) for r in node.refs()]
         elif OPS[node.op].kind in MOVES_DATA and any(r in masks for r in node.refs()):
             found.append(_moved_positions(node, env, masks))
+        elif OPS[node.op].kind in SUMS_OF_PRODUCTS and any(r in masks for r in node.refs()):
+            found.append(_summed_positions(node, env, masks))
         elif OPS[node.op].kind == "reduction" and node.args and node.args[0] in masks:
             # a position reduced from one that depends on the order (amax of a -0 or +0 read by rsqrt)
             operand = torch.broadcast_to(masks[node.args[0]], env[node.args[0]].shape)
