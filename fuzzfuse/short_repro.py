@@ -384,13 +384,16 @@ def short_repro(graph: Graph, backend_name: str, options: Options, signature: Si
         ["faulthandler"] * (signature.outcome in ("hang", "hard-crash"))
     lines = [f'"""{title}', "", 'Exits 1 while the bug is present, 0 once it is fixed."""']
     lines += ["import os", *env] if env else []
-    lines += [f"import {m}" for m in sorted(modules)] + head + [""]
+    lines += [f"import {m}" for m in sorted(modules)]
+    if signature.outcome == "hard-crash":
+        # The signal's name and the Python stack on stderr. Enabled before torch loads: enabled
+        # just before the call, it moved the heap enough that a segfault did not come.
+        lines.append("faulthandler.enable(all_threads=False)")
+    lines += head + [""]
     if backend_name != "nvfuser":
         lines += [""]
     lines += define + ["", ""] * (backend_name != "nvfuser") + [""] * (backend_name == "nvfuser")
     lines += inputs
-    if signature.outcome == "hard-crash":  # the signal's name and the Python stack, on stderr
-        lines.append("faulthandler.enable(all_threads=False)")
     if signature.outcome == "hang":
         lines.append(f"faulthandler.dump_traceback_later({hang_seconds:g}, exit=True)  # a hang: stacks, then exit 1")
     lines += run

@@ -76,16 +76,7 @@ def test_a_title_names_the_segment_its_key_names_and_a_value_that_varies_as_such
     assert title(mixed).endswith("returns a wrong value that differs from run to run (eager: 0)"), title(mixed)
 
 
-# A short repro that did not fail as recorded on the H200 (2026-12-03, 4 runs in fresh processes,
-# also with eager's eq and scatter computed first and kept): it exits 0 without the signal its
-# campaign saw, so its README quotes no "died by". Open: its regression.py segfaults, and so did one
-# run with eager's scatter computed first as a freed temporary, then synchronized.
-SHORT_REPRO_MISSES_ITS_CRASH = ("nvfuser-hard-crash-sigsegv-18e500d0",)
-
-
-@pytest.mark.parametrize("directory", [
-    pytest.param(d, marks=pytest.mark.xfail(strict=True, reason="its short repro did not crash on the H200 nor the H100: faulthandler.enable() before fd.execute hides the SIGSEGV"))
-    if d.name in SHORT_REPRO_MISSES_ITS_CRASH else d for d in DIRS if _regenerated(d)], ids=lambda d: d.name)
+@pytest.mark.parametrize("directory", [d for d in DIRS if _regenerated(d)], ids=lambda d: d.name)
 def test_every_repro_is_short_standalone_and_quoted(directory):
     """At most 30 lines for a bug of at most 3 ops, never over 60, counted as `wc -l` counts them
     (comments and an nvFuser fusion's lowering included); no fuzzfuse import and no inputs file; a
@@ -103,8 +94,9 @@ def test_every_repro_is_short_standalone_and_quoted(directory):
         assert f'os.environ["ATEN_CPU_CAPABILITY"] = {case.versions["cpu_capability"]!r}' in source
         assert "**Output** of `python repro.py`" in readme
     if case.signature.outcome == "hard-crash":
-        assert f"died by {case.signature.kind}" in readme or f"died by {case.signature.kind};" in readme \
-            or f"worker died by {case.signature.kind}" in readme
+        # the repro's own run died by the signal; faulthandler names it from before torch loads
+        assert re.search(rf"\*\*Output\*\* of `python repro.py` \(.*; died by {case.signature.kind}\):", readme)
+        assert source.index("faulthandler.enable(") < source.index("import torch")
 
 
 @pytest.mark.parametrize("directory", DIRS, ids=lambda d: d.name)

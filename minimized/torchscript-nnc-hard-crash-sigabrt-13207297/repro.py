@@ -5,6 +5,7 @@ import os
 os.environ["ATEN_CPU_CAPABILITY"] = 'default'  # the CPU capability it was recorded with
 os.environ["PYTORCH_TENSOREXPR_FALLBACK"] = "0"  # no silent fallback to the unfused graph
 import faulthandler
+faulthandler.enable(all_threads=False)
 import torch
 torch._C._jit_override_can_fuse_on_cpu(True)
 torch._C._jit_set_te_must_use_llvm_cpu(False)
@@ -17,7 +18,6 @@ def fn(x0):
 
 
 x0 = torch.ones([2, 4], dtype=torch.int16, device='cpu')
-faulthandler.enable(all_threads=False)
 compiled = torch.jit.script(fn)
 for _ in range(3):  # the profiling executor optimizes on the third call
     out = compiled(x0)
