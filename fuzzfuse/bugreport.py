@@ -31,7 +31,7 @@ from .ir.types import DTYPES, is_float
 from .ir.values import logical_values
 from .oracle import FAILING_CONTEXT, gradient_reduction_sizes, innermost_error, normalize, nvrtc_error, reduction_sizes
 from .repro import INPUTS_FILE, _raised, repro_files, tolerances
-from .short_repro import HANG_SECONDS, MAX_LINES, Symptom, short_repro
+from .short_repro import HANG_SECONDS, MAX_LINES, Symptom, exit_contract, short_repro
 from .upstream import Relation, known
 from .verdict import EAGER_FAULT, Reproduction
 
@@ -435,6 +435,14 @@ def with_variants(report: str, case: Case) -> str:
 _UPSTREAM = re.compile(r"\A(# [^\n]*\n\n).*?(\*\*Found with:\*\*)", re.S)
 
 
+def _readme_contract(case: Case) -> str:
+    """The repro's exit contract as the README's Repro line words it."""
+    if case.signature.outcome == "hard-crash" and case.signature.kind:
+        contract = exit_contract(case.signature).rstrip(".")
+        return contract[:1].lower() + contract[1:]
+    return "exit status 1 while the bug is present, 0 once it is fixed"
+
+
 def readme(case: Case, repro: str, run: ReproRun | None, previous: str = "") -> str:
     """README.md: title, upstream status, versions, the repro and its output, provenance; the
     versions section another tool keeps in `previous` is carried over."""
@@ -444,7 +452,7 @@ def readme(case: Case, repro: str, run: ReproRun | None, previous: str = "") -> 
 
 {upstream_text(case)}**Found with:** {versions}
 
-{kept.group(0).rstrip() + chr(10) + chr(10) if kept else ""}**Repro** (`python repro.py`: exit status 1 while the bug is present, 0 once it is fixed):
+{kept.group(0).rstrip() + chr(10) + chr(10) if kept else ""}**Repro** (`python repro.py`: {_readme_contract(case)}):
 
 ```python
 {repro.rstrip()}
@@ -543,7 +551,7 @@ def aot_nvfuser_repro(directory: Path, case: Case) -> str:
     script = script.replace("for o in outputs:\n    print(o.dtype, tuple(o.shape))\n",
                             "torch.cuda.synchronize()\nprint(\"nvFuser ran the fusion without error\")\n")
     script = re.sub(r"^# fusion: .*\n", "", script.lstrip(), flags=re.M)
-    return (f'"""{title(case)}\n\nExits 1 while the bug is present, 0 once it is fixed."""\n'
+    return (f'"""{title(case)}\n\n{exit_contract(case.signature)}"""\n'
             f"# fusion: {origin.split(',')[0].replace(' ', '_')} (the fusion aot_autograd's graph became)\n" + script)
 
 

@@ -363,6 +363,14 @@ def _profiled_last_call(lines: list[str], backward: bool) -> list[str]:
         lines[last + 1:]
 
 
+def exit_contract(signature: Signature) -> str:
+    """How the repro ends while the bug is present and once it is fixed: a process the bug kills
+    cannot exit 1 itself, it dies by the signal."""
+    if signature.outcome == "hard-crash" and signature.kind:
+        return f"Dies by {signature.kind} while the bug is present, exits 0 once it is fixed."
+    return "Exits 1 while the bug is present, 0 once it is fixed."
+
+
 def short_repro(graph: Graph, backend_name: str, options: Options, signature: Signature, versions: dict[str, str],
                 title: str, symptom: Symptom | None, tolerance: tuple[float, float], device: str,
                 hang_seconds: float = HANG_SECONDS) -> str:
@@ -382,7 +390,7 @@ def short_repro(graph: Graph, backend_name: str, options: Options, signature: Si
         head = [ln for ln in head if not ln.startswith("os.environ")]
     modules = ["math"] * any("math." in ln for ln in check) + ["hashlib"] * hashed + \
         ["faulthandler"] * (signature.outcome in ("hang", "hard-crash"))
-    lines = [f'"""{title}', "", 'Exits 1 while the bug is present, 0 once it is fixed."""']
+    lines = [f'"""{title}', "", exit_contract(signature) + '"""']
     lines += ["import os", *env] if env else []
     lines += [f"import {m}" for m in sorted(modules)]
     if signature.outcome == "hard-crash":

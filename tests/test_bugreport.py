@@ -94,9 +94,11 @@ def test_every_repro_is_short_standalone_and_quoted(directory):
         assert f'os.environ["ATEN_CPU_CAPABILITY"] = {case.versions["cpu_capability"]!r}' in source
         assert "**Output** of `python repro.py`" in readme
     if case.signature.outcome == "hard-crash":
-        # the repro's own run died by the signal; faulthandler names it from before torch loads
+        # the repro's own run died by the signal, as its docstring says; faulthandler names it from
+        # before torch loads
         assert re.search(rf"\*\*Output\*\* of `python repro.py` \(.*; died by {case.signature.kind}\):", readme)
         assert source.index("faulthandler.enable(") < source.index("import torch")
+        assert f"Dies by {case.signature.kind} while the bug is present, exits 0 once it is fixed." in source
 
 
 @pytest.mark.parametrize("directory", DIRS, ids=lambda d: d.name)

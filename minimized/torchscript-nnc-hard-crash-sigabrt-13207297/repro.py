@@ -1,6 +1,6 @@
 """NNC (CPU): sub → abs on int16 kills the process (SIGABRT: free(): invalid pointer)
 
-Exits 1 while the bug is present, 0 once it is fixed."""
+Dies by SIGABRT while the bug is present, exits 0 once it is fixed."""
 import os
 os.environ["ATEN_CPU_CAPABILITY"] = 'default'  # the CPU capability it was recorded with
 os.environ["PYTORCH_TENSOREXPR_FALLBACK"] = "0"  # no silent fallback to the unfused graph
