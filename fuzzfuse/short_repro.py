@@ -7,7 +7,8 @@ the aot routes functorch's `memory_efficient_fusion`. Inputs are literal when sm
 from a torch seed with a check that their bytes are the recorded ones. The verdict is one plain
 check against eager's value at the wrong element (`Symptom`, read from what fuzzfuse's full oracle
 printed), printing "expected X, got Y". The script imports torch only (and nvfuser_direct); it
-exits 1 while the bug is present and 0 once it is fixed. fuzzfuse's full oracle stays in
+exits 1 while the bug is present (a hard crash dies by its signal) and 0 once it is fixed.
+fuzzfuse's full oracle stays in
 `regression.py` beside it, for the regression corpus (fuzzfuse.repro).
 """
 from __future__ import annotations
