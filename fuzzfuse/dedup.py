@@ -40,6 +40,9 @@ class PendingHit:
     case: str  # the saved case, relative to the campaign directory
     ops: list[str]
     size: int
+    # Reduced once already, its new root cause's repro cut off unwritten (the run's time ran out
+    # while it was verified): reduced again from its checkpoint, not counted again.
+    retry: bool = False
 
     def holds(self, trigger: list[str]) -> bool:
         return set(trigger) <= set(self.ops)
@@ -59,6 +62,8 @@ class RootCause:
     trigger: list[str] = field(default_factory=list)  # the reduced graph's ops
     # Its repro failed in none of its fresh processes: a bug nobody can show yet is not counted new.
     unconfirmed: bool = False
+    # The hit its repro is being written from, until it is written: a resumed run reduces it again.
+    writing_from: PendingHit | None = None
 
     @property
     def new(self) -> bool:
@@ -68,13 +73,17 @@ class RootCause:
         """Its repro, written and re-run in fresh processes."""
         self.minimized = repro.path
         self.unconfirmed = repro.reproduction is Reproduction.DOES_NOT_REPRODUCE
+        self.writing_from = None
 
     def to_json(self) -> dict:
         return asdict(self)
 
     @staticmethod
     def from_json(d: dict) -> "RootCause":
-        return RootCause(**{k: d[k] for k in RootCause.__dataclass_fields__ if k in d})
+        cause = RootCause(**{k: d[k] for k in RootCause.__dataclass_fields__ if k in d})
+        if cause.writing_from is not None:
+            cause.writing_from = PendingHit(**cause.writing_from)
+        return cause
 
 
 def counts(causes: list[RootCause]) -> dict[str, int]:
@@ -121,15 +130,16 @@ class RootCauseBook:
 
     def next_to_reduce(self, eligible: Callable[[PendingHit], bool] = lambda hit: True,
                        novel_only: bool = False) -> PendingHit | None:
-        """The eligible pending hit to reduce next: first those that hold no trigger their bucket
-        has shown (likely a new cause), the smallest first; then (unless novel_only) the rest, the
+        """The eligible pending hit to reduce next: first a new cause's whose repro a stopped run
+        left unwritten, then those that hold no trigger their bucket has shown (likely a new
+        cause), the smallest first; then (unless novel_only) the rest, the
         buckets reduced least first. A hang goes after the other hits of its rank: each of its
         queries that still hangs costs the whole per-query timeout, and one hang's reduction can
         take what time a run has left while many mismatches wait."""
-        hits = [h for h in self.pending if eligible(h) and (self.novel(h) or not novel_only)]
+        hits = [h for h in self.pending if eligible(h) and (h.retry or self.novel(h) or not novel_only)]
         if not hits:
             return None
-        return min(hits, key=lambda h: (not self.novel(h), h.coarse_key.startswith(f"{Outcome.HANG.value}|"),
+        return min(hits, key=lambda h: (not h.retry, not self.novel(h), h.coarse_key.startswith(f"{Outcome.HANG.value}|"),
                                         len(self.triggers.get(h.coarse_key, [])), h.size))
 
     def settle(self, hit: PendingHit, signature: Signature, reduced: Graph | None,
@@ -144,20 +154,33 @@ class RootCauseBook:
         if key is None:  # the reduced graph still says nothing more: the coarse key is all we have
             key = signature.key()
         trigger = graph_ops(reduced)
-        self.triggers.setdefault(hit.coarse_key, []).append(trigger)
-        cause = self._count(key, hit.coarse_key, trigger)
+        if not hit.retry:
+            self.triggers.setdefault(hit.coarse_key, []).append(trigger)
+        cause = self._count(key, hit.coarse_key, trigger, counted=not hit.retry)
         if cause.reduced_case is None:
             cause.reduced_case = reduced_case
         return cause
 
-    def _count(self, key: str, coarse_key: str, trigger: list[str]) -> RootCause:
+    def _count(self, key: str, coarse_key: str, trigger: list[str], counted: bool = True) -> RootCause:
         cause = self.causes.get(key)
         if cause is None:
             cause = self.causes[key] = RootCause(key, known=self.known.find(key), trigger=trigger)
         if coarse_key not in cause.coarse_keys:
             cause.coarse_keys.append(coarse_key)
-        cause.hits += 1
+        cause.hits += counted
         return cause
+
+    def requeue_unwritten(self) -> list[PendingHit]:
+        """A stopped run's new root causes whose repro was cut off unwritten: their hits pending
+        again (marked `retry`), so a resumed run reduces each from its checkpoint and writes it."""
+        again = []
+        for cause in self.causes.values():
+            hit = cause.writing_from
+            if hit is None or not cause.new or cause.minimized or any(h.case == hit.case for h in self.pending):
+                continue
+            again.append(PendingHit(hit.coarse_key, hit.case, hit.ops, hit.size, retry=True))
+        self.pending.extend(again)
+        return again
 
     def pending_by_bucket(self) -> dict[str, int]:
         counts: dict[str, int] = {}

@@ -330,6 +330,8 @@ class CampaignReductions:
                                  str(reduced_path.relative_to(self.campaign.out)), result.generalisation)
         self.campaign.steering.learn(result.graph, result.generalisation)
         if cause.new and cause.minimized is None and cause.key not in self._saving:
+            cause.writing_from = hit
+
             def saved(repro: MinimizedRepro) -> None:
                 cause.record(repro)
                 if entry.minimized is None:  # the coarse record points at the first repro made from it
@@ -382,6 +384,7 @@ class CampaignReductions:
         triggers of, this run's --known taken."""
         book.know(self.known)
         book.device = self.book.device  # the device is the campaign's, not a record of the book's
+        book.requeue_unwritten()
         self.book = book
         self.learned.update(learned)
 

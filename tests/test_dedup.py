@@ -173,3 +173,38 @@ def test_a_corpus_listing_says_unconfirmed_for_a_repro_that_did_not_fail_again(t
         [listed[name]] = compare_corpora([str(tmp_path / name)], [])
     assert listed["shown"].startswith("new      " + source.name)
     assert listed["lost"] == listed["shown"].replace("new     ", "unconfirmed", 1)
+
+
+def test_a_new_cause_whose_repro_a_stopped_run_left_unwritten_is_reduced_again_on_resume():
+    """An H100 nvFuser campaign reduced a misaligned-address crash to 2 ops, and its time ran out
+    while the repro was verified: two resumes later it still said "new, not reduced yet". The hit
+    the repro was written from is kept with the cause; a resumed book has it pending again, first
+    in line, and its second reduction counts no second hit."""
+    from types import SimpleNamespace
+
+    from fuzzfuse.identity import KnownBugs
+    from fuzzfuse.reductions import CampaignReductions
+
+    book = RootCauseBook(device="cpu")
+    book.offer(MISMATCH, graph("exp", "frac", "sin"), "corpus/a.json")
+    hit = book.pending[0]
+    cause = book.settle(hit, MISMATCH, graph("frac"), "reduced/a.json")
+    cause.writing_from = hit  # the campaign's reductions start writing its repro
+    book.offer(MISMATCH, graph("exp", "log1p", "sin", "cos"), "corpus/novel.json")
+    saved = RootCauseBook.from_json(book.to_json())
+    reductions = CampaignReductions(SimpleNamespace(features=SimpleNamespace(device="cpu")), KnownBugs())
+    reductions.restore(saved, {})
+    again = reductions.book.next_to_reduce()
+    assert again.case == "corpus/a.json" and again.retry
+    resumed = reductions.book.settle(again, MISMATCH, graph("frac"), "reduced/a2.json")
+    assert resumed is reductions.book.causes[cause.key] and resumed.hits == 1
+    assert resumed.reduced_case == "reduced/a.json"
+    resumed.record(MinimizedRepro("minimized/frac", 3, 1, 10, 1.0, Reproduction.REPRODUCES))
+    assert resumed.writing_from is None
+    assert RootCauseBook.from_json(reductions.book.to_json()).requeue_unwritten() == []
+    # a cause a resumed run's --known holds is not written again
+    known = RootCauseBook.from_json(book.to_json())
+    reductions = CampaignReductions(SimpleNamespace(features=SimpleNamespace(device="cpu")),
+                                    KnownBugs({cause.key: "minimized/frac"}))
+    reductions.restore(known, {})
+    assert [h.case for h in reductions.book.pending] == ["corpus/novel.json"]
