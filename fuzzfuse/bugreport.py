@@ -437,10 +437,10 @@ _UPSTREAM = re.compile(r"\A(# [^\n]*\n\n).*?(\*\*Found with:\*\*)", re.S)
 
 def _readme_contract(case: Case) -> str:
     """The repro's exit contract as the README's Repro line words it."""
-    if case.signature.outcome == "hard-crash" and case.signature.kind:
-        contract = exit_contract(case.signature).rstrip(".")
-        return contract[:1].lower() + contract[1:]
-    return "exit status 1 while the bug is present, 0 once it is fixed"
+    contract = exit_contract(case.signature)
+    if contract.startswith("Exits 1 "):
+        return "exit status 1 while the bug is present, 0 once it is fixed"
+    return contract[:1].lower() + contract[1:].rstrip(".")
 
 
 def readme(case: Case, repro: str, run: ReproRun | None, previous: str = "") -> str:

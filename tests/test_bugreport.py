@@ -93,6 +93,11 @@ def test_every_repro_is_short_standalone_and_quoted(directory):
     if case_device(case) == "cpu":
         assert f'os.environ["ATEN_CPU_CAPABILITY"] = {case.versions["cpu_capability"]!r}' in source
         assert "**Output** of `python repro.py`" in readme
+    # the Repro line says how the quoted run ended: exit status 1, or the signal it died by
+    contract = re.search(r"\*\*Repro\*\* \(`python repro.py`: (.*)\):\n", readme).group(1)
+    ended = re.search(r"\*\*Output\*\* of `python repro.py` \(.*; (exit status 1|died by (SIG\w+))\):", readme)
+    if ended:
+        assert (ended.group(2) or "exit status 1") in contract, (contract, ended.group(1))
     if case.signature.outcome == "hard-crash":
         # the repro's own run died by the signal, as its docstring says; faulthandler names it from
         # before torch loads
