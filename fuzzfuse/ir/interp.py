@@ -413,7 +413,7 @@ def _moved_positions(node: Node, env: dict, masks: dict):
 
 # Op kinds whose every result position is a sum over operand positions (a matmul's row by column, a
 # scan's prefix): a position reads an order-dependent one if that one is among its terms.
-SUMS_OF_PRODUCTS = frozenset({"matmul", "scan"})
+SUMS_OVER_POSITIONS = frozenset({"matmul", "scan"})
 
 
 def _summed_positions(node: Node, env: dict, masks: dict):
@@ -469,7 +469,7 @@ def order_dependent_positions(graph: Graph, inputs: list) -> dict[str, torch.Ten
             found += [masks.get(r) for r in node.refs()]
         elif OPS[node.op].kind in MOVES_DATA and any(r in masks for r in node.refs()):
             found.append(_moved_positions(node, env, masks))
-        elif OPS[node.op].kind in SUMS_OF_PRODUCTS and any(r in masks for r in node.refs()):
+        elif OPS[node.op].kind in SUMS_OVER_POSITIONS and any(r in masks for r in node.refs()):
             found.append(_summed_positions(node, env, masks))
         elif OPS[node.op].kind == "reduction" and node.args and node.args[0] in masks:
             # a position reduced from one that depends on the order (amax of a -0 or +0 read by rsqrt)
