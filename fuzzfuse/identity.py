@@ -100,6 +100,11 @@ def symptom_of(signature: Signature) -> Symptom:
     return Symptom(signature.outcome)
 
 
+# A rule a reduced graph shows by its shapes alone (`broadcasts_a_made_extent_one`), named as a
+# culprit is.
+MADE_EXTENT_ONE_BROADCAST = "an extent of 1 an op made is broadcast against a larger one"
+
+
 @dataclass(frozen=True)
 class BugIdentity:
     """A bug as a maintainer names it (see the module's docstring). `where`: the assert location,
@@ -201,6 +206,15 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         # every op that shows it. Pending until reduced, as every wrong value: a new one is then
         # reduced once into its repro, a known one counted.
         return BugIdentity(comp, Anchor.CULPRIT, symptom, signature.message, "", phase, device)
+    if signature.outcome == "mismatch" and symptom in (Symptom.WRONG_VALUE, Symptom.WRONG_SHAPE) and any(
+            n.op in OPS and OPS[n.op].kind in MOVES_DATA and broadcasts_a_made_extent_one(graph, k)
+            for k, n in enumerate(graph.nodes)):
+        # An extent of 1 that an op made (a slice of one row, an index_select of one index), which
+        # the elementwise op after it broadcasts against a larger extent, is one rule of the fuser
+        # whichever op made it and whatever its readers show: nvFuser came back with the slice's
+        # shape (eq of a slice and its source), read the source unsliced (the same eq under a
+        # sum), and read the wrong element of an index_select (where).
+        return BugIdentity(comp, Anchor.CULPRIT, Symptom.WRONG_SHAPE, MADE_EXTENT_ONE_BROADCAST, "", phase, device)
     if signature.outcome == "mismatch":
         position = culprit_position(graph, general)
         wildcard = filler_culprit(graph, general) if position is None else None
@@ -315,6 +329,28 @@ def culprit_position(graph: Graph, generalisation: Generalisation | None) -> int
     types = graph.infer_types()
     computing = [k for k in candidates if not _identity_cast(graph.nodes[k], types)]
     return (computing or candidates)[0] if candidates else None
+
+
+def broadcasts_a_made_extent_one(graph: Graph, position: int) -> bool:
+    """Whether the op at `position` makes a dim of extent 1 out of a larger one, and an elementwise
+    op reading it broadcasts that dim against an operand's larger extent."""
+    node, types = graph.nodes[position], graph.infer_types()
+    refs = node.refs()
+    if not refs:
+        return False
+    source, made = types[refs[0]].shape, types[node.name].shape
+    if source is None or made is None or len(source) != len(made):
+        return False
+    ones = [d for d in range(len(made)) if made[d] == 1 and source[d] > 1]
+    for reader in graph.nodes:
+        if node.name not in reader.refs() or reader.op not in OPS or OPS[reader.op].kind not in ELEMENTWISE:
+            continue
+        for other in (r for r in reader.refs() if r != node.name):
+            shape = types[other].shape or ()
+            offset = len(shape) - len(made)  # broadcasting aligns the trailing dims
+            if any(0 <= d + offset < len(shape) and shape[d + offset] > 1 for d in ones):
+                return True
+    return False
 
 
 def _identity_cast(node, types) -> bool:

@@ -833,3 +833,30 @@ def test_a_crash_reworded_since_it_was_recorded_is_refreshed_under_todays_words(
         before, after = record_generalisation(directory, pools, 120.0)
     assert before == after == case_identity(case).key()
     assert load_case(directory / "case.json").signature.message == today
+
+
+def test_an_extent_of_one_an_op_made_broadcast_against_a_larger_one_is_one_bug():
+    """nvFuser's binary ops take the operands' extents without checking that they match
+    (ops/utils.cpp promoteSize keeps a constant extent over a symbolic one): a slice of one row
+    compared with its source came back with the slice's shape (d197eac6), the same under a sum read
+    the source unsliced (an H100 campaign's slice -> eq -> sum -> eq, tests/data), and an
+    index_select of one index under where read the wrong element (formerly 835d7ddf). One bug,
+    whichever op made the extent and whatever its readers show; a slice that nothing broadcasts
+    keeps an identity of its own."""
+    from fuzzfuse.identity import MADE_EXTENT_ONE_BROADCAST
+    home = load_case(Path(__file__).parent.parent / "minimized" / "nvfuser-mismatch-shape-bool-d197eac6" / "case.json")
+    summed = load_case(DATA / "nvfuser_slice_eq_sum_extent_one_case.json")
+    indexed = next(v for v in home.also_seen_as if v.directory == "nvfuser-mismatch-values-int-835d7ddf")
+    found = [identify(home.signature, home.graph, home.generalisation, "cuda"),
+             identify(summed.signature, summed.graph, summed.generalisation, "cuda"),
+             variant_identity(indexed, "cuda")]
+    assert all(i.where == MADE_EXTENT_ONE_BROADCAST and i.symptom is Symptom.WRONG_SHAPE for i in found)
+    assert same_bug(found[0], found[1]) and same_bug(found[0], found[2])
+    alone = Graph.from_json({"schema": 1, "outputs": ["v1"], "inputs": [
+        {"kind": "tensor", "name": "x0", "shape": [4, 3], "dtype": "float32", "layout": {"kind": "contiguous"},
+         "values": {"dist": "normal", "seed": 1}}], "nodes": [
+        {"name": "v0", "op": "slice", "args": ["x0"], "attrs": {"dim": 0, "start": 1, "end": 2, "step": 1}},
+        {"name": "v1", "op": "exp", "args": ["v0"], "attrs": {}}]})
+    values = Signature("mismatch", "nvfuser", "run", "values", "float")
+    own = identify(values, alone, None, "cuda")
+    assert own.where != MADE_EXTENT_ONE_BROADCAST and own.symptom is Symptom.WRONG_VALUE
