@@ -132,14 +132,15 @@ class RootCauseBook:
                        novel_only: bool = False) -> PendingHit | None:
         """The eligible pending hit to reduce next: first a new cause's whose repro a stopped run
         left unwritten, then those that hold no trigger their bucket has shown (likely a new
-        cause), the smallest first; then (unless novel_only) the rest, the
-        buckets reduced least first. A hang goes after the other hits of its rank: each of its
+        cause), the smallest first; then (unless novel_only) the rest, the buckets reduced least
+        first. A hang goes after the other hits of its rank: each of its
         queries that still hangs costs the whole per-query timeout, and one hang's reduction can
         take what time a run has left while many mismatches wait."""
         hits = [h for h in self.pending if eligible(h) and (h.retry or self.novel(h) or not novel_only)]
         if not hits:
             return None
-        return min(hits, key=lambda h: (not h.retry, not self.novel(h), h.coarse_key.startswith(f"{Outcome.HANG.value}|"),
+        return min(hits, key=lambda h: (not h.retry, not self.novel(h),
+                                        h.coarse_key.startswith(f"{Outcome.HANG.value}|"),
                                         len(self.triggers.get(h.coarse_key, [])), h.size))
 
     def settle(self, hit: PendingHit, signature: Signature, reduced: Graph | None,

@@ -519,7 +519,8 @@ def test_a_matmul_or_a_scan_of_an_order_dependent_position_depends_on_the_order(
     huge = torch.finfo(torch.float64).max
     graph = Graph((TensorInput("x0", (2, 3), "float64"), TensorInput("x1", (3,), "float64"),
                    TensorInput("x2", (1, 2), "float64")),
-                  (Node("v0", "matmul", ("x0", "x1")), Node("v1", "hardtanh", ("v0",), {"min_val": -3.0, "max_val": -1.0}),
+                  (Node("v0", "matmul", ("x0", "x1")),
+                   Node("v1", "hardtanh", ("v0",), {"min_val": -3.0, "max_val": -1.0}),
                    Node("u", "unsqueeze", ("v1",), {"dim": 1}), Node("v2", "matmul", ("u", "x2")),
                    Node("c", "cumsum", ("v1",), {"dim": 0})), ("v2", "c"))
     x0 = torch.tensor([[1.5, -2.5, 9e307], [1e-300, 2e-300, 3e-300]], dtype=torch.float64)

@@ -453,9 +453,10 @@ def order_dependent_positions(graph: Graph, inputs: list) -> dict[str, torch.Ten
     and gcc's default) does not round it (eager's x1 - x0 * x0 of float64 3.6e307 and inf is nan,
     nvFuser's fma inf), or a matmul's or a cumsum's sum of zero terms with a -0 among them (the
     sign is the accumulator's identity's: Op.zero_sum_sign), or a position that an elementwise op,
-    a reduction, a matmul or a scan computes from one, or where an op that only moves data puts one. Eager's order and a
-    fuser's may both be right there, and float64 can round the same way as eager; a wrong value
-    anywhere else is still judged (the oracle compares positions, not whole outputs)."""
+    a reduction, a matmul or a scan computes from one, or where an op that only moves data puts
+    one. Eager's order and a fuser's may both be right there, and float64 can round the same way
+    as eager; a wrong value anywhere else is still judged (the oracle compares positions, not whole
+    outputs)."""
     env, _ = interpret(graph, inputs)
     producers = {n.name: n for n in graph.nodes}
     masks: dict[str, torch.Tensor] = {}

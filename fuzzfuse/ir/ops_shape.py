@@ -21,8 +21,8 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from .ops import (Attrs, Op, Types, _float_only, choice, cumsum_zero_sign, ints, lit, matmul_overflows, matmul_zero_sign,
-                  register)
+from .ops import (Attrs, Op, Types, _float_only, choice, cumsum_zero_sign, ints, lit, matmul_overflows,
+                  matmul_zero_sign, register)
 from .types import DTYPES, INT_DTYPES, ValueType, is_float, normalize_dims, result_type
 
 INDEX_DTYPES = ("int64", "int32")
