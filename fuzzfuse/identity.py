@@ -206,9 +206,8 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         # every op that shows it. Pending until reduced, as every wrong value: a new one is then
         # reduced once into its repro, a known one counted.
         return BugIdentity(comp, Anchor.CULPRIT, symptom, signature.message, "", phase, device)
-    if signature.outcome == "mismatch" and symptom in (Symptom.WRONG_VALUE, Symptom.WRONG_SHAPE) and any(
-            n.op in OPS and OPS[n.op].kind in MOVES_DATA and broadcasts_a_made_extent_one(graph, k)
-            for k, n in enumerate(graph.nodes)):
+    if signature.outcome == "mismatch" and symptom in (Symptom.WRONG_VALUE, Symptom.WRONG_SHAPE) \
+            and broadcasts_a_made_extent_one(graph):
         # An extent of 1 that an op made (a slice of one row, an index_select of one index), which
         # the elementwise op after it broadcasts against a larger extent, is one rule of the fuser
         # whichever op made it and whatever its readers show: nvFuser came back with the slice's
@@ -331,26 +330,33 @@ def culprit_position(graph: Graph, generalisation: Generalisation | None) -> int
     return (computing or candidates)[0] if candidates else None
 
 
-def broadcasts_a_made_extent_one(graph: Graph, position: int) -> bool:
-    """Whether the op at `position` makes a dim of extent 1 out of a larger one, and an elementwise
-    op reading it broadcasts that dim against an operand's larger extent."""
-    node, types = graph.nodes[position], graph.infer_types()
-    refs = node.refs()
-    if not refs:
-        return False
-    source, made = types[refs[0]].shape, types[node.name].shape
-    if source is None or made is None or len(source) != len(made):
-        return False
-    ones = [d for d in range(len(made)) if made[d] == 1 and source[d] > 1]
-    for reader in graph.nodes:
-        if node.name not in reader.refs() or reader.op not in OPS or OPS[reader.op].kind not in ELEMENTWISE:
+def broadcasts_a_made_extent_one(graph: Graph) -> bool:
+    """Whether an op that only moves data makes a dim of extent 1 out of a larger one, and an
+    elementwise op reading it broadcasts that dim against an operand's larger extent."""
+    types = graph.infer_types()
+    for node in graph.nodes:
+        refs = node.refs()
+        if node.op not in OPS or OPS[node.op].kind not in MOVES_DATA or not refs:
             continue
-        for other in (r for r in reader.refs() if r != node.name):
-            shape = types[other].shape or ()
-            offset = len(shape) - len(made)  # broadcasting aligns the trailing dims
-            if any(0 <= d + offset < len(shape) and shape[d + offset] > 1 for d in ones):
-                return True
+        source, made = types[refs[0]].shape, types[node.name].shape
+        if source is None or made is None or len(source) != len(made):
+            continue
+        ones = [d for d in range(len(made)) if made[d] == 1 and source[d] > 1]
+        if ones and any(_wider_beside(graph, types, node.name, len(made), ones)):
+            return True
     return False
+
+
+def _wider_beside(graph: Graph, types: dict, name: str, rank: int, dims: list[int]):
+    """For each operand that an elementwise op reads beside `name` (of rank `rank`): whether it is
+    wider than 1 at one of `dims`, broadcasting aligning the trailing dims."""
+    for reader in graph.nodes:
+        if name not in reader.refs() or reader.op not in OPS or OPS[reader.op].kind not in ELEMENTWISE:
+            continue
+        for other in (r for r in reader.refs() if r != name):
+            shape = types[other].shape or ()
+            offset = len(shape) - rank
+            yield any(0 <= d + offset < len(shape) and shape[d + offset] > 1 for d in dims)
 
 
 def _identity_cast(node, types) -> bool:
