@@ -31,7 +31,7 @@ from .ir.types import DTYPES, is_float
 from .ir.values import logical_values
 from .oracle import FAILING_CONTEXT, gradient_reduction_sizes, innermost_error, normalize, nvrtc_error, reduction_sizes
 from .repro import INPUTS_FILE, _raised, repro_files, tolerances
-from .short_repro import HANG_SECONDS, MAX_LINES, Symptom, exit_contract, short_repro
+from .short_repro import EXITS_1, HANG_SECONDS, MAX_LINES, Symptom, exit_contract, short_repro
 from .upstream import Relation, known
 from .verdict import EAGER_FAULT, Reproduction
 
@@ -438,7 +438,7 @@ _UPSTREAM = re.compile(r"\A(# [^\n]*\n\n).*?(\*\*Found with:\*\*)", re.S)
 def _readme_contract(case: Case) -> str:
     """The repro's exit contract as the README's Repro line words it."""
     contract = exit_contract(case.signature)
-    if contract.startswith("Exits 1 "):
+    if contract == EXITS_1:  # the wording every such README has had
         return "exit status 1 while the bug is present, 0 once it is fixed"
     return contract[:1].lower() + contract[1:].rstrip(".")
 

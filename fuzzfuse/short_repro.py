@@ -364,6 +364,10 @@ def _profiled_last_call(lines: list[str], backward: bool) -> list[str]:
         lines[last + 1:]
 
 
+# How a repro whose bug it judges itself ends (its verdict's exit status).
+EXITS_1 = "Exits 1 while the bug is present, 0 once it is fixed."
+
+
 def exit_contract(signature: Signature) -> str:
     """How the repro ends while the bug is present and once it is fixed: a process the bug kills
     cannot exit 1 itself, it dies by the signal."""
@@ -373,7 +377,7 @@ def exit_contract(signature: Signature) -> str:
         # A CUDA error is sticky: nvFuser's kernel cache then aborts as the interpreter frees it.
         return ("Raises while the bug is present (the CUDA error is sticky: the process may then die by "
                 "SIGABRT at exit), exits 0 once it is fixed.")
-    return "Exits 1 while the bug is present, 0 once it is fixed."
+    return EXITS_1
 
 
 def short_repro(graph: Graph, backend_name: str, options: Options, signature: Signature, versions: dict[str, str],
