@@ -66,7 +66,8 @@ def specific_message(signature: Signature) -> str:
     was raised at) and is no GENERIC_MESSAGES."""
     if signature.outcome != "crash":
         return ""
-    said = _FAILED_AT.sub(" ", _WRAPPER_PREFIX.sub("", signature.message))
+    # NNC's IR dump is the case's expression: a `double(...)` cast in it names no operand.
+    said = _FAILED_AT.sub(" ", _IR_DUMP.sub(r"\1", _WRAPPER_PREFIX.sub("", signature.message)))
     text = fold(signature.message)
     if len(_WORD.findall(said)) < 2 or GENERIC_MESSAGES.match(text) or names_an_operand(said):
         return ""

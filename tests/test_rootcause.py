@@ -407,3 +407,17 @@ def test_a_tensor_type_in_a_message_folds_whatever_its_spelling():
     sigs = [Signature("crash", "torchscript:onednn", "run", "RuntimeError", "", said.format(t)) for t in spellings]
     assert len({s.key() for s in sigs}) == 4 and all(root_cause_key(s) is None for s in sigs)
     assert len({root_cause_key(s, g) for s in sigs}) == 1
+
+
+def test_nnc_ir_dump_naming_a_double_cast_keeps_its_message_identity():
+    """NNC's "MALFORMED INPUT: bad dtype in CompareSelect - <expression>": a campaign's isnan ->
+    where -> cos -> ne printed `double(tx3_1[0ll])` in the expression, which read as naming a
+    dtype, so the crash was keyed by its graph and reported new beside the committed 381d3fcb."""
+    committed = load_case(Path(__file__).resolve().parent.parent / "minimized" /
+                          "torchscript-nnc-crash-runtimeerror-381d3fcb" / "case.json")
+    found = Signature("crash", "torchscript:nnc", "compile", "RuntimeError", "",
+                      "RuntimeError: MALFORMED INPUT: bad dtype in CompareSelect - "
+                      "N.5403022766113281f!=double(tx3_1[0ll]) ? N : N")
+    key = root_cause_key(found)
+    assert key == root_cause_key(committed.signature, committed.graph, committed.generalisation, committed.device)
+    assert key.startswith("message|nnc||crash||MALFORMED INPUT: bad dtype in CompareSelect")
