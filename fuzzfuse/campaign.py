@@ -25,6 +25,7 @@ from .pool import Job, SharedPool, case_pool, graph_job
 from .reductions import REDUCE_SHARE, CampaignReductions, Interrupted, OutOfTime, Reducing
 from .steering import Steering
 from .strategies import Features, GenConfig, batch_features, config_to_json, generate, steer, swarm_max_ops
+from .explain import NARROW_STORE
 from .verdict import CaseResult, HarnessError, Outcome, SignatureRecord, judge
 from .worker import WorkerPool
 
@@ -313,9 +314,11 @@ class Campaign:
     def _submit_rechecks(self, key: str, graph: Graph, options: Options, check_strides: bool,
                          pool: WorkerPool) -> None:
         self._rechecks[key] = []
+        # A store that leaves bytes unwritten is re-run on a poisoned heap, where it shows every time.
+        unwritten = self.stats.signatures[key].signature.message == NARROW_STORE
         for k in range(RECHECKS):
             recheck = dataclasses.replace(graph_job(f"recheck-{k}-{key}", self.backend_name, graph, self.timeout,
-                                                    options, check_strides), recheck_of=key)
+                                                    options, check_strides, unwritten), recheck_of=key)
             self._jobs[recheck.id] = recheck
             pool.submit({**recheck.to_json(), "account": "fuzz"})
 

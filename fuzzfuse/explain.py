@@ -39,6 +39,16 @@ instead (0, inf, -inf: a range holds one of them); where that run gives the fuse
 fuser's own operand still holds eager's NaN (else the op that made it lost the NaN, its own bug),
 the rule is named.
 
+A fuser that stores an integer result in fewer bytes than its dtype (NNC stores abs, round or
+floor of a folded integer constant as int32 elements, whatever the output's dtype) leaves the rest
+of an int64 output as it found it, and overruns an int16 or int8 output's buffer, which corrupts
+the heap. The fuzz workers fill new memory with a byte pattern (fuzzfuse.heap), so the unwritten
+bytes show on every run, not only where the allocator happened to hand out dirty memory. Where the
+output's bytes, read as narrower integers, begin with eager's values, and the output is not those
+values widened (a result computed in int32 and sign-extended is another bug), the store is named
+(`stored_narrow`); a process the overrun kills is named by it where the same graph on int64 inputs
+shows it (fuzzfuse.minimize.narrow_store_when_widened).
+
 Where a mismatching output equals, as the oracle judges it, eager's output on the same inputs with
 those scalars so converted (or that op computed in the wider dtype), the mismatch's signature
 carries the rule as its message (`verdict.mismatched`), its identity is the rule
@@ -67,7 +77,8 @@ ZERO_DIM_WIDER = "a zero-dim integer tensor of a wider dtype sets the dtype a bi
 FOLDED_CONSTANT = "a value the fuser proves constant is folded, and what it computes from the fold is wrong"
 ZERO_SIGN = "an op gives a zero of the other sign, and an op after it reads the sign"
 NAN_COMPARED = "a comparison reads a NaN as a number, as a value range that ignores NaN folds it"
-RULES = (SCALAR_CAST, ZERO_DIM_WIDER, ZERO_SIGN, FOLDED_CONSTANT, NAN_COMPARED)
+NARROW_STORE = "an integer result is stored in fewer bytes than its dtype, and the bytes left are never written"
+RULES = (SCALAR_CAST, ZERO_DIM_WIDER, ZERO_SIGN, FOLDED_CONSTANT, NAN_COMPARED, NARROW_STORE)
 
 
 def sign_lost_by(message: str) -> str:
@@ -426,6 +437,8 @@ def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int
     "" where none does. `run_fused(graph, inputs)`: the fuser's outputs on another graph, None
     where it does not fuse it; the folded constant is tested only where it is given.
     `through_unary`: the fuser's `Backend.unary_keeps_integral_dtype`."""
+    if _stored_narrow_output(graph, inputs, output, fused):
+        return NARROW_STORE
     if any(_computes(candidate, values, output, fused, reduced) for candidate, values in
            scalar_cast_graphs(graph, inputs, through_unary)):
         return SCALAR_CAST
@@ -455,6 +468,33 @@ def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int
     if explaining and not seen:  # no run shows which op lost it: the op nearest the output
         return normalize(f"{ZERO_SIGN}: {explaining[0].op}")
     return ""
+
+
+def stored_narrow(fused, expected) -> bool:
+    """Whether integer tensor `fused` is `expected` stored as narrower integers (NARROW_STORE): its
+    bytes, read as int32, int16 or int8, begin with `expected`'s values so converted, and it is
+    neither `expected` nor those narrow values widened."""
+    if not (isinstance(fused, torch.Tensor) and isinstance(expected, torch.Tensor)) or fused.dtype != expected.dtype \
+            or fused.shape != expected.shape or fused.dtype.is_floating_point or fused.dtype == torch.bool:
+        return False
+    flat, right = fused.detach().cpu().contiguous().reshape(-1), expected.detach().cpu().contiguous().reshape(-1)
+    if torch.equal(flat, right):
+        return False
+    for narrow in (torch.int32, torch.int16, torch.int8):
+        if narrow.itemsize >= flat.element_size():
+            continue
+        stored = flat.view(narrow)[:flat.numel()]
+        if torch.equal(stored, right.to(narrow)) and not torch.equal(flat, stored.to(flat.dtype)):
+            return True
+    return False
+
+
+def _stored_narrow_output(graph: Graph, inputs: list, output: int, fused) -> bool:
+    try:
+        eager, _ = run_eager(graph, inputs)
+    except Exception:  # eager refuses: nothing to compare the bytes with
+        return False
+    return stored_narrow(fused, eager[output])
 
 
 def _constant_computed_inexactly(graph: Graph, inputs: list, constants: dict[str, torch.Tensor],

@@ -10,7 +10,10 @@ triage and the pytest plugin all ask it (or its index key, `BugIdentity.key`).
   message. Two locations are never one bug; a wrapper is unwrapped (oracle), never merged.
 - A crash with no native location whose message is specific is that message, folded.
 - A wrong result that a known wrong rule computes exactly (fuzzfuse.explain: a float scalar
-  converted to the integer tensor's dtype) is that rule, through whichever op showed it.
+  converted to the integer tensor's dtype) is that rule, through whichever op showed it. A process
+  killed by a narrow store's overrun is that store's rule too, where its graph on int64 inputs
+  shows the store (`Generalisation.widened`): NNC's abs of a folded zero kills an int16 process
+  and leaves an int64 one's high halves unwritten.
 - A wrong result (a mismatch) is its **culprit**: the op that first computes something eager does
   not, with the class of dtype it computes in (none for an op that only moves data), the symptom (wrong numbers, a wrong dtype, shape or
   strides), the phase (forward or backward) and the device. Ops after the culprit (sign, eq,
@@ -201,6 +204,10 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         at_fault, culprit = culprit_op(signature.backend, lost_by, device, graph.nodes[position].attrs)
         return BugIdentity(at_fault, Anchor.CULPRIT, symptom, culprit,
                            dtype_class(graph, position, generalisation=general), phase, device)
+    if signature.outcome == "hard-crash" and general is not None and general.widened:
+        # The process died of a narrow store's overrun, which on int64 inputs shows as the rule's
+        # wrong values (Generalisation.widened): one bug, named by the rule as those values are.
+        return BugIdentity(comp, Anchor.CULPRIT, Symptom.WRONG_VALUE, general.widened, "", "forward", device)
     if signature.outcome == "mismatch" and names_a_rule(signature.message):
         # A wrong rule that computes the fused values exactly (fuzzfuse.explain) is one bug through
         # every op that shows it. Pending until reduced, as every wrong value: a new one is then

@@ -25,6 +25,7 @@ from .ir import Graph, TensorInput, flush_denormals, interpret, make_inputs, run
 from .ir.interp import ops_faithful_at, order_dependent_positions, scalar_reference
 from .ir.values import input_set
 from .explain import explaining_rule
+from .heap import new_memory_poisoned
 from .oracle import (APPROXIMATE_RTOL, ATOL, RTOL, compare_output, nearer_references, nearest_run, gradient_reduction_sizes, reduction_sizes,
                      signed_zero_difference)
 from .pool import Job
@@ -55,8 +56,9 @@ def run_job(message: dict) -> dict:
     backend = backend_for(job.backend)
     graph, steered = (job.graph, 0) if job.graph is not None else generate_steered(job.seed, job.config or GenConfig())
     gen_seconds = time.perf_counter() - t0
-    result = run_case(graph, backend, check_strides=job.check_strides, options=job.options,
-                      extra_sets=job.extra_runs, generate_seconds=gen_seconds)
+    with new_memory_poisoned(job.poison_heap):
+        result = run_case(graph, backend, check_strides=job.check_strides, options=job.options,
+                          extra_sets=job.extra_runs, generate_seconds=gen_seconds)
     result.steered = steered
     result.timings["generate"] = gen_seconds
     result.triples = graph_triples(graph)

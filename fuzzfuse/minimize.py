@@ -21,11 +21,12 @@ import torch
 from .backends import Unavailable, backend_for_file, get_backend
 from .backends.registry import declared
 from .backends.options import Options
+from .explain import NARROW_STORE
 from .corpus import Case, CorpusError, ReductionFigures, iter_cases, load_case, umask_mode, write_json
 from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, ReductionStats, cost, reduce, reduce_options
-from .reduce.generalise import Generalisation, generalise
+from .reduce.generalise import Generalisation, generalise, widened_to_int64
 from .identity import known_repros, root_cause_key, variant_entry
 from .export import judge as judge_run, judged_script, run_repro
 from .pool import case_pool, graph_job, run_jobs
@@ -72,8 +73,11 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
     target = stored.key()
     ids = itertools.count()
 
+    # A store that leaves bytes unwritten shows on every run only with the heap poisoned.
+    poison = stored.message == NARROW_STORE
+
     def ask(candidates: list[tuple[Graph, Options]]) -> list[bool]:
-        jobs = [graph_job(next(ids), backend, g, timeout, options, bool(case.check_strides))
+        jobs = [graph_job(next(ids), backend, g, timeout, options, bool(case.check_strides), poison)
                 for g, options in candidates]
         return [_key(reply) == target for reply in run_jobs(active, jobs)]
 
@@ -93,7 +97,7 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
         return reply_key(backend, reply)
 
     def replies(graphs: list[Graph], options: Options) -> list[dict]:
-        return run_jobs(active, [graph_job(next(ids), backend, g, timeout, options, bool(case.check_strides))
+        return run_jobs(active, [graph_job(next(ids), backend, g, timeout, options, bool(case.check_strides), poison)
                                  for g in graphs])
 
     def first_wrong_with(options: Options) -> Callable[[list[Graph]], list[str | None]]:
@@ -153,8 +157,8 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
                 general = generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options),
                                       batch=max(1, workers))
         if general is not None:
-            general = replace(general, devices=devices_failing_alike(
-                active, backend, graph, options, kept, timeout, bool(case.check_strides), ids))
+            general = probed_further(general, active, backend, graph, options, kept, timeout,
+                                     bool(case.check_strides), ids)
         return CaseReduction(graph, stats, kept, options, general)
     finally:
         if own:
@@ -221,6 +225,34 @@ def devices_failing_alike(pool, backend: str, graph: Graph, options: Options, si
             said = theirs.key() if isinstance(theirs, Signature) else f"harness error: {theirs}" if theirs else "a pass"
             print(f"device check: {route} does not fail alike ({said[:160]})", file=sys.stderr)
     return tuple(sorted(alike)) if len(alike) > 1 else ()
+
+
+def probed_further(general: Generalisation, pool, backend: str, graph: Graph, options: Options,
+                   signature: Signature, timeout: float, check_strides: bool, ids) -> Generalisation:
+    """A reduced graph's generalisation with what its runs elsewhere show: the devices a wrong value
+    fails alike on, and the narrow store a crash's int64 form shows."""
+    return replace(general, devices=devices_failing_alike(pool, backend, graph, options, signature, timeout,
+                                                          check_strides, ids),
+                   widened=narrow_store_when_widened(pool, backend, graph, options, signature, timeout,
+                                                     check_strides, ids))
+
+
+def narrow_store_when_widened(pool, backend: str, graph: Graph, options: Options, signature: Signature,
+                              timeout: float, check_strides: bool, ids) -> str:
+    """NARROW_STORE where a crash that killed the process shows it in its reduced graph with the
+    integer inputs widened to int64, run on a poisoned heap (fuzzfuse.explain, fuzzfuse.heap): the
+    crash is that store overrunning a narrower output (NNC's abs of a folded int16 zero corrupts
+    the heap; of an int64 zero, it leaves each element's high half unwritten). "" where it shows
+    nothing, or where there is no such crash or integer input."""
+    widened = widened_to_int64(graph) if signature.outcome == "hard-crash" else None
+    if widened is None:
+        return ""
+    reply = run_jobs(pool, [graph_job(next(ids), backend, widened, timeout, options, check_strides, True)])[0]
+    try:
+        shown = judge(backend, reply).signature
+    except HarnessError:
+        return ""
+    return NARROW_STORE if shown is not None and shown.outcome == "mismatch" and shown.message == NARROW_STORE else ""
 
 
 def reply_key(backend: str, reply: dict) -> str | None:

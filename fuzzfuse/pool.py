@@ -25,7 +25,9 @@ class Job:
     """One case for a worker (`fuzzfuse.job.run_job`): a seed to draw its graph from under `config`
     (a campaign's new case, drawn in the worker, in parallel), or a `graph` (a recheck, a replay, a
     reduction query), run on `backend` under the case's `options`. `recheck_of`: the signature key
-    whose first case this re-runs (read by the campaign, never by the worker)."""
+    whose first case this re-runs (read by the campaign, never by the worker). `poison_heap`: run
+    it with new memory filled with a pattern (fuzzfuse.heap), where a store that leaves bytes
+    unwritten is looked for or judged."""
 
     id: int | str
     backend: str
@@ -37,6 +39,7 @@ class Job:
     check_strides: bool = False
     extra_runs: bool = False
     recheck_of: str | None = None
+    poison_heap: bool = False
 
     def to_json(self) -> dict:
         """The worker pool's form: "id" and "timeout" are its own, the rest the worker's."""
@@ -44,14 +47,15 @@ class Job:
         drawn = {"seed": self.seed, "config": config} if self.graph is None else {"graph": self.graph.to_json()}
         return {"id": self.id, "backend": self.backend, "timeout": self.timeout, **drawn,
                 "options": self.options.to_json(), "check_strides": self.check_strides, "extra_runs": self.extra_runs,
-                **({"recheck_of": self.recheck_of} if self.recheck_of is not None else {})}
+                **({"recheck_of": self.recheck_of} if self.recheck_of is not None else {}),
+                **({"poison_heap": True} if self.poison_heap else {})}
 
     @staticmethod
     def from_json(d: dict) -> "Job":
         graph = Graph.from_json(d["graph"]) if "graph" in d else None
         return Job(d["id"], d["backend"], float(d["timeout"]), d.get("seed"),
                    config_from_json(d["config"]) if d.get("config") else None, graph, Options.from_json(d["options"]),
-                   bool(d["check_strides"]), bool(d["extra_runs"]), d.get("recheck_of"))
+                   bool(d["check_strides"]), bool(d["extra_runs"]), d.get("recheck_of"), d.get("poison_heap") is True)
 
 
 def worker_env(backend_name: str) -> dict[str, str]:
@@ -73,9 +77,10 @@ def run_jobs(pool: WorkerPool, jobs: list[Job]) -> list[dict]:
 
 
 def graph_job(job_id, backend: str, graph: Graph, timeout: float, options: Options = Options(),
-              check_strides: bool = False) -> Job:
+              check_strides: bool = False, poison_heap: bool = False) -> Job:
     """A worker job that runs `graph` under a saved case's choices."""
-    return Job(job_id, backend, timeout, graph=graph, options=options, check_strides=check_strides)
+    return Job(job_id, backend, timeout, graph=graph, options=options, check_strides=check_strides,
+               poison_heap=poison_heap)
 
 
 class PoolClosed(Exception):

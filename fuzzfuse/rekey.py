@@ -20,8 +20,9 @@ from pathlib import Path
 from .backends import Unavailable
 from .corpus import Case, CorpusError, ReductionFigures, Variant, load_case, write_json
 from .ir import Graph
-from .minimize import (REDUCER_REVISION, VERIFY_RUNS, devices_failing_alike, first_output_wrong, generalised,
+from .minimize import (REDUCER_REVISION, VERIFY_RUNS, first_output_wrong, generalised, probed_further,
                        reduce_case, repro_slug, reply_key, write_minimized)
+from .explain import NARROW_STORE
 from .oracle import Signature
 from .verdict import HarnessError, judge
 from .pool import case_pool, graph_job, run_jobs
@@ -111,10 +112,11 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tupl
     since is re-keyed where it is still the same bug (`identity.same_bug`)."""
     recorded = replace(signature_today(case.signature, case.detail), backend=case.backend)
     ids = itertools.count()
+    poison = recorded.message == NARROW_STORE  # such a store shows on every run only so (fuzzfuse.heap)
 
     def replies(candidates: list[Graph]) -> list[dict]:
-        return run_jobs(pool, [graph_job(next(ids), case.backend, g, timeout, case.options, bool(case.check_strides))
-                               for g in candidates])
+        return run_jobs(pool, [graph_job(next(ids), case.backend, g, timeout, case.options, bool(case.check_strides),
+                                         poison) for g in candidates])
 
     try:
         fresh = judge(case.backend, replies([case.graph])[0]).signature
@@ -140,8 +142,8 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tupl
 
     general = generalised(case.graph, sig, case.backend, is_interesting, first_wrong)
     if general is not None:
-        general = replace(general, devices=devices_failing_alike(pool, case.backend, case.graph, case.options, sig,
-                                                                 timeout, bool(case.check_strides), ids))
+        general = probed_further(general, pool, case.backend, case.graph, case.options, sig, timeout,
+                                 bool(case.check_strides), ids)
     return sig, general
 
 

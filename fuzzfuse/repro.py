@@ -20,6 +20,8 @@ from .ir import Graph, TensorInput, make_inputs, to_source
 from .ir.graph import Layout, Node
 from .ir.types import DTYPES, is_float
 from .ir.values import INLINE_LIMIT, logical_bytes
+from .explain import NARROW_STORE
+from .heap import REPRO_LINES
 from .oracle import headline, innermost_error, nvrtc_error
 
 # Where a repro's inputs too large to inline are: their bytes, little-endian, one after another in
@@ -418,8 +420,11 @@ def repro_files(graph: Graph, backend, signature: Signature, versions: dict[str,
     imports = ["json", "math", "sys", "traceback"] + (["faulthandler", "threading"] if hang else [])
     prelude = backend.repro_prelude()
     imports = sorted(imports + ([] if pinned or "import os\n" in prelude else ["os"]))
+    # Bytes a kernel never writes read the same on every run (fuzzfuse.heap), as in the workers.
+    unwritten = "".join(ln + "\n" for ln in REPRO_LINES) if signature.message == NARROW_STORE else ""
     parts = [
         header,
+        unwritten,
         "import os\n" if pinned else "",
         pin_prelude(versions) if pinned else "",
         prelude.replace("import os\n", "") if pinned else prelude,

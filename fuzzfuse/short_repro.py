@@ -30,6 +30,8 @@ from .ir.types import DTYPES
 from .ir.untrusted import record, take
 from .ir.values import logical_bytes, logical_values
 from .oracle import Signature
+from .explain import NARROW_STORE
+from .heap import REPRO_LINES
 from .verdict import EAGER_FAULT
 
 # Elements an input may have and still be spelled out in the repro.
@@ -397,8 +399,9 @@ def short_repro(graph: Graph, backend_name: str, options: Options, signature: Si
         head.remove("import os")
         env = [ln for ln in head if ln.startswith("os.environ")] + env
         head = [ln for ln in head if not ln.startswith("os.environ")]
+    unwritten = signature.message == NARROW_STORE  # bytes never written: fill new memory so they show
     modules = ["math"] * any("math." in ln for ln in check) + ["hashlib"] * hashed + \
-        ["faulthandler"] * (signature.outcome in ("hang", "hard-crash"))
+        ["faulthandler"] * (signature.outcome in ("hang", "hard-crash")) + ["ctypes"] * unwritten
     lines = [f'"""{title}', "", exit_contract(signature) + '"""']
     lines += ["import os", *env] if env else []
     lines += [f"import {m}" for m in sorted(modules)]
@@ -406,6 +409,7 @@ def short_repro(graph: Graph, backend_name: str, options: Options, signature: Si
         # The signal's name and the Python stack on stderr. Enabled before torch loads: enabled
         # just before the call, it moved the heap enough that a segfault did not come.
         lines.append("faulthandler.enable(all_threads=False)")
+    lines += [ln for ln in REPRO_LINES if not ln.startswith("import ")] * unwritten
     lines += head + [""]
     if backend_name != "nvfuser":
         lines += [""]

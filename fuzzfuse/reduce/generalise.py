@@ -49,7 +49,7 @@ import torch
 from ..ir.graph import Graph, GraphError, Layout, TensorInput
 from ..ir.ops import OPS, OPS_BY_KIND
 from ..ir.types import category
-from ..explain import constant_region, opaque_constant_graphs
+from ..explain import NARROW_STORE, constant_region, opaque_constant_graphs
 from ..ir.values import logical_values, make_inputs, with_exact_values
 from ..oracle import MISMATCH_KINDS
 from .passes import admissible, expanded_like, op_rank, pinned, replaced
@@ -84,7 +84,9 @@ class Generalisation:
     kept the failure at a position too few kept it at to make a filler (amin -> expand of an
     expanded input crashes as amax -> expand does, sum -> expand does not): a crash's key names
     the position by each op that reaches it. `folded`: the positions of a crash's constant region,
-    where making the constant opaque stops it. `graph`: the digest of the (renamed) graph it was
+    where making the constant opaque stops it. `widened`: the rule (fuzzfuse.explain.NARROW_STORE)
+    a crash's graph shows with its integer inputs widened to int64, where it shows one: the crash
+    is that store overrunning a narrower output. `graph`: the digest of the (renamed) graph it was
     found on; `queries`: what it cost."""
 
     graph: str
@@ -98,6 +100,7 @@ class Generalisation:
     as_float: tuple[int, ...] = ()
     kept: tuple[tuple[int, str], ...] = ()
     folded: tuple[int, ...] = ()
+    widened: str = ""
 
     def applies_to(self, graph: Graph) -> bool:
         return self.graph == graph.renamed().digest()
@@ -114,7 +117,8 @@ class Generalisation:
                 **({"devices": list(self.devices)} if self.devices else {}),
                 **({"as_float": list(self.as_float)} if self.as_float else {}),
                 **({"kept": [list(p) for p in self.kept]} if self.kept else {}),
-                **({"folded": list(self.folded)} if self.folded else {})}
+                **({"folded": list(self.folded)} if self.folded else {}),
+                **({"widened": self.widened} if self.widened else {})}
 
     @staticmethod
     def from_json(d: dict) -> "Generalisation":
@@ -144,10 +148,13 @@ class Generalisation:
         folded = d.get("folded") or []
         if not (isinstance(folded, list) and all(isinstance(k, int) and k >= 0 for k in folded)):
             raise GraphError(f"generalisation: bad folded {folded!r}")
+        widened = d.get("widened") or ""
+        if widened not in ("", NARROW_STORE):
+            raise GraphError(f"generalisation: bad widened {widened!r}")
         return Generalisation(d["graph"], pairs("ops", OPS_BY_KIND), pairs("dtypes", CATEGORIES),
                               int(d.get("queries", 0)), tuple(culprit) if culprit else None, d.get("probed") is True,
                               d.get("alone") is True, tuple(devices), tuple(as_float), pairs("kept", OPS),
-                              tuple(folded))
+                              tuple(folded), widened)
 
 
 def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtypes: Iterable[str] = (),
@@ -331,6 +338,18 @@ def operands_as_inputs(graph: Graph, position: int, values: dict[str, torch.Tens
     except Exception:
         return None
     return probe
+
+
+def widened_to_int64(graph: Graph) -> Graph | None:
+    """`graph` with every integer input narrower than int64 holding its very values as int64; None
+    where it has none, or where the graph no longer type-checks."""
+    widened = graph
+    for position, spec in enumerate(graph.inputs):
+        if isinstance(spec, TensorInput) and CATEGORIES[category(spec.dtype)] == "int" and spec.dtype != "int64":
+            widened = _retyped(widened, position, "int64", keep_values=True)
+            if widened is None:
+                return None
+    return widened if widened is not graph else None
 
 
 def _as_float(graph: Graph, position: int) -> Graph | None:
