@@ -4,8 +4,10 @@ committed repros. The crash texts are nvFuser's own (tests/data/nvfuser_errors.j
 corpus is real case files of minimized/ (tests/data/identity_corpus: copies, since minimized/ is
 itself refolded as identities change), copied again into tmp_path before each fold."""
 import json
+import os
 import shutil
 import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -860,3 +862,23 @@ def test_an_extent_of_one_an_op_made_broadcast_against_a_larger_one_is_one_bug()
     values = Signature("mismatch", "nvfuser", "run", "values", "float")
     own = identify(values, alone, None, "cuda")
     assert own.where != MADE_EXTENT_ONE_BROADCAST and own.symptom is Symptom.WRONG_VALUE
+
+
+def test_eagers_remainder_is_its_vectorized_fmods_bug():
+    """A 300-s NNC campaign's "new" eager remainder -> neg: eager's AVX2 remainder of -1.8e308 is
+    nan (its scalar loop, -0.13), because ATen's CPU remainder vectorizes through at::vec fmod,
+    whose nan 0772db8d holds. The kernels are measured here where the host has AVX2."""
+    from fuzzfuse.hostcpu import host_isa
+
+    found = load_case(DATA / "eager_remainder_huge_dividend_case.json")
+    committed = load_case(DATA.parent.parent / "minimized" / "inductor-mismatch-nan-inf-float-0772db8d" / "case.json")
+    assert same_bug(case_identity(found), case_identity(committed))
+    if host_isa() not in ("avx2", "avx512"):
+        return
+    probe = ("import torch; a = torch.full((64,), -1.7976931348623157e+308, dtype=torch.float64); "
+             "b = torch.full((64,), -0.7, dtype=torch.float64); "
+             "print(torch.fmod(a, b)[0].item(), torch.remainder(a, b)[0].item(), torch.remainder(a[:1], b[:1]).item())")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "ATEN_CPU_CAPABILITY": "avx2"})
+    vector_fmod, vector_remainder, scalar_remainder = done.stdout.split()
+    assert vector_fmod == vector_remainder == "nan" and scalar_remainder != "nan", done.stdout + done.stderr
