@@ -31,7 +31,8 @@ from .ir.types import DTYPES, is_float
 from .ir.values import logical_values
 from .oracle import FAILING_CONTEXT, gradient_reduction_sizes, innermost_error, normalize, nvrtc_error, reduction_sizes
 from .repro import INPUTS_FILE, _raised, repro_files, tolerances
-from .short_repro import EXITS_1, HANG_SECONDS, MAX_LINES, Symptom, exit_contract, short_repro
+from .short_repro import (HANG_SECONDS, MAX_LINES, Symptom, exit_contract, in_a_child, kills_the_process,
+                          short_repro)
 from .upstream import Relation, known
 from .verdict import EAGER_FAULT, Reproduction
 
@@ -438,8 +439,8 @@ _UPSTREAM = re.compile(r"\A(# [^\n]*\n\n).*?(\*\*Found with:\*\*)", re.S)
 def _readme_contract(case: Case) -> str:
     """The repro's exit contract as the README's Repro line words it."""
     contract = exit_contract(case.signature)
-    if contract == EXITS_1:  # the wording every such README has had
-        return "exit status 1 while the bug is present, 0 once it is fixed"
+    if contract.startswith("Exits 1 while"):  # the wording every such README has had
+        return "exit status 1" + contract.removeprefix("Exits 1").rstrip(".")
     return contract[:1].lower() + contract[1:].rstrip(".")
 
 
@@ -551,20 +552,20 @@ def aot_nvfuser_repro(directory: Path, case: Case) -> str:
     script = script.replace("for o in outputs:\n    print(o.dtype, tuple(o.shape))\n",
                             "torch.cuda.synchronize()\nprint(\"nvFuser ran the fusion without error\")\n")
     script = re.sub(r"^# fusion: .*\n", "", script.lstrip(), flags=re.M)
-    return (f'"""{title(case)}\n\n{exit_contract(case.signature)}"""\n'
-            f"# fusion: {origin.split(',')[0].replace(' ', '_')} (the fusion aot_autograd's graph became)\n" + script)
+    source = (f'"""{title(case)}\n\n{exit_contract(case.signature)}"""\n'
+              f"# fusion: {origin.split(',')[0].replace(' ', '_')} (the fusion aot_autograd's graph became)\n" + script)
+    return in_a_child(source) if kills_the_process(case.signature) else source
 
 
 def fails_as_recorded(case: Case, run: ReproRun) -> bool:
-    """Whether a run of the short repro shows the bug: killed by a signal for a hard crash, exit
-    status 1 (or killed at the timeout, for a hang) otherwise. A crash whose exception was raised
-    as recorded and whose process then died at exit (nvFuser's executable destructor aborts after
-    an illegal memory access) shows it too."""
+    """Whether a run of the short repro shows the bug: exit status 1 (or killed at the timeout, for
+    a hang); where the bug kills the process, its child's end said too (the signal a hard crash
+    died by; a CUDA error's exception)."""
     if case.signature.outcome == "hard-crash":
-        return run.status is not None and run.status < 0
-    raised_then_died = (case.signature.outcome == "crash" and run.status is not None and run.status < 0
-                        and re.search(rf"^\S*\b{re.escape(case.signature.kind)}: ", run.output, re.M) is not None)
-    return run.status == 1 or raised_then_died or (run.status is None and case.signature.outcome == "hang")
+        return run.status == 1 and f"the child process running fn died by {case.signature.kind}" in run.output
+    if kills_the_process(case.signature):
+        return run.status == 1 and re.search(rf"^\S*\b{re.escape(case.signature.kind)}: ", run.output, re.M) is not None
+    return run.status == 1 or (run.status is None and case.signature.outcome == "hang")
 
 
 # ATen's x86 CPU capabilities (ATEN_CPU_CAPABILITY), lowest first: a CPU case recorded without one

@@ -7,7 +7,9 @@ the aot routes functorch's `memory_efficient_fusion`. Inputs are literal when sm
 from a torch seed with a check that their bytes are the recorded ones. The verdict is one plain
 check against eager's value at the wrong element (`Symptom`, read from what fuzzfuse's full oracle
 printed), printing "expected X, got Y". The script imports torch only (and nvfuser_direct); it
-exits 1 while the bug is present (a hard crash dies by its signal) and 0 once it is fixed.
+exits 1 while the bug is present and 0 once it is fixed. A bug that kills the process (a hard
+crash; a CUDA error, sticky, after which nvFuser aborts at exit) cannot let it exit 1: such a
+repro runs itself again in a child process and exits by how the child ended, saying the signal.
 fuzzfuse's full oracle stays in
 `regression.py` beside it, for the regression corpus (fuzzfuse.repro).
 """
@@ -370,16 +372,42 @@ def _profiled_last_call(lines: list[str], backward: bool) -> list[str]:
 EXITS_1 = "Exits 1 while the bug is present, 0 once it is fixed."
 
 
+def kills_the_process(signature: Signature) -> bool:
+    """Whether the bug ends the process running the fused call by a signal: a hard crash, or a
+    CUDA error, which is sticky (nvFuser's kernel cache then aborts as the interpreter frees it).
+    Such a repro runs itself again in a child process and exits 1 by how the child ended."""
+    return (signature.outcome == "hard-crash" and bool(signature.kind)) or signature.kind == "AcceleratorError"
+
+
 def exit_contract(signature: Signature) -> str:
-    """How the repro ends while the bug is present and once it is fixed: a process the bug kills
-    cannot exit 1 itself, it dies by the signal."""
+    """How the repro ends while the bug is present and once it is fixed."""
     if signature.outcome == "hard-crash" and signature.kind:
-        return f"Dies by {signature.kind} while the bug is present, exits 0 once it is fixed."
+        return (f"Exits 1 while the bug is present (the fused call, run in a child process, dies by "
+                f"{signature.kind}), 0 once it is fixed.")
     if signature.kind == "AcceleratorError":
-        # A CUDA error is sticky: nvFuser's kernel cache then aborts as the interpreter frees it.
-        return ("Raises while the bug is present (the CUDA error is sticky: the process may then die by "
-                "SIGABRT at exit), exits 0 once it is fixed.")
+        return ("Exits 1 while the bug is present (the fused call, run in a child process, raises; the CUDA "
+                "error is sticky, and the child may then die by SIGABRT at exit), 0 once it is fixed.")
     return EXITS_1
+
+
+# A repro whose bug kills its process (`kills_the_process`): this file again, in a child process.
+CHILD_LINES = (
+    "import signal, subprocess, sys  # the bug kills the process: the fused call runs in a child",
+    'if "REPRO_CHILD" not in os.environ:',
+    '    ended = subprocess.run([sys.executable, __file__], env={**os.environ, "REPRO_CHILD": "1"}).returncode',
+    "    print(f\"the child process running fn {'died by ' + signal.Signals(-ended).name if ended < 0 "
+    "else f'exited {ended}'}\")",
+    "    raise SystemExit(ended != 0)",
+)
+
+
+def in_a_child(source: str) -> str:
+    """A repro's source with CHILD_LINES after its docstring and `import os`: the parent imports no
+    torch and judges how the child, which runs all of the file, ended."""
+    docstring_end = source.index('"""', source.index('"""') + 3) + 4
+    head, rest = source[:docstring_end], source[docstring_end:]
+    rest = rest.removeprefix("import os\n")
+    return head + "import os\n" + "".join(ln + "\n" for ln in CHILD_LINES) + rest
 
 
 def short_repro(graph: Graph, backend_name: str, options: Options, signature: Signature, versions: dict[str, str],
@@ -425,4 +453,5 @@ def short_repro(graph: Graph, backend_name: str, options: Options, signature: Si
                   'print(f"expected fused kernels and no fallback, got {ran or \'none\'}")',
                   'raise SystemExit(not ran or "fallback_function" in ran)']
     lines += check
-    return "\n".join(lines) + "\n"
+    source = "\n".join(lines) + "\n"
+    return in_a_child(source) if kills_the_process(signature) else source
