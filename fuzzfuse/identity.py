@@ -332,6 +332,14 @@ def culprit_position(graph: Graph, generalisation: Generalisation | None) -> int
     # through pow(v, v): cast(float32 -> float32) -> log_softmax -> pow was keyed by the cast, a
     # new bug beside the committed log_softmax -> eq one. (An op that moves data is no identity:
     # a strided slice's indexing, a reshape's shape rule are where such bugs are.)
+    # An op whose fused value was eager's bit for bit (`Generalisation.exact`) did not start it
+    # where an op after it, before the last, gave another value: NNC's floor of -6.4e-40 is -1 as
+    # eager's, and its remainder's -0.0, which the tolerance forgave, made pow inf. Where only the
+    # last op is left, the pair is the bug and its first op names it (oneDNN's log is exact as an
+    # output; log then add, fused, is wrong).
+    inexact = [k for k in candidates if k not in generalisation.exact and k != last]
+    if inexact and candidates and candidates[0] in generalisation.exact:
+        return inexact[0]
     types = graph.infer_types()
     computing = [k for k in candidates if not _identity_cast(graph.nodes[k], types)]
     return (computing or candidates)[0] if candidates else None

@@ -122,12 +122,13 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: Options
     torch.set_flush_denormal(False)
     timings["backend"] = time.perf_counter() - t
     ran = CaseResult(timings=timings, fused=result.fused, evidence=result.evidence,
-                     compile_seconds=result.compile_seconds)
+                     compile_seconds=result.compile_seconds,
+                     first_output_exact=bitwise_equal(result.outputs[0], eager[0]) if result.outputs and eager else None)
 
     def judged(failure: CaseResult) -> CaseResult:
         timings["compare"] = time.perf_counter() - t
         failure.timings, failure.fused, failure.evidence = timings, ran.fused, ran.evidence
-        failure.compile_seconds = ran.compile_seconds
+        failure.compile_seconds, failure.first_output_exact = ran.compile_seconds, ran.first_output_exact
         return failure
 
     t = time.perf_counter()
@@ -155,6 +156,20 @@ def _judge(graph: Graph, backend: Backend, check_strides: bool, options: Options
     if extra_sets and grad_outputs is None:
         return extra_input_sets(graph, backend, compiled, ran, check_strides, generate_seconds)
     return ran
+
+
+def bitwise_equal(fused, expected) -> bool:
+    """Whether a fused output is eager's bit for bit: its dtype, shape and every value, a -0.0 and
+    a NaN as themselves."""
+    if not (isinstance(fused, torch.Tensor) and isinstance(expected, torch.Tensor)) or fused.dtype != expected.dtype \
+            or fused.shape != expected.shape:
+        return False
+    # Compared where eager ran, as the oracle compares.
+    a, b = fused.detach().to(expected.device).contiguous(), expected.detach().contiguous()
+    if a.is_floating_point():
+        same_size = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+        return torch.equal(a.view(same_size), b.view(same_size))
+    return torch.equal(a, b)
 
 
 def wrong_value_checks(backend: Backend, options: Options, graph: Graph, inputs: list) -> dict:

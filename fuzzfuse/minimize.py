@@ -96,14 +96,23 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
     def _key(reply: dict) -> str | None:
         return reply_key(backend, reply)
 
+    answered: dict[tuple[str, str], dict] = {}  # the probes' replies, which two questions read
+
     def replies(graphs: list[Graph], options: Options) -> list[dict]:
-        return run_jobs(active, [graph_job(next(ids), backend, g, timeout, options, bool(case.check_strides), poison)
-                                 for g in graphs])
+        keys = [(g.digest(), repr(options)) for g in graphs]
+        todo = {k: g for k, g in zip(keys, graphs) if k not in answered}
+        runs = run_jobs(active, [graph_job(next(ids), backend, g, timeout, options, bool(case.check_strides), poison)
+                                 for g in todo.values()])
+        answered.update(zip(todo, runs))
+        return [answered[k] for k in keys]
 
     def first_wrong_with(options: Options) -> Callable[[list[Graph]], list[str | None]]:
         def first_wrong(candidates: list[Graph]) -> list[str | None]:
             return [first_output_wrong(backend, reply) for reply in replies(candidates, options)]
         return first_wrong
+
+    def exact_first_with(options: Options) -> Callable[[list[Graph]], list[bool]]:
+        return lambda candidates: [first_output_exact(backend, reply) for reply in replies(candidates, options)]
 
     def reduced_again(candidate: Graph, reply: dict, options: Options,
                       stats: ReductionStats) -> tuple[Signature, Graph, ReductionStats]:
@@ -144,8 +153,8 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
             at = next((k for k, r in enumerate(runs) if first_output_wrong(backend, r) == "dtype"), None)
             if at is not None:
                 kept, graph, stats = reduced_again(producers[at], runs[at], options, stats)
-        general = generalised(graph, kept, backend, interesting_with(options),
-                              first_wrong_with(options), batch=max(1, workers)) if generalise else None
+        general = generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options),
+                              exact_first_with(options), batch=max(1, workers)) if generalise else None
         if general is not None and general.culprit:
             # The ops after the culprit only observe its wrong value (the key ends there already):
             # where the culprit alone, as the output, fails with the kind its value showed, that
@@ -155,7 +164,7 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
             if first_output_wrong(backend, reply) == general.culprit[1]:
                 kept, graph, stats = reduced_again(at_culprit, reply, options, stats)
                 general = generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options),
-                                      batch=max(1, workers))
+                                      exact_first_with(options), batch=max(1, workers))
         if general is not None:
             general = probed_further(general, active, backend, graph, options, kept, timeout,
                                      bool(case.check_strides), ids)
@@ -262,6 +271,14 @@ def reply_key(backend: str, reply: dict) -> str | None:
         return None
 
 
+def first_output_exact(backend: str, reply: dict) -> bool:
+    """Whether a run's first output was eager's bit for bit."""
+    try:
+        return judge(backend, reply).first_output_exact is True
+    except HarnessError:
+        return False
+
+
 def first_output_wrong(backend: str, reply: dict) -> str | None:
     """The kind of mismatch a run's first output shows in the forward ("values", "nan-inf"...),
     None when it is right (another output may be wrong) or the run did not get that far."""
@@ -277,6 +294,7 @@ def first_output_wrong(backend: str, reply: dict) -> str | None:
 def generalised(graph: Graph, signature: Signature, backend: str,
                 is_interesting: Callable[[list[Graph]], list[bool]],
                 first_wrong: Callable[[list[Graph]], list[str | None]] | None = None,
+                exact_first: Callable[[list[Graph]], list[bool]] | None = None,
                 batch: int = 1) -> Generalisation | None:
     """The fillers, free dtypes and culprit of a reduced graph (fuzzfuse.reduce.generalise), among
     the ops `backend` draws. An anchored crash's identity does not read the graph, but steering
@@ -286,7 +304,8 @@ def generalised(graph: Graph, signature: Signature, backend: str,
     features = get_backend(backend).features
     wrong_value = signature.outcome == "mismatch" and signature.stage == "run"
     return generalise(graph, is_interesting, features.ops,
-                      first_wrong=first_wrong if wrong_value else None, batch=batch,
+                      first_wrong=first_wrong if wrong_value else None,
+                      exact_first=exact_first if wrong_value else None, batch=batch,
                       by_signal=signature.outcome == "hard-crash")
 
 

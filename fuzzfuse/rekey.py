@@ -20,8 +20,8 @@ from pathlib import Path
 from .backends import Unavailable
 from .corpus import Case, CorpusError, ReductionFigures, Variant, load_case, write_json
 from .ir import Graph
-from .minimize import (REDUCER_REVISION, VERIFY_RUNS, first_output_wrong, generalised, probed_further,
-                       reduce_case, repro_slug, reply_key, write_minimized)
+from .minimize import (REDUCER_REVISION, VERIFY_RUNS, first_output_exact, first_output_wrong, generalised,
+                       probed_further, reduce_case, repro_slug, reply_key, write_minimized)
 from .explain import NARROW_STORE
 from .oracle import Signature
 from .verdict import HarnessError, judge
@@ -114,9 +114,13 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tupl
     ids = itertools.count()
     poison = recorded.message == NARROW_STORE  # such a store shows on every run only so (fuzzfuse.heap)
 
+    answered: dict[str, dict] = {}  # the probes' replies, which two questions read
+
     def replies(candidates: list[Graph]) -> list[dict]:
-        return run_jobs(pool, [graph_job(next(ids), case.backend, g, timeout, case.options, bool(case.check_strides),
-                                         poison) for g in candidates])
+        todo = {g.digest(): g for g in candidates if g.digest() not in answered}
+        answered.update(zip(todo, run_jobs(pool, [graph_job(next(ids), case.backend, g, timeout, case.options,
+                                                             bool(case.check_strides), poison) for g in todo.values()])))
+        return [answered[g.digest()] for g in candidates]
 
     try:
         fresh = judge(case.backend, replies([case.graph])[0]).signature
@@ -140,7 +144,10 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tupl
     def first_wrong(candidates: list[Graph]) -> list[str | None]:
         return [first_output_wrong(case.backend, reply) for reply in replies(candidates)]
 
-    general = generalised(case.graph, sig, case.backend, is_interesting, first_wrong)
+    def exact_first(candidates: list[Graph]) -> list[bool]:
+        return [first_output_exact(case.backend, reply) for reply in replies(candidates)]
+
+    general = generalised(case.graph, sig, case.backend, is_interesting, first_wrong, exact_first)
     if general is not None:
         general = probed_further(general, pool, case.backend, case.graph, case.options, sig, timeout,
                                  bool(case.check_strides), ids)

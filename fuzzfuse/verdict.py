@@ -127,6 +127,9 @@ class CaseResult:
     reshaped_sets: int = 0
     # A forward mismatch: the position of the output it reports (the first wrong one).
     wrong_output: int | None = None
+    # Whether the fused run's first output is eager's bit for bit (None where none was compared):
+    # an op whose value is exact cannot be where a wrong value starts (fuzzfuse.reduce.generalise).
+    first_output_exact: bool | None = None
 
     def to_json(self) -> dict:
         return {"outcome": self.outcome.value, "signature": self.signature.to_json() if self.signature else None,
@@ -137,7 +140,8 @@ class CaseResult:
                 "cpu_seconds": self.cpu_seconds, "stderr_tail": self.stderr_tail,
                 "attribution": self.attribution.to_json() if self.attribution else None,
                 "input_sets": self.input_sets, "triples": self.triples,
-                "steered": self.steered, "reshaped_sets": self.reshaped_sets, "wrong_output": self.wrong_output}
+                "steered": self.steered, "reshaped_sets": self.reshaped_sets, "wrong_output": self.wrong_output,
+                "first_output_exact": self.first_output_exact}
 
     @staticmethod
     def from_json(d: dict) -> "CaseResult":
@@ -150,7 +154,7 @@ class CaseResult:
             d.get("worker_seconds"), d.get("cpu_seconds"), str(d.get("stderr_tail") or ""),
             Attribution.from_json(d["attribution"]) if d.get("attribution") else None,
             int(d.get("input_sets") or 1), [str(t) for t in d.get("triples") or []], int(d.get("steered") or 0),
-            int(d.get("reshaped_sets") or 0), d.get("wrong_output"))
+            int(d.get("reshaped_sets") or 0), d.get("wrong_output"), d.get("first_output_exact"))
 
     @property
     def key(self) -> str | None:

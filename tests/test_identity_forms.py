@@ -74,3 +74,29 @@ def test_an_integer_input_the_failure_survives_as_float_names_the_float_ops_bug(
     found = load_case(folder / "case.json")
     assert found.generalisation.as_float == (0,)
     assert same_bug(case_identity(found), case_identity(committed))
+
+
+def test_an_op_whose_value_is_eagers_bit_for_bit_is_not_the_culprit(tmp_path):
+    """A 300-s NNC campaign (seed 2943217282) reported floor -> remainder -> pow of -6.4e-40 (inf,
+    eager nan) new, keyed by floor. NNC's floor is -1, as eager's; its remainder is -0.0 for
+    -6.4e-40, within the oracle's tolerance, and pow makes inf of it: 4d04286f's remainder."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from fuzzfuse.corpus import load_case
+    from fuzzfuse.identity import case_identity, same_bug
+
+    root = Path(__file__).resolve().parent.parent
+    folder = tmp_path / "found"
+    folder.mkdir()
+    shutil.copy(root / "tests" / "data" / "nnc_floor_remainder_pow_case.json", folder / "case.json")
+    committed = load_case(root / "minimized" / "torchscript-nnc-mismatch-nan-inf-float-4d04286f" / "case.json")
+    assert case_identity(load_case(folder / "case.json")).where == "floor"
+    done = subprocess.run([sys.executable, "-m", "fuzzfuse", "corpus", "refresh", "--generalise", str(folder)],
+                          capture_output=True, text=True, cwd=root, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = load_case(folder / "case.json")
+    assert found.generalisation.exact == (0,)  # the floor
+    assert same_bug(case_identity(found), case_identity(committed))

@@ -29,7 +29,11 @@ care are written as wildcards:
   only observes that: NNC's round of 0.5 gives 1, seen through rsqrt as a nan-inf mismatch and
   through le as a bool one, is one bug. With several outputs every op is probed so, its value
   first among them. Where no op before the last is wrong, the last op is the first wrong one (an
-  algebraic rewrite across ops too shows there). A wrong value's key is its
+  algebraic rewrite across ops too shows there). The same runs say which ops' values are eager's
+  bit for bit (*exact*): where no op is wrong and the last is right on eager's operands, an op
+  before it passed the oracle's tolerance with a value that is not exact (NNC's remainder of
+  -6.4e-40 by -1 is -0.0, which pow makes inf where eager's is nan), and an exact one (the floor
+  that made the -1) is not where it starts. A wrong value's key is its
   culprit on the operands it received (fuzzfuse.graphform.culprit_form).
 
 Queries are bounded: MAX_QUERIES over the whole graph. With `batch` > 1 (a reduction on several
@@ -86,7 +90,9 @@ class Generalisation:
     the position by each op that reaches it. `folded`: the positions of a crash's constant region,
     where making the constant opaque stops it. `widened`: the rule (fuzzfuse.explain.NARROW_STORE)
     a crash's graph shows with its integer inputs widened to int64, where it shows one: the crash
-    is that store overrunning a narrower output. `graph`: the digest of the (renamed) graph it was
+    is that store overrunning a narrower output. `exact`: where the culprit was looked for and none
+    found, the positions of the ops whose fused value was eager's bit for bit (none of them is
+    where a wrong value starts). `graph`: the digest of the (renamed) graph it was
     found on; `queries`: what it cost."""
 
     graph: str
@@ -101,6 +107,7 @@ class Generalisation:
     kept: tuple[tuple[int, str], ...] = ()
     folded: tuple[int, ...] = ()
     widened: str = ""
+    exact: tuple[int, ...] = ()
 
     def applies_to(self, graph: Graph) -> bool:
         return self.graph == graph.renamed().digest()
@@ -118,7 +125,8 @@ class Generalisation:
                 **({"as_float": list(self.as_float)} if self.as_float else {}),
                 **({"kept": [list(p) for p in self.kept]} if self.kept else {}),
                 **({"folded": list(self.folded)} if self.folded else {}),
-                **({"widened": self.widened} if self.widened else {})}
+                **({"widened": self.widened} if self.widened else {}),
+                **({"exact": list(self.exact)} if self.exact else {})}
 
     @staticmethod
     def from_json(d: dict) -> "Generalisation":
@@ -148,23 +156,27 @@ class Generalisation:
         folded = d.get("folded") or []
         if not (isinstance(folded, list) and all(isinstance(k, int) and k >= 0 for k in folded)):
             raise GraphError(f"generalisation: bad folded {folded!r}")
+        exact = d.get("exact") or []
+        if not (isinstance(exact, list) and all(type(k) is int and k >= 0 for k in exact)):
+            raise GraphError(f"generalisation: bad exact {exact!r}")
         widened = d.get("widened") or ""
         if widened not in ("", NARROW_STORE):
             raise GraphError(f"generalisation: bad widened {widened!r}")
         return Generalisation(d["graph"], pairs("ops", OPS_BY_KIND), pairs("dtypes", CATEGORIES),
                               int(d.get("queries", 0)), tuple(culprit) if culprit else None, d.get("probed") is True,
                               d.get("alone") is True, tuple(devices), tuple(as_float), pairs("kept", OPS),
-                              tuple(folded), widened)
+                              tuple(folded), widened, tuple(exact))
 
 
 def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtypes: Iterable[str] = (),
                max_queries: int = MAX_QUERIES, first_wrong: FirstWrong | None = None,
-               batch: int = 1, by_signal: bool = False) -> Generalisation:
+               batch: int = 1, by_signal: bool = False, exact_first: Predicate | None = None) -> Generalisation:
     """The fillers, free dtypes and culprit of `graph`, a reduced graph that `is_interesting` (the
     reducer's same-signature test) holds for. `ops`: the ops the backend draws, among which
     alternatives are chosen; `dtypes`: the dtypes it draws, tried on the inputs (none: dtypes are
     not generalised); `first_wrong`: for a wrong value, how its candidates' first outputs are
-    judged (none: no culprit is looked for); `batch`: how many queries run at once (the workers),
+    judged (none: no culprit is looked for); `exact_first`: whether each candidate's first output is
+    eager's bit for bit (none: not asked); `batch`: how many queries run at once (the workers),
     above 1 the alternatives are asked ahead (see the module's docstring); `by_signal`: the failure
     killed the process: whether it needs a folded constant is probed (only such a crash's key
     names a fold: fuzzfuse.identity.needed_ops), and, since it may show on most runs, not all (a
@@ -194,7 +206,7 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
             if todo:
                 answers.update(zip((d for d, _ in todo), map(bool, is_interesting([c for _, c in todo]))))
 
-    culprit = None
+    culprit, exact = None, ()
     if first_wrong is not None and len(graph.nodes) > 1:
         # Every op before the last, its value put first among the outputs, asked at once; with
         # several outputs, every op, outputs and the last included (`first_among_outputs`).
@@ -204,6 +216,9 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
         probes = spent([first_among_outputs(graph, graph.nodes[k].name) for k in positions])
         kinds = first_wrong(probes) if probes else []
         culprit = next(((k, kind) for k, kind in zip(positions, kinds) if kind is not None), None)
+        if culprit is None and exact_first is not None and probes:
+            # The same runs' answers (the caller's replies are cached): no query is spent.
+            exact = tuple(k for k, same in zip(positions, exact_first(probes)) if same)
     alone = False
     wrong_at = first_wrong_position(graph, culprit) if first_wrong is not None else None
     if wrong_at is not None:
@@ -259,7 +274,7 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
     as_float = tuple(position for position, g in floated.items() if any(ask([g])))
     return Generalisation(graph.renamed().digest(), tuple(fillers), tuple(free), max_queries - budget[0], culprit,
                           probed=first_wrong is not None, alone=alone, as_float=as_float, kept=tuple(kept),
-                          folded=folded)
+                          folded=folded, exact=exact)
 
 
 def _folded(graph: Graph, ask: Predicate) -> tuple[int, ...]:
