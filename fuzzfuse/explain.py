@@ -40,11 +40,11 @@ fuser's own operand still holds eager's NaN (else the op that made it lost the N
 the rule is named.
 
 A fuser that stores an integer result in fewer bytes than its dtype (NNC stores abs, round or
-floor of a folded integer constant as int32 elements, whatever the output's dtype) leaves the rest
-of an int64 output as it found it, and overruns an int16 or int8 output's buffer, which corrupts
-the heap. The fuzz workers fill new memory with a byte pattern (fuzzfuse.heap), so the unwritten
+floor of a folded integer constant as float32 elements, whatever the output's dtype) leaves the
+rest of an int64 output as it found it, and overruns an int16 or int8 output's buffer, which
+corrupts the heap. The fuzz workers fill new memory with a byte pattern (fuzzfuse.heap), so the unwritten
 bytes show on every run, not only where the allocator happened to hand out dirty memory. Where the
-output's bytes, read as narrower integers, begin with eager's values, and the output is not those
+output's bytes, read as narrower elements, begin with eager's values, and the output is not those
 values widened (a result computed in int32 and sign-extended is another bug), the store is named
 (`stored_narrow`); a process the overrun kills is named by it where the same graph on int64 inputs
 shows it (fuzzfuse.minimize.narrow_store_when_widened).
@@ -471,16 +471,16 @@ def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int
 
 
 def stored_narrow(fused, expected) -> bool:
-    """Whether integer tensor `fused` is `expected` stored as narrower integers (NARROW_STORE): its
-    bytes, read as int32, int16 or int8, begin with `expected`'s values so converted, and it is
-    neither `expected` nor those narrow values widened."""
+    """Whether integer tensor `fused` is `expected` stored in narrower elements (NARROW_STORE): its
+    bytes, read as int32, int16, int8, float32 or float16, begin with `expected`'s values so
+    converted, and it is neither `expected` nor those narrow values widened."""
     if not (isinstance(fused, torch.Tensor) and isinstance(expected, torch.Tensor)) or fused.dtype != expected.dtype \
             or fused.shape != expected.shape or fused.dtype.is_floating_point or fused.dtype == torch.bool:
         return False
     flat, right = fused.detach().cpu().contiguous().reshape(-1), expected.detach().cpu().contiguous().reshape(-1)
     if torch.equal(flat, right):
         return False
-    for narrow in (torch.int32, torch.int16, torch.int8):
+    for narrow in (torch.int32, torch.int16, torch.int8, torch.float32, torch.float16):
         if narrow.itemsize >= flat.element_size():
             continue
         stored = flat.view(narrow)[:flat.numel()]

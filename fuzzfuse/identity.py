@@ -13,7 +13,7 @@ triage and the pytest plugin all ask it (or its index key, `BugIdentity.key`).
   converted to the integer tensor's dtype) is that rule, through whichever op showed it. A process
   killed by a narrow store's overrun is that store's rule too, where its graph on int64 inputs
   shows the store (`Generalisation.widened`): NNC's abs of a folded zero kills an int16 process
-  and leaves an int64 one's high halves unwritten.
+  and leaves half of an int64 one unwritten.
 - A wrong result (a mismatch) is its **culprit**: the op that first computes something eager does
   not, with the class of dtype it computes in (none for an op that only moves data), the symptom (wrong numbers, a wrong dtype, shape or
   strides), the phase (forward or backward) and the device. Ops after the culprit (sign, eq,

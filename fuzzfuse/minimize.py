@@ -251,7 +251,7 @@ def narrow_store_when_widened(pool, backend: str, graph: Graph, options: Options
     """NARROW_STORE where a crash that killed the process shows it in its reduced graph with the
     integer inputs widened to int64, run on a poisoned heap (fuzzfuse.explain, fuzzfuse.heap): the
     crash is that store overrunning a narrower output (NNC's abs of a folded int16 zero corrupts
-    the heap; of an int64 zero, it leaves each element's high half unwritten). "" where it shows
+    the heap; of an int64 zero, it leaves half the output unwritten). "" where it shows
     nothing, or where there is no such crash or integer input."""
     widened = widened_to_int64(graph) if signature.outcome == "hard-crash" else None
     if widened is None:

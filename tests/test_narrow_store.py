@@ -1,7 +1,7 @@
 """A store narrower than its output's dtype is one bug however it shows (fuzzfuse.explain's
-NARROW_STORE), on real NNC: its abs, round or floor of a folded integer zero is written as int32
-elements whatever the output's dtype, so an int16 output's heap is overrun (the committed
-13207297 dies of it) and an int64 output keeps its high halves as the allocator left them (a
+NARROW_STORE), on real NNC: its abs, round or floor of a folded integer constant is written as
+float32 elements whatever the output's dtype, so an int16 output's heap is overrun (the committed
+13207297 dies of it) and an int64 output keeps its second half as the allocator left it (a
 README quick campaign reported that form new, flaky: 0x556b00000000 for 0)."""
 import platform
 import shutil
@@ -40,6 +40,9 @@ def test_stored_narrow_reads_the_bytes_as_narrower_integers():
     assert not stored_narrow(right, right.clone())
     assert not stored_narrow(torch.tensor([7, 9]), torch.tensor([3, 9]))  # a plain wrong value
     assert not stored_narrow(torch.zeros(2, dtype=torch.float64), torch.ones(2, dtype=torch.float64))
+    # NNC's round of a folded True cast to int64: eight float32 1.0s in a 64-byte buffer.
+    floats = torch.tensor([0x3F800000] * 8 + [0x5A5A5A5A] * 8, dtype=torch.int32).view(torch.int64)
+    assert stored_narrow(floats, torch.ones(8, dtype=torch.int64))
     int16_in_int32 = torch.tensor([0x5A5A0003, 0x5A5A5A5A], dtype=torch.int32)
     assert stored_narrow(int16_in_int32, torch.tensor([3, 0], dtype=torch.int32))
 
@@ -106,9 +109,16 @@ def test_a_crash_is_named_by_the_narrow_store_its_int64_form_shows_and_only_then
     int32 folded zero dies by SIGSEGV on int64 too: another bug, which keeps its graph's key."""
     segfault = load_case(ROOT / "minimized" / "torchscript-nnc-hard-crash-sigsegv-0b3fcc1e" / "case.json")
     committed = load_case(COMMITTED / "case.json")
+    # A 300-s campaign's eq(x, x) -> cast(int16) -> round of an int32: the cast names the narrow
+    # dtype, so the probe widens the cast too.
+    b = GraphBuilder()
+    x = b.tensor((2, 4), "int32", values=Values(dist="zeros"))
+    cast = b.build([b.add("round", b.add("cast", b.add("eq", x, x), dtype="int16"))])
     with case_pool("torchscript:nnc", 1, 60.0) as pool:
         ids = iter(range(100))
         assert narrow_store_when_widened(pool, "torchscript:nnc", committed.graph, Options(), committed.signature,
+                                         60.0, False, ids) == NARROW_STORE
+        assert narrow_store_when_widened(pool, "torchscript:nnc", cast, Options(), committed.signature,
                                          60.0, False, ids) == NARROW_STORE
         assert narrow_store_when_widened(pool, "torchscript:nnc", segfault.graph, Options(), segfault.signature,
                                          60.0, False, ids) == ""

@@ -356,14 +356,24 @@ def operands_as_inputs(graph: Graph, position: int, values: dict[str, torch.Tens
 
 
 def widened_to_int64(graph: Graph) -> Graph | None:
-    """`graph` with every integer input narrower than int64 holding its very values as int64; None
-    where it has none, or where the graph no longer type-checks."""
+    """`graph` with every narrower integer dtype it names as int64: its inputs holding their very
+    values, and each op's `dtype` attribute (a cast to int16 of a folded True kept NNC's round in
+    int16); None where it names none, or where the graph no longer type-checks."""
+    def narrow(dtype) -> bool:
+        return isinstance(dtype, str) and CATEGORIES[category(dtype)] == "int" and dtype != "int64"
+
     widened = graph
     for position, spec in enumerate(graph.inputs):
-        if isinstance(spec, TensorInput) and CATEGORIES[category(spec.dtype)] == "int" and spec.dtype != "int64":
+        if isinstance(spec, TensorInput) and narrow(spec.dtype):
             widened = _retyped(widened, position, "int64", keep_values=True)
             if widened is None:
                 return None
+    nodes = tuple(replace(n, attrs={**n.attrs, "dtype": "int64"}) if narrow(n.attrs.get("dtype")) else n
+                  for n in widened.nodes)
+    if nodes != widened.nodes:
+        widened = replace(widened, nodes=nodes)
+        if not admissible(widened):
+            return None
     return widened if widened is not graph else None
 
 
