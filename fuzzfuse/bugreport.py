@@ -63,7 +63,7 @@ def _value_text(x: float) -> str:
 
 def trigger_values(spec: TensorInput) -> list[str]:
     """The values in an input that fusers get wrong (NaN, infinities, -0, the dtype's extremes,
-    subnormals), as a title says them; at most three."""
+    subnormals, an unsigned value with its top bit set), as a title says them; at most three."""
     values = logical_values(spec)
     if values.numel() == 0 or spec.dtype == "bool":
         return []
@@ -79,7 +79,13 @@ def trigger_values(spec: TensorInput) -> list[str]:
         found += ["subnormals"] * bool(((x != 0) & (x.abs() < info.tiny)).any())
     else:
         info = torch.iinfo(DTYPES[spec.dtype])
-        found += [str(v) for v in sorted({info.min, info.max} & set(values.reshape(-1).tolist()))]
+        held = set(values.reshape(-1).tolist())
+        found += [str(v) for v in sorted({info.min, info.max} & held)]
+        if info.min == 0:
+            # An unsigned value with its top bit set reads negative where a fuser loads it as
+            # signed (Inductor CPU's softmax of a uint8 254 over 1.0 computed with -2).
+            high = sorted(v for v in held if info.max // 2 < v < info.max)
+            found += [str(high[-1])] if high else []
     return found[:3]
 
 

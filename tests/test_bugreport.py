@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 
 from fuzzfuse.bugreport import (README, REGRESSION, REPRO, VERSIONS_SECTION, ReproRun, case_device,
                                 issue_body, load_outputs, regenerate, run_repro, title, write_repro)
@@ -19,6 +20,9 @@ from fuzzfuse.cli import main
 from fuzzfuse.corpus import CorpusError, load_case
 from fuzzfuse.hostcpu import host_isa
 from fuzzfuse.ir import TensorInput
+from fuzzfuse.ir.builder import GraphBuilder
+from fuzzfuse.ir.graph import Values
+from fuzzfuse.ir.values import encode_exact
 from fuzzfuse.short_repro import Symptom, kills_the_process
 from fuzzfuse.upstream import Relation, State, UpstreamIssue, known
 
@@ -61,6 +65,16 @@ def test_every_title_names_its_trigger(directory):
         assert case.signature.kind in heading
     if _regenerated(directory):
         assert (directory / README).read_text().splitlines()[0] == "# " + heading
+
+
+def test_a_title_names_an_unsigned_value_with_its_top_bit_set():
+    """Inductor CPU's softmax of div(uint8 [254, 1], 1.0) reads 254 as -2 (b72fb31a): 254 is no
+    extreme of uint8, but it is the trigger."""
+    case = load_case(MINIMIZED / "inductor-mismatch-values-float-b72fb31a" / "case.json")
+    assert "uint8 holding 254" in title(case)
+    b = GraphBuilder()
+    x = b.tensor((2,), "uint8", values=Values(exact=encode_exact(torch.tensor([127, 3], dtype=torch.uint8))))
+    assert "holding" not in title(replace(case, graph=b.build([b.add("neg", x)])))
 
 
 def test_a_title_names_the_segment_its_key_names_and_a_value_that_varies_as_such():
