@@ -23,7 +23,7 @@ from .backends.findings import FlushStyle
 from .backends.options import Options
 from .ir import Graph, TensorInput, flush_denormals, interpret, make_inputs, run_autograd, run_eager, run_fp32_compute
 from .ir.interp import ops_faithful_at, order_dependent_positions, scalar_reference
-from .ir.values import input_set
+from .ir.values import as_bits, input_set
 from .explain import explaining_rule
 from .heap import new_memory_poisoned
 from .oracle import (APPROXIMATE_RTOL, ATOL, RTOL, compare_output, nearer_references, nearest_run, gradient_reduction_sizes, reduction_sizes,
@@ -165,11 +165,7 @@ def bitwise_equal(fused, expected) -> bool:
             or fused.shape != expected.shape:
         return False
     # Compared where eager ran, as the oracle compares.
-    a, b = fused.detach().to(expected.device).contiguous(), expected.detach().contiguous()
-    if a.is_floating_point():
-        same_size = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
-        return torch.equal(a.view(same_size), b.view(same_size))
-    return torch.equal(a, b)
+    return torch.equal(as_bits(fused.detach().to(expected.device).contiguous()), as_bits(expected.detach().contiguous()))
 
 
 def wrong_value_checks(backend: Backend, options: Options, graph: Graph, inputs: list) -> dict:

@@ -29,7 +29,7 @@ from .reduce import NotInteresting, ReductionStats, cost, reduce, reduce_options
 from .reduce.generalise import Generalisation, generalise, widened_to_int64
 from .identity import known_repros, root_cause_key, variant_entry
 from .export import judge as judge_run, judged_script, run_repro
-from .pool import case_pool, graph_job, run_jobs
+from .pool import answered_once, case_pool, graph_job, run_jobs
 from .rootcause import refuses_operand_dtype
 from .repro import INPUTS_FILE, repro_files
 from .bugreport import (REGRESSION, SHORT_FORMS, case_device, readme, run_repro as run_repro_here, with_repro_detail,
@@ -96,23 +96,22 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
     def _key(reply: dict) -> str | None:
         return reply_key(backend, reply)
 
-    answered: dict[tuple[str, str], dict] = {}  # the probes' replies, which two questions read
-
     def replies(graphs: list[Graph], options: Options) -> list[dict]:
-        keys = [(g.digest(), repr(options)) for g in graphs]
-        todo = {k: g for k, g in zip(keys, graphs) if k not in answered}
-        runs = run_jobs(active, [graph_job(next(ids), backend, g, timeout, options, bool(case.check_strides), poison)
-                                 for g in todo.values()])
-        answered.update(zip(todo, runs))
-        return [answered[k] for k in keys]
+        return run_jobs(active, [graph_job(next(ids), backend, g, timeout, options, bool(case.check_strides), poison)
+                                 for g in graphs])
+
+    probes: dict[str, Callable[[list[Graph]], list[dict]]] = {}  # by options
+
+    def probed(options: Options) -> Callable[[list[Graph]], list[dict]]:
+        return probes.setdefault(repr(options), answered_once(lambda graphs: replies(graphs, options)))
 
     def first_wrong_with(options: Options) -> Callable[[list[Graph]], list[str | None]]:
         def first_wrong(candidates: list[Graph]) -> list[str | None]:
-            return [first_output_wrong(backend, reply) for reply in replies(candidates, options)]
+            return [first_output_wrong(backend, reply) for reply in probed(options)(candidates)]
         return first_wrong
 
     def exact_first_with(options: Options) -> Callable[[list[Graph]], list[bool]]:
-        return lambda candidates: [first_output_exact(backend, reply) for reply in replies(candidates, options)]
+        return lambda candidates: [first_output_exact(backend, reply) for reply in probed(options)(candidates)]
 
     def reduced_again(candidate: Graph, reply: dict, options: Options,
                       stats: ReductionStats) -> tuple[Signature, Graph, ReductionStats]:

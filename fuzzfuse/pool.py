@@ -10,7 +10,7 @@ import os
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 from .backends import get_backend
 from .backends.options import Options
@@ -81,6 +81,18 @@ def graph_job(job_id, backend: str, graph: Graph, timeout: float, options: Optio
     """A worker job that runs `graph` under a saved case's choices."""
     return Job(job_id, backend, timeout, graph=graph, options=options, check_strides=check_strides,
                poison_heap=poison_heap)
+
+
+def answered_once(run: Callable[[list[Graph]], list[dict]]) -> Callable[[list[Graph]], list[dict]]:
+    """`run`, each graph run once: the culprit probe's runs, which two questions read (the kind of
+    wrong value its first output shows, and whether that output is exact)."""
+    answered: dict[str, dict] = {}
+
+    def runs(graphs: list[Graph]) -> list[dict]:
+        todo = {g.digest(): g for g in graphs if g.digest() not in answered}
+        answered.update(zip(todo, run(list(todo.values())) if todo else []))
+        return [answered[g.digest()] for g in graphs]
+    return runs
 
 
 class PoolClosed(Exception):

@@ -25,7 +25,7 @@ from .minimize import (REDUCER_REVISION, VERIFY_RUNS, first_output_exact, first_
 from .explain import NARROW_STORE
 from .oracle import Signature
 from .verdict import HarnessError, judge
-from .pool import case_pool, graph_job, run_jobs
+from .pool import answered_once, case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation
 from .identity import identify, root_cause_key, same_bug, variant_entry
@@ -114,13 +114,11 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tupl
     ids = itertools.count()
     poison = recorded.message == NARROW_STORE  # such a store shows on every run only so (fuzzfuse.heap)
 
-    answered: dict[str, dict] = {}  # the probes' replies, which two questions read
-
     def replies(candidates: list[Graph]) -> list[dict]:
-        todo = {g.digest(): g for g in candidates if g.digest() not in answered}
-        answered.update(zip(todo, run_jobs(pool, [graph_job(next(ids), case.backend, g, timeout, case.options,
-                                                             bool(case.check_strides), poison) for g in todo.values()])))
-        return [answered[g.digest()] for g in candidates]
+        return run_jobs(pool, [graph_job(next(ids), case.backend, g, timeout, case.options, bool(case.check_strides),
+                                         poison) for g in candidates])
+
+    probed = answered_once(replies)
 
     try:
         fresh = judge(case.backend, replies([case.graph])[0]).signature
@@ -142,10 +140,10 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tupl
         return [reply_key(case.backend, reply) == target for reply in replies(candidates)]
 
     def first_wrong(candidates: list[Graph]) -> list[str | None]:
-        return [first_output_wrong(case.backend, reply) for reply in replies(candidates)]
+        return [first_output_wrong(case.backend, reply) for reply in probed(candidates)]
 
     def exact_first(candidates: list[Graph]) -> list[bool]:
-        return [first_output_exact(case.backend, reply) for reply in replies(candidates)]
+        return [first_output_exact(case.backend, reply) for reply in probed(candidates)]
 
     general = generalised(case.graph, sig, case.backend, is_interesting, first_wrong, exact_first)
     if general is not None:

@@ -30,7 +30,7 @@ from .ir.interp import node_source
 from .ir.ops import OPS
 from .ir.types import DTYPES
 from .ir.untrusted import record, take
-from .ir.values import logical_bytes, logical_values
+from .ir.values import as_bits, logical_bytes, logical_values
 from .oracle import Signature
 from .explain import NARROW_STORE
 from .heap import REPRO_LINES
@@ -137,9 +137,6 @@ def _seeded(spec: TensorInput, device: str, flat: bool = False, specials_too: bo
     return f"{cast}.to({device!r})" if flat else f"{cast}.reshape({list(spec.shape)}).to({device!r})"
 
 
-_SAME_SIZE_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-
-
 def _seeded_values(spec: TensorInput) -> torch.Tensor:
     """What `_seeded(spec, ..., flat=True)`'s expression computes, on the CPU."""
     v, n = spec.values, math.prod(spec.shape)
@@ -154,16 +151,11 @@ def _seeded_values(spec: TensorInput) -> torch.Tensor:
     return (draw * 4 if v.dist == "normal" else draw).round().long().to(DTYPES[spec.dtype])
 
 
-def _bits(flat: torch.Tensor) -> torch.Tensor:
-    """Values to compare by their bits, so that -0.0 and a NaN are values of their own."""
-    return flat.view(_SAME_SIZE_INT[flat.element_size()]) if flat.is_floating_point() else flat
-
-
 def _patched(base: str, base_values: torch.Tensor, flat: torch.Tensor, shape: tuple[int, ...], dtype: str,
              device: str) -> str | None:
     """`base` (an expression for `base_values`, one dim, on the device) with the values of `flat`
     written where they differ from it, reshaped; None where more than a quarter differ."""
-    others = (_bits(base_values) != _bits(flat)).nonzero().flatten()
+    others = (as_bits(base_values) != as_bits(flat)).nonzero().flatten()
     if len(others) > flat.numel() // 4:
         return None
     spread = (f".index_put_((torch.tensor({others.tolist()}, device={device!r}),), "
@@ -180,8 +172,8 @@ def _large(spec: TensorInput, flat: torch.Tensor, dtype: str, device: str) -> tu
         patched = _patched(seeded, _seeded_values(spec), flat, tuple(spec.shape), dtype, device)
         if patched:
             return patched, True
-    values, counts = torch.unique(_bits(flat), return_counts=True)
-    base_value = flat[(_bits(flat) == values[counts.argmax()]).nonzero()[0, 0]]
+    values, counts = torch.unique(as_bits(flat), return_counts=True)
+    base_value = flat[(as_bits(flat) == values[counts.argmax()]).nonzero()[0, 0]]
     base = f"torch.full([{flat.numel()}], {_literal(base_value.item())}, {dtype})"
     return _patched(base, base_value.expand(flat.shape), flat, tuple(spec.shape), dtype, device), False
 

@@ -87,6 +87,14 @@ def _denormals(n: int, dtype: str, gen: torch.Generator) -> torch.Tensor:
     return (torch.rand(n, generator=gen, dtype=torch.float64) * 2 - 1) * tiny * 0.99
 
 
+_SAME_SIZE_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def as_bits(t: torch.Tensor) -> torch.Tensor:
+    """Values to compare by their bits, so that -0.0 and a NaN are values of their own."""
+    return t.view(_SAME_SIZE_INT[t.element_size()]) if t.is_floating_point() else t
+
+
 def logical_bytes(t: torch.Tensor) -> bytes:
     """The little-endian bytes of `t`'s logical values, in row-major order: what a case's exact
     values, a repro's inputs file and its byte checks hold."""

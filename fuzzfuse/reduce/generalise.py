@@ -217,7 +217,7 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
         kinds = first_wrong(probes) if probes else []
         culprit = next(((k, kind) for k, kind in zip(positions, kinds) if kind is not None), None)
         if culprit is None and exact_first is not None and probes:
-            # The same runs' answers (the caller's replies are cached): no query is spent.
+            # The same runs' answers (the caller runs each probe once): no query is spent.
             exact = tuple(k for k, same in zip(positions, exact_first(probes)) if same)
     alone = False
     wrong_at = first_wrong_position(graph, culprit) if first_wrong is not None else None
