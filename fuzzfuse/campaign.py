@@ -25,7 +25,7 @@ from .pool import Job, SharedPool, case_pool, graph_job
 from .reductions import REDUCE_SHARE, CampaignReductions, Interrupted, OutOfTime, Reducing
 from .steering import Steering
 from .strategies import Features, GenConfig, batch_features, config_to_json, generate, steer, swarm_max_ops
-from .explain import NARROW_STORE
+from .explain import shows_on_a_poisoned_heap
 from .verdict import CaseResult, HarnessError, Outcome, SignatureRecord, judge
 from .worker import WorkerPool
 
@@ -315,7 +315,7 @@ class Campaign:
                          pool: WorkerPool) -> None:
         self._rechecks[key] = []
         # A store that leaves bytes unwritten is re-run on a poisoned heap, where it shows every time.
-        unwritten = self.stats.signatures[key].signature.message == NARROW_STORE
+        unwritten = shows_on_a_poisoned_heap(self.stats.signatures[key].signature.message)
         for k in range(RECHECKS):
             recheck = dataclasses.replace(graph_job(f"recheck-{k}-{key}", self.backend_name, graph, self.timeout,
                                                     options, check_strides, unwritten), recheck_of=key)

@@ -21,7 +21,7 @@ import torch
 from .backends import Unavailable, backend_for_file, get_backend
 from .backends.registry import declared
 from .backends.options import Options
-from .explain import NARROW_STORE
+from .explain import NARROW_STORE, shows_on_a_poisoned_heap
 from .corpus import Case, CorpusError, ReductionFigures, iter_cases, load_case, umask_mode, write_json
 from .ir import Graph
 from .oracle import Signature
@@ -74,7 +74,7 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
     ids = itertools.count()
 
     # A store that leaves bytes unwritten shows on every run only with the heap poisoned.
-    poison = stored.message == NARROW_STORE
+    poison = shows_on_a_poisoned_heap(stored.message)
 
     def ask(candidates: list[tuple[Graph, Options]]) -> list[bool]:
         jobs = [graph_job(next(ids), backend, g, timeout, options, bool(case.check_strides), poison)

@@ -22,7 +22,7 @@ from .corpus import Case, CorpusError, ReductionFigures, Variant, load_case, wri
 from .ir import Graph
 from .minimize import (REDUCER_REVISION, VERIFY_RUNS, first_output_exact, first_output_wrong, generalised,
                        probed_further, reduce_case, repro_slug, reply_key, write_minimized)
-from .explain import NARROW_STORE
+from .explain import shows_on_a_poisoned_heap
 from .oracle import Signature
 from .verdict import HarnessError, judge
 from .pool import answered_once, case_pool, graph_job, run_jobs
@@ -112,7 +112,7 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tupl
     since is re-keyed where it is still the same bug (`identity.same_bug`)."""
     recorded = replace(signature_today(case.signature, case.detail), backend=case.backend)
     ids = itertools.count()
-    poison = recorded.message == NARROW_STORE  # such a store shows on every run only so (fuzzfuse.heap)
+    poison = shows_on_a_poisoned_heap(recorded.message)
 
     def replies(candidates: list[Graph]) -> list[dict]:
         return run_jobs(pool, [graph_job(next(ids), case.backend, g, timeout, case.options, bool(case.check_strides),

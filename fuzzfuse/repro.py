@@ -20,7 +20,7 @@ from .ir import Graph, TensorInput, make_inputs, to_source
 from .ir.graph import Layout, Node
 from .ir.types import DTYPES, is_float
 from .ir.values import INLINE_LIMIT, logical_bytes
-from .explain import NARROW_STORE
+from .explain import shows_on_a_poisoned_heap
 from .heap import REPRO_LINES
 from .oracle import headline, innermost_error, nvrtc_error
 
@@ -421,7 +421,7 @@ def repro_files(graph: Graph, backend, signature: Signature, versions: dict[str,
     prelude = backend.repro_prelude()
     imports = sorted(imports + ([] if pinned or "import os\n" in prelude else ["os"]))
     # Bytes a kernel never writes read the same on every run (fuzzfuse.heap), as in the workers.
-    unwritten = "".join(ln + "\n" for ln in REPRO_LINES) if signature.message == NARROW_STORE else ""
+    unwritten = "".join(ln + "\n" for ln in REPRO_LINES) if shows_on_a_poisoned_heap(signature.message) else ""
     parts = [
         header,
         unwritten,

@@ -32,7 +32,7 @@ from .ir.types import DTYPES
 from .ir.untrusted import record, take
 from .ir.values import as_bits, logical_bytes, logical_values
 from .oracle import Signature
-from .explain import NARROW_STORE
+from .explain import shows_on_a_poisoned_heap
 from .heap import REPRO_LINES
 from .verdict import EAGER_FAULT
 
@@ -419,7 +419,7 @@ def short_repro(graph: Graph, backend_name: str, options: Options, signature: Si
         head.remove("import os")
         env = [ln for ln in head if ln.startswith("os.environ")] + env
         head = [ln for ln in head if not ln.startswith("os.environ")]
-    unwritten = signature.message == NARROW_STORE  # bytes never written: fill new memory so they show
+    unwritten = shows_on_a_poisoned_heap(signature.message)
     modules = ["math"] * any("math." in ln for ln in check) + ["hashlib"] * hashed + \
         ["faulthandler"] * (signature.outcome in ("hang", "hard-crash")) + ["ctypes"] * unwritten
     lines = [f'"""{title}', "", exit_contract(signature) + '"""']
