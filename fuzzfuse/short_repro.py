@@ -306,6 +306,8 @@ def check_lines(signature: Signature, symptom: Symptom | None, graph: Graph, bac
     """The plain check the repro ends with: exit status 1 while the bug is present."""
     outcome, kind = signature.outcome, signature.kind
     shown = display_name(backend_name)
+    if kills_the_process(signature):
+        return []  # the parent says how the child running fn ended (CHILD_LINES)
     if outcome in ("crash", "hard-crash", "hang"):
         return [f'print("{shown} ran fn without error")']
     if outcome == "unfused":
@@ -437,7 +439,8 @@ def short_repro(graph: Graph, backend_name: str, options: Options, signature: Si
     lines += inputs
     if signature.outcome == "hang":
         lines.append(f"faulthandler.dump_traceback_later({hang_seconds:g}, exit=True)  # a hang: stacks, then exit 1")
-    lines += run
+    # A signal that kills the process comes from the host call itself: nothing is left to wait for.
+    lines += [ln for ln in run if not (signature.outcome == "hard-crash" and ln == "torch.cuda.synchronize()")]
     if signature.outcome == "unfused":
         lines = _profiled_last_call(lines, signature.stage.startswith("backward"))
         prefix = getattr(_factory(backend_name)(), "kernel_prefix", "fused_")

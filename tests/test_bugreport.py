@@ -90,27 +90,6 @@ def test_a_title_names_the_segment_its_key_names_and_a_value_that_varies_as_such
     assert title(mixed).endswith("returns a wrong value that differs from run to run (eager: 0)"), title(mixed)
 
 
-# GPU repros whose bug kills the process, still in the form before the child process (they die by
-# the signal, or raise and then abort): rewriting them needs their runs quoted anew on a GPU, which
-# this session had none of (benchmarks/gpu_repro_outputs.py, then report --regenerate --outputs).
-AWAITING_GPU_RUNS = {
-    "nvfuser-hard-crash-sigabrt-675fd12e", "nvfuser-hard-crash-sigabrt-d1b3707d", "nvfuser-hard-crash-sigsegv-18e500d0",
-    "nvfuser-hard-crash-sigsegv-90a89cfa", "nvfuser-hard-crash-sigsegv-ea163c38",
-    "nvfuser-crash-acceleratorerror-torch-cuda-init-py-synchroniz-1053f320",
-    "nvfuser-crash-acceleratorerror-torch-cuda-init-py-synchroniz-9fb0b251",
-    "nvfuser-crash-acceleratorerror-torch-cuda-init-py-synchroniz-f3b0b90a",
-}
-
-
-def test_only_gpu_repros_await_their_runs_and_each_is_one():
-    """The list shrinks, never grows: every directory named is a GPU one whose bug kills the
-    process, and still in the old form."""
-    for name in AWAITING_GPU_RUNS:
-        case = load_case(MINIMIZED / name / "case.json")
-        assert case_device(case) == "cuda" and kills_the_process(case.signature)
-        assert "REPRO_CHILD" not in (MINIMIZED / name / REPRO).read_text()
-
-
 @pytest.mark.parametrize("directory", [d for d in DIRS if _regenerated(d)], ids=lambda d: d.name)
 def test_every_repro_is_short_standalone_and_quoted(directory):
     """At most 30 lines for a bug of at most 3 ops, never over 60, counted as `wc -l` counts them
@@ -133,11 +112,7 @@ def test_every_repro_is_short_standalone_and_quoted(directory):
     ended = re.search(r"\*\*Output\*\* of `python repro.py` \(.*; (exit status 1|died by (SIG\w+))\):", readme)
     if ended:
         assert (ended.group(2) or "exit status 1") in contract, (contract, ended.group(1))
-    if case.signature.outcome == "hard-crash" and directory.name in AWAITING_GPU_RUNS:
-        # the form before the child process: its own run died by the signal
-        assert re.search(rf"\*\*Output\*\* of `python repro.py` \(.*; died by {case.signature.kind}\):", readme)
-        assert f"Dies by {case.signature.kind} while the bug is present, exits 0 once it is fixed." in source
-    elif case.signature.outcome == "hard-crash":
+    if case.signature.outcome == "hard-crash":
         # the fused call runs in a child process, which died by the signal; the repro exits 1 and
         # says so, and faulthandler names the signal from before torch loads
         assert re.search(r"\*\*Output\*\* of `python repro.py` \(.*; exit status 1\):", readme)
@@ -147,7 +122,7 @@ def test_every_repro_is_short_standalone_and_quoted(directory):
         assert ("Exits 1 while the bug is present (the fused call, run in a child process, dies by "
                 f"{case.signature.kind}), 0 once it is fixed.") in source
     if case.signature.outcome == "hard-crash" or case.signature.kind == "AcceleratorError":
-        assert ("REPRO_CHILD" in source) is (directory.name not in AWAITING_GPU_RUNS)
+        assert "REPRO_CHILD" in source
 
 
 @pytest.mark.parametrize("directory", DIRS, ids=lambda d: d.name)
@@ -333,8 +308,15 @@ def test_a_committed_cpu_repros_readme_quotes_its_run(directory):
     assert run.status == 1
     quoted = (directory / README).read_text().split("**Output** of `python repro.py`", 1)[1]
     quoted = quoted.split("```\n", 1)[1].split("\n```", 1)[0]
-    if run.status is not None and run.status < 0 and run.output.strip() and quoted.startswith(run.output.strip()):
-        return  # a process killed by a signal may die part-way through printing what the quote holds
+    if kills_the_process(case.signature):
+        # the parent's last line says how the child ended; the child, killed by the signal, may
+        # have died part-way through printing its stack (even mid-line), here or in the run quoted
+        ended = quoted.strip().splitlines()[-1]
+        assert ended.startswith("the child process running fn") and run.output.rstrip().endswith(ended)
+        child_quoted, child_run = quoted.strip()[:-len(ended)].strip(), run.output.rstrip()[:-len(ended)].strip()
+        shorter = min(len(child_quoted), len(child_run))
+        assert child_run[:shorter] == child_quoted[:shorter], (child_run, child_quoted)
+        return
     for line in quoted.splitlines():
         assert line == f"[... {line[5:]}" or line in run.output or line == "(nothing printed)"
 

@@ -26,4 +26,3 @@ x0 = torch.ones([2, 4], dtype=torch.int16, device='cpu')
 compiled = torch.jit.script(fn)
 for _ in range(3):  # the profiling executor optimizes on the third call
     out = compiled(x0)
-print("NNC ran fn without error")
