@@ -126,7 +126,7 @@ def op_chain(graph: Graph) -> str:
 def config_text(case: Case) -> str:
     """What the case ran with that is not the fuser's default: Inductor's flags, mode and dynamic
     shapes; nvFuser's switches turned off; "" for none."""
-    if case.backend == "inductor":
+    if case.backend.split(":")[0] == "inductor":  # inductor:cpu and inductor:cuda run the same config
         choices = _factory("inductor")().for_case(case.options).config.choices()
         return "" if choices == ["defaults"] else ", ".join(choices)
     if case.options.disable:

@@ -57,9 +57,13 @@ def test_every_title_names_its_trigger(directory):
             assert kind == "contiguous" or {"sliced": "strided"}.get(kind, kind) in heading
     capability = case.versions.get("cpu_capability", "default")
     assert capability == "default" or case_device(case) == "cuda" or capability.upper() in heading
-    if case.backend == "inductor":
-        for name, value in dict(case.options.inductor_config.flags if case.options.inductor_config else {}).items():
+    config = case.options.inductor_config
+    if case.backend.split(":")[0] == "inductor" and config is not None:  # inductor:cpu and :cuda too
+        for name, value in dict(config.flags).items():
             assert f"{name}={value!r}" in heading
+        assert ("dynamic=True" in heading) is bool(config.dynamic)
+        assert not config.mode or f"mode={config.mode!r}" in heading
+        assert not config.mark_dynamic or f"mark_dynamic={config.mark_dynamic}" in heading
     assert "C++ compile error" not in heading
     if case.signature.outcome == "hard-crash":
         assert case.signature.kind in heading
