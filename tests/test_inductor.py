@@ -328,6 +328,21 @@ def test_bfloat16_intermediates_kept_in_float32_are_documented_unless_emulate_pr
     assert judged.outcome == Outcome.MISMATCH
 
 
+def test_a_matmul_writes_its_float16_result_before_the_float32_intermediates_after_it(inductor):
+    """linear -> reciprocal -> tan -> floor -> bool of float16 (a CPU campaign reported it new):
+    Inductor's linear is aten's mm, whose float16 result is written rounded; reciprocal's 5622 stays
+    float32 in the kernel after it (eager rounds it to 5624), and tan of either is noise. Under
+    emulate_precision_casts the repro passes. The float32-intermediate reference had kept linear's
+    result unrounded too, so it did not compute the fused value and the case stood as a bug."""
+    from fuzzfuse.corpus import load_case
+
+    case = load_case(Path(__file__).parent / "data" / "inductor_f16_linear_reciprocal_tan_case.json")
+    found = run_case(case.graph, inductor, options=case.options)
+    assert found.outcome == Outcome.DOCUMENTED and found.signature.kind == Difference.FP32_INTERMEDIATES.value
+    emulating = _options(emulate_precision_casts=True)
+    assert run_case(case.graph, inductor, options=emulating).outcome == Outcome.PASS
+
+
 def test_a_nan_under_unsafe_math_is_the_documented_difference(inductor):
     """Seen in a 10-minute CPU campaign here: sqrt of int64 [-10, 2, ...] gave 0 where eager gives
     nan, under cpp.enable_unsafe_math_opt_flag. gcc's -funsafe-math-optimizations assumes valid

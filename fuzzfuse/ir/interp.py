@@ -493,7 +493,9 @@ def run_fp32_compute(graph: Graph, inputs: list, dtypes: list[torch.dtype],
     fp16/bf16 input and result read as float32 (explicit casts to them still round, unless not
     `casts_round`: CPU Inductor's elided pairs), each output rounded once to its eager dtype
     (`dtypes`). Inductor does this unless emulate_precision_casts. An op whose result its dtype
-    defines (`Op.exact_in_dtype`) still computes in its own dtype."""
+    defines (`Op.exact_in_dtype`) still computes in its own dtype, and a matmul's result is written
+    in its dtype: the fuser calls a library for it (Inductor's mm and addmm are aten's), outside the
+    kernel that keeps the ops after it in float32."""
     env: dict = {}
     for spec, value in zip(graph.inputs, inputs):
         low = isinstance(value, torch.Tensor) and value.dtype in LOW_PRECISION
@@ -508,6 +510,8 @@ def run_fp32_compute(graph: Graph, inputs: list, dtypes: list[torch.dtype],
         elided = not casts_round and node.op == "cast" and DTYPES[attrs["dtype"]] in LOW_PRECISION and \
             isinstance(args[0], torch.Tensor) and args[0].is_floating_point()
         out = args[0].float() if elided else OPS[node.op].eager(*args, **attrs)
+        if OPS[node.op].kind == "matmul" and out.is_floating_point():
+            out = out.to(DTYPES[types[node.name].dtype])
         env[node.name] = out.float() if out.dtype in LOW_PRECISION else out
     return [env[o].to(dtype) for o, dtype in zip(graph.outputs, dtypes)]
 
