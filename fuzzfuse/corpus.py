@@ -30,6 +30,11 @@ class CorpusError(ValueError):
     """A case file that cannot be used; the message is one line naming the file."""
 
 
+# The table of versions a directory's bug was looked for in (fuzzfuse.versions): history a
+# rewrite of the directory's repro keeps, as it keeps a person's FIXED.
+VERSIONS_FILE = "versions.json"
+
+
 @dataclass(frozen=True)
 class ReductionFigures:
     """How a minimized case's reduction went: its ops before and after, the queries it asked, how

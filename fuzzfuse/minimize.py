@@ -22,11 +22,12 @@ from .backends import Unavailable, backend_for_file, get_backend
 from .backends.registry import declared
 from .backends.options import Options
 from .explain import NARROW_STORE, shows_on_a_poisoned_heap
-from .corpus import Case, CorpusError, ReductionFigures, iter_cases, load_case, umask_mode, write_json
+from .corpus import (VERSIONS_FILE, Case, CorpusError, ReductionFigures, iter_cases, load_case, umask_mode,
+                     write_json)
 from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, ReductionStats, cost, reduce, reduce_options
-from .reduce.generalise import Generalisation, generalise, widened_to_int64
+from .reduce.generalise import Generalisation, conversion_alone, generalise, widened_to_int64
 from .identity import known_repros, root_cause_key, variant_entry
 from .export import judge as judge_run, judged_script, run_repro
 from .pool import answered_once, case_pool, graph_job, run_jobs
@@ -41,7 +42,7 @@ from .worker import WorkerPool
 VERIFY_RUNS = 3
 # Raised whenever reduce_case may name a committed bug otherwise; `rekey.CHANGES` says which cases
 # each raise concerns, and `corpus fold` reduces those again.
-REDUCER_REVISION = 2
+REDUCER_REVISION = 3
 # Cases of one signature that minimize_files tries, smallest first, until one still fails as recorded.
 RETRIES_PER_SIGNATURE = 3
 
@@ -162,6 +163,17 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
             (reply,) = replies([at_culprit], options)
             if first_output_wrong(backend, reply) == general.culprit[1]:
                 kept, graph, stats = reduced_again(at_culprit, reply, options, stats)
+                general = generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options),
+                                      exact_first_with(options), batch=max(1, workers))
+        converted = conversion_alone(graph, general.first_wrong_op(graph)) \
+            if general is not None and kept.outcome == "mismatch" else None
+        if converted is not None:
+            # The op that computes a float from an integer is wrong where the conversion alone is
+            # (Inductor's C++ int64 -> float32 under unsafe math is 0, so exp(1) is 1 and
+            # atan2(1, 1) is 0): the ops after it only read its wrong value. The cast is the repro.
+            (reply,) = replies([converted], options)
+            if first_output_wrong(backend, reply) is not None:
+                kept, graph, stats = reduced_again(converted, reply, options, stats)
                 general = generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options),
                                       exact_first_with(options), batch=max(1, workers))
         if general is not None:
@@ -479,7 +491,7 @@ def write_minimized(directory: Path, case: Case, verify_runs: int = VERIFY_RUNS,
         run = run_repro_here(staging, timeout + 120, keep_path=not short) if case_device(case) == fuser.device else None
         previous = (directory / "README.md").read_text() if (directory / "README.md").exists() else ""
         (staging / "README.md").write_text(readme(case, source, run, previous))
-        for kept in ("FIXED",):  # what a person added beside the repro stays
+        for kept in ("FIXED", VERSIONS_FILE):  # what a person added beside the repro stays, and its history
             if (directory / kept).exists():
                 shutil.copy(directory / kept, staging / kept)
         shutil.rmtree(directory, ignore_errors=True)

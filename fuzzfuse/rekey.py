@@ -27,8 +27,8 @@ from .oracle import Signature
 from .verdict import HarnessError, judge
 from .pool import answered_once, case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
-from .reduce.generalise import Generalisation
-from .identity import identify, root_cause_key, same_bug, variant_entry
+from .reduce.generalise import Generalisation, conversion_alone
+from .identity import identify, root_cause_key, same_bug, variant_entry, variant_identity
 from .rootcause import refuses_operand_dtype, signature_today
 from .worker import WorkerPool
 
@@ -37,6 +37,10 @@ from .worker import WorkerPool
 CHANGES: tuple[tuple[int, str, Callable[[Case], bool]], ...] = (
     (2, "a crash where an op refuses its operand's dtype is reduced to the op that gave the operand a wrong "
         "dtype, where one did", lambda case: case.signature is not None and refuses_operand_dtype(case.signature)),
+    (3, "a wrong float computed from an integer is reduced to the conversion, where the conversion alone is "
+        "wrong", lambda case: case.signature is not None and case.signature.outcome == "mismatch"
+        and case.generalisation is not None and case.generalisation.applies_to(case.graph)
+        and conversion_alone(case.graph, case.generalisation.first_wrong_op(case.graph)) is not None),
 )
 
 
@@ -72,9 +76,10 @@ def rereduce(directory: Path, pools: Pools, workers: int = 2, verify_runs: int =
              timeout: float = 60.0) -> tuple[str, str, Path]:
     """Reduce a committed repro's graph again with today's reducer (its passes change: every dtype
     now moves toward float32) and generalise it, and rewrite the directory when the graph became
-    simpler (else record the generalisation of the graph it has), so that a fresh campaign's
+    simpler or names its bug otherwise (exp of an int64 become the int64 -> float32 conversion that
+    is wrong alone), else record the generalisation of the graph it has, so that a fresh campaign's
     reduction of the same bug has the same root-cause key. The former form stays listed in
-    `also_seen_as`, which --known counts. A repro that fails otherwise now (a crash become the wrong
+    `also_seen_as`, which --known counts, where its own key is today's bug's. A repro that fails otherwise now (a crash become the wrong
     dtype that caused it) moves to the directory its failure names, where that name is free, and
     lists no former form: fold would only reduce that crash again into this very bug. (the
     root-cause key before, after, the directory it is in now)."""
@@ -87,12 +92,14 @@ def rereduce(directory: Path, pools: Pools, workers: int = 2, verify_runs: int =
     kept = reduction.signature
     after = root_cause_key(kept, reduced, reduction.generalisation, case.device) or kept.key()
     figures = replace(case.reduction or ReductionFigures(), reducer=REDUCER_REVISION)
-    if cost(reduced) >= cost(case.graph.renamed()):
+    if cost(reduced) >= cost(case.graph.renamed()) and after == before:
         return before, _record_generalisation(directory, replace(case, reduction=figures), pools, timeout), directory
     seen = list(case.also_seen_as)
     home = directory
-    if after != before and kept.key() == sig.key():
-        seen.append(variant_entry(directory.name, case))
+    former = variant_entry(directory.name, case)
+    today = identify(kept, reduced, reduction.generalisation, case.device)
+    if after != before and kept.key() == sig.key() and same_bug(variant_identity(former, case.device), today):
+        seen.append(former)
     elif after != before and not (named := directory.with_name(repro_slug(kept, after))).exists():
         home = named
     write_minimized(home, replace(case, graph=reduced, signature=kept, also_seen_as=seen,

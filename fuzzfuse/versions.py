@@ -35,11 +35,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .buildenv import Build, Environment, Package
+from .corpus import VERSIONS_FILE
 from .export import KERNEL_CACHES, Recorded, judge, read_verdict
 from .repro import INPUTS_FILE
 from .tracebacks import printed_error
 
-VERSIONS_FILE = "versions.json"
 SCHEMA = 1
 BEGIN, END = "<!-- versions -->", "<!-- /versions -->"
 # Error types a repro raises itself when the build lacks what it calls (an API, an op, a module).

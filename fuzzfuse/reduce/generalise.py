@@ -50,7 +50,7 @@ from typing import Callable, Iterable
 
 import torch
 
-from ..ir.graph import Graph, GraphError, Layout, TensorInput
+from ..ir.graph import Graph, GraphError, Layout, Node, TensorInput
 from ..ir.ops import OPS, OPS_BY_KIND
 from ..ir.types import category
 from ..explain import NARROW_STORE, constant_region, opaque_constant_graphs
@@ -375,6 +375,23 @@ def widened_to_int64(graph: Graph) -> Graph | None:
         if not admissible(widened):
             return None
     return widened if widened is not graph else None
+
+
+def conversion_alone(graph: Graph, position: int | None) -> Graph | None:
+    """Where the op at `position` computes a float from an integer tensor it reads, that operand
+    cast to the op's float dtype alone: the graph that ends at the cast. None where the op reads
+    no integer tensor or gives no float, or where the graph does not type-check."""
+    if position is None:
+        return None
+    types = graph.infer_types()
+    node = graph.nodes[position]
+    result = types[node.name].dtype
+    operand = next((a for a in node.refs() if CATEGORIES[category(types[a].dtype)] == "int"), None)
+    if CATEGORIES[category(result)] != "float" or operand is None:
+        return None
+    cast = Node(f"{operand}_as_{result}", "cast", (operand,), {"dtype": result})
+    candidate = replace(graph, nodes=graph.nodes[:position] + (cast,), outputs=(cast.name,)).without_dead_code()
+    return candidate if admissible(candidate) else None
 
 
 def _as_float(graph: Graph, position: int) -> Graph | None:
