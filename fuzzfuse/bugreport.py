@@ -31,7 +31,7 @@ from .ir.types import DTYPES, is_float
 from .ir.values import logical_values
 from .oracle import FAILING_CONTEXT, gradient_reduction_sizes, innermost_error, normalize, nvrtc_error, reduction_sizes
 from .repro import INPUTS_FILE, _raised, repro_files, tolerances
-from .short_repro import (HANG_SECONDS, MAX_LINES, Symptom, exit_contract, in_a_child, kills_the_process,
+from .short_repro import (CHILD_ENDED, HANG_SECONDS, MAX_LINES, Symptom, exit_contract, in_a_child, kills_the_process,
                           short_repro)
 from .upstream import Relation, known
 from .verdict import EAGER_FAULT, Reproduction
@@ -337,6 +337,9 @@ _PYTHON_LIB = re.compile(r'(?<![\w.])/[^\s"\':]*/lib/(python3\.\d+)/')
 # the install's paths: kernel-cache/torchinductor_cache_dir/7j/c7jj4dqd…wvz.main.cpp.
 _KERNEL_HASH = re.compile(r"(?:\b[a-z0-9]{2}/)?\b[a-z0-9]{40,}\b")
 _COMPILE_COMMAND = re.compile(r"^(g\+\+|c\+\+|clang\+\+) \S+ .*$", re.M)
+# faulthandler's module list, through its "(total: N)" or, where the dying child was cut off
+# mid-list, up to the parent's line that then shares the list's line
+_EXTENSION_MODULES = re.compile(rf"^Extension modules: .*?(?: \(total: \d+\)\n?|(?={re.escape(CHILD_ENDED)})|\n|$)", re.M)
 
 
 def portable_output(text: str) -> str:
@@ -347,7 +350,7 @@ def portable_output(text: str) -> str:
     out."""
     text = _PYTHON_LIB.sub(r".../lib/\1/", text)
     text = _COMPILE_COMMAND.sub(r"\1 <hash>.main.cpp [this machine's flags and paths]", _KERNEL_HASH.sub("<hash>", text))
-    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("Extension modules: "))
+    return _EXTENSION_MODULES.sub("", text)
 
 
 # ---- the README ------------------------------------------------------------------------------

@@ -384,12 +384,14 @@ def exit_contract(signature: Signature) -> str:
     return EXITS_1
 
 
-# A repro whose bug kills its process (`kills_the_process`): this file again, in a child process.
+# A repro whose bug kills its process (`kills_the_process`): this file again, in a child process;
+# the parent's one line begins with CHILD_ENDED.
+CHILD_ENDED = "the child process running fn "
 CHILD_LINES = (
     "import signal, subprocess, sys  # the bug kills the process: the fused call runs in a child",
     'if "REPRO_CHILD" not in os.environ:',
     '    ended = subprocess.run([sys.executable, __file__], env={**os.environ, "REPRO_CHILD": "1"}).returncode',
-    "    print(f\"the child process running fn {'died by ' + signal.Signals(-ended).name if ended < 0 "
+    f"    print(f\"{CHILD_ENDED}{{'died by ' + signal.Signals(-ended).name if ended < 0 "
     "else f'exited {ended}'}\")",
     "    raise SystemExit(ended != 0)",
 )

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from fuzzfuse.bugreport import (README, REGRESSION, REPRO, VERSIONS_SECTION, ReproRun, case_device,
-                                issue_body, load_outputs, regenerate, run_repro, title, write_repro)
+                                issue_body, load_outputs, portable_output, regenerate, run_repro, title,
+                                write_repro)
 from fuzzfuse.backends.inductor import InductorBackend
 from fuzzfuse.cli import main
 from fuzzfuse.corpus import CorpusError, load_case
@@ -323,6 +324,18 @@ def test_a_committed_cpu_repros_readme_quotes_its_run(directory):
         return
     for line in quoted.splitlines():
         assert line == f"[... {line[5:]}" or line in run.output or line == "(nothing printed)"
+
+
+def test_faulthandlers_module_list_is_left_out_but_not_the_parents_line_after_it():
+    """A child killed mid-list leaves its line open, and the parent's line lands on it."""
+    stack = 'Fatal Python error: Segmentation fault\n\n  File "repro.py", line 25 in <module>\n\n'
+    whole = stack + "Extension modules: torch._C, numpy._core._multiarray_umath (total: 2)\n"
+    assert portable_output(whole + "the child process running fn died by SIGSEGV\n") == (
+        stack + "the child process running fn died by SIGSEGV\n")
+    cut = stack + "Extension modules: torch._C, num"
+    assert portable_output(cut + "the child process running fn died by SIGSEGV\n") == (
+        stack + "the child process running fn died by SIGSEGV\n")
+    assert portable_output(stack + "Extension modules: torch._C, num\nafter\n") == stack + "after\n"
 
 
 def test_a_gpu_run_recorded_elsewhere_is_quoted_as_recorded(tmp_path):
