@@ -153,29 +153,39 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
             at = next((k for k, r in enumerate(runs) if first_output_wrong(backend, r) == "dtype"), None)
             if at is not None:
                 kept, graph, stats = reduced_again(producers[at], runs[at], options, stats)
-        general = generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options),
-                              exact_first_with(options), batch=max(1, workers)) if generalise else None
+
+        def generalised_now(graph: Graph, kept: Signature) -> Generalisation | None:
+            return generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options),
+                               exact_first_with(options), batch=max(1, workers))
+
+        def refocused(candidate: Graph, shows: Callable[[str | None], bool], stats: ReductionStats):
+            """`candidate`, a smaller graph, reduced again and generalised where the kind its first
+            output is wrong by `shows` the failure's cause; None where it does not."""
+            (reply,) = replies([candidate], options)
+            if not shows(first_output_wrong(backend, reply)):
+                return None
+            kept, graph, stats = reduced_again(candidate, reply, options, stats)
+            return kept, graph, stats, generalised_now(graph, kept)
+
+        general = generalised_now(graph, kept) if generalise else None
         if general is not None and general.culprit:
             # The ops after the culprit only observe its wrong value (the key ends there already):
             # where the culprit alone, as the output, fails with the kind its value showed, that
             # smaller graph is the repro, reduced again under the signature it fails with.
             at_culprit = replace(graph, outputs=(graph.nodes[general.culprit[0]].name,)).without_dead_code()
-            (reply,) = replies([at_culprit], options)
-            if first_output_wrong(backend, reply) == general.culprit[1]:
-                kept, graph, stats = reduced_again(at_culprit, reply, options, stats)
-                general = generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options),
-                                      exact_first_with(options), batch=max(1, workers))
+            wanted = general.culprit[1]
+            found = refocused(at_culprit, lambda kind: kind == wanted, stats)
+            if found is not None:
+                kept, graph, stats, general = found
         converted = conversion_alone(graph, general.first_wrong_op(graph)) \
             if general is not None and kept.outcome == "mismatch" else None
         if converted is not None:
             # The op that computes a float from an integer is wrong where the conversion alone is
             # (Inductor's C++ int64 -> float32 under unsafe math is 0, so exp(1) is 1 and
             # atan2(1, 1) is 0): the ops after it only read its wrong value. The cast is the repro.
-            (reply,) = replies([converted], options)
-            if first_output_wrong(backend, reply) is not None:
-                kept, graph, stats = reduced_again(converted, reply, options, stats)
-                general = generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options),
-                                      exact_first_with(options), batch=max(1, workers))
+            found = refocused(converted, lambda kind: kind is not None, stats)
+            if found is not None:
+                kept, graph, stats, general = found
         if general is not None:
             general = probed_further(general, active, backend, graph, options, kept, timeout,
                                      bool(case.check_strides), ids)

@@ -28,7 +28,7 @@ from .verdict import HarnessError, judge
 from .pool import answered_once, case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation, conversion_alone
-from .identity import identify, root_cause_key, same_bug, variant_entry, variant_identity
+from .identity import identify, root_cause_key, same_bug, variant_entry
 from .rootcause import refuses_operand_dtype, signature_today
 from .worker import WorkerPool
 
@@ -86,20 +86,20 @@ def rereduce(directory: Path, pools: Pools, workers: int = 2, verify_runs: int =
     directory = Path(directory)
     case = load_case(directory / "case.json")
     sig = signature_today(case.signature, case.detail)
-    before = root_cause_key(sig, case.graph, case.generalisation, case.device) or sig.key()
+    was = identify(sig, case.graph, case.generalisation, case.device)
+    before = was.key() if was is not None else sig.key()
     reduction = reduce_case(case, case.backend, workers=workers, timeout=timeout, pool=pools(case.backend))
     reduced = reduction.graph.renamed()
     kept = reduction.signature
-    after = root_cause_key(kept, reduced, reduction.generalisation, case.device) or kept.key()
+    now = identify(kept, reduced, reduction.generalisation, case.device)
+    after = now.key() if now is not None else kept.key()
     figures = replace(case.reduction or ReductionFigures(), reducer=REDUCER_REVISION)
     if cost(reduced) >= cost(case.graph.renamed()) and after == before:
         return before, _record_generalisation(directory, replace(case, reduction=figures), pools, timeout), directory
     seen = list(case.also_seen_as)
     home = directory
-    former = variant_entry(directory.name, case)
-    today = identify(kept, reduced, reduction.generalisation, case.device)
-    if after != before and kept.key() == sig.key() and same_bug(variant_identity(former, case.device), today):
-        seen.append(former)
+    if after != before and kept.key() == sig.key() and was is not None and now is not None and same_bug(was, now):
+        seen.append(variant_entry(directory.name, case))
     elif after != before and not (named := directory.with_name(repro_slug(kept, after))).exists():
         home = named
     write_minimized(home, replace(case, graph=reduced, signature=kept, also_seen_as=seen,
@@ -171,7 +171,8 @@ def record_generalisation(directory: Path, pools: Pools, timeout: float = 60.0) 
     key before and after."""
     case = load_case(Path(directory) / "case.json")
     sig = signature_today(case.signature, case.detail)
-    before = root_cause_key(sig, case.graph, case.generalisation, case.device) or sig.key()
+    was = identify(sig, case.graph, case.generalisation, case.device)
+    before = was.key() if was is not None else sig.key()
     return before, _record_generalisation(Path(directory), case, pools, timeout)
 
 

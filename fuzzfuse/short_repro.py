@@ -246,9 +246,11 @@ def _grad_lines(graph: Graph, call: str, indent: str) -> list[str]:
             f".to(o) for o in out], allow_unused=True, materialize_grads=True)"]
 
 
-def run_lines(backend_name: str, graph: Graph, options: Options) -> tuple[list[str], list[str], list[str]]:
+def run_lines(backend_name: str, graph: Graph, options: Options,
+              synchronize: bool = True) -> tuple[list[str], list[str], list[str]]:
     """(imports and switches, the code that defines what runs, the code that runs it binding
-    `out`, and `grads` in a backward case) for one backend."""
+    `out`, and `grads` in a backward case) for one backend. `synchronize`: nvFuser's call waits for
+    its kernels (not where a signal from the host call itself is the bug)."""
     family = backend_name.split(":")[0]
     if backend_name == EAGER_FAULT:  # eager's own fault: fn as it is
         return ["import torch"], function_source(graph), [f"out = fn({_call(graph)})"]
@@ -262,7 +264,7 @@ def run_lines(backend_name: str, graph: Graph, options: Options) -> tuple[list[s
         head = ["import os", f"os.environ.setdefault(\"NVFUSER_ENABLE\", {fuser.env['NVFUSER_ENABLE']!r})", "import torch",
                 "from nvfuser_direct import FusionDefinition, DataType"]
         return head, ["with FusionDefinition() as fd:", *body], \
-            [f"out = fd.execute([{_call(graph)}]{switches})", "torch.cuda.synchronize()"]
+            [f"out = fd.execute([{_call(graph)}]{switches})"] + ["torch.cuda.synchronize()"] * synchronize
     if family == "inductor":
         config = _factory("inductor")().for_case(options).config
         flags = [f"torch._inductor.config.{n} = {v!r}" for n, v in config.flags]
@@ -410,7 +412,8 @@ def short_repro(graph: Graph, backend_name: str, options: Options, signature: Si
                 title: str, symptom: Symptom | None, tolerance: tuple[float, float], device: str,
                 hang_seconds: float = HANG_SECONDS) -> str:
     """The repro.py a maintainer reads (module docstring)."""
-    head, define, run = run_lines(backend_name, graph, options)
+    # A signal that kills the process comes from the host call itself: nothing is left to wait for.
+    head, define, run = run_lines(backend_name, graph, options, synchronize=signature.outcome != "hard-crash")
     inputs, hashed = input_lines(graph, device)
     check = check_lines(signature, symptom, graph, backend_name, tolerance)
     env = []
@@ -441,8 +444,7 @@ def short_repro(graph: Graph, backend_name: str, options: Options, signature: Si
     lines += inputs
     if signature.outcome == "hang":
         lines.append(f"faulthandler.dump_traceback_later({hang_seconds:g}, exit=True)  # a hang: stacks, then exit 1")
-    # A signal that kills the process comes from the host call itself: nothing is left to wait for.
-    lines += [ln for ln in run if not (signature.outcome == "hard-crash" and ln == "torch.cuda.synchronize()")]
+    lines += run
     if signature.outcome == "unfused":
         lines = _profiled_last_call(lines, signature.stage.startswith("backward"))
         prefix = getattr(_factory(backend_name)(), "kernel_prefix", "fused_")
