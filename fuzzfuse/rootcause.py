@@ -15,7 +15,9 @@ not tell bugs apart; fuzzfuse.identity builds a bug's identity from them.
   oneDNN's "IValue is not a Scalar") is named by that message, folded the same way. A message is
   not specific when it says nothing (an empty error, "(in aten.OP)"), when it names an op or a
   dtype (an op rejecting its operands, downstream of the cause), or when it is one a fuser raises
-  for any failure of a stage or a library check (GENERIC_MESSAGES).
+  for any failure of a stage or a library check (GENERIC_MESSAGES). An Inductor C++ compile error
+  that could not combine two of ATen's vector templates is named by the compiler's error with the
+  generated code's types folded out (`fold_cpp_compile`).
 """
 from __future__ import annotations
 
@@ -66,6 +68,8 @@ def specific_message(signature: Signature) -> str:
     was raised at) and is no GENERIC_MESSAGES."""
     if signature.outcome != "crash":
         return ""
+    if fold_cpp_compile(signature.message):
+        return fold_cpp_compile(signature.message)
     # NNC's IR dump is the case's expression: a `double(...)` cast in it names no operand.
     said = _FAILED_AT.sub(" ", _IR_DUMP.sub(r"\1", _WRAPPER_PREFIX.sub("", signature.message)))
     text = fold(signature.message)
@@ -90,6 +94,8 @@ def rejects_operand(message: str) -> bool:
     (`names_an_operand`: "Boolean inputs not supported for relu") or ATen's: the op that raised it
     is not the bug, what made its operand is. (A size check is not: a backward formula that
     broadcasts wrongly raises one for its own op.)"""
+    if fold_cpp_compile(message):
+        return False  # the generated code's types, not an operand's: the construct is the bug
     return names_an_operand(_WRAPPER_PREFIX.sub("", message)) or bool(_DTYPE_REJECTIONS.match(fold(message)))
 
 
@@ -162,12 +168,46 @@ def fold_nvrtc(message: str) -> str:
     return f"{prefix}{error.rstrip(':')}{' [' + ', '.join(classes) + ']' if classes else ''}"
 
 
+# An Inductor C++ compile error as oracle.cpp_compile_error words it, where what its generated code
+# could not combine are two of ATen's vector templates (operator< of VecMask<BFloat16, 1> and
+# VecMask<float, 1>; '?:' of VecMask<int, 1> and VecMask<float, 1>). A vector template holds any
+# element type, and combining two needs a conversion that only the consumer's code can insert:
+# the construct is the bug, which ops made the masks and of what types is how it was reached. The
+# key keeps the error, the function, the operator aside, and the templates' names, with every type
+# and count folded. Two scalar types that do not go together (max_propagate_nan(short int&, int&))
+# are not folded so: a small int op whose C++ result is promoted to int is that op's own fix
+# upstream (neg and mul became `decltype(x)(...)` after pytorch#93380), and identity keys it by it.
+_VECTOR_TEMPLATES = re.compile(r"\b(?:VecMask|Vectorized|VectorizedN)<")
+_CPP_KEY = re.compile(r"^C\+\+ compile error: (.+)$", re.S)
+_CPP_NAMESPACE = re.compile(r"\b(?:[A-Za-z_]\w*::)+")
+_CPP_OPERATOR = re.compile(r"\boperator\s*[^\s\w(]+")
+_CPP_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
+_CPP_TYPE = re.compile(r"\b(?:(?:unsigned|signed)\s+)?(?:char|short(?:\s+int)?|long(?:\s+long)?(?:\s+int)?|int|u?int\d+_t"
+                       r"|bool|float|double|half|Half|BFloat16|Float8_\w+)\b")
+
+
+def fold_cpp_compile(message: str) -> str:
+    """A C++ compile error's key (see above); "" for any other message. The normalizer may have cut
+    a long message inside its last type: an unclosed template is dropped and the brackets closed
+    again, so the cut and the whole message fold alike."""
+    m = _CPP_KEY.match(message)
+    if not m or not _VECTOR_TEMPLATES.search(m.group(1)):
+        return ""
+    error = _CPP_OPERATOR.sub("operator OP", _CPP_NAMESPACE.sub("", m.group(1)))
+    while _CPP_TEMPLATE_ARGS.search(error):
+        error = _CPP_TEMPLATE_ARGS.sub("", error)
+    error = re.sub(r"<[^>]*$", "", error)
+    error = _CPP_TYPE.sub("T", error).replace("&", "")
+    error = re.sub(r"[0-9]+", "N", error).rstrip(") ")
+    return f"C++ compile error: {error}{')' * (error.count('(') - error.count(')'))}"
+
+
 def fold(message: str) -> str:
     """A normalized message with what varies between reports of one bug folded out: wrapper
     prefixes, op names ("Unexpected operator type silu" -> "... OP"), dtypes and numbered names.
     The detail keeps them; the key must not. An NVRTC error folds by its own rule (fold_nvrtc)."""
-    if fold_nvrtc(message):
-        return fold_nvrtc(message)
+    if fold_nvrtc(message) or fold_cpp_compile(message):
+        return fold_nvrtc(message) or fold_cpp_compile(message)
     text = _IR_DUMP.sub(r"\1", _WRAPPER_PREFIX.sub("", message))
     text = _OPERATOR.sub(r"\1 OP", text)
     text = _ATEN_OP.sub(r"\1\2OP", text)

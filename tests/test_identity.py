@@ -321,6 +321,29 @@ def test_an_inductor_compile_error_is_named_by_the_compilers_first_error_and_its
     assert identify(other, case.graph, None, "cpu").anchor is Anchor.MESSAGE
 
 
+LT_MASKS = "inductor-crash-inductorerror-torch-inductor-cpp-builder-py-r-4211f951"  # logical_not -> lt, VecMask
+
+
+def test_two_vector_masks_the_generated_code_cannot_combine_are_one_bug_whatever_made_them():
+    """Two bool values held as VecMasks of different element types cannot be compared: logical_not
+    -> lt of bfloat16 and eq -> le of int8 are one bug (the comparison's code must convert one
+    mask), keyed by the compiler's error, not by the op that made the masks. The '?:' of two such
+    masks is another construct, another bug."""
+    masks = load_case(CORPUS / LT_MASKS / "case.json")
+    lt = signature_today(masks.signature, masks.detail)
+    assert "VecMask<c10::BFloat16, N>" in lt.message and case_identity(masks).anchor is Anchor.MESSAGE
+    vec = "at::vec::CPU_CAPABILITY::VecMask"
+    le_of_int8 = replace(lt, message=f"C++ compile error: no match for operator<= (operand types are {vec}<signed "
+                                     f"char, N> and {vec}<float, N>)")
+    eq_then_le = Graph.from_json({**masks.graph.to_json(), "nodes": [
+        {**masks.graph.to_json()["nodes"][0], "op": "eq", "args": ["x0", "x0"]},
+        {**masks.graph.to_json()["nodes"][1], "op": "le"}]})
+    assert same_bug(case_identity(masks), identify(le_of_int8, eq_then_le, None, "cpu"))
+    ternary = replace(lt, message=f"C++ compile error: operands to ?: have different types {vec}<int, N> and "
+                                  f"{vec}<float, N>")
+    assert not same_bug(case_identity(masks), identify(ternary, masks.graph, None, "cpu"))
+
+
 @pytest.mark.slow
 def test_a_form_recorded_before_its_compile_error_was_named_is_split_run_and_folded_back(tmp_path):
     """The form as fuzzfuse recorded it before compile errors were named ("C++ compile error" and

@@ -20,7 +20,7 @@ from fuzzfuse.cli import main
 from fuzzfuse.identity import root_cause_key, variant_identity
 from fuzzfuse.reduce.generalise import Generalisation
 from fuzzfuse.backends.registry import component
-from fuzzfuse.rootcause import fold, signature_today
+from fuzzfuse.rootcause import fold, fold_cpp_compile, signature_today
 
 ERRORS = json.loads((Path(__file__).parent / "data" / "nvfuser_errors.json").read_text())
 
@@ -85,6 +85,21 @@ def test_two_different_nvrtc_first_errors_are_two_bugs_and_one_error_for_two_dty
                                   "to float exists")
     assert shfl_half.key() != conversion.key()
     assert root_cause_key(shfl_half) == root_cause_key(shfl_bfloat) != root_cause_key(conversion)
+
+
+def test_a_cpp_compile_error_of_two_vector_templates_folds_their_types_and_keeps_its_construct():
+    """g++'s first error of Inductor's C++, as oracle.cpp_compile_error words it."""
+    prefix = "C++ compile error: "
+    # two scalar types: a small int op's promoted result, keyed by that op (fuzzfuse.identity)
+    assert fold_cpp_compile(prefix + "no matching function for call to max_propagate_nan(short int&, int&)") == ""
+    masks = prefix + "no match for operator{} (operand types are at::vec::CPU_CAPABILITY::VecMask<{}, N> and " \
+                     "at::vec::CPU_CAPABILITY::VecMask<float, N>)"
+    lt_bf16 = fold_cpp_compile(masks.format("<", "c10::BFloat16"))
+    assert lt_bf16 == prefix + "no match for operator OP (operand types are VecMask and VecMask)"
+    assert lt_bf16 == fold_cpp_compile(masks.format("<=", "signed char")) == fold(masks.format("==", "int"))
+    # the normalizer cuts a message at 160 characters, here inside its last type
+    assert lt_bf16 == fold_cpp_compile(masks.format("<", "c10::Float8_e4m3fn")[:160])
+    assert fold_cpp_compile("CUDA NVRTC compile error: no operator != matches these operands") == ""
 
 
 def test_route_stage_and_outcome_fold_for_a_native_assert_but_the_component_does_not():
