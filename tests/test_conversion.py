@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from fuzzfuse.corpus import load_case
+from fuzzfuse.hostcpu import host_isa
 from fuzzfuse.identity import case_identity, same_bug
 from fuzzfuse.minimize import reduce_case
 from fuzzfuse.rekey import stale
@@ -22,6 +23,10 @@ def test_a_wrong_float_of_an_integer_whose_conversion_alone_is_wrong_is_the_conv
     case is the cast alone, and the committed directory (re-reduced by `corpus fold`, since it was
     reduced before this change: rekey.stale) holds that very bug."""
     case = load_case(ROOT / "tests" / "data" / "inductor_unsafe_math_atan2_int64_case.json")
+    if host_isa() != case.versions["host_isa"]:
+        # -march=native: on an AVX-512 host the same C++ converts int64 ones right (2026-12-06)
+        pytest.skip(f"the conversion fails in code compiled for an {case.versions['host_isa'].upper()} host; "
+                    f"this one is {host_isa().upper()}")
     assert [n.op for n in case.graph.nodes] == ["atan2"]
     reduction = reduce_case(case, case.backend, workers=2, timeout=120)
     assert [n.op for n in reduction.graph.nodes] == ["cast"]
