@@ -478,6 +478,40 @@ def test_cpu_inductors_sum_order_amplified_past_float32_is_ill_conditioned_not_a
     assert judged and all(outcome == Outcome.DOCUMENTED and kind == "ill-conditioned" for _, outcome, kind in judged), judged
 
 
+SERIAL_SUM_CHECK = """
+import sys
+from pathlib import Path
+from fuzzfuse.backends import get_backend
+from fuzzfuse.corpus import load_case
+from fuzzfuse.ir import make_inputs, run_eager
+from fuzzfuse.job import run_case
+from fuzzfuse.oracle import compare_output
+case = load_case(Path(sys.argv[1]))
+inductor = get_backend(case.backend).for_case(case.options)
+inputs = make_inputs(case.graph)
+(eager,), _ = run_eager(case.graph, inputs)
+(ref64,), _ = run_eager(case.graph, inputs, upcast=True)
+fused = inductor.compile(case.graph).run(inputs, None).outputs[0]
+found = run_case(case.graph, inductor)
+print(compare_output(0, fused, eager, ref64, 19) is not None, found.outcome.value, found.signature.kind)
+"""
+
+
+@pytest.mark.slow
+def test_a_sum_a_loop_accumulates_term_by_term_amplified_by_exp_is_ill_conditioned():
+    """A 300-s CPU campaign (AVX-512 host, unvectorized C++ under ATEN_CPU_CAPABILITY=default)
+    reported exp(sum over dim 0 of 19 copies of 1.666) as a new wrong value: Inductor's loop adds
+    the rows one at a time in float32, 3 ulps from the exact sum where eager's cascade sum is 1, and
+    exp multiplies that by 31.65. Rounding runs that shuffle eager's own sum of equal terms
+    never differ; runs that accumulate term by term (Op.from_running_sum) do. Real Inductor CPU, in
+    a process pinned to the capability the case was found under."""
+    case = Path(__file__).parent / "data" / "inductor_cpu_serial_sum_exp_case.json"
+    run = subprocess.run([sys.executable, "-c", SERIAL_SUM_CHECK, str(case)], capture_output=True, text=True,
+                         env={**os.environ, "ATEN_CPU_CAPABILITY": "default"}, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["True", "documented-difference", "ill-conditioned"]
+
+
 def test_cpu_inductor_eliding_an_explicit_half_round_trip_is_its_documented_default():
     """x.half().float() is x under CPU Inductor's default configuration: pytorch#185337 was fixed
     only under emulate_precision_casts ("Default-config behavior is unchanged", pull 185847). The

@@ -200,6 +200,35 @@ def _reordered(node: Node, x: torch.Tensor, dtype: str, generator: torch.Generat
     return x
 
 
+# How many terms a rounding run adds one at a time at most; more are added in 16 lanes (a vector
+# loop's accumulators), each one at a time, then the lanes one after another.
+SERIAL_TERMS = 512
+
+
+def _accumulated(node: Node, terms: torch.Tensor, from_running_sum, generator: torch.Generator) -> torch.Tensor:
+    """A sum-like reduction of `terms` (in their dtype) accumulated as a loop does: in 1, 8 or 16
+    lanes as `generator` draws (a scalar loop, an AVX2 or an AVX-512 vector), each lane adding its
+    terms one at a time and rounding after each, then the lanes added in turn; the op's result from
+    that sum (`Op.from_running_sum`)."""
+    dims = reduced_dims(node.attrs, terms.dim()) if terms.dim() else []
+    kept = [d for d in range(terms.dim()) if d not in dims]
+    flat = terms.permute(kept + dims).reshape([terms.shape[d] for d in kept] + [-1])
+    count = flat.shape[-1]
+    lanes = (1, 8, 16)[int(torch.randint(3, (1,), generator=generator))] if count <= SERIAL_TERMS else 16
+    flat = torch.nn.functional.pad(flat, (0, -count % lanes)).unflatten(-1, (-1, lanes))
+    total = flat[..., 0, :]
+    for step in range(1, flat.shape[-2]):
+        total = total + flat[..., step, :]
+    lane_sum = total[..., 0]
+    for lane in range(1, lanes):
+        lane_sum = lane_sum + total[..., lane]
+    out = from_running_sum(lane_sum, count)
+    if node.attrs.get("keepdim"):
+        for d in sorted(dims):
+            out = out.unsqueeze(d)
+    return out
+
+
 def _made_float(node: Node, args: list, made: str) -> list:
     """For the arbiter: the integer or bool operands of a pointwise op that makes a float of them
     (sqrt of an int32, remainder of one by 3.0), converted as eager's type promotion converts them
@@ -291,7 +320,10 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
             # operand may differ by where the ops before it rounded
             out = args[0].to(DTYPES[node.attrs["dtype"]])
         elif reorders:
-            out = op.eager(_reordered(node, args[0], types[node.args[0]].dtype, rounding), *args[1:], **attrs)
+            terms = _reordered(node, args[0], types[node.args[0]].dtype, rounding)
+            out = (_accumulated(node, terms, op.from_running_sum, rounding)
+                   if op.from_running_sum is not None and terms.numel() and torch.rand(1, generator=rounding).item() < 0.5
+                   else op.eager(terms, *args[1:], **attrs))
         elif rounding is not None and op.exact_in_dtype:
             # no rounding of a float64 result is the op's (nextafter of inf in bfloat16 is its
             # largest finite value, never a rounding of float64's)

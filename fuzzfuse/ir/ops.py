@@ -63,6 +63,11 @@ class Op:
     # amin) and non-reductions. Eager and a fuser may both be right yet disagree when terms near
     # the dtype's limits overflow or cancel in one order and not in another (fuzzfuse.ir.interp).
     accumulates: str | None = None
+    # The op's result from the running sum of its terms and their count (sum: the sum; mean: the
+    # sum / count), where it is one: a rounding run (fuzzfuse.ir.interp) then also accumulates the
+    # terms one at a time in the dtype, as a fuser's loop over an outer dim does, whose rounding
+    # errors add up over the terms where eager's cascade sum keeps them small.
+    from_running_sum: Callable[[torch.Tensor, int], torch.Tensor] | None = None
     # The op every fuser here computes this one from (std is sqrt(var): nvFuser's recipe and
     # Inductor's decomposition alike): a wrong result of this op is that op's bug, so a bug's
     # identity (fuzzfuse.identity) names that op as its culprit. None: the op is its own.
@@ -655,6 +660,8 @@ for _n, (_fn, _rule, _acc, _extra) in _REDUCTIONS.items():
                 draw_attrs=(lambda ex: lambda draw, ts: draw(_reduce_dims(ts, correction=bool(ex))))(_extra),
                 nvfuser=_NVFUSER_REDUCTION[_n], accumulates=None if _n in ("amax", "amin") else "sum",
                 computed_from="var" if _n == "std" else None, math_call=_n in _MATH_CALLS,
+                from_running_sum={"sum": lambda total, count: total,
+                                  "mean": lambda total, count: total / count}.get(_n),
                 fma_product=_mean_as_product if _n == "mean" else None))
 
 # prod takes a single dim (aten has no multi-dim prod).
