@@ -38,7 +38,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     """One line a directory; exit 1 when a repro no longer reproduces, 2 when a directory has no
     readable case.json (the others are still done)."""
     from .corpus import CorpusError
-    from .minimize import refresh
+    from .repro_dir import refresh
     from .verdict import Reproduction
 
     directories = [Path(d) for d in args.dirs]

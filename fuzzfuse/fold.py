@@ -36,7 +36,8 @@ from .backends import Unavailable
 from .corpus import Case, Variant, load_case, write_json
 from .identity import BugIdentity, case_identity, root_cause_key, same_bug, variant_entry, variant_identity
 from .bugreport import case_device, with_variants
-from .minimize import reduce_case, repro_slug, slug_words, write_minimized
+from .minimize import reduce_case
+from .repro_dir import repro_slug, slug_words, write_minimized
 from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, cost

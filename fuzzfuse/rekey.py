@@ -20,8 +20,9 @@ from pathlib import Path
 from .backends import Unavailable
 from .corpus import Case, CorpusError, ReductionFigures, Variant, load_case, write_json
 from .ir import Graph
-from .minimize import (REDUCER_REVISION, VERIFY_RUNS, first_output_exact, first_output_wrong, generalised,
-                       probed_further, reduce_case, repro_slug, reply_key, write_minimized)
+from .minimize import (REDUCER_REVISION, first_output_exact, first_output_wrong, generalised, probed_further,
+                       reduce_case, reply_key)
+from .repro_dir import VERIFY_RUNS, repro_slug, write_minimized
 from .explain import shows_on_a_poisoned_heap
 from .oracle import Signature
 from .verdict import HarnessError, judge

@@ -297,7 +297,7 @@ class Reproduction(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Verification:
-    """A repro's re-runs in fresh processes (fuzzfuse.minimize.verify_repro): their status, each
+    """A repro's re-runs in fresh processes (fuzzfuse.repro_dir.verify_repro): their status, each
     run's exit code ("timeout" for one killed at the timeout) and verdict, and how many ran."""
 
     status: Reproduction

@@ -53,7 +53,7 @@ def test_a_rewrite_of_a_directory_keeps_its_versions_table(tmp_path):
     import shutil
 
     from fuzzfuse.corpus import VERSIONS_FILE
-    from fuzzfuse.minimize import refresh
+    from fuzzfuse.repro_dir import refresh
 
     source = ROOT / "minimized" / "torchscript-nnc-mismatch-values-float-5404acd0"
     assert (source / VERSIONS_FILE).exists()

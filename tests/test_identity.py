@@ -768,7 +768,7 @@ def _old_onednn_crash_directory(root: Path) -> Path:
     from fuzzfuse.corpus import Case
     from fuzzfuse.ir.builder import GraphBuilder
     from fuzzfuse.job import run_case
-    from fuzzfuse.minimize import write_minimized
+    from fuzzfuse.repro_dir import write_minimized
 
     b = GraphBuilder()
     crashing = b.build([b.add("neg", b.add("add", b.tensor([4], "bool"), 0.0))])

@@ -250,7 +250,7 @@ def test_a_cpu_repro_is_pinned_to_the_lowest_capability_it_fails_under(tmp_path)
     import json
     from pathlib import Path
 
-    from fuzzfuse.minimize import pin_candidates, write_minimized
+    from fuzzfuse.repro_dir import pin_candidates, write_minimized
     committed = Path(__file__).parent.parent / "minimized" / "torchscript-nnc-mismatch-values-float-c8e27f28"
     case = load_case(committed / "case.json")
     assert case.versions["cpu_capability"] == "default"

@@ -19,7 +19,7 @@ from fuzzfuse.corpus import load_case
 from fuzzfuse.export import judge, read_verdict
 from fuzzfuse.ir import Values
 from fuzzfuse.ir.builder import GraphBuilder
-from fuzzfuse.minimize import agreed_output, refresh, verify_repro
+from fuzzfuse.repro_dir import agreed_output, refresh, verify_repro
 from fuzzfuse.oracle import Signature, compare_output, exception_signature
 from fuzzfuse.tracebacks import error_location, printed_error
 from fuzzfuse.bugreport import quoted_output, run_repro, title
