@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from fuzzfuse.bugreport import REPRO_TIMEOUT, case_device, report_dirs, run_repro
-from fuzzfuse.corpus import load_case
+# fuzzfuse from this checkout where it is not installed (the GPU machine); the repros it runs are
+# given a PYTHONPATH without it (bugreport.run_repro)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fuzzfuse.bugreport import REPRO_TIMEOUT, case_device, report_dirs, run_repro  # noqa: E402
+from fuzzfuse.corpus import load_case  # noqa: E402
 
 
 def main() -> None:
