@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 from .backends import Unavailable
 from .corpus import Case, CorpusError, ReductionFigures, Variant, load_case, write_json
@@ -112,7 +113,17 @@ def rereduce(directory: Path, pools: Pools, workers: int = 2, verify_runs: int =
     return before, after, home
 
 
-def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tuple[Signature, Generalisation | None]:
+class Generalised(NamedTuple):
+    """What generalise_case found: the signature the graph fails with today, its generalisation, and
+    the error text of today's run where that signature is a crash reworded since it was recorded
+    (the case's detail must say what its message says), else ""."""
+
+    signature: Signature
+    generalisation: Generalisation | None
+    reworded_detail: str = ""
+
+
+def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> Generalised:
     """Generalise a reduced case's graph as it is (no reduction), with the same-signature test: the
     signature it fails with today and the generalisation. Today's signature is kept where it has
     the recorded outcome, stage, kind and location (as reduce_case keeps it): a mismatch that a
@@ -129,9 +140,10 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tupl
     probed = answered_once(replies)
 
     try:
-        fresh = judge(case.backend, replies([case.graph])[0]).signature
+        today = judge(case.backend, replies([case.graph])[0])
     except HarnessError as e:
         raise NotInteresting(f"the repro's graph could not be judged now: {e}") from e
+    fresh = today.signature
     if fresh is None or (fresh.outcome, fresh.stage, fresh.kind, fresh.location) != \
             (recorded.outcome, recorded.stage, recorded.kind, recorded.location):
         raise NotInteresting(f"the repro's graph does not fail as recorded now: {_today(fresh)}")
@@ -157,7 +169,8 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> tupl
     if general is not None:
         general = probed_further(general, pool, case.backend, case.graph, case.options, sig, timeout,
                                  bool(case.check_strides), ids)
-    return sig, general
+    crash_reworded = sig.outcome != "mismatch" and sig.message != recorded.message
+    return Generalised(sig, general, today.detail if crash_reworded else "")
 
 
 def _today(fresh: Signature | None) -> str:
@@ -178,9 +191,10 @@ def record_generalisation(directory: Path, pools: Pools, timeout: float = 60.0) 
 
 
 def _record_generalisation(directory: Path, case: Case, pools: Pools, timeout: float) -> str:
-    signature, general = generalise_case(case, pools(case.backend), timeout)
+    signature, general, reworded_detail = generalise_case(case, pools(case.backend), timeout)
     seen = [_generalised_variant(variant, case, pools, timeout) for variant in case.also_seen_as]
-    case = replace(case, signature=signature, generalisation=general, also_seen_as=seen)
+    case = replace(case, signature=signature, generalisation=general, also_seen_as=seen,
+                   detail=reworded_detail or case.detail)
     write_json(directory / "case.json", case.to_json())
     sig = signature_today(case.signature, case.detail)
     return root_cause_key(sig, case.graph, general, case.device) or sig.key()
@@ -194,7 +208,7 @@ def _generalised_variant(variant: Variant, case: Case, pools: Pools, timeout: fl
         return variant
     probe = replace(case, graph=variant.graph, backend=sig.backend, signature=sig, detail="")
     try:
-        sig, general = generalise_case(probe, pools(sig.backend), timeout)
+        sig, general, _ = generalise_case(probe, pools(sig.backend), timeout)
     except (NotInteresting, Unavailable, ValueError):
         return variant
     return replace(variant, key=sig.key(), root_cause=root_cause_key(sig, variant.graph, general, case.device) or sig.key(),

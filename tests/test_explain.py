@@ -253,7 +253,7 @@ def test_the_scalar_rule_reaches_through_unary_ops_only_where_the_fuser_keeps_th
     from fuzzfuse.corpus import Case
     from fuzzfuse.rekey import Pools, generalise_case
     with Pools(1, 120.0) as pools:
-        _, general = generalise_case(Case(form, "inductor:cpu", outcome=result.outcome, signature=result.signature),
+        _, general, _ = generalise_case(Case(form, "inductor:cpu", outcome=result.outcome, signature=result.signature),
                                      pools("inductor:cpu"))
     found = identify(result.signature, form, general, device="cpu")
     committed = case_identity(load_case(ROOT / "minimized/inductor-mismatch-nan-inf-float-62c90d20/case.json"))

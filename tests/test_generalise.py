@@ -135,7 +135,7 @@ def test_one_nnc_bug_reduced_with_two_fillers_or_a_producer_gets_one_key():
         keys = []
         for case in (kept, with_eq, neg_frac):
             sig = case.signature
-            _, general = generalise_case(case, pools(case.backend))
+            _, general, _ = generalise_case(case, pools(case.backend))
             keys.append((root_cause_key(sig, case.graph), root_cause_key(sig, case.graph, general)))
     assert len({before for before, _ in keys}) == 3
     assert {after for _, after in keys} == {"culprit|nnc||wrong-value|forward|frac|float"}, keys
@@ -149,7 +149,7 @@ def test_a_fused_pair_whose_second_op_is_right_on_its_own_is_keyed_by_its_first_
     that is no filler, log; a key of add would file every later oneDNN add mismatch as known."""
     case = load_case(MINIMIZED / "torchscript-onednn-mismatch-values-float-4e0135ad" / "case.json")
     with Pools(1, 60.0) as pools:
-        _, general = generalise_case(case, pools(case.backend))
+        _, general, _ = generalise_case(case, pools(case.backend))
     assert general.probed and not general.alone and general.culprit is None, general
     assert root_cause_key(case.signature, case.graph, general) == "culprit|onednn||wrong-value|forward|log|float"
 
@@ -239,7 +239,7 @@ def test_nncs_round_of_a_half_is_one_key_whatever_observes_it_or_comes_before_it
             assert result.outcome == Outcome.MISMATCH, result
             kinds.add((result.signature.kind, result.signature.location))
             case = Case(graph, "torchscript:nnc", outcome=result.outcome, signature=result.signature)
-            _, general = generalise_case(case, pools("torchscript:nnc"))
+            _, general, _ = generalise_case(case, pools("torchscript:nnc"))
             assert general.culprit == (0, "values"), general
             keys.add(root_cause_key(result.signature, graph, general))
         b = GraphBuilder()
@@ -247,7 +247,7 @@ def test_nncs_round_of_a_half_is_one_key_whatever_observes_it_or_comes_before_it
         graph = b.build([b.add("round", b.add("abs", x))])
         result = run_case(graph, get_backend("torchscript:nnc"))
         case = Case(graph, "torchscript:nnc", outcome=result.outcome, signature=result.signature)
-        _, general = generalise_case(case, pools("torchscript:nnc"))
+        _, general, _ = generalise_case(case, pools("torchscript:nnc"))
         assert general.ops == ((0, "unary"),), general
         filler_first = root_cause_key(result.signature, graph, general)
     assert len(kinds) == 3
@@ -366,7 +366,7 @@ def test_a_cast_to_its_own_dtype_is_never_the_key_of_an_amplified_wrong_value():
     case = load_case(Path(__file__).parent / "data" / "nnc_log_softmax_pow_case.json")
     assert [n.op for n in case.graph.nodes] == ["cast", "log_softmax", "pow"]
     with Pools(1, 120.0) as pools:
-        signature, general = generalise_case(case, pools(case.backend))
+        signature, general, _ = generalise_case(case, pools(case.backend))
     found = identify(signature, case.graph, general, device="cpu")
     committed = case_identity(load_case(ROOT / "minimized" / "torchscript-nnc-mismatch-values-bool-3a2f9386" / "case.json"))
     assert found.where == "log_softmax" and same_bug(found, committed), (found, committed)
@@ -397,7 +397,7 @@ def test_a_crash_that_needs_a_folded_constant_is_one_bug_however_the_constant_wa
             keys = []
             try:
                 for graph in (case.graph, variant.graph):
-                    signature, general = generalise_case(replace(case, graph=graph), pool)
+                    signature, general, _ = generalise_case(replace(case, graph=graph), pool)
                     assert general.folded, graph.to_json()
                     keys.append(root_cause_key(signature, graph, general, "cpu"))
             except NotInteresting as e:  # the repro ran clean this once
