@@ -54,10 +54,8 @@ class InductorBackend(DynamoBackend):
     # argmin and minimum are argmax's and maximum's code with the comparison turned round (Triton:
     # triton_helpers.min_with_index / minimum beside max_with_index / maximum, one tl.where on a < b
     # or a > b; C++: min_propagate_nan beside max_propagate_nan): a wrong value of one is a bug of both.
-    # torch._refs' hardtanh is clamp(a, min_val, max_val), and clamp(min=) is clamp: one lowering
-    # (a -0.0 at the min of 0 came back +0.0 from hardtanh, clamp and relu6 alike on CPU).
     computes_from = MappingProxyType({"elu": "expm1", "div_trunc": "div", "argmin": "argmax",
-                                      "minimum": "maximum", "hardtanh": "clamp", "clamp_min": "clamp"})
+                                      "minimum": "maximum"})
     device_routes = MappingProxyType({"cpu": "inductor:cpu", "cuda": "inductor:cuda"})
     # CppVecOverrides.fmod is f"{a}.fmod({b})".
     eager_kernels = MappingProxyType({"cpu": frozenset({"fmod"})})
