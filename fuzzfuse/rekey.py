@@ -185,8 +185,7 @@ def record_generalisation(directory: Path, pools: Pools, timeout: float = 60.0) 
     key before and after."""
     case = load_case(Path(directory) / "case.json")
     sig = signature_today(case.signature, case.detail)
-    was = identify(sig, case.graph, case.generalisation, case.device)
-    before = was.key() if was is not None else sig.key()
+    before = root_cause_key(sig, case.graph, case.generalisation, case.device) or sig.key()
     return before, _record_generalisation(Path(directory), case, pools, timeout)
 
 
