@@ -68,8 +68,8 @@ def specific_message(signature: Signature) -> str:
     was raised at) and is no GENERIC_MESSAGES."""
     if signature.outcome != "crash":
         return ""
-    if fold_cpp_compile(signature.message):
-        return fold_cpp_compile(signature.message)
+    if construct := fold_cpp_compile(signature.message):
+        return construct
     # NNC's IR dump is the case's expression: a `double(...)` cast in it names no operand.
     said = _FAILED_AT.sub(" ", _IR_DUMP.sub(r"\1", _WRAPPER_PREFIX.sub("", signature.message)))
     text = fold(signature.message)
@@ -206,8 +206,8 @@ def fold(message: str) -> str:
     """A normalized message with what varies between reports of one bug folded out: wrapper
     prefixes, op names ("Unexpected operator type silu" -> "... OP"), dtypes and numbered names.
     The detail keeps them; the key must not. An NVRTC error folds by its own rule (fold_nvrtc)."""
-    if fold_nvrtc(message) or fold_cpp_compile(message):
-        return fold_nvrtc(message) or fold_cpp_compile(message)
+    if compiled := fold_nvrtc(message) or fold_cpp_compile(message):
+        return compiled
     text = _IR_DUMP.sub(r"\1", _WRAPPER_PREFIX.sub("", message))
     text = _OPERATOR.sub(r"\1 OP", text)
     text = _ATEN_OP.sub(r"\1\2OP", text)
