@@ -297,6 +297,46 @@ def nan_number_graphs(graph: Graph, inputs: list) -> list[tuple[Node, Graph, lis
     return found
 
 
+def _readers_of_new(candidate: Graph, graph: Graph) -> list[str]:
+    """The ops of `candidate` that read an input `graph` does not have."""
+    new = {spec.name for spec in candidate.inputs[len(graph.inputs):]}
+    return [node.name for node in candidate.nodes if new & set(node.refs())]
+
+
+def nan_comparison_is_the_fault(graph: Graph, inputs: list, output: int, comparisons: set[str],
+                                run_fused: Callable[[Graph, list], list | None] | None, reduced: int = 1) -> bool:
+    """Whether the fuser gets output `output` right once the comparisons that read a NaN are handed
+    eager's results instead of computing them: only then is a NaN read as a number the fault. A
+    NaN read as a number can explain a wrong value by coincidence: NNC's eq(nan, 0) -> sin ->
+    add 2.5 -> round gives 3 (eager 2), and eq read as True gives round(3.34), 3, too; with the
+    comparison's False handed in NNC still gives 3, its round of a half. True where no run can tell
+    (no fuser run given, the comparison is that output itself, or the fuser declines the graph)."""
+    if run_fused is None or graph.outputs[output] in comparisons:
+        return True
+    try:
+        values = interpret(graph, inputs)[0]
+    except Exception:
+        return True
+    candidate, candidate_inputs = handed_in(graph, inputs, {name: values[name] for name in comparisons})
+    outputs = run_fused(candidate, candidate_inputs)
+    return outputs is None or _computes(candidate, candidate_inputs, output, outputs[output], reduced)
+
+
+def handed_in(graph: Graph, inputs: list, values: dict[str, torch.Tensor]) -> tuple[Graph, list]:
+    """The graph and its inputs with each named op's value an input instead, holding `values`' (an
+    output keeps its op, and the ops that read it read the input): the same computation, with
+    nothing of those ops left for the fuser to compute."""
+    specs, nodes = list(graph.inputs), list(graph.nodes)
+    for name, value in values.items():
+        kept = name in graph.outputs
+        spec = TensorInput(f"{name}_value" if kept else name, tuple(value.shape),
+                           str(value.dtype).removeprefix("torch."))
+        specs.append(spec)
+        nodes = [n if n.name == name else replace(n, args=tuple(spec.name if a == name else a for a in n.args))
+                 for n in nodes if kept or n.name != name]
+    return replace(graph, inputs=tuple(specs), nodes=tuple(nodes)), list(inputs) + [v.clone() for v in values.values()]
+
+
 def nan_kept(graph: Graph, inputs: list, makers: list[Node],
              run_fused: Callable[[Graph, list], list | None] | None) -> bool:
     """Whether the fuser's own values of the ops that made the compared NaNs (`makers`) still hold
@@ -413,16 +453,7 @@ def opaque_constant_graphs(graph: Graph, inputs: list,
     found = []
     positions = {spec.name: k for k, spec in enumerate(graph.inputs)}
     for name, value in (constant_values(graph, inputs) if constants is None else constants).items():
-        kept = name in graph.outputs  # the op stays for its output; the ops that read it read the input
-        dtype = str(value.dtype).removeprefix("torch.")
-        spec = TensorInput(f"{name}_value" if kept else name, tuple(value.shape), dtype)
-        if kept:
-            nodes = tuple(n if n.name == name else replace(n, args=tuple(spec.name if a == name else a for a in n.args))
-                          for n in graph.nodes)
-        else:
-            nodes = tuple(n for n in graph.nodes if n.name != name)
-        candidate = replace(graph, inputs=graph.inputs + (spec,), nodes=nodes)
-        found.append((candidate, list(inputs) + [value.clone()]))
+        found.append(handed_in(graph, inputs, {name: value}))
         node = next(n for n in graph.nodes if n.name == name)
         twice = [r for r in dict.fromkeys(node.refs()) if node.refs().count(r) > 1 and r in positions]
         if twice:
@@ -469,7 +500,9 @@ def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int
                 return FOLDED_CONSTANT
     compared = [(maker, candidate, values) for maker, candidate, values in nan_number_graphs(graph, inputs)
                 if _computes(candidate, values, output, fused, reduced)]
-    if compared and nan_kept(graph, inputs, [m for m, _, _ in compared if m is not None], run_fused):
+    comparisons = {name for _, candidate, _ in compared for name in _readers_of_new(candidate, graph)}
+    if compared and nan_kept(graph, inputs, [m for m, _, _ in compared if m is not None], run_fused) and \
+            nan_comparison_is_the_fault(graph, inputs, output, comparisons, run_fused, reduced):
         return NAN_COMPARED
     if explaining and not seen:  # no run shows which op lost it: the op nearest the output
         return normalize(f"{ZERO_SIGN}: {explaining[0].op}")

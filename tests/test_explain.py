@@ -13,8 +13,8 @@ import torch
 from fuzzfuse.backends import Unavailable, get_backend
 from fuzzfuse.corpus import load_case
 from fuzzfuse.explain import (FOLDED_CONSTANT, NAN_COMPARED, SCALAR_CAST, ZERO_DIM_WIDER, ZERO_SIGN, constant_values,
-                              explaining_rule, nan_number_graphs, scalar_cast_graphs, zero_dim_wider_graphs,
-                              zero_sign_graphs)
+                              explaining_rule, nan_comparison_is_the_fault, nan_number_graphs, scalar_cast_graphs,
+                              zero_dim_wider_graphs, zero_sign_graphs)
 from fuzzfuse.identity import Anchor, case_identity, identify, same_bug
 from fuzzfuse.ir import Graph, make_inputs, run_eager
 from fuzzfuse.ir.builder import GraphBuilder
@@ -360,6 +360,33 @@ def test_the_two_forms_of_the_nan_range_fold_are_one_bug_once_named():
     first = load_case(NAN_RANGE_FORMS[0] / "case.json")
     # its signature as first recorded: no rule named (the refreshed one names it)
     assert not same_bug(identify(replace(first.signature, message=""), first.graph, device="cuda"), identities[1])
+
+
+def test_a_nan_read_as_a_number_is_not_the_fault_where_handing_in_the_comparison_changes_nothing():
+    """A 300-s NNC campaign (seed 1642998713) reported eq(nan, 0.0) -> sin -> add 2.5 -> round (NNC
+    3, eager 2) as new, named by the NaN rule: eq read as True gives round(3.34), 3. With eq's
+    False handed in, NNC still gives 3: its round of a half, the committed d13b663f."""
+    nnc = backend("torchscript:nnc")
+    form = graph("float32", "normal", ("eq", "x0", 0.0), ("sin", "v0"), ("add", "v1", 2.5), ("round", "v2"),
+                 shape=(1,))
+    form = replace(form, inputs=(with_exact_values(form.inputs[0], torch.tensor([float("nan")])),))
+    inputs = make_inputs(form)
+    result = run_case(form, nnc)
+    assert result.outcome is Outcome.MISMATCH and result.signature.message == "", result.detail
+    # the NaN rule's model alone computes NNC's value; the fuser's run is what takes it back
+    fused = torch.tensor([3.0])
+    assert explaining_rule(form, inputs, 0, fused) == NAN_COMPARED
+    from fuzzfuse.backends.options import Options
+    from fuzzfuse.job import fused_outputs
+    assert not nan_comparison_is_the_fault(form, inputs, 0, {"v0"}, lambda g, x: fused_outputs(nnc, Options(), g, x))
+    from fuzzfuse.corpus import Case
+    from fuzzfuse.rekey import Pools, generalise_case
+    with Pools(1, 120.0) as pools:
+        _, general, _ = generalise_case(Case(form, "torchscript:nnc", outcome=result.outcome,
+                                             signature=result.signature), pools("torchscript:nnc"))
+    found = identify(result.signature, form, general, device="cpu")
+    committed = case_identity(load_case(ROOT / "minimized/torchscript-nnc-mismatch-values-float-d13b663f/case.json"))
+    assert found.where == "round" and same_bug(found, committed), (found, committed)
 
 
 def _divide_as_triton(graph: Graph, inputs: list) -> list:
