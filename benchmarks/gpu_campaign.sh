@@ -5,6 +5,7 @@
 #
 #   setsid nohup bash benchmarks/gpu_campaign.sh BACKEND OUT [CAMPAIGN_SECONDS] [REDUCE_SECONDS] &
 #
+# (WORKERS=N in the environment: N workers, where two campaigns share the machine; else all cores)
 # 1. `fuzzfuse fuzz --backend BACKEND` on all cores for CAMPAIGN_SECONDS (default 600), --known
 #    minimized, reducing as it fuzzes (the default --reduce-share);
 # 2. `--resume` with one more case (the least --max-cases takes): the novel pending hits reduced
@@ -30,7 +31,7 @@ stamp() { echo "$(date +%T) $*" | tee -a "$OUT/steps.log"; }
 
 stamp "$BACKEND campaign ${FUZZ}s"
 timeout $((FUZZ + 180)) python3 -m fuzzfuse fuzz --backend "$BACKEND" --time "$FUZZ" --known minimized \
-  --out "$OUT/campaign" > "$OUT/campaign.log" 2>&1 < /dev/null
+  ${WORKERS:+--workers "$WORKERS"} --out "$OUT/campaign" > "$OUT/campaign.log" 2>&1 < /dev/null
 stamp "campaign exit $?"
 
 stamp "reducing what it left pending (${REDUCE}s)"

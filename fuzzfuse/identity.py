@@ -46,7 +46,7 @@ import enum
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, replace
 
-from .backends.registry import component, computes_from, eager_kernels
+from .backends.registry import component, computes_from, eager_kernels, per_device_code
 from .corpus import Case, CorpusError, Variant, iter_cases
 from .explain import names_a_rule, sign_lost_by
 from .graphform import graph_form
@@ -191,6 +191,7 @@ def identify(signature: Signature | None, graph: Graph | None = None,
     if graph is None:
         return None
     general = generalisation if generalisation is not None and generalisation.applies_to(graph) else None
+    found_on = device
     if general is not None and len(general.devices) > 1:
         device = ""  # the same wrong value on each device its one lowering runs on: one bug on all
     symptom = symptom_of(signature)
@@ -203,7 +204,8 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         position = next(k for k, n in enumerate(graph.nodes) if n.op == lost_by)
         at_fault, culprit = culprit_op(signature.backend, lost_by, device, graph.nodes[position].attrs)
         return BugIdentity(at_fault, Anchor.CULPRIT, symptom, culprit,
-                           dtype_class(graph, position, generalisation=general), phase, device)
+                           dtype_class(graph, position, generalisation=general), phase,
+                           culprit_device(signature.backend, culprit, device, found_on))
     if signature.outcome == "hard-crash" and general is not None and general.widened:
         # The process died of a narrow store's overrun, which on int64 inputs shows as the rule's
         # wrong values (Generalisation.widened): one bug, named by the rule as those values are.
@@ -250,7 +252,8 @@ def identify(signature: Signature | None, graph: Graph | None = None,
                 culprit = f"*{wildcard[1]}"
             else:
                 comp, culprit = culprit_op(signature.backend, node.op, device, node.attrs)
-            return BugIdentity(comp, Anchor.CULPRIT, symptom, culprit, detail, phase, device)
+            return BugIdentity(comp, Anchor.CULPRIT, symptom, culprit, detail, phase,
+                               culprit_device(signature.backend, culprit, device, found_on))
     if signature.outcome in ("crash", "hard-crash"):
         # Its inputs' layouts, special values and constants, and the op that rejected the bad
         # value, are how it was reached (the module's docstring).
@@ -287,6 +290,13 @@ def ops_reaching_alike(a: str, b: str) -> bool:
                        or not set(x_ops.split(OPS_REACHING)) & set(y_ops.split(OPS_REACHING))):
             return False
     return True
+
+
+def culprit_device(backend: str, culprit: str, shared: str, found_on: str) -> str:
+    """The device a culprit's identity names: `shared` ("" where it failed alike on each device
+    its lowering runs on), unless each device writes that op's code for itself
+    (`Backend.per_device_code`): then the device it was found on."""
+    return found_on if culprit in per_device_code(backend) else shared
 
 
 def culprit_op(backend: str, op: str, device: str, attrs: dict | None = None) -> tuple[str, str]:

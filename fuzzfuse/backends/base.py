@@ -163,6 +163,10 @@ class Backend:
     # Triton code share one lowering): a reduced wrong value that fails alike on another device is
     # that lowering's bug, one bug on both (fuzzfuse.minimize.devices_failing_alike).
     device_routes: Mapping[str, str] = MappingProxyType({})
+    # Ops whose code each device writes for itself, not the shared lowering (Inductor's maximum is
+    # Triton's triton_helpers.maximum and C++'s at::vec::maximum): a wrong value of one that fails
+    # alike on two devices is two bugs, one per device, as upstream fixes them one at a time.
+    per_device_code: frozenset[str] = frozenset()
     # Whether the fuser types a unary op's result on an integer or bool value as that dtype where
     # it converts a float scalar the result meets (NNC's sqrt of a bool, then lt(.., 1e-05): the
     # scalar becomes 0): fuzzfuse.explain's scalar-conversion rule then reaches through unary ops.

@@ -54,9 +54,16 @@ class InductorBackend(DynamoBackend):
     # argmin and minimum are argmax's and maximum's code with the comparison turned round (Triton:
     # triton_helpers.min_with_index / minimum beside max_with_index / maximum, one tl.where on a < b
     # or a > b; C++: min_propagate_nan beside max_propagate_nan): a wrong value of one is a bug of both.
+    # clamp, clamp(min=) and hardtanh (torch._refs: clamp) lower to ops.maximum and ops.minimum:
+    # the C++ of all three is at::vec::maximum(x, min).
     computes_from = MappingProxyType({"elu": "expm1", "div_trunc": "div", "argmin": "argmax",
-                                      "minimum": "maximum"})
+                                      "minimum": "maximum", "clamp": "maximum", "clamp_min": "maximum",
+                                      "hardtanh": "maximum"})
     device_routes = MappingProxyType({"cpu": "inductor:cpu", "cuda": "inductor:cuda"})
+    # maximum is Triton's triton_helpers.maximum and C++'s at::vec::maximum / max_propagate_nan: the
+    # signed-zero fault of the first was fixed alone (pytorch#186933), the second's is still open
+    # (pytorch#194347).
+    per_device_code = frozenset({"maximum"})
     # CppVecOverrides.fmod is f"{a}.fmod({b})".
     eager_kernels = MappingProxyType({"cpu": frozenset({"fmod"})})
 

@@ -110,6 +110,12 @@ def eager_kernels(name: str, device: str) -> frozenset[str]:
     return declared(name, "eager_kernels", MappingProxyType({})).get(device, frozenset())
 
 
+def per_device_code(name: str) -> frozenset[str]:
+    """The ops whose code each device of the backend `name` writes for itself
+    (`Backend.per_device_code`); empty for a name without them."""
+    return declared(name, "per_device_code", frozenset())
+
+
 def component(name: str) -> str:
     """The fuser a backend's route reaches (`Backend.component`): one for aot:nnc and
     torchscript:nnc, and for inductor and dynamo:inductor; its own name where it declares none."""
