@@ -304,7 +304,7 @@ def culprit_op(backend: str, op: str, device: str, attrs: dict | None = None) ->
     `backend`: an op computed from another (std from var in every fuser, var_mean's var output
     too; Inductor's elu from expm1) is that op's bug, and an op the fuser computes with eager's
     own kernel on `device` (Inductor's C++ fmod) is eager's."""
-    culprit = computes_from(backend).get(op) or (OPS[op].computed_by(attrs or {}) if op in OPS else None) or op
+    culprit = computes_from(backend, device).get(op) or (OPS[op].computed_by(attrs or {}) if op in OPS else None) or op
     at_fault = component(EAGER_FAULT) if culprit in eager_kernels(backend, device) else component(backend)
     return at_fault, culprit
 

@@ -444,6 +444,29 @@ def test_an_op_a_fuser_computes_from_another_is_that_ops_bug_on_that_fuser_only(
     assert identify(WRONG, elu(), None, "cpu").where == "elu" and not computes_from("torchscript:nnc")
 
 
+def test_an_op_computed_from_another_on_one_device_is_that_ops_bug_there_only():
+    """An H100 campaign (2026-12-06) reported clamp_min -> relu -> reciprocal of -0.0 on Inductor
+    CUDA (-inf, eager inf) as new, its sign lost by relu: Triton's relu is ops.maximum(0, x), whose
+    helper keeps the wrong zero (the committed b325c4b9). The C++ relu is std::max or
+    at::vec::clamp_min: a wrong relu there is relu's. maximum's code is each device's own
+    (Backend.per_device_code): b325c4b9 is CUDA's even where its graph failed on CPU too, and the
+    CPU maximum's sign (3bc8752d, through hardtanh) is another bug."""
+    from fuzzfuse.explain import ZERO_SIGN
+    relu = Graph.from_json({"schema": 1, "outputs": ["v1"], "inputs": [
+        {"kind": "tensor", "name": "x0", "shape": [4], "dtype": "float32", "layout": {"kind": "contiguous"},
+         "values": {"dist": "zeros"}}], "nodes": [
+        {"name": "v0", "op": "relu", "args": ["x0"], "attrs": {}},
+        {"name": "v1", "op": "reciprocal", "args": ["v0"], "attrs": {}}]})
+    lost = Signature("mismatch", "inductor", "run", "nan-inf", "float", f"{ZERO_SIGN}: relu")
+    on_cuda, on_cpu = identify(lost, relu, None, "cuda"), identify(lost, relu, None, "cpu")
+    assert (on_cuda.where, on_cpu.where) == ("maximum", "relu")
+    corpus = DATA.parent.parent / "minimized"
+    committed = {name: case_identity(load_case(corpus / f"inductor-mismatch-nan-inf-float-{name}" / "case.json"))
+                 for name in ("b325c4b9", "3bc8752d")}
+    assert same_bug(on_cuda, committed["b325c4b9"]) and not same_bug(on_cpu, committed["3bc8752d"])
+    assert committed["3bc8752d"].where == "maximum" and not same_bug(committed["b325c4b9"], committed["3bc8752d"])
+
+
 def test_inductors_min_and_max_ops_are_one_code_and_one_bug():
     """An H200 campaign reported argmin and argmax over int8 (index 128 comes back as -128) as two
     new bugs, and minimum and maximum returning the other zero as two more: Inductor emits each

@@ -154,6 +154,9 @@ class Backend:
     # bug's identity (fuzzfuse.identity) names that op. Inductor's elu is its decomposition
     # through expm1; NNC computes elu from exp, so there an elu is its own.
     computes_from: Mapping[str, str] = MappingProxyType({})
+    # The same, by device, for an op computed from another on one device only (Inductor's Triton
+    # relu is ops.maximum(0, x); its C++ relu is std::max or at::vec::clamp_min).
+    computes_from_on: Mapping[str, Mapping[str, str]] = MappingProxyType({})
     # Ops whose code this fuser emits, by device, as a call of eager's own kernel (Inductor's C++
     # `a.fmod(b)` is ATen's at::vec::Vectorized::fmod, the loop eager's fmod vectorizes with): a
     # wrong value of one there is eager's bug, the one eager shows where its vectorized loop runs

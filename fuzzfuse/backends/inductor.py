@@ -59,6 +59,8 @@ class InductorBackend(DynamoBackend):
     computes_from = MappingProxyType({"elu": "expm1", "div_trunc": "div", "argmin": "argmax",
                                       "minimum": "maximum", "clamp": "maximum", "clamp_min": "maximum",
                                       "hardtanh": "maximum"})
+    # TritonOverrides.relu is ops.maximum(ops.constant(0, torch.int32), x); the C++ one is its own.
+    computes_from_on = MappingProxyType({"cuda": MappingProxyType({"relu": "maximum"})})
     device_routes = MappingProxyType({"cpu": "inductor:cpu", "cuda": "inductor:cuda"})
     # maximum is Triton's triton_helpers.maximum and C++'s at::vec::maximum / max_propagate_nan: the
     # signed-zero fault of the first was fixed alone (pytorch#186933), the second's is still open

@@ -82,7 +82,7 @@ def _registered_class(name: str) -> type | None:
 # What `dynamo:NAME` takes from the built-in NAME where that is a torch.compile backend itself
 # (InductorBackend is `dynamo:inductor` with kernel evidence): the fuser it reaches and how that
 # computes. Its public name, and all else, stay DynamoBackend's.
-FUSER_ATTRIBUTES = ("component", "computes_from", "eager_kernels")
+FUSER_ATTRIBUTES = ("component", "computes_from", "computes_from_on", "eager_kernels", "per_device_code")
 
 
 def declared(name: str, attr: str, default: Any = None) -> Any:
@@ -99,9 +99,11 @@ def declared(name: str, attr: str, default: Any = None) -> Any:
     return getattr(cls, attr, default) if cls is not None else default
 
 
-def computes_from(name: str) -> Mapping[str, str]:
-    """The `Backend.computes_from` a backend declares (`declared`); empty for a name without one."""
-    return declared(name, "computes_from", MappingProxyType({}))
+def computes_from(name: str, device: str = "") -> Mapping[str, str]:
+    """The `Backend.computes_from` a backend declares (`declared`), with its
+    `Backend.computes_from_on` for `device`; empty for a name without them."""
+    on_device = declared(name, "computes_from_on", MappingProxyType({})).get(device, {})
+    return MappingProxyType({**declared(name, "computes_from", MappingProxyType({})), **on_device})
 
 
 def eager_kernels(name: str, device: str) -> frozenset[str]:
