@@ -170,7 +170,7 @@ def same_bug(a: BugIdentity | None, b: BugIdentity | None) -> bool:
         return False
     if (a.anchor is Anchor.CULPRIT and b.anchor is Anchor.CULPRIT and
             (one_of_kind(a.where, b.where) or conversion_of_kind(a, b))) or \
-            (crash_of_graph(a) and crash_of_graph(b) and ops_reaching_alike(a.where, b.where)):
+            (crash_of_graph(a) and crash_of_graph(b) and ops_reaching_alike(a.where, b.where, bool(a.detail))):
         return replace(a, device="", where="") == replace(b, device="", where="")
     return replace(a, device="") == replace(b, device="")
 
@@ -278,18 +278,36 @@ def crash_of_graph(identity: BugIdentity) -> bool:
     return identity.anchor is Anchor.GRAPH and identity.symptom is Symptom.CRASH
 
 
-def ops_reaching_alike(a: str, b: str) -> bool:
+def ops_reaching_alike(a: str, b: str, named: bool = False) -> bool:
     """Whether two `needed_ops` forms name one crash: position by position, the same dtype class
-    and an op both reach it with (an op kind, `*binary`, only itself)."""
+    (any, for an op that only moves data: a slice of int32 crashes as a slice of float32 does) and
+    an op both reach it with (an op kind, `*binary`, only itself). `named`: the crash is named by a
+    signal or a message of its own; where both forms begin with an op that only moves data, the
+    crash is in that op's indexing, and the ops it needs after it are observers that made it a
+    kernel (nvFuser's neg -> gather killed the process with a logical_not, a gelu or an expand
+    after it; a slice of int32 then two casts raised its unordered_map::at as a slice of float32
+    then neg had). Not so for an op that computes: oneDNN Graph's add -> add segfault came with
+    torch 2.11, its elu -> add one is in every build."""
     left, right = a.split(" "), b.split(" ")
+    if named and all(":" in x for x in left + right) and _moves_data(left[0]) and _moves_data(right[0]):
+        left, right = left[:1], right[:1]
     if len(left) != len(right):
         return False
-    for x, y in zip(left, right):
-        (x_ops, _, x_class), (y_ops, _, y_class) = x.rpartition(":"), y.rpartition(":")
-        if x != y and (x_class != y_class or not x_ops or not y_ops
-                       or not set(x_ops.split(OPS_REACHING)) & set(y_ops.split(OPS_REACHING))):
-            return False
-    return True
+    return all(_reach_alike(x, y) for x, y in zip(left, right))
+
+
+def _moves_data(form: str) -> bool:
+    """Whether every op of a `needed_ops` position ("slice:int", "amax/amin:float") only moves data."""
+    return all(op in OPS and OPS[op].kind in MOVES_DATA for op in form.rpartition(":")[0].split(OPS_REACHING))
+
+
+def _reach_alike(x: str, y: str) -> bool:
+    (x_ops, _, x_class), (y_ops, _, y_class) = x.rpartition(":"), y.rpartition(":")
+    if x == y:
+        return True
+    if not x_ops or not y_ops or not set(x_ops.split(OPS_REACHING)) & set(y_ops.split(OPS_REACHING)):
+        return False
+    return x_class == y_class or (_moves_data(x) and _moves_data(y))
 
 
 def culprit_device(backend: str, culprit: str, shared: str, found_on: str) -> str:

@@ -947,3 +947,30 @@ def test_eagers_avx2_remainder_is_nan_where_its_fmod_is():
     vector_fmod, vector_remainder, scalar_remainder = done.stdout.split()
     assert vector_fmod == vector_remainder == "nan" and scalar_remainder != "nan", done.stdout + done.stderr
 
+
+
+def test_a_named_crash_that_begins_in_an_op_moving_data_is_that_ops_whatever_observes_it():
+    """An H100 campaign (2026-12-06) reported slice(start=-1, step=3) of int32 -> cast -> cast
+    raising nvFuser's unordered_map::at, and neg -> gather -> add -> neg -> expand killing the
+    process, as new: the committed 63f94492 (neg -> slice of the same step -> neg of float32) and
+    90a89cfa / ea163c38 (neg -> gather -> logical_not, -> gelu -> sum), the crash keyed by every
+    op it needed. A crash that begins in an op that only moves data is that op's; an op that
+    computes keeps the ops after it: oneDNN Graph's add -> add segfault came with torch 2.11, its
+    elu -> add (add alone needed) is in every build."""
+    def named(where: str, detail: str, component: str = "nvfuser") -> BugIdentity:
+        return BugIdentity(component, Anchor.GRAPH, Symptom.CRASH, where, detail, "", "cuda")
+
+    committed = named("slice:float", "unordered_map::at")
+    assert same_bug(named("slice:int cast:float cast:int->float", "unordered_map::at"), committed)
+    assert not same_bug(named("slice:int cast:float", "another message"), committed)
+    assert not same_bug(named("argmax/argmin:float->int slice:int", "unordered_map::at"), committed)
+    assert same_bug(named("gather:float expand:float", "SIGSEGV"), named("gather:float gelu:float", "SIGSEGV"))
+    assert not same_bug(named("gather:float expand:float", "SIGSEGV"), named("scatter:float", "SIGSEGV"))
+    assert not same_bug(named("add:float add:float", "SIGSEGV", "onednn"), named("add:float", "SIGSEGV", "onednn"))
+    # unnamed (a downstream rejection's message is not the crash's own): every op it needs counts
+    assert not same_bug(named("slice:int cast:float", ""), named("slice:float", ""))
+    corpus = DATA.parent.parent / "minimized"
+    for found, home in (("nvfuser-crash-runtimeerror-a069ecef", "nvfuser-crash-runtimeerror-63f94492"),
+                        ("nvfuser-hard-crash-sigsegv-08213de7", "nvfuser-hard-crash-sigsegv-ea163c38")):
+        case = load_case(DATA / "graph_crash_forms" / found / "case.json")
+        assert same_bug(case_identity(case), case_identity(load_case(corpus / home / "case.json"))), found
