@@ -26,6 +26,7 @@ import os
 import re
 import time
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Iterator
 
 import torch
@@ -131,6 +132,10 @@ class NvFuserBackend(Backend):
     # The dtypes nvfuser_direct defines tensors of: fp8 too, no 8/16-bit integers (nvfuser_dtypes).
     features = Features(dtypes=tuple(d for d in DTYPES if d in NV_DTYPE), device="cuda")
     reference_route: str | None = None  # fuzzfuse.attribution: nothing beneath it to blame
+    # clamp(min=) is emitted as ops.maximum, and minimum's runtime helper is maximum's with the
+    # comparison turned round (runtime/helpers.cu: fmin and fmax resolve a tie of +0.0 and -0.0
+    # by their operands' order): a wrong value of either is maximum's bug.
+    computes_from = MappingProxyType({"clamp_min": "maximum", "minimum": "maximum"})
     # A FusionDefinition executes again for microseconds, on new sizes too (NvFuserCompiled).
     reuses_compiled = True
     reruns_new_sizes = True
