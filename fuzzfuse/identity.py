@@ -46,7 +46,7 @@ import enum
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, replace
 
-from .backends.registry import component, computes_from, eager_kernels, per_device_code
+from .backends.registry import component, computes_from, declared, eager_kernels, per_device_code
 from .corpus import Case, CorpusError, Variant, iter_cases
 from .explain import names_a_rule, sign_lost_by
 from .graphform import graph_form
@@ -245,9 +245,13 @@ def identify(signature: Signature | None, graph: Graph | None = None,
                 # A fuser's shape or layout rule is its kind's (every reduction's kept dims), and
                 # every elementwise op's is one (Inductor's pointwise output layout: a clamp with
                 # a permuted operand came back contiguous as a div_floor did): which op carried it
-                # is a form.
+                # is a form. Shapes and layouts are its lowering's, which each device's code only
+                # follows (`Backend.device_routes`): one bug on every device, though eager's own
+                # layout may make it show on one only (an add of a permuted float32 and an
+                # expanded int32 is laid out alike by eager CPU and Inductor, not by eager CUDA).
                 kind = OPS[node.op].kind
                 culprit = "*elementwise" if kind in ELEMENTWISE else f"*{kind}"
+                device = "" if declared(signature.backend, "device_routes", {}) else device
             elif wildcard:  # any op of its kind stands in for it: the bug is the kind's
                 culprit = f"*{wildcard[1]}"
             else:

@@ -969,8 +969,26 @@ def test_a_named_crash_that_begins_in_an_op_moving_data_is_that_ops_whatever_obs
     assert not same_bug(named("add:float add:float", "SIGSEGV", "onednn"), named("add:float", "SIGSEGV", "onednn"))
     # unnamed (a downstream rejection's message is not the crash's own): every op it needs counts
     assert not same_bug(named("slice:int cast:float", ""), named("slice:float", ""))
+
+
+# Found by the H100 campaigns of 2026-12-06 and reported new there; each is a committed bug's form.
+KNOWN_FORMS = {
+    # Triton's relu is ops.maximum(0, x): maximum's signed zero on CUDA (b325c4b9)
+    "inductor-mismatch-nan-inf-float-782e7b58": "inductor-mismatch-nan-inf-float-b325c4b9",
+    # the pointwise output layout is the lowering's, on either device
+    "inductor-mismatch-strides-float-68195e00": "inductor-mismatch-strides-float-0b94dc6a",
+    # nvFuser's fmin is its fmax turned round; clamp_min is emitted as maximum
+    "nvfuser-mismatch-nan-inf-float-40a9d09f": "nvfuser-mismatch-nan-inf-float-8a249ae4",
+    # a crash that begins in an op moving data (above)
+    "nvfuser-crash-runtimeerror-a069ecef": "nvfuser-crash-runtimeerror-63f94492",
+    "nvfuser-hard-crash-sigsegv-08213de7": "nvfuser-hard-crash-sigsegv-ea163c38",
+}
+
+
+@pytest.mark.parametrize("found", sorted(KNOWN_FORMS))
+def test_a_form_a_campaign_reported_new_is_its_committed_bug_and_no_other(found):
     corpus = DATA.parent.parent / "minimized"
-    for found, home in (("nvfuser-crash-runtimeerror-a069ecef", "nvfuser-crash-runtimeerror-63f94492"),
-                        ("nvfuser-hard-crash-sigsegv-08213de7", "nvfuser-hard-crash-sigsegv-ea163c38")):
-        case = load_case(DATA / "graph_crash_forms" / found / "case.json")
-        assert same_bug(case_identity(case), case_identity(load_case(corpus / home / "case.json"))), found
+    identity = case_identity(load_case(DATA / "known_forms" / found / "case.json"))
+    holders = [p.parent.name for p in sorted(corpus.glob("*/case.json"))
+               if same_bug(identity, case_identity(load_case(p)))]
+    assert holders == [KNOWN_FORMS[found]], (identity, holders)
