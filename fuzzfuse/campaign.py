@@ -20,7 +20,7 @@ from .checkpoint import (CampaignArgs, CampaignState, DirectoryClaim, Phase, Sta
                          save_state, shard_dir)
 from .corpus import Case, known_graphs, load_case, save_case, write_json
 from .ir import Graph
-from .identity import known_repros
+from .known import known_repros
 from .pool import Job, SharedPool, case_pool, graph_job
 from .reductions import REDUCE_SHARE, CampaignReductions, Interrupted, OutOfTime, Reducing
 from .steering import Steering

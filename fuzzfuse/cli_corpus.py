@@ -25,7 +25,7 @@ def cmd_fold(args: argparse.Namespace) -> int:
 
 
 def cmd_bugs(args: argparse.Namespace) -> int:
-    from .identity import compare_corpora, report
+    from .known import compare_corpora, report
 
     missing = [p for p in args.paths + args.against if not Path(p).exists()]
     if missing:

@@ -24,7 +24,8 @@ from typing import Callable
 from .ir import Graph
 from .oracle import Signature
 from .reduce.generalise import Generalisation
-from .identity import KnownBugs, root_cause_key
+from .identity import root_cause_key
+from .known import KnownBugs
 from .verdict import MinimizedRepro, Outcome, Reproduction
 
 # Unreduced hits kept per coarse bucket: enough to find the causes a bucket hides, bounded for

@@ -34,7 +34,8 @@ from pathlib import Path
 
 from .backends import Unavailable
 from .corpus import Case, Variant, load_case, write_json
-from .identity import BugIdentity, case_identity, root_cause_key, same_bug, variant_entry, variant_identity
+from .identity import BugIdentity, case_identity, root_cause_key, same_bug, variant_identity
+from .known import variant_entry
 from .bugreport import case_device, with_variants
 from .minimize import reduce_case
 from .repro_dir import repro_slug, slug_words, write_minimized

@@ -20,7 +20,8 @@ from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, ReductionStats, cost, reduce, reduce_options
 from .reduce.generalise import Generalisation, conversion_alone, generalise, widened_to_int64
-from .identity import known_repros, root_cause_key, variant_entry
+from .identity import root_cause_key
+from .known import known_repros, variant_entry
 from .pool import answered_once, case_pool, graph_job, run_jobs
 from .repro_dir import VERIFY_RUNS, repro_slug, write_minimized
 from .rootcause import refuses_operand_dtype

@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Callable
 
 from .corpus import load_case, save_case
 from .dedup import PendingHit, RootCause, RootCauseBook, counts
-from .identity import KnownBugs, root_cause_key
+from .identity import root_cause_key
+from .known import KnownBugs
 from .minimize import CaseReduction, reduce_case, save_minimized
 from .repro_dir import repro_slug
 from .pool import PoolClosed, SharedPool

@@ -30,7 +30,8 @@ from .verdict import HarnessError, judge
 from .pool import answered_once, case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation, conversion_alone
-from .identity import identify, root_cause_key, same_bug, variant_entry
+from .identity import identify, root_cause_key, same_bug
+from .known import variant_entry
 from .rootcause import refuses_operand_dtype, signature_today
 from .worker import WorkerPool
 

@@ -388,7 +388,7 @@ def test_a_reducer_defect_ends_that_reduction_not_the_campaign(tmp_path, monkeyp
 def test_known_root_causes_of_the_committed_corpus_on_real_nnc(tmp_path):
     """The same against a real fuser: an NNC campaign told about minimized/ finds failures the
     regression corpus already holds, points at those repros and makes none of them again."""
-    from fuzzfuse.identity import known_repros
+    from fuzzfuse.known import known_repros
     corpus = str(ROOT / "minimized")
     known = known_repros([corpus])
     summary = Campaign("torchscript:nnc", tmp_path, seed=3, workers=1, max_cases=150, known=[corpus],

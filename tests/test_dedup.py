@@ -91,7 +91,7 @@ def test_fold_keeps_one_repro_per_root_cause_and_known_counts_the_folded_variant
     its identity."""
     from fuzzfuse.corpus import Case, load_case, write_json
     from fuzzfuse.fold import fold
-    from fuzzfuse.identity import known_repros
+    from fuzzfuse.known import known_repros
 
     isnan = Signature(**{**ASSERT.to_json(), "message": "INTERNAL ASSERT FAILED Unexpected operator type isnan in T"})
     other = Signature("crash", "nvfuser", "compile", "RuntimeError", "csrc/ops/alias.cpp:333", "Expected squeeze")
@@ -125,7 +125,7 @@ def test_a_resumed_campaigns_book_keeps_the_campaigns_device():
     from types import SimpleNamespace
 
     from fuzzfuse.dedup import RootCauseBook
-    from fuzzfuse.identity import KnownBugs
+    from fuzzfuse.known import KnownBugs
     from fuzzfuse.reductions import CampaignReductions
 
     campaign = SimpleNamespace(features=SimpleNamespace(device="cpu"))
@@ -161,7 +161,7 @@ def test_a_corpus_listing_says_unconfirmed_for_a_repro_that_did_not_fail_again(t
     from pathlib import Path
 
     from fuzzfuse.corpus import load_case, write_json
-    from fuzzfuse.identity import compare_corpora
+    from fuzzfuse.known import compare_corpora
 
     source = Path(__file__).resolve().parent.parent / "minimized" / "nvfuser-mismatch-values-float-5aac8374"
     listed = {}
@@ -182,7 +182,7 @@ def test_a_new_cause_whose_repro_a_stopped_run_left_unwritten_is_reduced_again_o
     in line, and its second reduction counts no second hit."""
     from types import SimpleNamespace
 
-    from fuzzfuse.identity import KnownBugs
+    from fuzzfuse.known import KnownBugs
     from fuzzfuse.reductions import CampaignReductions
 
     book = RootCauseBook(device="cpu")

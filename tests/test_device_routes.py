@@ -11,7 +11,8 @@ import torch
 
 from fuzzfuse.backends.options import Options
 from fuzzfuse.corpus import load_case, write_json
-from fuzzfuse.identity import KnownBugs, groups, identify, same_bug
+from fuzzfuse.identity import identify, same_bug
+from fuzzfuse.known import KnownBugs, groups
 from fuzzfuse.minimize import devices_failing_alike
 from fuzzfuse.pool import case_pool
 from fuzzfuse.reduce.generalise import Generalisation

@@ -14,7 +14,8 @@ from fuzzfuse.ir.graph import Values
 from fuzzfuse.rekey import Pools, generalise_case
 from fuzzfuse.oracle import Signature
 from fuzzfuse.reduce.generalise import ALTERNATIVES_PER_OP, Generalisation, generalise
-from fuzzfuse.identity import known_repros, root_cause_key
+from fuzzfuse.identity import root_cause_key
+from fuzzfuse.known import known_repros
 from fuzzfuse.verdict import Outcome
 
 ROOT = Path(__file__).resolve().parent.parent

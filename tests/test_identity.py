@@ -16,8 +16,9 @@ import pytest
 from fuzzfuse.backends import Unavailable, get_backend
 from fuzzfuse.corpus import load_case
 from fuzzfuse.fold import fold, with_graph_from_history
-from fuzzfuse.identity import (Anchor, BugIdentity, KnownBugs, Symptom, case_identity, culprit_position, dtype_class,
-                               identify, root_cause_key, same_bug, variant_entry, variant_identity)
+from fuzzfuse.identity import (Anchor, BugIdentity, Symptom, case_identity, culprit_position, dtype_class, identify,
+                               root_cause_key, same_bug, variant_identity)
+from fuzzfuse.known import KnownBugs, variant_entry
 from fuzzfuse.ir import Graph
 from fuzzfuse.ir.graph import GraphError
 from fuzzfuse.oracle import Signature, exception_signature

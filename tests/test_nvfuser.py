@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from fuzzfuse.identity import known_repros, root_cause_key
+from fuzzfuse.identity import root_cause_key
+
+from fuzzfuse.known import known_repros
 from fuzzfuse.backends.base import Unavailable
 from fuzzfuse.backends.nvfuser import NvFuserBackend
 from fuzzfuse.backends.nvfuser_dtypes import NV_DTYPE
