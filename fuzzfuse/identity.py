@@ -45,7 +45,7 @@ from __future__ import annotations
 import enum
 from dataclasses import asdict, dataclass, replace
 
-from .backends.registry import component, computes_from, declared, eager_kernels, per_device_code
+from .backends.registry import component, computes_from, device_routes, eager_kernels, per_device_code
 from .corpus import Case, Variant
 from .explain import names_a_rule, sign_lost_by
 from .graphform import graph_form
@@ -250,7 +250,7 @@ def identify(signature: Signature | None, graph: Graph | None = None,
                 # expanded int32 is laid out alike by eager CPU and Inductor, not by eager CUDA).
                 kind = OPS[node.op].kind
                 culprit = "*elementwise" if kind in ELEMENTWISE else f"*{kind}"
-                device = "" if declared(signature.backend, "device_routes", {}) else device
+                device = "" if device_routes(signature.backend) else device
             elif wildcard:  # any op of its kind stands in for it: the bug is the kind's
                 culprit = f"*{wildcard[1]}"
             else:

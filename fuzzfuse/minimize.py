@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from .backends import Unavailable, backend_for_file, get_backend
-from .backends.registry import declared
+from .backends.registry import device_routes
 from .backends.options import Options
 from .explain import NARROW_STORE, shows_on_a_poisoned_heap
 from .corpus import Case, CorpusError, ReductionFigures, iter_cases, load_case, write_json
@@ -213,7 +213,7 @@ def devices_failing_alike(pool, backend: str, graph: Graph, options: Options, si
     device. (Skipping every case with a drawn configuration left a CUDA logical_xor whose output
     strides were wrong with disable_ftz set, which nothing about strides reads, keyed apart from
     the committed CPU bug that the same graph shows on CPU.)"""
-    routes = declared(backend, "device_routes", {})
+    routes = device_routes(backend)
     if signature.outcome != "mismatch" or not routes:
         return ()
     own = get_backend(backend).device

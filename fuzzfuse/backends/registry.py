@@ -112,6 +112,12 @@ def eager_kernels(name: str, device: str) -> frozenset[str]:
     return declared(name, "eager_kernels", MappingProxyType({})).get(device, frozenset())
 
 
+def device_routes(name: str) -> Mapping[str, str]:
+    """The backend running the fuser `name`'s one lowering on each device (`Backend.device_routes`);
+    empty for a name without them."""
+    return declared(name, "device_routes", MappingProxyType({}))
+
+
 def per_device_code(name: str) -> frozenset[str]:
     """The ops whose code each device of the backend `name` writes for itself
     (`Backend.per_device_code`); empty for a name without them."""
