@@ -69,6 +69,7 @@ _NORMALIZERS = [
     (re.compile(r"\bT\d+_[a-z]_\w+(\[[^\]]*\])?"), "T"),  # nvFuser tensor views: T12_l_float[iS4{i3}]
     (re.compile(r"\b[a-zA-Z]{1,3}\d+\{[^}]*\}"), "ID"),  # nvFuser IterDomains: bS103{1 ex i1}, rS2{i0}
     (re.compile(r"%[\w.]+"), "%V"),  # TorchScript values
+    (re.compile(r"\b(_?tmp(?:_acc)?)\d+\b"), r"\1N"),  # temporaries of generated code: Triton's _tmp11, C++'s tmp3
     (re.compile(r"\b(?:v|x|s)\d+\b"), "V"),  # fuzzfuse value names
     (re.compile(r"<fuzzfuse:[0-9a-f]+>"), "<graph>"),
     (re.compile(r"/tmp/\S+"), "TMP"),
