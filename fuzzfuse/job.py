@@ -7,6 +7,7 @@ torch alive across the many cases a worker runs. The parent side is `fuzzfuse.po
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import time
 import traceback
@@ -60,6 +61,7 @@ def run_job(message: dict) -> dict:
         result = run_case(graph, backend, check_strides=job.check_strides, options=job.options,
                           extra_sets=job.extra_runs, generate_seconds=gen_seconds)
     result.steered = steered
+    result.restart_worker |= _keeps_device_memory()
     result.timings["generate"] = gen_seconds
     result.triples = graph_triples(graph)
     if result.graph is None and result.outcome != Outcome.PASS:
@@ -68,6 +70,22 @@ def run_job(message: dict) -> dict:
     result.size = (result.graph or graph).size
     result.digest = (result.graph or graph).digest()
     return result.to_json()
+
+
+# What a worker may keep cached on its device between cases: the workers of a campaign (and of a
+# second campaign beside it) share one GPU, and a worker that keeps the peak of its largest case
+# leaves the others too little, whose cases then fail as out of memory.
+KEPT_DEVICE_BYTES = 2 << 30
+
+
+def _keeps_device_memory() -> bool:
+    """Hand the device memory cached beyond KEPT_DEVICE_BYTES back after a case; True when it stays
+    held (tensors still alive, a CUDA graph's pool): then only a fresh worker frees it."""
+    if not torch.cuda.is_initialized() or torch.cuda.memory_reserved() <= KEPT_DEVICE_BYTES:
+        return False
+    gc.collect()
+    torch.cuda.empty_cache()
+    return torch.cuda.memory_reserved() > KEPT_DEVICE_BYTES
 
 
 def run_case(graph: Graph, backend: Backend, check_strides: bool = False, options: Options = Options(),

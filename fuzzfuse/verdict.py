@@ -22,6 +22,7 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 
+from .backends.base import machine_out_of_memory
 from .backends.findings import Difference, Evidence, Stage, Unsupported
 from .ir import Graph, GraphError
 from .oracle import Mismatch, Signature, cpp_location, exception_signature, normalize
@@ -44,6 +45,9 @@ class Outcome(str, enum.Enum):
     INVALID = "invalid"
     UNSUPPORTED = "unsupported"
     HARNESS_ERROR = "harness-error"
+    # The device was full (fuzzfuse.backends.base.machine_out_of_memory): the machine's limit, not
+    # a finding; the worker is replaced, which hands its cached memory back.
+    OUT_OF_MEMORY = "out-of-memory"
     # The fuser differs from eager in a way it documents as a design choice (a `Difference`):
     # counted, never reported as a bug (docs/documented-differences.md: the policy table).
     DOCUMENTED = "documented-difference"
@@ -170,8 +174,15 @@ def _text(e: BaseException) -> str:
 def invalid(backend: str, error: BaseException, tb: str, sticky: bool = False) -> CaseResult:
     """Eager itself failed: a generator defect, never a fuser bug. sticky: it failed on a CUDA
     context an earlier fault left unusable, so the worker must be replaced."""
+    if machine_out_of_memory(error):
+        return _out_of_memory(backend, Stage.EAGER, error, tb)
     sig = exception_signature(backend, Stage.EAGER, type(error).__name__, str(error), tb, outcome=Outcome.INVALID)
     return CaseResult(Outcome.INVALID, sig, _text(error), restart_worker=sticky)
+
+
+def _out_of_memory(backend: str, stage: Stage, error: BaseException, tb: str) -> CaseResult:
+    sig = exception_signature(backend, stage, type(error).__name__, str(error), tb, outcome=Outcome.OUT_OF_MEMORY)
+    return CaseResult(Outcome.OUT_OF_MEMORY, sig, _text(error), restart_worker=True)
 
 
 def no_backward(backend: str) -> CaseResult:
@@ -188,6 +199,8 @@ def unsupported(backend: str, error: Unsupported) -> CaseResult:
 def crashed(backend: str, stage: Stage | str, cause: BaseException, tb: str, *, context: str = "",
             sticky: bool = False) -> CaseResult:
     """The fuser raised. A sticky error (a CUDA context left unusable) asks for a fresh worker."""
+    if machine_out_of_memory(cause):
+        return _out_of_memory(backend, Stage(stage), cause, tb)
     sig = exception_signature(backend, Stage(stage), type(cause).__name__, str(cause), tb)
     return CaseResult(Outcome.CRASH, sig, _text(cause) + context, traceback=tb[-MAX_MESSAGE:], restart_worker=sticky)
 

@@ -56,6 +56,17 @@ class CrashOnSumSigmoidUntilFixed(CrashOnSumSigmoid):
             super().misbehave(graph)
 
 
+class OutOfMemoryOnExp(_Buggy):
+    """What the CUDA caching allocator raises when other processes fill the device, on exp."""
+    name = "custom:tests.buggy_backends:OutOfMemoryOnExp"
+
+    def misbehave(self, graph: Graph) -> None:
+        if any(n.op == "exp" for n in graph.nodes):
+            raise BackendError("run", torch.OutOfMemoryError(
+                "CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a total capacity of 79.18 GiB of which "
+                "9.94 MiB is free. Process 720 has 14.34 GiB memory in use. Process 718 has 17.14 GiB memory in use."))
+
+
 class SlowCrashOnSumSigmoid(CrashOnSumSigmoid):
     """CrashOnSumSigmoid that takes a second to crash: a reduction (dozens of failing candidates)
     then needs far more time than a short campaign has left (tests of --time's bound on the whole

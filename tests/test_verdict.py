@@ -64,7 +64,8 @@ def test_an_outcome_and_its_string_are_one_counter_key_and_one_json_value():
     counts[Outcome.CRASH] += 1
     assert counts == {"crash": 3} and json.dumps({Outcome.CRASH: [Stage.BACKWARD_RUN]}) == '{"crash": ["backward-run"]}'
     assert {o.value for o in Outcome} == {"pass", "crash", "hard-crash", "hang", "mismatch", "unfused", "flaky",
-                                          "invalid", "unsupported", "harness-error", "documented-difference"}
+                                          "invalid", "unsupported", "harness-error", "out-of-memory",
+                                          "documented-difference"}
 
 
 def test_a_state_json_written_before_the_verdict_layer_still_resumes(tmp_path):
@@ -108,3 +109,19 @@ def test_a_worker_killed_inside_eagers_own_run_is_eagers_hard_crash_not_the_fuse
     assert mine.signature.backend == EAGER_FAULT, reply.get("stderr_tail")
     fusers = judge(segfaults, theirs)
     assert fusers.outcome is Outcome.HARD_CRASH and fusers.signature.backend == segfaults
+
+
+def test_a_full_device_is_the_machines_limit_and_a_fresh_worker_not_a_crash():
+    """A CUDA campaign pair on one H100 counted 38 "CUDA out of memory" hits of 2 MiB or 14 MiB
+    requests (workers holding 14-17 GiB each) as a new crash. A full device is counted apart, and
+    the worker is replaced; a request larger than the whole device is a size the fuser computed."""
+    b = GraphBuilder()
+    graph = b.build([b.add("exp", b.tensor((4,), values=Values(seed=1)))])
+    result = run_case(graph, backend_for("custom:tests.buggy_backends:OutOfMemoryOnExp"))
+    assert result.outcome is Outcome.OUT_OF_MEMORY and not result.outcome.is_failure and result.restart_worker
+    assert judge("custom:tests.buggy_backends:OutOfMemoryOnExp", result.to_json()).outcome is Outcome.OUT_OF_MEMORY
+    from fuzzfuse.verdict import crashed
+    huge = RuntimeError("CUDA out of memory. Tried to allocate 1024.00 GiB. GPU 0 has a total capacity of 79.18 GiB "
+                        "of which 70.00 GiB is free.")
+    assert crashed("inductor", "run", huge, "").outcome is Outcome.CRASH
+    assert crashed("inductor", "run", RuntimeError("CUDA error: out of memory"), "").outcome is Outcome.OUT_OF_MEMORY

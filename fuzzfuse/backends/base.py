@@ -34,6 +34,26 @@ def is_cuda_fault(error: BaseException) -> bool:
     return bool(CUDA_FAULT.search(str(error)))
 
 
+# What the CUDA caching allocator and the driver say when the device is full.
+_OUT_OF_MEMORY = re.compile(r"CUDA out of memory|CUDA error: out of memory|CUDA_ERROR_OUT_OF_MEMORY")
+_REQUEST = re.compile(r"Tried to allocate ([\d.]+) ([KMGT]i?B).*?total capacity of ([\d.]+) ([KMGT]i?B)", re.S)
+_UNITS = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
+
+
+def machine_out_of_memory(error: BaseException) -> bool:
+    """The device ran out of memory for a request it could hold: the workers sharing it (or one that
+    keeps a large cache) filled it, which says nothing about the fuser. A request larger than the
+    whole device is not the machine's limit but a size the fuser computed: that stays a crash."""
+    text = str(error)
+    if not _OUT_OF_MEMORY.search(text):
+        return False
+    sizes = _REQUEST.search(text)
+    if sizes is None:
+        return True
+    asked, capacity = (float(n) * _UNITS[u[0]] for n, u in (sizes.group(1, 2), sizes.group(3, 4)))
+    return asked <= capacity
+
+
 class BackendError(Exception):
     """A fuser failed at `stage`; `cause` is the original exception. sticky: the process is left
     unusable (a CUDA error poisons the context), so its worker must be replaced; a cause that is a
