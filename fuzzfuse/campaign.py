@@ -332,6 +332,7 @@ class Campaign:
         if entry.settle(runs):
             self.stats.outcomes[entry.signature.outcome] -= 1
             self.stats.outcomes[Outcome.FLAKY] += 1
+        self.reductions.settled(key)
 
     # ---- main loop ----------------------------------------------------------------------------
     def run(self) -> dict:

@@ -133,6 +133,19 @@ class CampaignReductions:
         if cause is not None and cause.known and case is not None and self._worth_learning(cause.key, graph):
             self.to_learn.append((cause.key, case))
 
+    def settled(self, coarse_key: str) -> None:
+        """The re-runs of a signature's first case are judged. A root cause anchored by its message
+        alone (a crash keyed as it is seen) whose every signature turned out flaky is unconfirmed:
+        a crash that did not happen again (a full device, a race) is not counted new, as a repro
+        that fails in none of its fresh processes is not."""
+        for cause in self.book.causes.values():
+            if coarse_key in cause.coarse_keys and cause.minimized is None:
+                cause.unconfirmed = all(self._flaky(k) for k in cause.coarse_keys)
+
+    def _flaky(self, coarse_key: str) -> bool:
+        entry = self.campaign.stats.signatures.get(coarse_key)
+        return entry is not None and entry.confirmed is False
+
     def _worth_learning(self, key: str, graph) -> bool:
         """A known bug hit through a graph that holds none of the triggers the campaign steers by:
         its triggers miss a form of it (oneDNN's "IValue is not a Scalar" comes of clamp with tensor

@@ -56,6 +56,18 @@ class CrashOnSumSigmoidUntilFixed(CrashOnSumSigmoid):
             super().misbehave(graph)
 
 
+class CrashOnceOnSumSigmoid(_Buggy):
+    """A crash with a message of its own (no assert location) on the first sum feeding a sigmoid
+    a process runs, never again: what a full device or a race does, which re-runs do not show."""
+    name = "custom:tests.buggy_backends:CrashOnceOnSumSigmoid"
+    crashed = False
+
+    def misbehave(self, graph: Graph) -> None:
+        if _has_sum_into_sigmoid(graph) and not CrashOnceOnSumSigmoid.crashed:
+            CrashOnceOnSumSigmoid.crashed = True
+            raise BackendError("run", RuntimeError("the reduction kernel raced its neighbour and lost"))
+
+
 class OutOfMemoryOnExp(_Buggy):
     """What the CUDA caching allocator raises when other processes fill the device, on exp."""
     name = "custom:tests.buggy_backends:OutOfMemoryOnExp"

@@ -481,3 +481,19 @@ def test_the_summary_says_where_the_wall_time_and_the_workers_time_went(tmp_path
     assert summary["busy_share"] == pytest.approx(
         sum(uses.get(k, 0.0) for k in ("fuzz", "reduce", "learn")) / (2 * total), abs=0.01)  # uses are rounded
     assert summary["cases"] == 40
+
+
+@pytest.mark.slow
+def test_a_crash_its_rechecks_never_show_again_is_unconfirmed_not_new(tmp_path):
+    """A crash keyed by its own message is a root cause when it is seen; when none of its first
+    case's re-runs fails again (a full device, a race) it is unconfirmed, as a repro that fails in
+    no fresh process is (an Inductor campaign counted a one-off illegal memory access new)."""
+    summary = Campaign(BUGGY + "CrashOnceOnSumSigmoid", tmp_path, seed=SUM_SIGMOID_SEED, workers=1, max_cases=40,
+                       features=SMALL, swarm=False, reduce=False).run()
+    (cause,) = summary["root_causes"]
+    assert cause["key"].startswith("message|") and cause["unconfirmed"] is True
+    assert (summary["root_causes_new"], summary["root_causes_unconfirmed"]) == (0, 1)
+    assert summary["outcomes"]["flaky"] >= 1
+    steady = Campaign(BUGGY + "CrashOnSumSigmoid", tmp_path / "steady", seed=SUM_SIGMOID_SEED, workers=1,
+                      max_cases=40, features=SMALL, swarm=False, reduce=False).run()
+    assert (steady["root_causes_new"], steady["root_causes_unconfirmed"]) == (1, 0)
