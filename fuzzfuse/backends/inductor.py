@@ -60,7 +60,11 @@ class InductorBackend(DynamoBackend):
                                       "minimum": "maximum", "clamp": "maximum", "clamp_min": "maximum",
                                       "hardtanh": "maximum"})
     # TritonOverrides.relu is ops.maximum(ops.constant(0, torch.int32), x); the C++ one is its own.
-    computes_from_on = MappingProxyType({"cuda": MappingProxyType({"relu": "maximum"})})
+    # The C++ amin and amax are one loop: a masked tail load into tmp_acc0_vec, then
+    # vec_reduce_all over at::vec::minimum / maximum (pytorch#191499: int8 amin of ones is 0, amax
+    # of zeros 1, on AVX2 and AVX-512 alike); Triton's are tl.min and tl.max.
+    computes_from_on = MappingProxyType({"cuda": MappingProxyType({"relu": "maximum"}),
+                                         "cpu": MappingProxyType({"amin": "amax"})})
     device_routes = MappingProxyType({"cpu": "inductor:cpu", "cuda": "inductor:cuda"})
     # maximum is Triton's triton_helpers.maximum and C++'s at::vec::maximum / max_propagate_nan: the
     # signed-zero fault of the first was fixed alone (pytorch#186933), the second's is still open
