@@ -474,3 +474,65 @@ def test_a_directory_that_no_longer_fails_as_recorded_says_what_it_gives_today()
         other = Case(rounded([0.5, 2.5]), "torchscript:nnc", outcome=Outcome.CRASH, signature=crash)
         with pytest.raises(NotInteresting, match=r"it gives mismatch\|torchscript:nnc\|run\|"):
             generalise_case(other, pools("torchscript:nnc"))
+
+
+def _expm1_seen_by_eq(upstream_exact: bool, before=None):
+    """expm1 -> eq with a second output, judged by a stand-in fuser whose eq is wrong in the graph
+    and right on eager's operands; its expm1 is eager's bit for bit or not (`upstream_exact`)."""
+    b = GraphBuilder()
+    x = b.tensor((3,), "float32", values=Values(seed=1))
+    z = b.tensor((3,), "float32", values=Values(seed=2))
+    source = b.add(before, x) if before else x
+    graph = b.build([b.add("eq", z, b.add("expm1", source)), b.add("add", z, z)]).renamed()
+
+    def first_of(g: Graph):
+        return next((n for n in g.nodes if n.name == g.outputs[0]), None)
+
+    def first_wrong(graphs: list[Graph]) -> list[str | None]:
+        # eq is wrong only where expm1 feeds it inside the graph, not on operands given as inputs
+        return ["values" if (n := first_of(g)) is not None and n.op == "eq" and any(m.op == "expm1" for m in g.nodes)
+                else None for g in graphs]
+
+    def exact_first(graphs: list[Graph]) -> list[bool]:
+        return [not ((n := first_of(g)) is not None and n.op == "expm1" and not upstream_exact) for g in graphs]
+
+    return graph, generalise(graph, lambda gs: [False] * len(gs), NNC_OPS + ("expm1",), first_wrong=first_wrong,
+                             exact_first=exact_first)
+
+
+def test_a_culprit_right_on_eagers_operands_is_the_inexact_op_it_reads():
+    """Inductor CPU's vectorized expm1 of 2.9e-39 is 0, within the tolerance as an output; eq(0, it)
+    is True where eager's is False. eq, right on eager's operands, only showed it: the culprit is
+    the first op before it whose value is not eager's bit for bit on exact operands (an exact neg
+    before it changes nothing). Where that op is exact (a fused pair), the culprit stays."""
+    graph, general = _expm1_seen_by_eq(upstream_exact=False)
+    assert [n.op for n in graph.nodes][general.culprit[0]] == "expm1" and general.alone, general
+    sig = Signature("mismatch", "inductor", "run", "values", "bool")
+    assert root_cause_key(sig, graph, general, "cpu") == "culprit|inductor|cpu|wrong-value|forward|expm1|float"
+    graph, general = _expm1_seen_by_eq(upstream_exact=True)
+    assert [n.op for n in graph.nodes][general.culprit[0]] == "eq" and not general.alone, general
+    graph, general = _expm1_seen_by_eq(upstream_exact=False, before="neg")  # neg's value: exact (the stand-in)
+    assert [n.op for n in graph.nodes][general.culprit[0]] == "expm1", general
+
+
+@pytest.mark.slow
+@pytest.mark.upstream_bug("inductor-mismatch-values-float-e69a2bcf")
+def test_inductor_cpus_expm1_of_a_subnormal_seen_through_eq_is_the_committed_expm1_bug():
+    """The 300-s CPU Inductor campaign's expm1 -> eq (one of four ops, two outputs) was keyed by its
+    whole graph and reported new; generalised again on the real fuser its culprit is expm1, the
+    committed e69a2bcf (its case, re-generalised so, is a known form)."""
+    from fuzzfuse.job import run_case
+    from fuzzfuse.backends import get_backend
+    from fuzzfuse.identity import same_bug, case_identity
+
+    data = Path(__file__).parent / "data" / "known_forms" / "inductor-mismatch-values-bool-44c8823d" / "case.json"
+    found = load_case(data)
+    graph = found.graph
+    result = run_case(graph, get_backend("inductor"))
+    assert result.outcome == Outcome.MISMATCH, result
+    with Pools(1, 120.0) as pools:
+        case = replace(found, signature=result.signature, generalisation=None)
+        _, general, _ = generalise_case(case, pools("inductor"))
+    assert graph.nodes[general.culprit[0]].op == "expm1", general
+    committed = load_case(Path(__file__).parent.parent / "minimized" / "inductor-mismatch-values-float-e69a2bcf" / "case.json")
+    assert same_bug(case_identity(replace(case, generalisation=general)), case_identity(committed))

@@ -90,9 +90,10 @@ class Generalisation:
     the position by each op that reaches it. `folded`: the positions of a crash's constant region,
     where making the constant opaque stops it. `widened`: the rule (fuzzfuse.explain.NARROW_STORE)
     a crash's graph shows with its integer inputs widened to int64, where it shows one: the crash
-    is that store overrunning a narrower output. `exact`: where the culprit was looked for and none
-    found, the positions of the ops whose fused value was eager's bit for bit (none of them is
-    where a wrong value starts). `graph`: the digest of the (renamed) graph it was
+    is that store overrunning a narrower output. `exact`: where the culprit was looked for, the
+    positions of the ops whose fused value was eager's bit for bit (none of them is where a wrong
+    value starts; a culprit right on eager's operands is moved to the first op before it that is
+    not exact on exact operands). `graph`: the digest of the (renamed) graph it was
     found on; `queries`: what it cost."""
 
     graph: str
@@ -216,22 +217,23 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
         probes = spent([first_among_outputs(graph, graph.nodes[k].name) for k in positions])
         kinds = first_wrong(probes) if probes else []
         culprit = next(((k, kind) for k, kind in zip(positions, kinds) if kind is not None), None)
-        if culprit is None and exact_first is not None and probes:
+        if exact_first is not None and probes:
             # The same runs' answers (the caller runs each probe once): no query is spent.
             exact = tuple(k for k, same in zip(positions, exact_first(probes)) if same)
-    alone = False
     wrong_at = first_wrong_position(graph, culprit) if first_wrong is not None else None
-    if wrong_at is not None:
-        # Does the first wrong op fail on its operands alone, given as inputs holding the values
-        # the ops before it computed? Then they only made those values, and the key is the op on
-        # them; else the bug needs them (a fused pair: log then add), and the key keeps them. An op
-        # that reads graph inputs only is alone already.
-        values = computed_operands(graph, wrong_at)
-        if values == {}:
-            alone = True
-        elif values and (g := operands_as_inputs(graph, wrong_at, values)) is not None and (probe := spent([g])):
-            shown = first_wrong(probe)[0]
-            alone = shown is not None and (culprit is None or shown == culprit[1])
+    alone = _alone(graph, wrong_at, culprit, first_wrong, spent)
+    if culprit is not None and not alone:
+        # The first op found wrong is right on eager's operands: an op before it that it reads
+        # gave a value the tolerance forgave but that is not eager's, and that starts it. Inductor
+        # CPU's vectorized expm1 of 2.9e-39 is 0 (exp(x) - 1), within the tolerance as an output;
+        # eq(0, that) is True. eq was keyed, a new bug beside the committed expm1 one.
+        # Where every op before that one is eager's bit for bit, it was given eager's operands: it
+        # is wrong alone.
+        names = [n.name for n in graph.nodes]
+        feeding = ancestors(graph, culprit[0])
+        inexact = [k for k in positions if k < culprit[0] and k not in exact and names[k] in feeding]
+        if inexact and all(names.index(a) in exact for a in ancestors(graph, inexact[0])):
+            culprit, alone = (inexact[0], culprit[1]), True
     folded = _folded(graph, ask) if by_signal else ()
     fillers, kept = [], []
     per_position = [[g for name in sorted(drawn, key=op_rank) if name != node.op
@@ -275,6 +277,36 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
     return Generalisation(graph.renamed().digest(), tuple(fillers), tuple(free), max_queries - budget[0], culprit,
                           probed=first_wrong is not None, alone=alone, as_float=as_float, kept=tuple(kept),
                           folded=folded, exact=exact)
+
+
+def _alone(graph: Graph, position: int | None, culprit: tuple[int, str] | None, first_wrong: FirstWrong | None,
+           spent: Callable[[list[Graph]], list[Graph]]) -> bool:
+    """Does the op at `position` fail on its operands alone, given as inputs holding the values the
+    ops before it computed? Then they only made those values, and the key is the op on them; else
+    the bug needs them (a fused pair: log then add), and the key keeps them. An op that reads graph
+    inputs only is alone already."""
+    if position is None or first_wrong is None:
+        return False
+    values = computed_operands(graph, position)
+    if values == {}:
+        return True
+    if not values or (g := operands_as_inputs(graph, position, values)) is None or not (probe := spent([g])):
+        return False
+    shown = first_wrong(probe)[0]
+    return shown is not None and (culprit is None or shown == culprit[1])
+
+
+def ancestors(graph: Graph, position: int) -> set[str]:
+    """The names of the values the op at `position` reads, directly or through other ops."""
+    producers = {n.name: n for n in graph.nodes}
+    seen, todo = set(), list(graph.nodes[position].refs())
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in producers:
+            continue
+        seen.add(name)
+        todo.extend(producers[name].refs())
+    return seen
 
 
 def _folded(graph: Graph, ask: Predicate) -> tuple[int, ...]:
