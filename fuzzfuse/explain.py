@@ -512,7 +512,10 @@ def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int
 def stored_narrow(fused, expected) -> bool:
     """Whether integer tensor `fused` is `expected` stored in narrower elements (NARROW_STORE): its
     bytes, read as int32, int16, int8, float32 or float16, begin with `expected`'s values so
-    converted, and it is neither `expected` nor those narrow values widened."""
+    converted, and it is neither `expected` nor those narrow values widened. A float dtype as wide
+    as the integer one counts too: NNC writes round of a folded integer as float32 elements
+    whatever the output's dtype, which leaves an int64's upper half unwritten, overruns an int16,
+    and fills an int32 with the float's bits (1 is 1065353216): one fault, named by its int64 form."""
     if not (isinstance(fused, torch.Tensor) and isinstance(expected, torch.Tensor)) or fused.dtype != expected.dtype \
             or fused.shape != expected.shape or fused.dtype.is_floating_point or fused.dtype == torch.bool:
         return False
@@ -520,7 +523,8 @@ def stored_narrow(fused, expected) -> bool:
     if torch.equal(flat, right):
         return False
     for narrow in (torch.int32, torch.int16, torch.int8, torch.float32, torch.float16):
-        if narrow.itemsize >= flat.element_size():
+        if narrow.itemsize > flat.element_size() or (narrow.itemsize == flat.element_size()
+                                                     and not narrow.is_floating_point):
             continue
         stored = flat.view(narrow)[:flat.numel()]
         if torch.equal(stored, right.to(narrow)) and not torch.equal(flat, stored.to(flat.dtype)):

@@ -125,3 +125,19 @@ def test_a_crash_is_named_by_the_narrow_store_its_int64_form_shows_and_only_then
     assert committed.generalisation.widened == NARROW_STORE
     assert case_identity(committed).where == NARROW_STORE
     assert case_identity(segfault).where != NARROW_STORE
+
+
+def test_an_int32_output_holding_the_floats_bits_is_the_same_store():
+    """NNC's sub(x, x) -> add 1 -> round of an int32 returns 1065353216, the bits of 1.0f (a 2-worker
+    NNC campaign reported it new): the float32 elements fill an int32 where they leave an int64's
+    upper half unwritten. One fault, the committed 13207297."""
+    assert stored_narrow(torch.tensor([0x3F800000, 0x40000000], dtype=torch.int32),
+                         torch.tensor([1, 2], dtype=torch.int32))
+    assert not stored_narrow(torch.tensor([5, 2], dtype=torch.int32), torch.tensor([3, 2], dtype=torch.int32))
+    b = GraphBuilder()
+    x = b.tensor((), "int32", values=Values(dist="ones"))
+    graph = b.build([b.add("round", b.add("add", b.add("sub", x, x), 1))])
+    result = run_case(graph, backend_for("torchscript:nnc"))
+    assert result.outcome is Outcome.MISMATCH and result.signature.message == NARROW_STORE, result.signature
+    case = Case(graph, "torchscript:nnc", 1, Outcome.MISMATCH, result.signature, result.detail)
+    assert same_bug(case_identity(case), case_identity(load_case(COMMITTED / "case.json")))
