@@ -48,6 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
+import networkx as nx
 import torch
 
 from ..ir.graph import Graph, GraphError, Layout, Node, TensorInput
@@ -230,10 +231,13 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
         # Where every op before that one is eager's bit for bit, it was given eager's operands: it
         # is wrong alone.
         names = [n.name for n in graph.nodes]
-        feeding = ancestors(graph, culprit[0])
+        dag = graph.to_networkx()
+        feeding = nx.ancestors(dag, names[culprit[0]])
         inexact = [k for k in positions if k < culprit[0] and k not in exact and names[k] in feeding]
-        if inexact and all(names.index(a) in exact for a in ancestors(graph, inexact[0])):
-            culprit, alone = (inexact[0], culprit[1]), True
+        if inexact:
+            reads = nx.ancestors(dag, names[inexact[0]])
+            if all(k in exact for k, name in enumerate(names) if name in reads):
+                culprit, alone = (inexact[0], culprit[1]), True
     folded = _folded(graph, ask) if by_signal else ()
     fillers, kept = [], []
     per_position = [[g for name in sorted(drawn, key=op_rank) if name != node.op
@@ -294,19 +298,6 @@ def _alone(graph: Graph, position: int | None, culprit: tuple[int, str] | None, 
         return False
     shown = first_wrong(probe)[0]
     return shown is not None and (culprit is None or shown == culprit[1])
-
-
-def ancestors(graph: Graph, position: int) -> set[str]:
-    """The names of the values the op at `position` reads, directly or through other ops."""
-    producers = {n.name: n for n in graph.nodes}
-    seen, todo = set(), list(graph.nodes[position].refs())
-    while todo:
-        name = todo.pop()
-        if name in seen or name not in producers:
-            continue
-        seen.add(name)
-        todo.extend(producers[name].refs())
-    return seen
 
 
 def _folded(graph: Graph, ask: Predicate) -> tuple[int, ...]:
