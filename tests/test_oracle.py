@@ -519,6 +519,40 @@ def test_a_matmuls_sum_of_zero_terms_with_a_minus_zero_has_the_accumulators_sign
                                               torch.tensor([0.0])])["l"].tolist() == [[True], [False]]
 
 
+def test_a_position_where_eager_is_the_wrong_one_needs_no_order_to_explain_it():
+    """Inductor CUDA and aot_eager on the H100, linear of rows holding inf and 1e4 against a weight
+    of -3.4e38: a row's terms overflow, so its sum is inf or nan as the gemm orders them (masked);
+    in another row eager's cuBLAS call returned 0.00098 for 1.19e-7 * 1e4 + 1e4 * (0.5 - 0.5), and
+    the fused float64's 0.00119. That row differs from eager, yet the fused value is right: the
+    difference is the order's alone. A wrong fused value outside the mask is still a mismatch."""
+    from fuzzfuse.ir.graph import Graph, Node, TensorInput
+    from fuzzfuse.ir.interp import interpret, order_dependent_positions
+    from fuzzfuse.job import only_where
+    from fuzzfuse.oracle import compare_output
+    graph = Graph((TensorInput("x", (2, 4), "float32"), TensorInput("w", (2, 4), "float32"),
+                   TensorInput("bias", (2,), "float32")), (Node("l", "linear", ("x", "w", "bias")),), ("l",))
+    x = torch.tensor([[-5.877471754111438e-39, -math.inf, 2.938735877055719e-39, 10000.0],
+                      [1.1920928955078125e-07, 1.1754943508222875e-38, -0.5, 0.5]])
+    w = torch.tensor([[-3.4028234663852886e+38] * 4, [10000.0] * 4])
+    inputs = [x, w, torch.zeros(2)]
+    mask = order_dependent_positions(graph, inputs)["l"]
+    assert mask[0, 0] and not mask[1, 1]
+    env, _ = interpret(graph, [t.double() for t in inputs])
+    ref64 = env["l"]
+    eager = torch.nn.functional.linear(*inputs)
+    eager[0, 0], eager[1, 1] = math.inf, 0.0009765625  # CUDA eager's
+    fused = eager.clone()
+    fused[0, 0], fused[1, 1] = math.nan, ref64[1, 1].item()
+    assert abs(ref64[1, 1].item() - 0.0011920928955078125) < 1e-12
+
+    def judged(patched):
+        return compare_output(0, patched, eager, ref64) is None
+    assert only_where(fused, eager, mask, judged=judged)
+    assert not only_where(fused, eager, mask)  # without the oracle's test: a difference outside
+    fused[1, 1] = math.inf
+    assert not only_where(fused, eager, mask, judged=judged)
+
+
 def test_a_matmul_or_a_scan_of_an_order_dependent_position_depends_on_the_order():
     """matmul(x0, x1) of terms that overflow is nan or inf as it is summed (eager nan; Inductor CUDA
     on the H100 inf, which hardtanh clamps to -1 and a second matmul turns to a number where eager
