@@ -378,7 +378,10 @@ def culprit_position(graph: Graph, generalisation: Generalisation | None) -> int
 
 def broadcasts_a_made_extent_one(graph: Graph) -> bool:
     """Whether an op that only moves data makes a dim of extent 1 out of a larger one, and an
-    elementwise op reading it broadcasts that dim against an operand's larger extent."""
+    elementwise op broadcasts that dim against an operand's larger extent: reading it directly, or
+    through elementwise ops that keep the dim at 1 (Inductor with dynamic shapes: a slice of one
+    element, then ge against a scalar, then an add of a two-element tensor, as a slice read by
+    addcmul beside its own source)."""
     types = graph.infer_types()
     for node in graph.nodes:
         refs = node.refs()
@@ -387,22 +390,28 @@ def broadcasts_a_made_extent_one(graph: Graph) -> bool:
         source, made = types[refs[0]].shape, types[node.name].shape
         if source is None or made is None or len(source) != len(made):
             continue
-        ones = [d for d in range(len(made)) if made[d] == 1 and source[d] > 1]
-        if ones and any(_wider_beside(graph, types, node.name, len(made), ones)):
+        # counted from the last dim, as broadcasting aligns shapes
+        ones = [d - len(made) for d in range(len(made)) if made[d] == 1 and source[d] > 1]
+        if ones and _broadcast_later(graph, types, node.name, ones):
             return True
     return False
 
 
-def _wider_beside(graph: Graph, types: dict, name: str, rank: int, dims: list[int]):
-    """For each operand that an elementwise op reads beside `name` (of rank `rank`): whether it is
-    wider than 1 at one of `dims`, broadcasting aligning the trailing dims."""
+def _broadcast_later(graph: Graph, types: dict, name: str, dims: list[int]) -> bool:
+    """Whether an elementwise op reads `name`, or a value elementwise ops made of it with `dims`
+    (counted from the last) still of extent 1, beside an operand wider than 1 at one of them."""
+    def extent(ref: str, d: int) -> int:
+        shape = types[ref].shape or ()
+        return shape[d] if -len(shape) <= d else 1
+    carriers = {name}
     for reader in graph.nodes:
-        if name not in reader.refs() or reader.op not in OPS or OPS[reader.op].kind not in ELEMENTWISE:
+        refs = reader.refs()
+        if not carriers.intersection(refs) or reader.op not in OPS or OPS[reader.op].kind not in ELEMENTWISE:
             continue
-        for other in (r for r in reader.refs() if r != name):
-            shape = types[other].shape or ()
-            offset = len(shape) - rank
-            yield any(0 <= d + offset < len(shape) and shape[d + offset] > 1 for d in dims)
+        if any(extent(other, d) > 1 for other in refs if other not in carriers for d in dims):
+            return True
+        carriers.add(reader.name)
+    return False
 
 
 def _identity_cast(node, types) -> bool:
