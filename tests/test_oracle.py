@@ -389,9 +389,30 @@ def test_a_sum_in_another_order_that_float32_cannot_decide_is_ill_conditioned():
     assert len(classified) >= 0.8 * len(flagged), (flagged, classified)
 
 
+def test_a_libm_result_an_ulp_off_the_nearest_then_amplified_is_ill_conditioned():
+    """A 10-minute H100 campaign keyed pow(pow(x, x), y) as Inductor CUDA's pow bug: Triton's
+    float32 pow(1.19e-7, 1.19e-7) is an ulp below the nearest float32 (eager CUDA's), and
+    pow(., 10000) makes it 0.98052 where eager gives 0.98111 and float64 0.98118. Another math
+    library may round so (CUDA documents powf within 4 ulps): ill-conditioned. An exact libm result
+    (pow(1.5, 2)) is never moved, and a value far from any rounding stays wrong."""
+    b = GraphBuilder()
+    x = b.tensor((2,), "float32", values=Values(exact=encode_exact(torch.tensor([1.1920928955078125e-07, 1.5]))))
+    y = b.tensor((2,), "float32", values=Values(exact=encode_exact(torch.tensor([10000.0, 2.0]))))
+    graph = b.build([b.add("pow", b.add("pow", x, x), y)])
+    eager, _ = run_eager(graph, make_inputs(graph))
+    assert abs(eager[0][0].item() - 0.981107) < 1e-6
+    fused = eager[0].clone()
+    fused[0] = 0.9805225729942322
+    judged = _judged(graph, [fused], rounded=True)
+    assert judged.outcome == Outcome.DOCUMENTED and judged.signature.kind == "ill-conditioned", judged.detail
+    fused[1] = torch.nextafter(eager[0][1], torch.tensor(math.inf)) * 1.001  # pow(1.5, 1.5) ** 2, well off
+    assert _judged(graph, [fused], rounded=True).outcome == Outcome.MISMATCH
+
+
 def test_a_wrong_value_no_rounding_explains_stays_a_mismatch():
-    """The H200's Inductor gives 2^127 for pow(7.58e-39, -1) (minimized/...-a60c841b), where eager
-    and float64 give 1.319e38; and a fused exp of a sum 1% off. Runs that round other ways than
+    """The H200's Inductor gives 2^127 for pow(7.58e-39, -1) (once committed as a60c841b: Triton's
+    flush of the subnormal base, which the oracle's unflushed run now shows), where eager and
+    float64 give 1.319e38; and a fused exp of a sum 1% off. Runs that round other ways than
     eager stay within ulps of both, so each is still reported."""
     b = GraphBuilder()
     e = b.tensor((2,), "int32", values=Values(exact=encode_exact(torch.tensor([0, -1], dtype=torch.int32))))

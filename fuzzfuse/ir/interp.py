@@ -165,15 +165,24 @@ def _either(other: torch.Tensor, value: torch.Tensor, generator: torch.Generator
     return torch.where(coin, other.broadcast_to(value.shape), value)
 
 
-def _another_libms(value: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """A float64 result of an op no standard rounds correctly (`Op.libm_rounded`: exp, sin, pow)
-    moved by an ulp up or down, or kept, at random per element: what another math library may
-    return. No wider arbiter tells which is nearer; an ill-conditioned op after it (sin of exp(31),
-    2.9e13, whose ulp is 0.004) turns NNC's exp, an ulp above eager's, into a visible difference."""
+def _another_libms(value: torch.Tensor, exact: torch.Tensor, dtype: torch.dtype,
+                   generator: torch.Generator) -> torch.Tensor:
+    """A result of an op no standard rounds correctly (`Op.libm_rounded`: exp, sin, pow), `value`
+    (in float64, already rounded to its `dtype`) moved by an ulp of `dtype` up or down, or kept,
+    at random per element: what another math library may return. No wider arbiter tells which is
+    nearer; an ill-conditioned op after it (sin of exp(31), 2.9e13, whose ulp is 0.004) turns NNC's
+    exp, an ulp above eager's, into a visible difference, and pow(x, 10000) turns Triton's float32
+    pow(1.19e-7, 1.19e-7), an ulp below the nearest float32 (eager CUDA's), into 0.98052 where
+    eager gives 0.98111; both stay within CUDA's documented bounds (powf: 4 ulps). Below float64,
+    only where `exact` (its float64 value) is not a value of `dtype`: a math library returns
+    sin(0), exp(0) and pow(1.5, 2) exactly, and a zero keeps its sign."""
+    own = value.to(dtype)
     step = torch.randint(-1, 2, value.shape, generator=generator).to(value.device)
-    up = torch.nextafter(value, torch.full_like(value, math.inf))
-    down = torch.nextafter(value, torch.full_like(value, -math.inf))
-    return torch.where(step > 0, up, torch.where(step < 0, down, value))
+    if dtype != torch.float64:
+        step = torch.where(exact.to(dtype).double() != exact, step, torch.zeros_like(step))
+    up = torch.nextafter(own, torch.full_like(own, math.inf))
+    down = torch.nextafter(own, torch.full_like(own, -math.inf))
+    return torch.where(step > 0, up, torch.where(step < 0, down, own)).double()
 
 
 def _one_rounding_or_several(op, args: list, attrs: dict, exact: torch.Tensor, dtype: torch.dtype,
@@ -357,6 +366,7 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
         if upcast and out.is_floating_point():
             out = out.double()  # an op that names the float dtype it makes
         if rounding is not None:
+            exact_result = out
             rounded = _round_faithfully(out, types[node.name].dtype, rounding)
             if op.fma_product is not None and node.name in fma_addends and out.is_floating_point():
                 # a fused multiply-add reads the product unrounded (CUDA's, Triton's and gcc's
@@ -365,8 +375,9 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
                 out = _either(product, rounded, rounding)
             else:
                 out = rounded
-            if op.libm_rounded and types[node.name].dtype == "float64":
-                out = _another_libms(out, rounding)
+            if op.libm_rounded and out.is_floating_point() \
+                    and DTYPES[types[node.name].dtype] in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
+                out = _another_libms(out, exact_result, DTYPES[types[node.name].dtype], rounding)
         env[node.name] = out
     return env, tainted
 
