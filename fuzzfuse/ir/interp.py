@@ -10,7 +10,7 @@ import torch
 
 from .graph import Graph, Node, ScalarInput, TensorInput
 from .ops import MOVES_DATA, OPS, lit, reduced_dims
-from .types import DTYPES, is_float
+from .types import DTYPES, FLOAT_DTYPES, is_float
 
 
 def _upcast_attrs(node: Node) -> dict:
@@ -375,8 +375,7 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
                 out = _either(product, rounded, rounding)
             else:
                 out = rounded
-            if op.libm_rounded and out.is_floating_point() \
-                    and DTYPES[types[node.name].dtype] in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
+            if op.libm_rounded and out.is_floating_point() and types[node.name].dtype in FLOAT_DTYPES:
                 out = _another_libms(out, exact_result, DTYPES[types[node.name].dtype], rounding)
         env[node.name] = out
     return env, tainted
