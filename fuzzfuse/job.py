@@ -453,11 +453,13 @@ def _near(fused, ref64, rtol: float) -> bool:
 
 def unflushed_outputs(backend: Backend, graph: Graph, options: Options, inputs: list) -> list:
     """The fuser's outputs with its documented flush of denormals turned off
-    (`Backend.options_without_flush`), where eager's run holds an fp32 denormal for it to flush;
-    [] where it does not, or no setting turns the flush off."""
+    (`Backend.options_without_flush`), where eager's run holds an fp32 denormal for it to flush: a
+    float32 value, or a bfloat16 one, which a fuser computes in float32, whose exponent range it
+    shares (Triton's atan2(x, x) of a bf16 subnormal x is atan2(0, 0)); [] where it does not, or
+    no setting turns the flush off."""
     other = backend.options_without_flush(options)
     tiny = torch.finfo(torch.float32).tiny
-    if other is None or not _eager_holds(graph, inputs, lambda v: v.dtype == torch.float32
+    if other is None or not _eager_holds(graph, inputs, lambda v: v.dtype in (torch.float32, torch.bfloat16)
                                          and bool(((v != 0) & (v.abs() < tiny)).any())):
         return []
     return list(backend.compile(graph, other).run(inputs, None).outputs)

@@ -3,6 +3,7 @@ then no longer computes is the flush's, a documented difference (fuzzfuse.job.un
 Four Inductor CUDA finds of a 600-s campaign (tests/data/flush_cases) were this: eager on flushed
 inputs did not explain them, and each repro gave eager's value with eager_numerics.disable_ftz on
 the H200 (2026-12-03). The check itself has not yet run there: the last test skips without a GPU."""
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,21 @@ def test_the_fuser_runs_again_unflushed_only_where_a_denormal_is_there_to_flush(
     assert torch.equal(plain, run_eager(case.graph, inputs)[0][0])
     assert unflushed_outputs(inductor, case.graph, Options(), inputs) == []
     assert unflushed_outputs(inductor, case.graph, UNSAFE, [torch.ones_like(inputs[0])]) == []
+
+
+@pytest.mark.slow  # a C++ compile
+def test_a_bfloat16_subnormal_is_one_the_fuser_flushes_too():
+    """A bf16 value is computed in float32, whose exponent range it shares: a bf16 subnormal is an
+    fp32 subnormal there, which the flush reads as zero (an H100 campaign's atan2(x, x) -> tan ->
+    sqrt of a bf16 subnormal was nan on Inductor CUDA, eager's value with the flush turned off). So
+    the fuser runs again unflushed for it as for a float32 one."""
+    case = load_case(CASES[-1])
+    spec = case.graph.inputs[0]
+    graph = replace(case.graph, inputs=(replace(spec, dtype="bfloat16"),))
+    subnormal = torch.tensor(1e-39, dtype=torch.bfloat16)
+    assert subnormal != 0 and subnormal.abs() < torch.finfo(torch.float32).tiny
+    (plain,) = unflushed_outputs(get_backend("inductor:cpu"), graph, UNSAFE, [subnormal])
+    assert torch.equal(plain, run_eager(graph, [subnormal])[0][0])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the flush is Triton's")
