@@ -71,7 +71,7 @@ def specific_message(signature: Signature) -> str:
     if construct := fold_cpp_compile(signature.message):
         return construct
     # NNC's IR dump is the case's expression: a `double(...)` cast in it names no operand.
-    said = _FAILED_AT.sub(" ", _IR_DUMP.sub(r"\1", _WRAPPER_PREFIX.sub("", signature.message)))
+    said = _FAILED_AT.sub(" ", _own_words(signature.message))
     text = fold(signature.message)
     if len(_WORD.findall(said)) < 2 or GENERIC_MESSAGES.match(text) or names_an_operand(said):
         return ""
@@ -96,7 +96,7 @@ def rejects_operand(message: str) -> bool:
     broadcasts wrongly raises one for its own op.)"""
     if fold_cpp_compile(message):
         return False  # the generated code's types, not an operand's: the construct is the bug
-    return names_an_operand(_WRAPPER_PREFIX.sub("", message)) or bool(_DTYPE_REJECTIONS.match(fold(message)))
+    return names_an_operand(_own_words(message)) or bool(_DTYPE_REJECTIONS.match(fold(message)))
 
 
 def refuses_operand_dtype(signature: Signature) -> bool:
@@ -132,6 +132,14 @@ _OP_WORDS = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, OPS), key=len, 
 _NUMBERED_NAME = re.compile(r"\b[A-Za-z_]\w*?\d+\b")
 # NNC's "MALFORMED INPUT: <what> - <the IR expression>": the expression is the case's, not the bug's.
 _IR_DUMP = re.compile(r"^(.*MALFORMED INPUT: [^-]*?) - .*$", re.S)
+# TorchScript's "Schema not found for node. File a bug report. Node: = prim::Return(...)": the node
+# it prints is the case's graph, not an op that rejected its operand.
+_JIT_NODE_DUMP = re.compile(r"^(.*?)\s*\bNode:\s.*$", re.S)
+
+
+def _own_words(message: str) -> str:
+    """A crash's message without its wrapper prefixes and the case's IR or node it quotes."""
+    return _JIT_NODE_DUMP.sub(r"\1", _IR_DUMP.sub(r"\1", _WRAPPER_PREFIX.sub("", message)))
 FOLDED_LENGTH = 100
 
 
@@ -208,7 +216,7 @@ def fold(message: str) -> str:
     The detail keeps them; the key must not. An NVRTC error folds by its own rule (fold_nvrtc)."""
     if compiled := fold_nvrtc(message) or fold_cpp_compile(message):
         return compiled
-    text = _IR_DUMP.sub(r"\1", _WRAPPER_PREFIX.sub("", message))
+    text = _own_words(message)
     text = _OPERATOR.sub(r"\1 OP", text)
     text = _ATEN_OP.sub(r"\1\2OP", text)
     text = _DTYPE_WORDS.sub("DTYPE", text)
@@ -228,9 +236,12 @@ def signature_today(signature: Signature, detail: str) -> Signature:
     if signature.outcome == "crash" and (cpp_compile_error(error) or triton_compile_error(error)) \
             and not cpp_location(error):
         return replace(signature, message=normalize(error))
-    if signature.outcome == "crash" and EMPTY_ERROR.match(signature.message) and "<--- HERE" not in error and \
-            normalize(error).startswith(f"{signature.message} "):
-        return replace(signature, message=normalize(error))
+    if signature.outcome == "crash" and EMPTY_ERROR.match(signature.message) and "<--- HERE" not in error:
+        # A detail recorded without the type's own line (TorchScript's "RuntimeError:" above "Schema
+        # not found for node") gets it back: today's oracle reads the paragraph below it.
+        typed = error if error.lstrip().startswith(signature.message) else f"{signature.message}\n{error.lstrip()}"
+        if normalize(typed).startswith(f"{signature.message} "):
+            return replace(signature, message=normalize(typed))
     location = cpp_location(error)
     if signature.outcome != "crash" or not location or (location == signature.location and not nvrtc_error(error)):
         return signature

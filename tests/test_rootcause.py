@@ -3,6 +3,7 @@ where|detail): one bug, one key. The error texts are nvFuser's and TorchScript's
 committed repros (tests/data/nvfuser_errors.json names the case each came from; stack frames and
 generated kernel code are cut); the oneDNN ones come from running the fuser here."""
 import json
+from dataclasses import replace
 import math
 import re
 from pathlib import Path
@@ -436,3 +437,26 @@ def test_nnc_ir_dump_naming_a_double_cast_keeps_its_message_identity():
     key = root_cause_key(found)
     assert key == root_cause_key(committed.signature, committed.graph, committed.generalisation, committed.device)
     assert key.startswith("message|nnc||crash||MALFORMED INPUT: bad dtype in CompareSelect")
+
+
+def test_torchscripts_schema_lookup_failure_is_named_by_its_message_not_by_the_node_it_quotes():
+    """oneDNN Graph's pass breaks TorchScript autodiff's forward graph: "RuntimeError: Schema not
+    found for node. File a bug report. Node: = prim::Return(...)". The node it prints is the case's
+    graph; read as an op that rejected its operand, it keyed the crash by the op that fed it (*unary)
+    and merged it with another crash of those ops. The committed 9839416e recorded its detail
+    without the "RuntimeError:" line above the message; read again today, it is this message too.
+    Real oneDNN Graph on the committed case's graph."""
+    from fuzzfuse.identity import Anchor, case_identity, identify, same_bug
+    from fuzzfuse.job import backend_for, run_case
+
+    committed = load_case(Path(__file__).resolve().parent.parent / "minimized" /
+                          "torchscript-onednn-crash-runtimeerror-9839416e" / "case.json")
+    assert committed.signature.message == "RuntimeError:"  # as recorded
+    result = run_case(committed.graph, backend_for("torchscript:onednn"))
+    assert "prim::Return" in result.signature.message, result.signature
+    found = identify(result.signature, committed.graph, committed.generalisation, "cpu")
+    assert found.anchor is Anchor.MESSAGE and found.where == "Schema not found for node. File a bug report."
+    assert same_bug(found, case_identity(committed))
+    expand = replace(result.signature, message="RuntimeError: expand(CPUFloatType{[N]}, size=[]): the number of "
+                     "sizes provided (N) must be greater or equal to the number of dimensions in the tensor (N)")
+    assert not same_bug(found, identify(expand, committed.graph, committed.generalisation, "cpu"))
