@@ -44,7 +44,7 @@ from .oracle import Signature
 from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation
 from .rekey import Pools, rereduce, stale
-from .rootcause import refuses_operand_dtype, signature_today
+from .rootcause import operand_fault, signature_today
 from .verdict import Reproduction
 
 
@@ -352,7 +352,7 @@ def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verif
         directory = None  # known once the form is reduced as today's reducer would
         try:
             case = _reduced_as_today(case, timeout)
-            directory = root / _slug(case)
+            directory = _free(root, _slug(case), case)
             written = write_minimized(directory, case, verify_runs, timeout)
         except Unavailable as e:  # its backend does not run here: it stays, for a machine where it does
             report.not_split.append((form.directory, lister.directory.name, str(e).split("\n")[0]))
@@ -380,16 +380,25 @@ def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verif
     return None
 
 
+def _free(root: Path, slug: str, case: Case) -> Path:
+    """Where a split-out form's repro goes: its slug, unless a directory holds that name already,
+    named by an identity its own bug has lost since (oneDNN's "Schema not found for node", keyed by
+    its ops until its message was read, had the name its expand form's ops now give): then the slug
+    with its graph's digest, never over another bug's repro."""
+    directory = root / slug
+    return directory if not directory.exists() else root / f"{slug}-{case.graph.renamed().digest()[:8]}"
+
+
 def _slug(case: Case) -> str:
     return repro_slug(case.signature, root_cause_key(case.signature, case.graph, case.generalisation, case.device))
 
 
 def _reduced_as_today(case: Case, timeout: float) -> Case:
-    """A form recorded as a crash where an op refused its operand's dtype, reduced again: today's
-    reduction names the op that gave the operand a wrong dtype, where one did
+    """A form recorded as a crash where an op refused its operand's dtype or sizes, reduced again:
+    today's reduction names the op that gave the operand a wrong dtype or shape, where one did
     (minimize.reduce_case), and the next round folds it into that bug's directory. Any other form
     as it was recorded."""
-    if not refuses_operand_dtype(case.signature):
+    if not operand_fault(case.signature):
         return case
     try:
         reduced = reduce_case(case, case.backend, timeout=timeout)

@@ -24,14 +24,14 @@ from .identity import root_cause_key
 from .known import known_repros, variant_entry
 from .pool import answered_once, case_pool, graph_job, run_jobs
 from .repro_dir import VERIFY_RUNS, repro_slug, write_minimized
-from .rootcause import refuses_operand_dtype
+from .rootcause import operand_fault
 from .bugreport import with_variants
 from .verdict import HarnessError, Outcome, judge
 from .worker import WorkerPool
 
 # Raised whenever reduce_case may name a committed bug otherwise; `rekey.CHANGES` says which cases
 # each raise concerns, and `corpus fold` reduces those again.
-REDUCER_REVISION = 3
+REDUCER_REVISION = 4
 # Cases of one signature that minimize_files tries, smallest first, until one still fails as recorded.
 RETRIES_PER_SIGNATURE = 3
 
@@ -133,13 +133,15 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
         options, _ = reduce_options(case.options, get_backend(backend).simpler_options,
                                     lambda candidates: ask([(reduction.graph, o) for o in candidates]))
         graph, stats = reduction.graph, reduction.stats
-        if refuses_operand_dtype(kept):
-            # An op refused its operand's dtype: where the fuser gave that operand a dtype eager
-            # does not, the crash is one more sight of that wrong dtype (a cumsum of a bool cast
-            # typed bool, which abs then refused, is the cumsum's wrong dtype): reduced as it.
+        if wanted := operand_fault(kept):
+            # An op refused its operand's dtype or sizes: where the fuser gave that operand a dtype
+            # or a shape eager does not, the crash is one more sight of that wrong result (a cumsum
+            # of a bool cast typed bool, which abs then refused, is the cumsum's wrong dtype; oneDNN
+            # Graph's add of a 0-d tensor of shape (1,), which autodiff's expand to () refused, is
+            # the add's wrong shape): reduced as it.
             producers = _operand_producers(graph)
             runs = replies(producers, options)
-            at = next((k for k, r in enumerate(runs) if first_output_wrong(backend, r) == "dtype"), None)
+            at = next((k for k, r in enumerate(runs) if first_output_wrong(backend, r) == wanted), None)
             if at is not None:
                 kept, graph, stats = reduced_again(producers[at], runs[at], options, stats)
 

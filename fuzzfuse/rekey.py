@@ -32,18 +32,21 @@ from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation, conversion_alone
 from .identity import identify, root_cause_key, same_bug
 from .known import variant_entry
-from .rootcause import refuses_operand_dtype, signature_today
+from .rootcause import operand_fault, signature_today
 from .worker import WorkerPool
 
 
 # What each raise of REDUCER_REVISION changed, and the committed cases it may name otherwise.
 CHANGES: tuple[tuple[int, str, Callable[[Case], bool]], ...] = (
     (2, "a crash where an op refuses its operand's dtype is reduced to the op that gave the operand a wrong "
-        "dtype, where one did", lambda case: case.signature is not None and refuses_operand_dtype(case.signature)),
+        "dtype, where one did", lambda case: case.signature is not None and operand_fault(case.signature) == "dtype"),
     (3, "a wrong float computed from an integer is reduced to the conversion, where the conversion alone is "
         "wrong", lambda case: case.signature is not None and case.signature.outcome == "mismatch"
         and case.generalisation is not None and case.generalisation.applies_to(case.graph)
         and conversion_alone(case.graph, case.generalisation.first_wrong_op(case.graph)) is not None),
+    (4, "a crash where one of ATen's size checks rejects its operand is reduced to the op that gave the operand "
+        "a wrong shape, where one did", lambda case: case.signature is not None
+        and operand_fault(case.signature) == "shape"),
 )
 
 

@@ -99,10 +99,23 @@ def rejects_operand(message: str) -> bool:
     return names_an_operand(_own_words(message)) or bool(_DTYPE_REJECTIONS.match(fold(message)))
 
 
-def refuses_operand_dtype(signature: Signature) -> bool:
-    """Whether a failure is a crash where an op refused its operand's dtype (`rejects_operand`):
-    what the reducer reduces on to the op that gave the operand a wrong dtype, where one did."""
-    return signature.outcome == "crash" and rejects_operand(signature.message)
+# ATen's checks of an operand's sizes: raised where an op meets a value of a shape it cannot take,
+# which the op before it may have made so (oneDNN Graph's add of a 0-d tensor gives one of shape
+# (1,), which TorchScript autodiff's expand back to () then rejects).
+_SIZE_CHECKS = re.compile(r"The expanded size of the tensor|shape 'S' is invalid|The size of tensor a"
+                          r"|.*the number of sizes provided")
+
+
+def operand_fault(signature: Signature) -> str:
+    """The wrong output (an `oracle.MISMATCH_KINDS` kind) that a crash may only have surfaced: "dtype"
+    where an op refused its operand's dtype (`rejects_operand`), "shape" where one of ATen's size
+    checks rejected its operand's sizes; "" for any other failure. The reducer reduces such a crash
+    on to the op that gave the operand that wrong dtype or shape, where one did (its own bug)."""
+    if signature.outcome != "crash":
+        return ""
+    if _SIZE_CHECKS.match(fold(signature.message)):  # it quotes the operand's type too: sizes first
+        return "shape"
+    return "dtype" if rejects_operand(signature.message) else ""
 
 
 def names_an_operand(message: str) -> bool:

@@ -1005,3 +1005,48 @@ def test_a_form_a_campaign_reported_new_is_its_committed_bug_and_no_other(found)
     holders = [p.parent.name for p in sorted(corpus.glob("*/case.json"))
                if same_bug(identity, case_identity(load_case(p)))]
     assert holders == [KNOWN_FORMS[found]], (identity, holders)
+
+
+ONEDNN_SCHEMA = "torchscript-onednn-crash-runtimeerror-9839416e"  # "Schema not found for node", lists expand's
+ONEDNN_ZERO_DIM = "aot-onednn-mismatch-shape-float-72748c1e"  # oneDNN Graph's add of a 0-d tensor is of shape (1,)
+
+
+@pytest.mark.slow  # writes and verifies a repro in a fresh process
+def test_a_split_form_whose_name_a_directory_holds_gets_a_directory_of_its_own(tmp_path):
+    """A directory is named by its bug's identity when it is written; one re-keyed since (9839416e,
+    oneDNN Graph's "Schema not found for node", keyed by its ops until its message was read) may
+    hold the name a form split out of it now gets. The split wrote its repro over the directory's
+    own. Real oneDNN Graph, the directory under the name its expand form's bug gets: the form is
+    written beside it, verified, and the directory keeps its repro."""
+    taken = "torchscript-onednn-mismatch-shape-float-589504e1"
+    root = tmp_path / "minimized"
+    shutil.copytree(CORPUS / ONEDNN_SCHEMA, root / taken)  # as committed until 2026-12-06, with its forms
+    before = load_case(root / taken / "case.json").graph
+    report = fold(root, verify_runs=1)
+    assert report.split[0][1] == taken and report.split[0][0].startswith(f"{taken}-"), report.lines()
+    # nothing written over it (its data copy has no repro.py), its own case kept, its forms gone
+    assert not (root / taken / "repro.py").exists() and listed(root / taken) == []
+    assert load_case(root / taken / "case.json").graph == before
+    split = load_case(root / report.split[0][0] / "case.json")
+    assert split.verification.status is Reproduction.REPRODUCES and split.signature.kind == "shape"
+
+
+@pytest.mark.slow  # reduces and verifies repros in fresh processes
+def test_a_size_check_that_a_wrong_shape_made_fails_is_that_shapes_bug(tmp_path):
+    """oneDNN Graph gives add of a 0-d tensor the shape (1,) (72748c1e), which TorchScript
+    autodiff's expand back to () then rejects: "the number of sizes provided (0) must be greater or
+    equal to the number of dimensions in the tensor (1)". 3b6642bb (add -> expand, committed until
+    2026-12-06, tests/data) and two forms of 9839416e were that crash, each keyed by the ops before
+    it. A crash where one of ATen's size checks rejects its operand is reduced on to the op that
+    gave the operand a wrong shape, where one did, as one where an op refuses its operand's dtype
+    is. Real oneDNN Graph: the fold reduces it again and moves it into the shape bug's directory."""
+    crash = "torchscript-onednn-crash-runtimeerror-3b6642bb"
+    root = corpus(tmp_path, crash)
+    shutil.copytree(Path(__file__).resolve().parent.parent / "minimized" / ONEDNN_ZERO_DIM, root / ONEDNN_ZERO_DIM)
+    zero_dim = case_identity(load_case(root / ONEDNN_ZERO_DIM / "case.json"))
+    assert not same_bug(case_identity(load_case(root / crash / "case.json")), zero_dim)
+    fold(root, verify_runs=1)
+    assert not (root / crash).exists()
+    moved = [v for v in load_case(root / ONEDNN_ZERO_DIM / "case.json").also_seen_as if v.signature.kind == "shape"
+             and v.ops == ("add",) and v.graph.inputs[0].shape == ()]
+    assert moved and all(same_bug(variant_identity(v, "cpu"), zero_dim) for v in moved)
