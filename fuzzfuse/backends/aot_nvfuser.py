@@ -179,8 +179,7 @@ class AotNvFuserBackend(NvFuserBackend):
             raise BackendError("backward-compile" if "forward" in fusions else "compile", e) from e
 
     def repro_code(self, graph: Graph) -> str:
-        return (f'import os\nos.environ.setdefault("NVFUSER_ENABLE", {self.env["NVFUSER_ENABLE"]!r})  # as its workers have\n'
-                + generic_repro_code(self.name, graph, style=self.style))
+        return "\n".join(self.repro_environment()) + "\n" + generic_repro_code(self.name, graph, style=self.style)
 
 
 __all__ = ["AotNvFuserBackend", "decompositions"]

@@ -123,9 +123,17 @@ class NvFuserBackend(Backend):
     # of 8 compile threads per process would oversubscribe the cores 8-fold.
     # fuse_matmul: nvFuser hands a lone matmul/linear to ATen (expr_eval) and fuses one with its
     # prologue and epilogue only with this option (csrc/scheduler/matmul_utils.cpp); without it the
-    # matmul scheduler is never reached. Repros set it too (`repro_code`).
+    # matmul scheduler is never reached. parallel_compile off: a fusion of several segments
+    # compiles them one by one, so an error is raised as itself, not wrapped in the thread pool's
+    # RuntimeError (scatter -> scatter raised IndexError "unordered_map::at" alone, and a
+    # RuntimeError with any op before it that made a second segment, which the reducer then had to
+    # keep: softmax -> scatter -> scatter was reported new beside the committed scatter -> scatter).
+    # Repros set both too (`repro_environment`).
     env = {"NVFUSER_NUM_THREADS": os.environ.get("NVFUSER_NUM_THREADS", "1"),
-           "NVFUSER_ENABLE": os.environ.get("NVFUSER_ENABLE", "fuse_matmul")}
+           "NVFUSER_ENABLE": os.environ.get("NVFUSER_ENABLE", "fuse_matmul"),
+           "NVFUSER_DISABLE": os.environ.get("NVFUSER_DISABLE", "parallel_compile")}
+    # What a repro must set for nvFuser to take the paths a case took (the thread count is speed).
+    repro_variables = ("NVFUSER_ENABLE", "NVFUSER_DISABLE")
     # Campaigns draw one per case (recorded in the case's options).
     styles = STYLES
     option_fields: tuple[str, ...] = ("style", "disable")
@@ -286,14 +294,18 @@ class NvFuserBackend(Backend):
             evidence.details["notes"] = emission.notes
         return RunResult(list(outputs), fused, evidence, compile_seconds), fd, emission.source
 
+    def repro_environment(self) -> list[str]:
+        """The lines a standalone repro begins with, before nvFuser reads its options."""
+        return ["import os"] + [f"os.environ.setdefault({k!r}, {self.env[k]!r})" for k in self.repro_variables]
+
     def repro_code(self, graph: Graph) -> str:
         """`run_fused(inputs) -> (outputs, fused)` for a standalone repro: the nvfuser_direct
         definition this backend runs, in the backend's current style."""
         source = self.emit(graph).source
         disable = "".join(f", {k}={v!r}" for k, v in execute_switches(self.disable).items())
+        environment = "\n".join(f"{line}  # noqa: E402" for line in self.repro_environment())
         return f'''
-import os  # noqa: E402
-os.environ.setdefault("NVFUSER_ENABLE", {self.env["NVFUSER_ENABLE"]!r})  # before nvFuser reads its options
+{environment}
 from nvfuser_direct import FusionDefinition, DataType  # noqa: E402
 
 
