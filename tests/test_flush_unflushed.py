@@ -2,7 +2,9 @@
 then no longer computes is the flush's, a documented difference (fuzzfuse.job.unflushed_outputs).
 Four Inductor CUDA finds of a 600-s campaign (tests/data/flush_cases) were this: eager on flushed
 inputs did not explain them, and each repro gave eager's value with eager_numerics.disable_ftz on
-the H200 (2026-12-03). The check itself has not yet run there: the last test skips without a GPU."""
+the H200 (2026-12-03). The check itself has not yet run there: the last test skips without a GPU.
+A fifth, atan2(x, x) -> tan -> sqrt of a bf16 subnormal (an H100 campaign, 2026-12-06), replayed
+on the H100 as documented once bf16 subnormals counted (b11d6c4)."""
 from dataclasses import replace
 from pathlib import Path
 
