@@ -128,7 +128,7 @@ class NvFuserBackend(Backend):
     # RuntimeError (scatter -> scatter raised IndexError "unordered_map::at" alone, and a
     # RuntimeError with any op before it that made a second segment, which the reducer then had to
     # keep: softmax -> scatter -> scatter was reported new beside the committed scatter -> scatter).
-    # Repros set both too (`repro_environment`).
+    # The judging repros set both too (`repro_environment`); the short one keeps the default.
     env = {"NVFUSER_NUM_THREADS": os.environ.get("NVFUSER_NUM_THREADS", "1"),
            "NVFUSER_ENABLE": os.environ.get("NVFUSER_ENABLE", "fuse_matmul"),
            "NVFUSER_DISABLE": os.environ.get("NVFUSER_DISABLE", "parallel_compile")}
