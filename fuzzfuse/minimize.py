@@ -20,11 +20,11 @@ from .ir import Graph
 from .oracle import Signature
 from .reduce import NotInteresting, ReductionStats, cost, reduce, reduce_options
 from .reduce.generalise import Generalisation, conversion_alone, generalise, widened_to_int64
-from .identity import root_cause_key
+from .identity import identify, root_cause_key, same_bug
 from .known import known_repros, variant_entry
 from .pool import answered_once, case_pool, graph_job, run_jobs
 from .repro_dir import VERIFY_RUNS, repro_slug, write_minimized
-from .rootcause import operand_fault
+from .rootcause import operand_fault, signature_today
 from .bugreport import with_variants
 from .verdict import HarnessError, Outcome, judge
 from .worker import WorkerPool
@@ -122,11 +122,16 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
     active = pool or case_pool(backend, workers, timeout)
     try:
         # A case saved by an older normalizer may name the same failure differently: the same
-        # outcome, stage, kind and assert location today stands for it.
+        # outcome, stage, kind and assert location today stands for it. So does another kind where
+        # it is the same bug: nvFuser's parallel compile wrapped an IndexError in a RuntimeError of
+        # its own, and a case recorded so raises the IndexError now that its workers turn that off.
         fresh = judge(backend, replies([start], case.options)[0]).signature
         kept = stored
-        if fresh is not None and (fresh.outcome, fresh.stage, fresh.kind, fresh.location) == \
-                (stored.outcome, stored.stage, stored.kind, stored.location):
+        if fresh is not None and (fresh.outcome, fresh.stage, fresh.location) == \
+                (stored.outcome, stored.stage, stored.location) and \
+                (fresh.kind == stored.kind or same_bug(
+                    identify(signature_today(stored, case.detail), start, case.generalisation, case.device),
+                    identify(fresh, start, case.generalisation, case.device))):
             kept, target = fresh, fresh.key()
         reduction = reduce(start, is_interesting, batch=max(1, workers), progress=progress,
                            max_queries=max_queries)

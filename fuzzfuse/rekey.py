@@ -33,6 +33,7 @@ from .reduce.generalise import Generalisation, conversion_alone
 from .identity import identify, root_cause_key, same_bug
 from .known import variant_entry
 from .rootcause import operand_fault, signature_today
+from .tracebacks import PARALLEL_COMPILE_WRAPPER
 from .worker import WorkerPool
 
 
@@ -47,6 +48,9 @@ CHANGES: tuple[tuple[int, str, Callable[[Case], bool]], ...] = (
     (4, "a crash where one of ATen's size checks rejects its operand is reduced to the op that gave the operand "
         "a wrong shape, where one did", lambda case: case.signature is not None
         and operand_fault(case.signature) == "shape"),
+    (5, "nvFuser compiles a fusion's segments one by one, so a crash no longer needs an op that only made a "
+        "second segment", lambda case: case.signature is not None and case.signature.outcome == "crash"
+        and PARALLEL_COMPILE_WRAPPER in case.detail),
 )
 
 

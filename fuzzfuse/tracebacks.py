@@ -11,6 +11,11 @@ from __future__ import annotations
 import re
 
 
+# What nvFuser's parallel-compile wrapper says; its workers now compile segments one by one
+# (NvFuserBackend.env), so only errors recorded before say it.
+PARALLEL_COMPILE_WRAPPER = "compiling fusion segments in parallel"
+
+
 def innermost_error(text):
     """The error nvFuser's parallel-compile wrapper reports, unwrapped: the wrapper's assert names
     where errors are collected, not the bug (one wrapper location held five different inner
@@ -18,7 +23,7 @@ def innermost_error(text):
     several failing segments, the lowest-numbered one, whatever order the threads finished in.
     A run's own "Error from segmentation group N:" prefix stays: nvFuser puts it on every run
     error, one segment or many."""
-    while "compiling fusion segments in parallel" in text:
+    while PARALLEL_COMPILE_WRAPPER in text:
         marks = list(re.finditer(r"Error from segmentation group (\d+):", text))
         if not marks:
             return text

@@ -818,6 +818,19 @@ def test_a_case_reduced_before_a_reducer_change_that_concerns_it_is_stale():
     assert stale(replace(mismatch, reduction=None)) is None
 
 
+def test_an_nvfuser_crash_recorded_through_the_parallel_compile_wrapper_is_reduced_again():
+    """The committed argmax -> slice (c70fc859) and scatter -> scatter beside a neg (dc074e9a) were
+    reduced while nvFuser's parallel compile wrapped their IndexError, which kept ops that only made
+    a second segment: on the H100 a slice of an int64 input raised c70fc859's error too, which is
+    63f94492's. Reduced again where a GPU is (`corpus fold` there), they fold by themselves."""
+    committed = Path(__file__).parent.parent / "minimized"
+    for name in ("nvfuser-crash-runtimeerror-c70fc859", "nvfuser-crash-runtimeerror-dc074e9a"):
+        case = load_case(committed / name / "case.json")
+        assert "segments one by one" in stale(case), name
+    serial = load_case(committed / "nvfuser-crash-runtimeerror-csrc-ops-arith-cpp-1637-3688efc5" / "case.json")
+    assert "compiling fusion segments in parallel" not in serial.detail and stale(serial) is None
+
+
 @pytest.mark.slow
 def test_fold_reduces_a_stale_crash_directory_again_and_folds_it_into_its_bug(tmp_path):
     """The directory-level twin of the form test above: a whole directory left by the older reducer

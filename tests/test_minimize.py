@@ -281,3 +281,24 @@ def test_a_directory_name_taken_by_another_bug_is_never_where_a_new_bug_lands(tm
     again = save_minimized(tmp_path, case, result, BUGGY + "CrashOnSumSigmoid", verify_runs=1)
     assert again == directory.with_name(directory.name + "-2")
     assert load_case(directory / "case.json").also_seen_as == other.also_seen_as
+
+
+@pytest.mark.slow  # NNC through isolated workers
+def test_a_case_recorded_with_another_exception_kind_is_reduced_where_it_is_the_same_bug():
+    """nvFuser's parallel compile wrapped an IndexError in a RuntimeError of its own; its workers
+    now turn that off, so a case recorded wrapped raises the IndexError. The reducer takes today's
+    signature where the kind differs but the bug is the same (`identity.same_bug`), and refuses a
+    case whose record names another bug. Real NNC, a committed assert's case with its kind
+    rewritten as the wrapper would have recorded another."""
+    from pathlib import Path
+
+    from fuzzfuse.reduce import NotInteresting
+
+    committed = load_case(Path(__file__).resolve().parent.parent / "minimized" /
+                          "torchscript-nnc-crash-runtimeerror-csrc-jit-tensorexpr-expr-7afc6800" / "case.json")
+    wrapped = replace(committed, signature=replace(committed.signature, kind="IndexError"))
+    result = reduce_case(wrapped, committed.backend, workers=1, timeout=60.0, generalise=False)
+    assert result.signature == committed.signature
+    other = replace(wrapped, signature=replace(wrapped.signature, message="unordered_map::at"), detail="unordered_map::at")
+    with pytest.raises(NotInteresting):
+        reduce_case(other, committed.backend, workers=1, timeout=60.0, generalise=False)
