@@ -831,6 +831,14 @@ def test_an_nvfuser_crash_recorded_through_the_parallel_compile_wrapper_is_reduc
     assert "compiling fusion segments in parallel" not in serial.detail and stale(serial) is None
 
 
+def test_the_reducer_records_the_revision_of_its_last_change():
+    """A case reduced today records REDUCER_REVISION; a change listed beyond it would make every
+    case it concerns stale again after each reduction, and fold would reduce them forever."""
+    from fuzzfuse.minimize import REDUCER_REVISION
+    from fuzzfuse.rekey import CHANGES
+    assert REDUCER_REVISION == max(since for since, _, _ in CHANGES)
+
+
 @pytest.mark.slow
 def test_fold_reduces_a_stale_crash_directory_again_and_folds_it_into_its_bug(tmp_path):
     """The directory-level twin of the form test above: a whole directory left by the older reducer
