@@ -34,7 +34,8 @@ from pathlib import Path
 
 from .hostcpu import host_isa
 from .repro import INPUTS_FILE
-from .tracebacks import cpp_location, error_location, innermost_error, printed_error, python_location
+from .tracebacks import (PARALLEL_COMPILE_WRAPPER, cpp_location, error_location, innermost_error, printed_error,
+                         python_location)
 
 # A repro directory holding a file of this name records a fixed bug (its text, if any, says where
 # it was fixed); without it the bug is open.
@@ -285,6 +286,7 @@ def export_pytest(root: Path, out: Path, backend: str | None = None, timeout: fl
                          + (f" for backend {backend}" if backend else ""))
     parts = [_HEADER.format(count=len(dirs), source=root.name or root, timeout=timeout, caches=KERNEL_CACHES,
                            inputs_file=INPUTS_FILE)]
+    parts.append(f"PARALLEL_COMPILE_WRAPPER = {PARALLEL_COMPILE_WRAPPER!r}\n\n\n")  # innermost_error reads it
     parts += [inspect.getsource(f) + "\n\n" for f in (StillFails, run_repro, judged_run, read_verdict, judge, settle,
                                                        tail, printed_error, error_location, cpp_location,
                                                        innermost_error, python_location)]
