@@ -23,7 +23,7 @@ from .backends.base import is_cuda_fault
 from .backends.findings import FlushStyle
 from .backends.options import Options
 from .ir import Graph, TensorInput, flush_denormals, interpret, make_inputs, run_autograd, run_eager, run_fp32_compute
-from .ir.interp import ops_faithful_at, order_dependent_positions, scalar_reference
+from .ir.interp import FP32_RANGE, ops_faithful_at, order_dependent_positions, scalar_reference
 from .ir.values import as_bits, input_set
 from .explain import explaining_rule
 from .heap import new_memory_poisoned
@@ -459,7 +459,7 @@ def unflushed_outputs(backend: Backend, graph: Graph, options: Options, inputs: 
     no setting turns the flush off."""
     other = backend.options_without_flush(options)
     tiny = torch.finfo(torch.float32).tiny
-    if other is None or not _eager_holds(graph, inputs, lambda v: v.dtype in (torch.float32, torch.bfloat16)
+    if other is None or not _eager_holds(graph, inputs, lambda v: v.dtype in FP32_RANGE
                                          and bool(((v != 0) & (v.abs() < tiny)).any())):
         return []
     return list(backend.compile(graph, other).run(inputs, None).outputs)

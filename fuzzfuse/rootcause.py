@@ -39,10 +39,14 @@ _LIBRARY_CHECKS = ("aten/", "c10/")
 # are a library's checks, which fire for whatever caller passed a bad value (a symptom, as an ATen
 # location is).
 # ATen's argument checks: they fire for whatever caller passed a bad value, downstream of its cause.
+# Those of an operand's sizes: raised where an op meets a value of a shape it cannot take, which the
+# op before it may have made so (oneDNN Graph's add of a 0-d tensor gives one of shape (1,), which
+# TorchScript autodiff's expand back to () then rejects).
+_SIZE_CHECKS = re.compile(r"The expanded size of the tensor|shape 'S' is invalid|The size of tensor a"
+                          r"|.*the number of sizes provided")
 ATEN_CHECKS = re.compile(
-    r"The expanded size of the tensor|shape 'S' is invalid|The size of tensor a|.*the number of sizes provided"
-    r"|expected scalar type|Expected tensor for argument|Boolean value of Tensor|Cannot access data pointer"
-    r"|.*not implemented for")
+    _SIZE_CHECKS.pattern + r"|expected scalar type|Expected tensor for argument|Boolean value of Tensor"
+    r"|Cannot access data pointer|.*not implemented for")
 GENERIC_MESSAGES = re.compile("|".join((
     r"partition compile failed$", r"could not OP op to the graph$",  # oneDNN Graph: any failure of a stage
     r"The following operation failed in the TorchScript interpreter",  # wraps any error
@@ -97,13 +101,6 @@ def rejects_operand(message: str) -> bool:
     if fold_cpp_compile(message):
         return False  # the generated code's types, not an operand's: the construct is the bug
     return names_an_operand(_own_words(message)) or bool(_DTYPE_REJECTIONS.match(fold(message)))
-
-
-# ATen's checks of an operand's sizes: raised where an op meets a value of a shape it cannot take,
-# which the op before it may have made so (oneDNN Graph's add of a 0-d tensor gives one of shape
-# (1,), which TorchScript autodiff's expand back to () then rejects).
-_SIZE_CHECKS = re.compile(r"The expanded size of the tensor|shape 'S' is invalid|The size of tensor a"
-                          r"|.*the number of sizes provided")
 
 
 def operand_fault(signature: Signature) -> str:

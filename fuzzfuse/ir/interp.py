@@ -125,13 +125,18 @@ def _order_dependent(node: Node, x) -> bool:
     return False
 
 
+# The dtypes computed in float32's exponent range (bf16 shares it): their subnormals are float32
+# subnormals, which an FTZ/DAZ flush reads as zero.
+FP32_RANGE = (torch.float32, torch.bfloat16)
+
+
 def flush_denormals(t: torch.Tensor, doubles: bool = False) -> torch.Tensor:
     """An fp32 or bf16 tensor with its denormals read as zeros of their sign (what FTZ/DAZ
     hardware does to an operand: a bf16 value is computed in fp32, whose exponent range it shares,
     so its denormals are fp32 denormals there), and with `doubles` a float64 one too (x86's DAZ,
     which -funsafe-math-optimizations sets on CPU, reads double denormals as zero as well; Triton
     flushes fp32 only); any other tensor as it is (fp16 denormals are normal numbers in fp32)."""
-    if not isinstance(t, torch.Tensor) or t.dtype not in (torch.float32, torch.bfloat16) + (torch.float64,) * doubles:
+    if not isinstance(t, torch.Tensor) or t.dtype not in FP32_RANGE + (torch.float64,) * doubles:
         return t
     return _zeroed_below(t, torch.finfo(t.dtype).tiny)
 
@@ -386,7 +391,7 @@ def _flushed_as_fp32(value, dtype: str):
     denormal read as a zero of its sign, where `dtype` is float32 or bfloat16 (computed in float32);
     anything else as it is."""
     if not isinstance(value, torch.Tensor) or not value.is_floating_point() \
-            or DTYPES[dtype] not in (torch.float32, torch.bfloat16):
+            or DTYPES[dtype] not in FP32_RANGE:
         return value
     return _zeroed_below(value, torch.finfo(torch.float32).tiny)
 
