@@ -213,6 +213,8 @@ def symptom_text(case: Case, symptom: Symptom | None) -> str:
     if sig.outcome == "hard-crash":
         said = hard_crash_text(case.detail)
         return f"kills the process ({sig.kind}{': ' + said if said else ''})"
+    if sig.outcome == "unfused" and sig.message:  # the guard that sent it there (backends.guards)
+        return f"runs the unfused fallback: {sig.message}"
     return {"hang": "hangs", "unfused": "runs the unfused fallback"}.get(sig.outcome, sig.outcome)
 
 

@@ -44,7 +44,7 @@ from .oracle import Signature
 from .reduce import NotInteresting, cost
 from .reduce.generalise import Generalisation
 from .rekey import Pools, rereduce, stale
-from .rootcause import operand_fault, signature_today
+from .rootcause import signature_today
 from .verdict import Reproduction
 
 
@@ -81,6 +81,10 @@ class FoldReport:
     not_split: list[tuple[str, str, str]] = field(default_factory=list)  # form, directory, why
     dropped: list[tuple[str, str, str]] = field(default_factory=list)  # form, directory, why
     reduced_again: list[tuple[str, str]] = field(default_factory=list)  # directory, what became of it
+    # A directory split out, by the directory its form was found in: folded back into a bug's
+    # directory by the next round, it is listed under the name a campaign gave it, never under a
+    # directory that lived for one fold.
+    found_in: dict[str, str] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         out = [f"reduced again {directory}: {what}" for directory, what in self.reduced_again]
@@ -197,14 +201,14 @@ def _named_by_its_failure(repro: Repro) -> bool:
 
 
 def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float = 60.0, split_on: str = "",
-         jobs: int = 1) -> FoldReport:
+         jobs: int = 1, found_in: dict[str, str] | None = None) -> FoldReport:
     """Fold `root` into one directory per bug (the module's docstring says how). split_on: only
     forms found on this device ("cpu", "cuda") are split out here, the others stay where they are
     (a GPU's forms are split on a GPU machine); jobs: how many are written and verified at once.
     A form split out is run anew, and what its run says may make it a form of a bug a directory
     holds (a form recorded before its compile error was named): the corpus is folded again then,
-    until nothing is split."""
-    report = FoldReport()
+    until nothing is split (`found_in`: the round before's `FoldReport.found_in`)."""
+    report = FoldReport(found_in=dict(found_in or {}))
     devices = {split_on} if split_on else _devices_here()
     repros = read_corpus(root)
     if _reduce_stale(repros, devices, dry_run, timeout, report):
@@ -253,7 +257,7 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
             continue
         forms = _unique(bug.forms)
         keep, *others = bug.repros
-        folded_in = [variant_entry(r.directory.name, r.case) for r in others]
+        folded_in = [variant_entry(report.found_in.get(r.directory.name, r.directory.name), r.case) for r in others]
         if others:
             report.folded.append((keep.directory.name, [r.directory.name for r in others]))
         own = {(v.key, v.directory) for v, i in keep.forms if same_bug(i, bug.identity)}
@@ -290,7 +294,8 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
             if (directory / "README.md").is_file():
                 (directory / "README.md").write_text(with_variants((directory / "README.md").read_text(), case))
     if report.split:
-        again = fold(root, verify_runs=verify_runs, timeout=timeout, split_on=split_on, jobs=jobs)
+        again = fold(root, verify_runs=verify_runs, timeout=timeout, split_on=split_on, jobs=jobs,
+                     found_in=report.found_in)
         for name in ("folded", "moved", "split", "not_split", "dropped"):
             getattr(report, name).extend(x for x in getattr(again, name) if x not in getattr(report, name))
     return report
@@ -314,6 +319,8 @@ def _reduce_stale(repros: list[Repro], devices: set[str], dry_run: bool, timeout
                 report.reduced_again.append((directory.name, f"left as it was: {str(e).splitlines()[0]}"))
                 continue
             moved = f", now {now.name}" if now != directory else ""
+            if now != directory:
+                report.found_in[now.name] = directory.name
             report.reduced_again.append((directory.name, "unchanged" if before == after else f"{after}{moved}"))
     return bool(todo)
 
@@ -376,6 +383,7 @@ def _split_out(root: Path, forms: list[Variant], source: dict[int, Repro], verif
             gone.add(id(form))
             continue
         report.split.append((directory.name, lister.directory.name))
+        report.found_in[directory.name] = report.found_in.get(form.directory, form.directory)
         return directory, written, [f for f in forms if f is not form]
     return None
 
@@ -394,11 +402,13 @@ def _slug(case: Case) -> str:
 
 
 def _reduced_as_today(case: Case, timeout: float) -> Case:
-    """A form recorded as a crash where an op refused its operand's dtype or sizes, reduced again:
-    today's reduction names the op that gave the operand a wrong dtype or shape, where one did
-    (minimize.reduce_case), and the next round folds it into that bug's directory. Any other form
-    as it was recorded."""
-    if not operand_fault(case.signature):
+    """A form that a change of the reducer concerns (`rekey.CHANGES`: a crash where an op refused
+    its operand's dtype or sizes, a fallback recorded before its guard was named), reduced again: a
+    form records no reducer revision of its own, so every change that concerns it applies. Today's
+    reduction names the op that gave the operand a wrong dtype or shape, or the guard that sent a
+    fallback there, and the next round folds it into that bug's directory. Any other form as it
+    was recorded."""
+    if not stale(replace(case, reduction=None)):
         return case
     try:
         reduced = reduce_case(case, case.backend, timeout=timeout)

@@ -35,8 +35,11 @@ triage and the pytest plugin all ask it (or its index key, `BugIdentity.key`).
   needs (fillers left out, and, where an op refused its operand's dtype, the ops that only
   consumed the bad value: rootcause.rejects_operand), with their dtype classes, and its folded
   message unless that message only says where the bad value surfaced (an op refusing its
-  operand, one of ATen's argument checks: rootcause.downstream). A fallback (`unfused`) is the ops it declined and the layouts of the inputs that
-  made it decline. A hang is its reduced graph's canonical form (fuzzfuse.graphform).
+  operand, one of ATen's argument checks: rootcause.downstream).
+- A fallback (`unfused`) is the type guard that sent it there, where that was found: the property
+  it rejected and what made the value (fuzzfuse.backends.guards), known before any reduction; else
+  the ops it declined and the layouts of the inputs that made it decline.
+- A hang is its reduced graph's canonical form (fuzzfuse.graphform).
 
 An unreduced hit has no identity (None): it is pending, never known.
 """
@@ -45,6 +48,7 @@ from __future__ import annotations
 import enum
 from dataclasses import asdict, dataclass, replace
 
+from .backends.findings import FailedGuard
 from .backends.registry import component, computes_from, device_routes, eager_kernels, per_device_code
 from .corpus import Case, Variant
 from .explain import names_a_rule, sign_lost_by
@@ -187,6 +191,9 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         return BugIdentity(comp, Anchor.ASSERT, Symptom.CRASH, signature.location, fold(signature.message))
     if specific_message(signature):
         return BugIdentity(comp, Anchor.MESSAGE, Symptom.CRASH, specific_message(signature))
+    if signature.outcome == "unfused" and FailedGuard.parse(signature.message):
+        return BugIdentity(comp, Anchor.MESSAGE, Symptom.UNFUSED, signature.message,
+                           phase="backward" if signature.stage.startswith("backward") else "forward")
     if graph is None:
         return None
     general = generalisation if generalisation is not None and generalisation.applies_to(graph) else None

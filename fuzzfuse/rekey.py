@@ -51,6 +51,9 @@ CHANGES: tuple[tuple[int, str, Callable[[Case], bool]], ...] = (
     (5, "nvFuser compiles a fusion's segments one by one, so a crash no longer needs an op that only made a "
         "second segment", lambda case: case.signature is not None and case.signature.outcome == "crash"
         and PARALLEL_COMPILE_WRAPPER in case.detail),
+    (6, "a forward fallback is named by the type guard that sent it there (fuzzfuse.backends.guards), which a "
+        "run records in its signature", lambda case: case.signature is not None
+        and case.signature.outcome == "unfused" and case.signature.stage == "run" and not case.signature.message),
 )
 
 

@@ -235,7 +235,9 @@ def not_fused(backend: str, stage: Stage, evidence: Evidence) -> CaseResult:
     declined the whole graph (no-fusion) is coverage data."""
     kind = "fallback" if evidence.fallback else "no-fusion"
     which = "forward" if stage == Stage.RUN else "backward"
-    return CaseResult(Outcome.UNFUSED, Signature(Outcome.UNFUSED, backend, stage, kind),
+    # The guard that sent a fallback there names its bug (fuzzfuse.backends.guards).
+    said = evidence.failed_guard.message() if evidence.failed_guard else ""
+    return CaseResult(Outcome.UNFUSED, Signature(Outcome.UNFUSED, backend, stage, kind, message=said),
                       f"nothing fused ({which}): {json.dumps(evidence.to_json(), default=str)}")
 
 

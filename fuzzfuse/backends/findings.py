@@ -8,6 +8,7 @@ the emitters feed); `fuzzfuse.verdict`, which judges a run, takes them from here
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 
 
@@ -98,6 +99,38 @@ class Unsupported(Exception):
         self.stage = Stage(stage)
 
 
+FUSED_OUTPUT = "a fused kernel"
+AN_INPUT = "an input"
+
+
+@dataclass(frozen=True)
+class FailedGuard:
+    """A rejected guarded value: the property that differs from the profile ("dtype", "sizes",
+    "strides"), what made the value (`FUSED_OUTPUT`, `AN_INPUT`, or the aten op the interpreter
+    ran unfused), and whether strides differ only where a dimension has one element, where no
+    index reads them."""
+
+    property: str
+    made_by: str
+    size_one_dims_only: bool = False
+
+    def message(self) -> str:
+        """The signature's message of the fallback: what names its bug."""
+        where = " (only where a dimension has one element)" if self.size_one_dims_only else ""
+        return f"a type guard rejects the {self.property}{where} of the output of {self.made_by}"
+
+    @staticmethod
+    def parse(message: str) -> FailedGuard | None:
+        m = _MESSAGE.fullmatch(message)
+        if m is None:
+            return None
+        return FailedGuard(m["property"], m["made_by"], bool(m["size_one"]))
+
+
+_MESSAGE = re.compile(r"a type guard rejects the (?P<property>\w+)(?P<size_one> \(only where a dimension has one "
+                      r"element\))? of the output of (?P<made_by>.+)")
+
+
 @dataclass
 class Evidence:
     """What a backend saw of the code that ran: whether fused code ran (`fused`; None where the
@@ -112,14 +145,16 @@ class Evidence:
     fallback: bool = False
     backward: Evidence | None = None
     details: dict = field(default_factory=dict)
+    failed_guard: FailedGuard | None = None  # where a fallback ran: the guard that sent it there
 
     def to_json(self) -> dict:
         return {"fused": self.fused, "kernels": self.kernels, "schedulers": list(self.schedulers),
                 "fallback": self.fallback, "backward": self.backward.to_json() if self.backward else None,
-                "details": self.details}
+                "details": self.details,
+                "failed_guard": self.failed_guard.message() if self.failed_guard else None}
 
     @staticmethod
     def from_json(d: dict) -> Evidence:
         return Evidence(d.get("fused"), int(d.get("kernels") or 0), tuple(str(s) for s in d.get("schedulers") or ()),
                         bool(d.get("fallback")), Evidence.from_json(d["backward"]) if d.get("backward") else None,
-                        dict(d.get("details") or {}))
+                        dict(d.get("details") or {}), FailedGuard.parse(str(d.get("failed_guard") or "")))

@@ -30,6 +30,7 @@ from ..ir.ops import fused_by, fusion_anchors
 from ..ir.interp import input_gradients, with_leaves
 from ..strategies import Features, ShapeConfig
 from .base import Backend, BackendError, Compiled, Evidence, RunResult, Unavailable, machine_versions
+from .guards import failed_guard
 from .options import Options
 
 # Read once by libtorch (a static), so it must be in the environment before the first fusion group
@@ -179,7 +180,7 @@ def run_fused(inputs, grad_outputs):
             out, events = self._events(lambda: fn(*xs))
         except Exception as e:
             raise BackendError("run", e) from e
-        evidence = self._evidence(events)
+        evidence = self._evidence(events, xs)
         result = RunResult([o.detach() for o in out], evidence.fused, evidence, compile_seconds)
         if backward:
             try:
@@ -190,20 +191,25 @@ def run_fused(inputs, grad_outputs):
             result.grads, result.backward_fused = [g.detach() for g in grads], evidence.backward.fused
         return result, fn
 
-    def _evidence(self, events: list[tuple[str, tuple[str, ...]]]) -> Evidence:
+    def _evidence(self, events: list[tuple[str, tuple[str, ...]]], inputs: list | None = None) -> Evidence:
+        """What the profiler saw of one call; `inputs`: the forward call's, read again to find the
+        guard that sent a fallback there (fuzzfuse.backends.guards)."""
         kernels = [n for n, _ in events if n.startswith(self.kernel_prefix)]
         # A kernel that fails to compile may run its subgraph op by op inside the kernel's event
         # (NNC with PYTORCH_TENSOREXPR_FALLBACK=1); a failed type guard runs `fallback_function`.
         in_kernels = [n for n, up in events if n.startswith("aten::") and n not in _ALLOCATIONS
                       and any(a.startswith(self.kernel_prefix) for a in up)]
         fallback = bool(in_kernels) or any(n == "fallback_function" for n, _ in events)
-        return Evidence(fused=bool(kernels) and not fallback, kernels=len(kernels), fallback=fallback, details={
+        evidence = Evidence(fused=bool(kernels) and not fallback, kernels=len(kernels), fallback=fallback, details={
             "kernels": kernels,
             "ops_inside_kernels": in_kernels,
             "fusion_groups": _group_count(self.group_kind),
             # aten ops the interpreter ran itself (direct children of the scripted function's event).
             "unfused_ops": [n for n, up in events if up == ("fn",) and n.startswith("aten::")],
         })
+        if fallback and inputs is not None:  # last: it runs the graph again
+            evidence.failed_guard = failed_guard(inputs)
+        return evidence
 
     def versions(self) -> dict[str, str]:
         return {"torch": torch.__version__, "onednn": _onednn_version(), **machine_versions(self.device)}
@@ -225,7 +231,7 @@ class ScriptedCompiled(Compiled):
             out, events = self.backend._events(lambda: self._fn(*inputs))
         except Exception as e:
             raise BackendError("run", e) from e
-        evidence = self.backend._evidence(events)
+        evidence = self.backend._evidence(events, inputs)
         evidence.details["rerun"] = True
         return RunResult([o.detach() for o in out], evidence.fused, evidence)
 
@@ -385,5 +391,5 @@ class TorchScriptFrontendBackend(_ScriptedBackend):
                 ("_jit_set_texpr_fuser_enabled", False), ("_jit_set_llga_enabled", False),
                 ("_jit_override_can_fuse_on_cpu", False), ("_jit_override_can_fuse_on_gpu", False)]
 
-    def _evidence(self, events: list[tuple[str, tuple[str, ...]]]) -> Evidence:
+    def _evidence(self, events: list[tuple[str, tuple[str, ...]]], inputs: list | None = None) -> Evidence:
         return Evidence(fused=None)

@@ -1,0 +1,111 @@
+"""Which type guard sent a scripted graph to its `fallback_function`, and what made the value it
+rejected.
+
+The profiling executor specializes a graph on the types (dtype, sizes, strides) its profiling runs
+saw and guards each fusion group with them (`prim::TypeCheck` for NNC, `prim::oneDNNFusionGuard`
+for oneDNN Graph). A fallback although everything fused means one guard saw another type than the
+profile: most often a fused kernel's output whose strides differ from eager's where a dimension has
+one element (eager's identity cast returns its sliced input, and `empty_like` keeps a size-1
+dimension's stride; NNC allocates its outputs contiguous), which the next group's guard compares
+all the same. Which graph split the groups apart (a mean NNC leaves out, a remainder of an int32) is
+incidental: the bug is the guard's property and what made the rejected value, so that is what
+names it (`FailedGuard.message`, read back by fuzzfuse.identity).
+
+The guard is found by running the specialized graph once more in the TorchScript interpreter with
+every guarded value added to its outputs, and comparing each against the type its guard holds.
+"""
+from __future__ import annotations
+
+import re
+import torch
+
+from .findings import AN_INPUT, FUSED_OUTPUT, FailedGuard
+
+GUARD_KINDS = ("prim::TypeCheck", "prim::oneDNNFusionGuard")
+GROUP_KINDS = ("prim::TensorExprGroup", "prim::oneDNNFusionGroup")
+
+
+def failed_guard(inputs: list) -> FailedGuard | None:
+    """The first guard of the graph TorchScript last ran that rejects its value on `inputs` (the
+    call that ran `fallback_function`); None where no guard rejects one (the fallback came from
+    elsewhere: autodiff's, or a backward's)."""
+    graph = torch.jit.last_executed_optimized_graph()
+    if graph is None:
+        return None
+    graph = graph.copy()
+    # aot_autograd's scripted forward takes its module first (unused once scripted), then the
+    # tensors alone.
+    for k in reversed(range(len(list(graph.inputs())))):
+        param = list(graph.inputs())[k]
+        if param.type().kind() == "ClassType" and not param.uses():
+            graph.eraseInput(k)
+    if len(list(graph.inputs())) != len(inputs):
+        inputs = [x for x in inputs if isinstance(x, torch.Tensor)]
+        if len(list(graph.inputs())) != len(inputs):
+            return None
+    checked = [(value, expected) for kind in GUARD_KINDS for node in graph.findAllNodes(kind, True)
+               for value, expected in zip(node.inputs(), node.tys("types"))]
+    if not checked or any(v.node().owningBlock() != graph.block() and v.node().kind() != "prim::Param"
+                          for v, _ in checked):
+        return None  # a guard inside a block: its value need not exist on the path that ran
+    for value, _ in checked:
+        graph.registerOutput(value)
+    try:
+        outs = torch._C._jit_interpret_graph(graph, tuple(inputs))
+    except Exception:  # the graph's own failure is the case's, reported where it ran
+        return None
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    for (value, expected), got in zip(checked, outs[len(outs) - len(checked):]):
+        if not isinstance(got, torch.Tensor):
+            continue
+        prop = _differing(expected, got)
+        if prop:
+            size_one = prop == "strides" and all(
+                size == 1 or want == have for size, want, have in zip(got.shape, expected.strides(), got.stride()))
+            return FailedGuard(prop, _made_by(value), size_one)
+    return None
+
+
+def _differing(expected, got: torch.Tensor) -> str:
+    if expected.dtype() is not None and expected.dtype() != got.dtype:
+        return "dtype"
+    sizes = expected.sizes()
+    if sizes is not None and list(sizes) != list(got.shape):
+        return "sizes"
+    strides = expected.strides()
+    if strides is not None and list(strides) != list(got.stride()):
+        return "strides"
+    return ""
+
+
+def _made_by(value) -> str:
+    """What made a guarded value: a fusion group's output, also seen through views the interpreter
+    ran after it (an unsqueeze keeps its strides); else the op that made it, or an input. A group's
+    output reaches the guard through the `prim::If` that chose between the group and its
+    fallback."""
+    made_by = value.node().kind()
+    while True:
+        node = value.node()
+        if node.kind() == "prim::Param":
+            return AN_INPUT if made_by == "prim::Param" else made_by
+        if node.kind() == "prim::If":
+            inner = list(next(node.blocks()).outputs())[value.offset()]
+            if inner.node().kind().startswith(GROUP_KINDS):
+                return FUSED_OUTPUT
+            return inner.node().kind()
+        if not _is_view(node):
+            return made_by
+        value = next(node.inputs())
+
+
+def _is_view(node) -> bool:
+    """Whether an op's output is always a view of its first input (its schema says it aliases it,
+    and it is no conversion, which aliases only where it converts nothing)."""
+    try:
+        schema = node.schema()
+    except RuntimeError:
+        return False
+    return node.kind() != "aten::to" and bool(_ALIASED_RESULT.search(schema))
+
+
+_ALIASED_RESULT = re.compile(r"^[\w:.]+\(Tensor\(a\) self.*\) -> Tensor\(a\)$")
