@@ -44,7 +44,7 @@ def failed_guard(inputs: list) -> FailedGuard | None:
         if len(list(graph.inputs())) != len(inputs):
             return None
     checked = [(value, expected) for kind in GUARD_KINDS for node in graph.findAllNodes(kind, True)
-               for value, expected in zip(node.inputs(), node.tys("types"))]
+               if "types" in node.attributeNames() for value, expected in zip(node.inputs(), node.tys("types"))]
     if not checked or any(v.node().owningBlock() != graph.block() and v.node().kind() != "prim::Param"
                           for v, _ in checked):
         return None  # a guard inside a block: its value need not exist on the path that ran
