@@ -18,11 +18,11 @@ from fuzzfuse.repro_dir import write_minimized
 SLICED = Layout("sliced", dim=0, step=2)
 
 
-def _nnc_through_mean(layout=SLICED):
+def _nnc_through_mean(layout=SLICED, shape=(1, 1)):
     """The identity cast of a [1, 1] slice is a fused kernel's output, and NNC leaves the mean out
     of its groups, so a second group reads the cast's output."""
     b = GraphBuilder()
-    x = b.tensor((1, 1), "float32", layout, Values("zeros"))
+    x = b.tensor(shape, "float32", layout, Values("zeros"))
     v0 = b.add("cast", x, dtype="float32")
     v1 = b.add("neg", v0)
     v2 = b.add("mean", v1, dims=[1], keepdim=False)
@@ -50,7 +50,7 @@ def _onednn(op: str, layout: Layout):
 
 
 def test_failed_guard_message_reads_back():
-    for guard in (FailedGuard("strides", FUSED_OUTPUT, True), FailedGuard("dtype", AN_INPUT),
+    for guard in (FailedGuard("strides", FUSED_OUTPUT), FailedGuard("dtype", AN_INPUT),
                   FailedGuard("sizes", "aten::to")):
         assert FailedGuard.parse(guard.message()) == guard
     assert FailedGuard.parse("") is None
@@ -58,15 +58,16 @@ def test_failed_guard_message_reads_back():
 
 
 def test_nnc_fallbacks_through_one_guard_are_one_bug_before_reduction():
-    """Two graphs that share only the cast of a sliced input: the guard rejects the strides of a
-    fused output where a dimension has one element, whichever op split the groups."""
+    """Graphs that share only the cast of a sliced input: the guard rejects the strides of a
+    fused output, whichever op split the groups and however long the sliced dimension."""
     nnc = backend_for("torchscript:nnc")
-    results = [run_case(graph, nnc) for graph in (_nnc_through_mean(), _nnc_through_remainder())]
-    assert [r.outcome for r in results] == ["unfused", "unfused"], [r.detail for r in results]
+    graphs = (_nnc_through_mean(), _nnc_through_remainder(), _nnc_through_mean(shape=(3, 1)))
+    results = [run_case(graph, nnc) for graph in graphs]
+    assert [r.outcome for r in results] == ["unfused"] * 3, [r.detail for r in results]
     guards = [FailedGuard.parse(r.signature.message) for r in results]
-    assert guards == [FailedGuard("strides", FUSED_OUTPUT, True)] * 2
+    assert guards == [FailedGuard("strides", FUSED_OUTPUT)] * 3
     identities = [identify(r.signature) for r in results]  # no graph: not reduced
-    assert identities[0] is not None and same_bug(*identities)
+    assert identities[0] is not None and same_bug(*identities[:2]) and same_bug(*identities[1:])
 
 
 def test_nnc_fuses_the_same_graph_on_a_contiguous_input():
@@ -114,7 +115,7 @@ def test_fold_names_two_committed_fallbacks_by_their_guard_and_keeps_one_directo
     report = fold(root, verify_runs=1)
     (kept,) = list(root.iterdir())
     case = load_case(kept / "case.json")
-    assert FailedGuard.parse(case.signature.message) == FailedGuard("strides", FUSED_OUTPUT, True), report.lines()
+    assert FailedGuard.parse(case.signature.message) == FailedGuard("strides", FUSED_OUTPUT), report.lines()
     listed = {v.directory for v in case.also_seen_as}
     assert listed & {"torchscript-nnc-unfused-fallback-mean", "torchscript-nnc-unfused-fallback-remainder"}, listed
     assert not {v.directory for v in case.also_seen_as} & {kept.name}

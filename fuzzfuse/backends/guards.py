@@ -4,10 +4,10 @@ rejected.
 The profiling executor specializes a graph on the types (dtype, sizes, strides) its profiling runs
 saw and guards each fusion group with them (`prim::TypeCheck` for NNC, `prim::oneDNNFusionGuard`
 for oneDNN Graph). A fallback although everything fused means one guard saw another type than the
-profile: most often a fused kernel's output whose strides differ from eager's where a dimension has
-one element (eager's identity cast returns its sliced input, and `empty_like` keeps a size-1
-dimension's stride; NNC allocates its outputs contiguous), which the next group's guard compares
-all the same. Which graph split the groups apart (a mean NNC leaves out, a remainder of an int32) is
+profile: most often a fused kernel's output whose strides differ from eager's (eager's identity cast
+returns its sliced input, and `empty_like` keeps a size-1 dimension's stride; NNC allocates its
+outputs contiguous), which the next group's guard compares even where a dimension has one
+element. Which graph split the groups apart (a mean NNC leaves out, a remainder of an int32) is
 incidental: the bug is the guard's property and what made the rejected value, so that is what
 names it (`FailedGuard.message`, read back by fuzzfuse.identity).
 
@@ -60,9 +60,7 @@ def failed_guard(inputs: list) -> FailedGuard | None:
             continue
         prop = _differing(expected, got)
         if prop:
-            size_one = prop == "strides" and all(
-                size == 1 or want == have for size, want, have in zip(got.shape, expected.strides(), got.stride()))
-            return FailedGuard(prop, _made_by(value), size_one)
+            return FailedGuard(prop, _made_by(value))
     return None
 
 
