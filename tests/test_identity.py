@@ -824,12 +824,21 @@ def test_a_case_reduced_before_a_reducer_change_that_concerns_it_is_stale():
 def test_an_nvfuser_crash_recorded_through_the_parallel_compile_wrapper_is_reduced_again():
     """The committed argmax -> slice (c70fc859) and scatter -> scatter beside a neg (dc074e9a) were
     reduced while nvFuser's parallel compile wrapped their IndexError, which kept ops that only made
-    a second segment: on the H100 a slice of an int64 input raised c70fc859's error too, which is
-    63f94492's. Reduced again where a GPU is (`corpus fold` there), they fold by themselves."""
+    a second segment. Reduced again on an H200 (revision 5), c70fc859 became a slice of a float32
+    raising the IndexError, 63f94492's crash, and fold put both in one directory; dc074e9a raises
+    its IndexError with two ops. Neither is stale now; as recorded before, each would be."""
+    from fuzzfuse.corpus import ReductionFigures
+
     committed = Path(__file__).parent.parent / "minimized"
-    for name in ("nvfuser-crash-runtimeerror-c70fc859", "nvfuser-crash-runtimeerror-dc074e9a"):
-        case = load_case(committed / name / "case.json")
-        assert "segments one by one" in stale(case), name
+    slice_crash = load_case(committed / "nvfuser-crash-indexerror-a11a2f41" / "case.json")
+    assert [n.op for n in slice_crash.graph.nodes][0] == "slice" and slice_crash.signature.kind == "IndexError"
+    assert "nvfuser-crash-runtimeerror-63f94492" in {v.directory for v in slice_crash.also_seen_as}
+    assert not (committed / "nvfuser-crash-runtimeerror-c70fc859").exists()
+    scatters = load_case(committed / "nvfuser-crash-runtimeerror-dc074e9a" / "case.json")
+    assert scatters.graph.size == 2 and scatters.signature.kind == "IndexError"
+    for case in (slice_crash, scatters):
+        assert stale(case) is None
+        assert "segments one by one" in stale(replace(case, reduction=ReductionFigures(reducer=4)))
     serial = load_case(committed / "nvfuser-crash-runtimeerror-csrc-ops-arith-cpp-1637-3688efc5" / "case.json")
     assert "compiling fusion segments in parallel" not in serial.detail and stale(serial) is None
 
@@ -1016,7 +1025,7 @@ KNOWN_FORMS = {
     # nvFuser's fmin is its fmax turned round; clamp_min is emitted as maximum
     "nvfuser-mismatch-nan-inf-float-40a9d09f": "nvfuser-mismatch-nan-inf-float-8a249ae4",
     # a crash that begins in an op moving data (above)
-    "nvfuser-crash-runtimeerror-a069ecef": "nvfuser-crash-runtimeerror-63f94492",
+    "nvfuser-crash-runtimeerror-a069ecef": "nvfuser-crash-indexerror-a11a2f41",
     "nvfuser-hard-crash-sigsegv-08213de7": "nvfuser-hard-crash-sigsegv-ea163c38",
     # Inductor with dynamic shapes: a slice of one element broadcast against two, read by addcmul
     # beside the slice's source, as dedeffbf's ge of such a slice then added to two elements
