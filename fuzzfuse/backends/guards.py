@@ -35,10 +35,9 @@ def failed_guard(inputs: list) -> FailedGuard | None:
     graph = graph.copy()
     # aot_autograd's scripted forward takes its module first (unused once scripted), then the
     # tensors alone.
-    for k in reversed(range(len(list(graph.inputs())))):
-        param = list(graph.inputs())[k]
+    for param in reversed(list(graph.inputs())):
         if param.type().kind() == "ClassType" and not param.uses():
-            graph.eraseInput(k)
+            graph.eraseInput(param.offset())
     if len(list(graph.inputs())) != len(inputs):
         inputs = [x for x in inputs if isinstance(x, torch.Tensor)]
         if len(list(graph.inputs())) != len(inputs):
