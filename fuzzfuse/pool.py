@@ -58,16 +58,21 @@ class Job:
                    bool(d["check_strides"]), bool(d["extra_runs"]), d.get("recheck_of"), d.get("poison_heap") is True)
 
 
-def worker_env(backend_name: str) -> dict[str, str]:
-    """Environment a fuser reads at import time, set before the worker imports torch."""
-    return {"FUZZFUSE_BACKEND": backend_name, **get_backend(backend_name).env}
+def worker_env(backend_name: str, cpu_capability: str | None = None) -> dict[str, str]:
+    """Environment a fuser reads at import time, set before the worker imports torch; with
+    `cpu_capability`, the ATen CPU capability a saved case was recorded with, pinned as its repro
+    pins it (fuzzfuse.repro.pin_prelude)."""
+    pinned = {"ATEN_CPU_CAPABILITY": cpu_capability, "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"} if cpu_capability else {}
+    return {"FUZZFUSE_BACKEND": backend_name, **get_backend(backend_name).env, **pinned}
 
 
-def case_pool(backend_name: str, workers: int, timeout: float, devices: list[str] | None = None) -> WorkerPool:
-    """Isolated workers that run cases on one backend (job.run_job), its environment set, spread
-    over `devices` (GPU indices) when given. Their kernel caches are the pool's own (export.
-    KERNEL_CACHES): what they reuse was compiled in this run."""
-    return WorkerPool(workers, "fuzzfuse.job:run_job", timeout=timeout, env=worker_env(backend_name),
+def case_pool(backend_name: str, workers: int, timeout: float, devices: list[str] | None = None,
+              cpu_capability: str | None = None) -> WorkerPool:
+    """Isolated workers that run cases on one backend (job.run_job), its environment set (and the
+    CPU capability pinned, where given), spread over `devices` (GPU indices) when given. Their
+    kernel caches are the pool's own (export.KERNEL_CACHES): what they reuse was compiled in this
+    run."""
+    return WorkerPool(workers, "fuzzfuse.job:run_job", timeout=timeout, env=worker_env(backend_name, cpu_capability),
                       init="fuzzfuse.job:init_worker", devices=devices, private_dirs=KERNEL_CACHES)
 
 

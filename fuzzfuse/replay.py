@@ -7,9 +7,11 @@ from dataclasses import dataclass
 
 from .backends import Unavailable, backend_for_file, default_backend, get_backend
 from .corpus import CorpusError, case_files, iter_cases
+from .hostcpu import host_isa
 from .pool import case_pool, graph_job, run_jobs
 from .identity import identify, same_bug
 from .oracle import Signature
+from .repro_dir import CPU_CAPABILITIES
 from .rootcause import signature_today
 from .verdict import judge
 
@@ -19,31 +21,47 @@ class ReplayError(Exception):
 
 
 def replay_results(cases: list, backend: str | None, workers: int, timeout: float) -> list["Replayed"]:
-    """Run (path, Case) pairs, grouped by backend, each group in its own isolated pool. Cases whose
-    own backend cannot run here (nvFuser cases on a CPU machine) are reported and skipped."""
-    groups: dict[str, list] = collections.defaultdict(list)
+    """Run (path, Case) pairs, grouped by backend and the CPU capability each was recorded with,
+    each group in its own isolated pool with that capability pinned (as its repro pins it: an
+    AVX-512 host replays a case recorded under `default` with default kernels). Cases whose own
+    backend, or capability, this machine lacks (nvFuser cases on a CPU machine) are reported and
+    skipped."""
+    groups: dict[tuple[str, str | None], list] = collections.defaultdict(list)
     fallback = None
     for path, case in cases:  # every case's backend is settled before any runs
         name = backend_for_file(case.backend, backend, str(path))
         if not name and fallback is None:
             fallback = default_backend()  # seed cases name no backend: the best one here
-        groups[name or fallback].append((path, case))
+        groups[(name or fallback, case.versions.get("cpu_capability"))].append((path, case))
     rows = []
-    for name, members in groups.items():
+    for (name, capability), members in groups.items():
         try:
-            get_backend(name)
+            fuser = get_backend(name)
         except Unavailable as e:
             if backend:  # asked for by name: bad input
                 raise
             print(f"skipped {len(members)} case(s) for {name}: {e}", file=sys.stderr)
             continue
+        pinned = capability if fuser.device == "cpu" else None
+        if pinned and not _host_has(pinned):
+            print(f"skipped {len(members)} case(s) for {name}: recorded under CPU capability {pinned}, "
+                  f"which this machine's CPU lacks", file=sys.stderr)
+            continue
         jobs = [graph_job(i, name, c.graph, timeout, c.options, bool(c.check_strides))
                 for i, (_, c) in enumerate(members)]
-        with case_pool(name, min(workers, len(jobs)), timeout) as pool:
+        with case_pool(name, min(workers, len(jobs)), timeout, cpu_capability=pinned) as pool:
             results = run_jobs(pool, jobs)
         for (path, case), reply in zip(members, results):
             rows.append(_compare(str(path), case, judge(name, reply).signature))
     return rows
+
+
+def _host_has(capability: str) -> bool:
+    """Whether this machine's CPU runs ATen's kernels of `capability` (pinning one it lacks would
+    run them anyway and die of SIGILL); an ISA that cannot be read is not held against a case."""
+    isa = host_isa()
+    return not isa or capability not in CPU_CAPABILITIES or \
+        CPU_CAPABILITIES.index(capability) <= CPU_CAPABILITIES.index(isa)
 
 
 @dataclass

@@ -497,3 +497,30 @@ def test_a_crash_its_rechecks_never_show_again_is_unconfirmed_not_new(tmp_path):
     steady = Campaign(BUGGY + "CrashOnSumSigmoid", tmp_path / "steady", seed=SUM_SIGMOID_SEED, workers=1,
                       max_cases=40, features=SMALL, swarm=False, reduce=False).run()
     assert (steady["root_causes_new"], steady["root_causes_unconfirmed"]) == (1, 0)
+
+
+@pytest.mark.slow
+def test_a_replay_pool_runs_torch_under_the_capability_a_case_was_recorded_with():
+    """A case recorded (pinned) under `default` replays with ATen's default kernels on any host, as
+    its repro does; a pool without a recorded capability runs the host's."""
+    from fuzzfuse.pool import worker_env
+    from fuzzfuse.worker import WorkerPool
+
+    host = json.loads(subprocess.run([sys.executable, "-c", "import torch; print(repr(torch.backends.cpu."
+                                      "get_cpu_capability().lower()).replace(\"'\", '\"'))"],
+                                     capture_output=True, text=True, check=True).stdout)
+    for recorded, expected in (("default", "default"), (None, host)):
+        with WorkerPool(1, "tests.worker_jobs:cpu_capability", timeout=120,
+                        env=worker_env("torchscript:nnc", recorded)) as pool:
+            assert pool.run_all([{"id": 0, "timeout": 120}])[0]["capability"] == expected
+
+
+def test_replay_skips_a_case_recorded_under_a_capability_this_cpu_lacks(tmp_path, monkeypatch, capsys):
+    from fuzzfuse import replay
+
+    case = next(c for p, c in iter_cases([str(ROOT / "minimized")])
+                if c.backend == "torchscript:nnc" and c.versions.get("cpu_capability"))
+    case.versions["cpu_capability"] = "avx512"
+    monkeypatch.setattr(replay, "host_isa", lambda: "avx2")
+    assert replay.replay_results([("x/case.json", case)], None, 1, 60.0) == []
+    assert "recorded under CPU capability avx512, which this machine's CPU lacks" in capsys.readouterr().err

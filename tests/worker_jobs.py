@@ -95,3 +95,10 @@ def crash_leaving_forked_child(job):
     with open(job["pid_file"], "w") as f:
         f.write(str(pid))
     os.abort()
+
+
+def cpu_capability(job):
+    """The ATen CPU capability the worker's torch dispatches to."""
+    import torch
+
+    return {"capability": torch.backends.cpu.get_cpu_capability().lower()}
