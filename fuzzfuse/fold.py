@@ -189,9 +189,12 @@ def plan(repros: list[Repro], report: FoldReport) -> tuple[dict[str, Bug], dict[
         unique.setdefault(id(bug), (key, bug))
     bugs = dict(unique.values())
     for bug in bugs.values():
-        # Of two repros alike, the one whose directory is named by its own failure stays: a crash's
-        # directory re-reduced into a wrong dtype keeps its name, which no longer says what it holds.
-        bug.repros.sort(key=lambda r: (not r.reproduces(), cost(r.case.graph), not _named_by_its_failure(r)))
+        # A forward repro stays before a backward one, however small: a bug both phases show (a
+        # guard named fallback) is read most directly where no autograd runs. Of two repros alike,
+        # the one whose directory is named by its own failure stays: a crash's directory
+        # re-reduced into a wrong dtype keeps its name, which no longer says what it holds.
+        bug.repros.sort(key=lambda r: (not r.reproduces(), r.case.signature.stage.startswith("backward"),
+                                       cost(r.case.graph), not _named_by_its_failure(r)))
     return bugs, staying
 
 

@@ -194,7 +194,10 @@ def identify(signature: Signature | None, graph: Graph | None = None,
     judged = signature.outcome in ("mismatch", "unfused")
     phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""
     if signature.outcome == "unfused" and FailedGuard.parse(signature.message):
-        return BugIdentity(comp, Anchor.MESSAGE, Symptom.UNFUSED, signature.message, phase=phase)
+        # No phase: the guard and what made its value are the bug, in a forward graph or in the
+        # backward that runs on the values the forward saved (aot_autograd's backward guards a
+        # value NNC's forward kernel made contiguous as the forward's next group does).
+        return BugIdentity(comp, Anchor.MESSAGE, Symptom.UNFUSED, signature.message)
     if graph is None:
         return None
     general = generalisation if generalisation is not None and generalisation.applies_to(graph) else None

@@ -31,7 +31,7 @@ from .worker import WorkerPool
 
 # Raised whenever reduce_case may name a committed bug otherwise; `rekey.CHANGES` says which cases
 # each raise concerns, and `corpus fold` reduces those again.
-REDUCER_REVISION = 6
+REDUCER_REVISION = 7
 # Cases of one signature that minimize_files tries, smallest first, until one still fails as recorded.
 RETRIES_PER_SIGNATURE = 3
 

@@ -54,6 +54,10 @@ CHANGES: tuple[tuple[int, str, Callable[[Case], bool]], ...] = (
     (6, "a forward fallback is named by the type guard that sent it there (fuzzfuse.backends.guards), which a "
         "run records in its signature", lambda case: case.signature is not None
         and case.signature.outcome == "unfused" and case.signature.stage == "run" and not case.signature.message),
+    (7, "a backward fallback through aot_autograd is named by its guard too, and what made the value a saved "
+        "forward value (the forward's kernel)", lambda case: case.signature is not None
+        and case.signature.outcome == "unfused" and case.signature.stage == "backward-run"
+        and case.backend.startswith("aot:") and not case.signature.message),
 )
 
 

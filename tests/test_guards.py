@@ -120,3 +120,47 @@ def test_fold_names_two_committed_fallbacks_by_their_guard_and_keeps_one_directo
     assert listed & {"torchscript-nnc-unfused-fallback-mean", "torchscript-nnc-unfused-fallback-remainder"}, listed
     assert not {v.directory for v in case.also_seen_as} & {kept.name}
     assert fold(root, dry_run=True).reduced_again == []
+
+
+def _with_grad(builder: GraphBuilder, position: int) -> None:
+    builder.inputs[position] = replace(builder.inputs[position], requires_grad=True)
+
+
+def _aot_nnc_backward(layout: Layout = SLICED):
+    """pow of the cast of a sliced int32 [1]: the backward reads the cast's output, which the
+    forward saved from its NNC kernel (contiguous, where the profile saw the slice's stride)."""
+    b = GraphBuilder()
+    x = b.tensor((1,), "int32", layout, Values("zeros"))
+    y = b.tensor((3,), "float32", values=Values("zeros"))
+    _with_grad(b, 1)
+    v0 = b.add("cast", x, dtype="float32")
+    return b.build([b.add("pow", v0, y), v0])
+
+
+@pytest.mark.slow
+def test_an_aot_backward_fallback_is_the_forward_guards_bug_named_by_the_kernel_that_saved_its_value():
+    """aot_autograd's backward guard rejects a value its forward saved: what made that value is
+    the forward's fused kernel, so the bug is the one NNC's forward fallbacks show."""
+    backward = run_case(_aot_nnc_backward(), backend_for("aot:nnc"))
+    assert (backward.outcome, backward.signature.stage) == ("unfused", "backward-run"), backward.detail
+    assert FailedGuard.parse(backward.signature.message) == FailedGuard("strides", FUSED_OUTPUT)
+    forward = run_case(_nnc_through_mean(), backend_for("torchscript:nnc"))
+    assert same_bug(identify(backward.signature), identify(forward.signature))
+    control = run_case(_aot_nnc_backward(Layout("contiguous")), backend_for("aot:nnc"))
+    assert control.outcome == "pass", control.detail
+
+
+@pytest.mark.slow
+def test_an_aot_backward_fallback_of_onednn_names_the_cast_before_its_partition():
+    """The backward of pow by an expanded bfloat16 exponent: oneDNN's cast in front of its
+    backward partition is guarded with the expanded strides, as in the forward graphs."""
+    b = GraphBuilder()
+    x = b.tensor((2,), "bfloat16", Layout("expanded", dims=(0,)), Values("zeros"))
+    y = b.tensor((2,), "float32", values=Values("zeros"))
+    _with_grad(b, 1)
+    graph = b.build([b.add("pow", y, x), b.add("abs", b.add("add", y, y))])
+    backward = run_case(graph, backend_for("aot:onednn"))
+    assert (backward.outcome, backward.signature.stage) == ("unfused", "backward-run"), backward.detail
+    assert FailedGuard.parse(backward.signature.message) == FailedGuard("strides", "aten::to")
+    forward = run_case(_onednn("tanh", Layout("expanded", dims=(0,))), backend_for("torchscript:onednn"))
+    assert same_bug(identify(backward.signature), identify(forward.signature))

@@ -17,8 +17,12 @@ whose `compiler()` returns that translator.
 """
 from __future__ import annotations
 
+import torch
+
 from ..ir import Graph, ScalarInput, compile_source
 from .base import Unavailable
+from .findings import AN_INPUT
+from .guards import output_makers
 from .torchscript import NNCBackend, OneDNNBackend, TorchScriptFrontendBackend
 
 
@@ -31,6 +35,65 @@ def _tensor_function(graph: Graph, fn):
         it = iter(tensors)
         return fn(*[scalars[k] if k in scalars else next(it) for k in range(len(graph.inputs))])
     return tensors_only
+
+
+class _AotScripted:
+    """A graph through memory_efficient_fusion with `compiler` for its forward and backward, which
+    records what naming a backward's failed guard needs (fuzzfuse.backends.guards): the inputs of
+    the last backward call, and the forward's outputs of the last call with what made each in its
+    specialized graph (a backward guard rejects a value the forward saved, most often one a fused
+    kernel of the forward made otherwise than the profile)."""
+
+    def __init__(self, graph: Graph, compiler):
+        from functorch.compile import memory_efficient_fusion
+
+        self._forward_outputs: list = []
+        self._forward_makers: list[str] = []
+        self._backward_inputs: list | None = None
+        self._compiled = memory_efficient_fusion(_tensor_function(graph, compile_source(graph)),
+                                                 fw_compiler=self._recording(compiler, forward=True),
+                                                 bw_compiler=self._recording(compiler, forward=False))
+        self._tensors = [k for k, i in enumerate(graph.inputs) if not isinstance(i, ScalarInput)]
+
+    def __call__(self, *inputs):
+        return self._compiled(*[inputs[k] for k in self._tensors])
+
+    def _recording(self, compiler, forward: bool):
+        from functorch.compile import make_boxed_func
+
+        def compile_and_record(gm, example_inputs):
+            compiled = compiler(gm, example_inputs)
+            # aot_autograd's calling convention: a boxed function takes its arguments as one list.
+            boxed = compiled if getattr(compiled, "_boxed_call", False) else make_boxed_func(compiled)
+
+            def run(args):
+                if not forward:
+                    self._backward_inputs = list(args)
+                outs = boxed(args)
+                if forward:
+                    ran = torch.jit.last_executed_optimized_graph()
+                    self._forward_outputs = list(outs)
+                    self._forward_makers = output_makers(ran) if ran is not None else []
+                return outs
+            run._boxed_call = True
+            return run
+        return compile_and_record
+
+    def backward_guard_inputs(self) -> tuple[list, list[str]] | None:
+        """The last backward call's inputs, and what made each: the forward's kernel or op, for a
+        value the forward saved (the same tensor as one of its outputs), else an input."""
+        if self._backward_inputs is None:
+            return None
+        made = zip(self._forward_outputs, self._forward_makers) if len(self._forward_makers) == len(
+            self._forward_outputs) else ()
+        saved = {_identity(out): maker for out, maker in made if isinstance(out, torch.Tensor)}
+        return self._backward_inputs, [saved.get(_identity(x), AN_INPUT) if isinstance(x, torch.Tensor) else AN_INPUT
+                                       for x in self._backward_inputs]
+
+
+def _identity(t) -> tuple:
+    """A tensor's identity across the Python objects autograd wraps a saved tensor in."""
+    return t.data_ptr(), t.dtype, tuple(t.shape), t.stride(), t.storage_offset()
 
 
 class _AotBackend:
@@ -58,13 +121,11 @@ class _AotBackend:
         from functorch.compile import ts_compile
         return ts_compile
 
-    def script(self, graph: Graph):
-        from functorch.compile import memory_efficient_fusion
+    def script(self, graph: Graph) -> "_AotScripted":
+        return _AotScripted(graph, self.compiler())
 
-        compiled = memory_efficient_fusion(_tensor_function(graph, compile_source(graph)),
-                                           fw_compiler=self.compiler(), bw_compiler=self.compiler())
-        tensors = [k for k, i in enumerate(graph.inputs) if not isinstance(i, ScalarInput)]
-        return lambda *inputs: compiled(*[inputs[k] for k in tensors])
+    def backward_guard_inputs(self, fn: "_AotScripted") -> tuple[list, list[str]] | None:
+        return fn.backward_guard_inputs()
 
     def repro_compile(self, graph: Graph) -> str:
         scalars = {k: i.value for k, i in enumerate(graph.inputs) if isinstance(i, ScalarInput)}

@@ -25,10 +25,11 @@ GUARD_KINDS = ("prim::TypeCheck", "prim::oneDNNFusionGuard")
 GROUP_KINDS = ("prim::TensorExprGroup", "prim::oneDNNFusionGroup")
 
 
-def failed_guard(inputs: list) -> FailedGuard | None:
+def failed_guard(inputs: list, input_makers: list[str] | None = None) -> FailedGuard | None:
     """The first guard of the graph TorchScript last ran that rejects its value on `inputs` (the
     call that ran `fallback_function`); None where no guard rejects one (the fallback came from
-    elsewhere: autodiff's, or a backward's)."""
+    elsewhere: autodiff's). `input_makers`: what made each of `inputs`, where another graph did
+    (a backward's saved values, made by its forward: `output_makers`); else each is "an input"."""
     graph = torch.jit.last_executed_optimized_graph()
     if graph is None:
         return None
@@ -39,6 +40,7 @@ def failed_guard(inputs: list) -> FailedGuard | None:
         if param.type().kind() == "ClassType" and not param.uses():
             graph.eraseInput(param.offset())
     if len(list(graph.inputs())) != len(inputs):
+        input_makers = None
         inputs = [x for x in inputs if isinstance(x, torch.Tensor)]
         if len(list(graph.inputs())) != len(inputs):
             return None
@@ -59,7 +61,7 @@ def failed_guard(inputs: list) -> FailedGuard | None:
             continue
         prop = _differing(expected, got)
         if prop:
-            return FailedGuard(prop, _made_by(value))
+            return FailedGuard(prop, _made_by(value, input_makers))
     return None
 
 
@@ -75,16 +77,28 @@ def _differing(expected, got: torch.Tensor) -> str:
     return ""
 
 
-def _made_by(value) -> str:
+def output_makers(graph) -> list[str]:
+    """What made each output of a specialized graph (the values of the tuple or list it returns),
+    as `failed_guard` names a guarded value's maker: how a backward's guard on a value its forward
+    saved names the forward's kernel that made it."""
+    returned = list(graph.outputs())
+    if len(returned) == 1 and returned[0].node().kind() in ("prim::TupleConstruct", "prim::ListConstruct"):
+        returned = list(returned[0].node().inputs())
+    return [_made_by(value) for value in returned]
+
+
+def _made_by(value, input_makers: list[str] | None = None) -> str:
     """What made a guarded value: a fusion group's output, also seen through views the interpreter
-    ran after it (an unsqueeze keeps its strides); else the op that made it, or an input. A group's
-    output reaches the guard through the `prim::If` that chose between the group and its
-    fallback."""
+    ran after it (an unsqueeze keeps its strides); else the op that made it, or an input (what
+    `input_makers` says made it, where given). A group's output reaches the guard through the
+    `prim::If` that chose between the group and its fallback."""
     made_by = value.node().kind()
     while True:
         node = value.node()
         if node.kind() == "prim::Param":
-            return AN_INPUT if made_by == "prim::Param" else made_by
+            if made_by != "prim::Param":
+                return made_by
+            return input_makers[value.offset()] if input_makers else AN_INPUT
         if node.kind() == "prim::If":
             inner = list(next(node.blocks()).outputs())[value.offset()]
             if inner.node().kind().startswith(GROUP_KINDS):

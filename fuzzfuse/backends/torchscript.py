@@ -187,13 +187,21 @@ def run_fused(inputs, grad_outputs):
                 grads, events = self._events(lambda: input_gradients(graph, xs, list(out), grad_outputs))
             except Exception as e:
                 raise BackendError("backward-run", e) from e
-            evidence.backward = self._evidence(events)
+            evidence.backward = self._evidence(events, *(self.backward_guard_inputs(fn) or ()))
             result.grads, result.backward_fused = [g.detach() for g in grads], evidence.backward.fused
         return result, fn
 
-    def _evidence(self, events: list[tuple[str, tuple[str, ...]]], inputs: list | None = None) -> Evidence:
-        """What the profiler saw of one call; `inputs`: the forward call's, read again to find the
-        guard that sent a fallback there (fuzzfuse.backends.guards)."""
+    def backward_guard_inputs(self, fn) -> tuple[list, list[str]] | None:
+        """The inputs of the backward graph `fn` last ran, and what made each, to find the guard
+        that sent a backward fallback there; None: autodiff runs its backward graph inside the
+        autograd engine on values fuzzfuse never sees (aot_autograd's route records them)."""
+        return None
+
+    def _evidence(self, events: list[tuple[str, tuple[str, ...]]], inputs: list | None = None,
+                  input_makers: list[str] | None = None) -> Evidence:
+        """What the profiler saw of one call; `inputs`: the call's (and what made each, where
+        another graph did), read again to find the guard that sent a fallback there
+        (fuzzfuse.backends.guards)."""
         kernels = [n for n, _ in events if n.startswith(self.kernel_prefix)]
         # A kernel that fails to compile may run its subgraph op by op inside the kernel's event
         # (NNC with PYTORCH_TENSOREXPR_FALLBACK=1); a failed type guard runs `fallback_function`.
@@ -208,7 +216,7 @@ def run_fused(inputs, grad_outputs):
             "unfused_ops": [n for n, up in events if up == ("fn",) and n.startswith("aten::")],
         })
         if fallback and inputs is not None:  # last: it runs the graph again
-            evidence.failed_guard = failed_guard(inputs)
+            evidence.failed_guard = failed_guard(inputs, input_makers)
         return evidence
 
     def versions(self) -> dict[str, str]:
