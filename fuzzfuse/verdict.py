@@ -22,7 +22,7 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 
-from .backends.base import machine_out_of_memory
+from .backends.base import machine_lacks_header, machine_out_of_memory
 from .backends.findings import Difference, Evidence, Stage, Unsupported
 from .ir import Graph, GraphError
 from .oracle import Mismatch, Signature, cpp_location, exception_signature, normalize
@@ -198,9 +198,14 @@ def unsupported(backend: str, error: Unsupported) -> CaseResult:
 
 def crashed(backend: str, stage: Stage | str, cause: BaseException, tb: str, *, context: str = "",
             sticky: bool = False) -> CaseResult:
-    """The fuser raised. A sticky error (a CUDA context left unusable) asks for a fresh worker."""
+    """The fuser raised. A sticky error (a CUDA context left unusable) asks for a fresh worker. A
+    kernel this machine cannot compile for want of a header the fuser expects installed is
+    unsupported here, as a graph the fuser cannot express is."""
     if machine_out_of_memory(cause):
         return _out_of_memory(backend, Stage(stage), cause, tb)
+    if header := machine_lacks_header(cause):
+        return unsupported(backend, Unsupported(f"this machine lacks {header}, which NVRTC includes in the fuser's "
+                                                "kernel (the CUDA toolkit's headers)", stage=stage))
     sig = exception_signature(backend, Stage(stage), type(cause).__name__, str(cause), tb)
     return CaseResult(Outcome.CRASH, sig, _text(cause) + context, traceback=tb[-MAX_MESSAGE:], restart_worker=sticky)
 

@@ -125,3 +125,19 @@ def test_a_full_device_is_the_machines_limit_and_a_fresh_worker_not_a_crash():
                         "of which 70.00 GiB is free.")
     assert crashed("inductor", "run", huge, "").outcome is Outcome.CRASH
     assert crashed("inductor", "run", RuntimeError("CUDA error: out of memory"), "").outcome is Outcome.OUT_OF_MEMORY
+
+
+def test_a_kernel_the_machine_lacks_headers_for_is_unsupported_here_and_other_nvrtc_errors_stay_crashes():
+    """nvFuser's scan kernel includes CUB's headers from /usr/local/cuda/include; on the H100
+    machine, which has no CUDA toolkit headers there, NVRTC could not open one (the text nvFuser
+    raised, its kernel elided). That is the machine's limit: no bug to reduce or file. Another
+    NVRTC error of the same assert (a generated call no overload matches) is nvFuser's."""
+    from fuzzfuse.verdict import crashed
+
+    text = (DATA / "nvfuser-nvrtc-missing-header.txt").read_text()
+    result = crashed("nvfuser", Stage.COMPILE, RuntimeError(text), "")
+    assert result.outcome is Outcome.UNSUPPORTED
+    assert "lacks cuda/std/type_traits" in result.signature.message
+    own = text.replace('catastrophic error: could not open source file "cuda/std/type_traits" (no directories in '
+                       'search list)', "error: no instance of overloaded function \"max\" matches the argument list")
+    assert crashed("nvfuser", Stage.COMPILE, RuntimeError(own), "").outcome is Outcome.CRASH

@@ -54,6 +54,20 @@ def machine_out_of_memory(error: BaseException) -> bool:
     return asked <= capacity
 
 
+# NVRTC could not find a header the generated kernel includes. nvFuser's scan, argsort and topk
+# kernels include CUB's headers, searched for in /usr/local/cuda/include(/cccl), which it adds "as
+# a temporary measure" (csrc/runtime/compiled_kernel.cpp); NVRTC drops a directory that does not
+# exist and then reports an empty search list.
+_MISSING_HEADER = re.compile(r'NVRTC compile error: [^\n]*could not open source file "([^"]+)"')
+
+
+def machine_lacks_header(error: BaseException) -> str:
+    """The header a fuser's kernel includes and this machine lacks (the CUDA toolkit's headers are
+    not where the fuser looks): the machine's limit, not the fuser's bug; "" where none."""
+    m = _MISSING_HEADER.search(str(error))
+    return m.group(1) if m else ""
+
+
 class BackendError(Exception):
     """A fuser failed at `stage`; `cause` is the original exception. sticky: the process is left
     unusable (a CUDA error poisons the context), so its worker must be replaced; a cause that is a
