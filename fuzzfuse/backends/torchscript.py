@@ -399,5 +399,6 @@ class TorchScriptFrontendBackend(_ScriptedBackend):
                 ("_jit_set_texpr_fuser_enabled", False), ("_jit_set_llga_enabled", False),
                 ("_jit_override_can_fuse_on_cpu", False), ("_jit_override_can_fuse_on_gpu", False)]
 
-    def _evidence(self, events: list[tuple[str, tuple[str, ...]]], inputs: list | None = None) -> Evidence:
+    def _evidence(self, events: list[tuple[str, tuple[str, ...]]], inputs: list | None = None,
+                  input_makers: list[str] | None = None) -> Evidence:
         return Evidence(fused=None)
