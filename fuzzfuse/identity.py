@@ -191,8 +191,6 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         return BugIdentity(comp, Anchor.ASSERT, Symptom.CRASH, signature.location, fold(signature.message))
     if specific_message(signature):
         return BugIdentity(comp, Anchor.MESSAGE, Symptom.CRASH, specific_message(signature))
-    judged = signature.outcome in ("mismatch", "unfused")
-    phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""
     if signature.outcome == "unfused" and FailedGuard.parse(signature.message):
         # No phase: the guard and what made its value are the bug, in a forward graph or in the
         # backward that runs on the values the forward saved (aot_autograd's backward guards a
@@ -205,6 +203,8 @@ def identify(signature: Signature | None, graph: Graph | None = None,
     if general is not None and len(general.devices) > 1:
         device = ""  # the same wrong value on each device its one lowering runs on: one bug on all
     symptom = symptom_of(signature)
+    judged = signature.outcome in ("mismatch", "unfused")
+    phase = ("backward" if signature.stage.startswith("backward") else "forward") if judged else ""
     lost_by = sign_lost_by(signature.message) if signature.outcome == "mismatch" else ""
     if lost_by and any(n.op == lost_by for n in graph.nodes):
         # A zero of the other sign is one more wrong value of the op that loses it (NNC's elu,

@@ -48,7 +48,7 @@ class _AotScripted:
         from functorch.compile import memory_efficient_fusion
 
         self._forward_outputs: list = []
-        self._forward_makers: list[str] = []
+        self._forward_graph = None  # the forward's specialized graph as its last call ran it
         self._backward_inputs: list | None = None
         self._compiled = memory_efficient_fusion(_tensor_function(graph, compile_source(graph)),
                                                  fw_compiler=self._recording(compiler, forward=True),
@@ -70,10 +70,9 @@ class _AotScripted:
                 if not forward:
                     self._backward_inputs = list(args)
                 outs = boxed(args)
-                if forward:
-                    ran = torch.jit.last_executed_optimized_graph()
+                if forward:  # read only where a backward falls back: `backward_guard_inputs`
+                    self._forward_graph = torch.jit.last_executed_optimized_graph()
                     self._forward_outputs = list(outs)
-                    self._forward_makers = output_makers(ran) if ran is not None else []
                 return outs
             run._boxed_call = True
             return run
@@ -84,8 +83,8 @@ class _AotScripted:
         value the forward saved (the same tensor as one of its outputs), else an input."""
         if self._backward_inputs is None:
             return None
-        made = zip(self._forward_outputs, self._forward_makers) if len(self._forward_makers) == len(
-            self._forward_outputs) else ()
+        makers = output_makers(self._forward_graph) if self._forward_graph is not None else []
+        made = zip(self._forward_outputs, makers) if len(makers) == len(self._forward_outputs) else ()
         saved = {_identity(out): maker for out, maker in made if isinstance(out, torch.Tensor)}
         return self._backward_inputs, [saved.get(_identity(x), AN_INPUT) if isinstance(x, torch.Tensor) else AN_INPUT
                                        for x in self._backward_inputs]
