@@ -109,6 +109,9 @@ def symptom_of(signature: Signature) -> Symptom:
 # A rule a reduced graph shows by its shapes alone (`broadcasts_a_made_extent_one`), named as a
 # culprit is.
 MADE_EXTENT_ONE_BROADCAST = "an extent of 1 an op made is broadcast against a larger one"
+# A wrong output that no op computes wrong: a fusion's several outputs, whichever ops make them
+# (`wrong_among_outputs`).
+WRONG_AMONG_OUTPUTS = "an output of a fusion of several is wrong, whichever op computes it"
 
 
 @dataclass(frozen=True)
@@ -231,6 +234,9 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         # shape (eq of a slice and its source), read the source unsliced (the same eq under a
         # sum), and read the wrong element of an index_select (where).
         return BugIdentity(comp, Anchor.CULPRIT, Symptom.WRONG_SHAPE, MADE_EXTENT_ONE_BROADCAST, "", phase, device)
+    if signature.outcome == "mismatch" and symptom is Symptom.WRONG_VALUE and wrong_among_outputs(graph, general):
+        # The fusion's outputs are wrong, not an op: named by the layouts of the inputs it read.
+        return BugIdentity(comp, Anchor.CULPRIT, symptom, WRONG_AMONG_OUTPUTS, input_layouts(graph), phase, device)
     if signature.outcome == "mismatch":
         position = culprit_position(graph, general)
         wildcard = filler_culprit(graph, general) if position is None else None
@@ -283,6 +289,28 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         return BugIdentity(comp, Anchor.GRAPH, symptom, needed_ops(graph, general), "/".join(layouts), phase, device)
     form = graph_form(graph, _dtype_policy(signature), focus=not judged, generalisation=general)
     return BugIdentity(comp, Anchor.GRAPH, symptom, form, "", phase, device)
+
+
+def wrong_among_outputs(graph: Graph, generalisation: Generalisation | None) -> bool:
+    """Whether a reduced graph's wrong value is no op's but its several outputs': the failure needs
+    them all (the reducer drops every output it can), and the probe of each op's own value
+    (fuzzfuse.reduce.generalise) found none wrong as the first output, or found one that any op of
+    its kind stands in for (a filler). nvFuser's fusions of a contiguous and a permuted input wrote
+    one output's values into another: add beside log came back holding log's -inf, neg beside a
+    where held the where's values, and div beside eq was right when put first; keyed by their ops
+    (*binary, *unary, the graph), each was a new bug, and neg's matched an abs bug."""
+    if generalisation is None or not generalisation.probed or len(graph.outputs) < 2:
+        return False
+    culprit = generalisation.culprit
+    return culprit is None or culprit[0] in {k for k, _ in generalisation.ops}
+
+
+def input_layouts(graph: Graph) -> str:
+    """The layouts of the tensors a graph reads, sorted ("contiguous/permuted"): a channels_last
+    tensor is a permuted one."""
+    kinds = {"permuted" if i.layout.kind == "channels_last" else i.layout.kind
+             for i in graph.without_dead_code().inputs if isinstance(i, TensorInput)}
+    return "/".join(sorted(kinds))
 
 
 def crash_of_graph(identity: BugIdentity) -> bool:

@@ -1030,6 +1030,13 @@ KNOWN_FORMS = {
     # Inductor with dynamic shapes: a slice of one element broadcast against two, read by addcmul
     # beside the slice's source, as dedeffbf's ge of such a slice then added to two elements
     "inductor-mismatch-values-float-ce96e23e": "inductor-mismatch-values-int-dedeffbf",
+    # nvFuser's fusions of a contiguous and a permuted input write one output's values into
+    # another (858480df: add beside log came back holding log's -inf): div beside eq, right when
+    # put first (H100, 2026-12-07: reported new); neg, where's values in it (d74fe877, then
+    # reported new); neg beside three more outputs, which matched abs's -0 (20fbf176) as *unary
+    "nvfuser-mismatch-nan-inf-float-c6a7ffc2": "nvfuser-mismatch-nan-inf-float-858480df",
+    "nvfuser-mismatch-values-float-d74fe877": "nvfuser-mismatch-nan-inf-float-858480df",
+    "nvfuser-mismatch-values-float-7c6c440d": "nvfuser-mismatch-nan-inf-float-858480df",
 }
 
 
@@ -1040,6 +1047,20 @@ def test_a_form_a_campaign_reported_new_is_its_committed_bug_and_no_other(found)
     holders = [p.parent.name for p in sorted(corpus.glob("*/case.json"))
                if same_bug(identity, case_identity(load_case(p)))]
     assert holders == [KNOWN_FORMS[found]], (identity, holders)
+
+
+def test_an_op_found_wrong_among_several_outputs_stays_that_ops_bug():
+    """The rule of several outputs (`wrong_among_outputs`) holds only where no op is to blame: the
+    same div beside eq, had the probe found div's own value wrong and div no filler, is div's bug;
+    with one output there is no rule either."""
+    from fuzzfuse.identity import WRONG_AMONG_OUTPUTS
+    case = load_case(DATA / "known_forms" / "nvfuser-mismatch-nan-inf-float-c6a7ffc2" / "case.json")
+    assert case_identity(case).where == WRONG_AMONG_OUTPUTS and case_identity(case).detail == "contiguous/permuted"
+    div_wrong = replace(case.generalisation, culprit=(0, "nan-inf"))
+    assert identify(case.signature, case.graph, div_wrong, "cuda").where == "div"
+    alone = replace(case.graph, outputs=case.graph.outputs[1:]).without_dead_code()
+    one = identify(case.signature, alone, replace(div_wrong, graph=alone.renamed().digest()), "cuda")
+    assert one.where != WRONG_AMONG_OUTPUTS
 
 
 ONEDNN_SCHEMA = "torchscript-onednn-crash-runtimeerror-9839416e"  # "Schema not found for node", lists expand's
