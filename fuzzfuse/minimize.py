@@ -13,6 +13,7 @@ from typing import Callable
 
 from .backends import Unavailable, backend_for_file, get_backend
 from .backends.registry import device_routes
+from .backends.findings import Difference
 from .backends.options import Options
 from .explain import NARROW_STORE, shows_on_a_poisoned_heap
 from .corpus import Case, CorpusError, ReductionFigures, iter_cases, load_case, write_json
@@ -31,7 +32,7 @@ from .worker import WorkerPool
 
 # Raised whenever reduce_case may name a committed bug otherwise; `rekey.CHANGES` says which cases
 # each raise concerns, and `corpus fold` reduces those again.
-REDUCER_REVISION = 7
+REDUCER_REVISION = 8
 # Cases of one signature that minimize_files tries, smallest first, until one still fails as recorded.
 RETRIES_PER_SIGNATURE = 3
 
@@ -152,7 +153,7 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
 
         def generalised_now(graph: Graph, kept: Signature) -> Generalisation | None:
             return generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options),
-                               exact_first_with(options), batch=max(1, workers))
+                               exact_first_with(options), batch=max(1, workers), options=options)
 
         def refocused(candidate: Graph, shows: Callable[[str | None], bool], stats: ReductionStats):
             """`candidate`, a smaller graph, reduced again and generalised where the kind its first
@@ -312,18 +313,21 @@ def generalised(graph: Graph, signature: Signature, backend: str,
                 is_interesting: Callable[[list[Graph]], list[bool]],
                 first_wrong: Callable[[list[Graph]], list[str | None]] | None = None,
                 exact_first: Callable[[list[Graph]], list[bool]] | None = None,
-                batch: int = 1) -> Generalisation | None:
+                batch: int = 1, options: Options | None = None) -> Generalisation | None:
     """The fillers, free dtypes and culprit of a reduced graph (fuzzfuse.reduce.generalise), among
     the ops `backend` draws. An anchored crash's identity does not read the graph, but steering
     does (its trigger drops the fillers: fuzzfuse.steering), so its ops are generalised too; no
     dtype (an identity names a dtype's class, never the dtype); a culprit only for a wrong forward
-    value. batch: the workers the queries run on (reduce_case's)."""
-    features = get_backend(backend).features
+    value. batch: the workers the queries run on (reduce_case's); options: the case's, which say
+    whether the fuser keeps low-precision intermediates in float32 (its culprit is then probed on
+    such operands as float32 too)."""
+    fuser = get_backend(backend)
     wrong_value = signature.outcome == "mismatch" and signature.stage == "run"
-    return generalise(graph, is_interesting, features.ops,
+    fp32 = options is not None and Difference.FP32_INTERMEDIATES in fuser.documented_differences(options)
+    return generalise(graph, is_interesting, fuser.features.ops,
                       first_wrong=first_wrong if wrong_value else None,
                       exact_first=exact_first if wrong_value else None, batch=batch,
-                      by_signal=signature.outcome == "hard-crash")
+                      by_signal=signature.outcome == "hard-crash", fp32_operands=fp32)
 
 
 def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, verify_runs: int = VERIFY_RUNS,

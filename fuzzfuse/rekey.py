@@ -18,7 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
-from .backends import Unavailable
+from .backends import Unavailable, get_backend
+from .backends.findings import Difference
 from .corpus import Case, CorpusError, ReductionFigures, Variant, load_case, write_json
 from .ir import Graph
 from .minimize import (REDUCER_REVISION, first_output_exact, first_output_wrong, generalised, probed_further,
@@ -29,7 +30,7 @@ from .oracle import Signature
 from .verdict import HarnessError, judge
 from .pool import answered_once, case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
-from .reduce.generalise import Generalisation, conversion_alone
+from .reduce.generalise import WRONG_NUMBERS, Generalisation, conversion_alone
 from .identity import identify, root_cause_key, same_bug
 from .known import variant_entry
 from .rootcause import operand_fault, signature_today
@@ -58,7 +59,29 @@ CHANGES: tuple[tuple[int, str, Callable[[Case], bool]], ...] = (
         "forward value (the forward's kernel)", lambda case: case.signature is not None
         and case.signature.outcome == "unfused" and case.signature.stage == "backward-run"
         and case.backend.startswith("aot:") and not case.signature.message),
+    (8, "a wrong value's culprit is asked alone on its float16 and bfloat16 operands as float32 too, where the "
+        "fuser keeps such intermediates in float32", lambda case: _reads_low_precision_it_keeps_as_float32(case)),
 )
+
+
+def _reads_low_precision_it_keeps_as_float32(case: Case) -> bool:
+    """Whether a wrong value's culprit, not found wrong alone, reads a float16 or bfloat16 value an
+    op before it computed, in a fuser that keeps such intermediates in float32."""
+    general, signature = case.generalisation, case.signature
+    if signature is None or signature.outcome != "mismatch" or signature.kind not in WRONG_NUMBERS \
+            or general is None or not general.applies_to(case.graph) or general.alone:
+        return False
+    position = general.first_wrong_op(case.graph)
+    if position is None:
+        return False
+    types, inputs = case.graph.infer_types(), {i.name for i in case.graph.inputs}
+    if not any(types[r].dtype in ("float16", "bfloat16") for r in case.graph.nodes[position].refs() if r not in inputs):
+        return False
+    try:
+        fuser = get_backend(case.backend)
+    except Unavailable:
+        return False
+    return Difference.FP32_INTERMEDIATES in fuser.documented_differences(case.options)
 
 
 def stale(case: Case) -> str | None:
@@ -70,16 +93,19 @@ def stale(case: Case) -> str | None:
 
 
 class Pools:
-    """Worker pools by backend, started when first asked for: a repro's variants may have been
-    found on another route (torchscript:nnc beside aot:nnc)."""
+    """Worker pools by backend and by the CPU capability a case was recorded with (pinned as its
+    repro pins it: Inductor CPU's code for AVX2 and for AVX-512 differ, and so may their bugs),
+    started when first asked for: a repro's variants may have been found on another route
+    (torchscript:nnc beside aot:nnc)."""
 
     def __init__(self, workers: int, timeout: float):
         self.workers, self.timeout, self.pools = workers, timeout, {}
 
-    def __call__(self, backend: str) -> WorkerPool:
-        if backend not in self.pools:
-            self.pools[backend] = case_pool(backend, self.workers, self.timeout)
-        return self.pools[backend]
+    def __call__(self, backend: str, case: Case | None = None) -> WorkerPool:
+        capability = case.versions.get("cpu_capability") if case is not None else None
+        if (backend, capability) not in self.pools:
+            self.pools[backend, capability] = case_pool(backend, self.workers, self.timeout, cpu_capability=capability)
+        return self.pools[backend, capability]
 
     def __enter__(self) -> "Pools":
         return self
@@ -105,7 +131,7 @@ def rereduce(directory: Path, pools: Pools, workers: int = 2, verify_runs: int =
     sig = signature_today(case.signature, case.detail)
     was = identify(sig, case.graph, case.generalisation, case.device)
     before = was.key() if was is not None else sig.key()
-    reduction = reduce_case(case, case.backend, workers=workers, timeout=timeout, pool=pools(case.backend))
+    reduction = reduce_case(case, case.backend, workers=workers, timeout=timeout, pool=pools(case.backend, case))
     reduced = reduction.graph.renamed()
     kept = reduction.signature
     now = identify(kept, reduced, reduction.generalisation, case.device)
@@ -180,7 +206,8 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> Gene
     def exact_first(candidates: list[Graph]) -> list[bool]:
         return [first_output_exact(case.backend, reply) for reply in probed(candidates)]
 
-    general = generalised(case.graph, sig, case.backend, is_interesting, first_wrong, exact_first)
+    general = generalised(case.graph, sig, case.backend, is_interesting, first_wrong, exact_first,
+                          options=case.options)
     if general is not None:
         general = probed_further(general, pool, case.backend, case.graph, case.options, sig, timeout,
                                  bool(case.check_strides), ids)
@@ -205,7 +232,7 @@ def record_generalisation(directory: Path, pools: Pools, timeout: float = 60.0) 
 
 
 def _record_generalisation(directory: Path, case: Case, pools: Pools, timeout: float) -> str:
-    signature, general, reworded_detail = generalise_case(case, pools(case.backend), timeout)
+    signature, general, reworded_detail = generalise_case(case, pools(case.backend, case), timeout)
     seen = [_generalised_variant(variant, case, pools, timeout) for variant in case.also_seen_as]
     case = replace(case, signature=signature, generalisation=general, also_seen_as=seen,
                    detail=reworded_detail or case.detail)
@@ -222,7 +249,7 @@ def _generalised_variant(variant: Variant, case: Case, pools: Pools, timeout: fl
         return variant
     probe = replace(case, graph=variant.graph, backend=sig.backend, signature=sig, detail="")
     try:
-        sig, general, _ = generalise_case(probe, pools(sig.backend), timeout)
+        sig, general, _ = generalise_case(probe, pools(sig.backend, case), timeout)
     except (NotInteresting, Unavailable, ValueError):
         return variant
     return replace(variant, key=sig.key(), root_cause=root_cause_key(sig, variant.graph, general, case.device) or sig.key(),

@@ -536,3 +536,39 @@ def test_inductor_cpus_expm1_of_a_subnormal_seen_through_eq_is_the_committed_exp
     assert graph.nodes[general.culprit[0]].op == "expm1", general
     committed = load_case(Path(__file__).parent.parent / "minimized" / "inductor-mismatch-values-float-e69a2bcf" / "case.json")
     assert same_bug(case_identity(replace(case, generalisation=general)), case_identity(committed))
+
+
+@pytest.mark.slow
+@pytest.mark.upstream_bug("inductor-mismatch-nan-inf-float-c6f475f2")
+def test_a_culprit_right_on_eagers_bfloat16_is_asked_on_the_float32_its_kernel_holds():
+    """A 300-s CPU Inductor campaign's bfloat16 pow(0, 0) -> neg -> remainder by 2.9e-39 (inf,
+    eager -0) was keyed as pow's, a new bug: remainder alone on eager's bfloat16 -1 is right, and
+    so is a float32 -1 with neg after it; as the one output on the float32 -1 its fused kernel
+    holds (Inductor keeps bfloat16 intermediates in float32) it is inf, the committed remainder
+    bug. Real Inductor CPU, under the capability the case was recorded with (AVX2)."""
+    from fuzzfuse.identity import case_identity, same_bug
+    from fuzzfuse.rekey import stale
+
+    data = Path(__file__).parent / "data" / "known_forms" / "inductor-mismatch-nan-inf-float-58783996" / "case.json"
+    found = load_case(data)
+    as_campaign_keyed = replace(found, generalisation=replace(found.generalisation, alone=False),
+                                reduction=replace(found.reduction, reducer=7))
+    assert case_identity(as_campaign_keyed).where == "pow" and "float32" in stale(as_campaign_keyed)
+    with Pools(1, 120.0) as pools:
+        _, general, _ = generalise_case(replace(found, generalisation=None), pools("inductor", found))
+    assert general.alone and general.culprit is None, general
+    committed = load_case(Path(__file__).parent.parent / "minimized" / "inductor-mismatch-nan-inf-float-c6f475f2" / "case.json")
+    now = case_identity(replace(found, generalisation=general))
+    assert now.where == "remainder" and same_bug(now, case_identity(committed))
+
+
+def test_rekeys_pools_pin_the_cpu_capability_each_case_was_recorded_with():
+    """Generalisation of a committed repro ran under the host's capability while its repro pins the
+    recorded one: the bfloat16 remainder above is inf alone under AVX2, right under AVX-512, and was
+    keyed as pow's there. Pools keep one pool per (backend, capability)."""
+    recorded = replace(load_case(Path(__file__).parent / "data" / "known_forms"
+                                 / "inductor-mismatch-nan-inf-float-58783996" / "case.json"), versions={"cpu_capability": "default"})
+    with Pools(1, 60.0) as pools:
+        pinned, unpinned = pools("torchscript:nnc", recorded), pools("torchscript:nnc")
+        assert pinned.env_of(0)["ATEN_CPU_CAPABILITY"] == "default"
+        assert "ATEN_CPU_CAPABILITY" not in unpinned.env_of(0) and pinned is pools("torchscript:nnc", recorded)

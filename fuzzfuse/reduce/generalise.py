@@ -72,6 +72,9 @@ FILLER_EVIDENCE = 2
 ALTERNATIVES_PER_DTYPE = 2
 MAX_QUERIES = 32
 CATEGORIES = ("bool", "int", "float")
+# The mismatch kinds a float32 operand may show as its low-precision twin's (not a dtype or a shape).
+WRONG_NUMBERS = ("values", "nan-inf")
+LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,8 @@ class Generalisation:
 
 def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtypes: Iterable[str] = (),
                max_queries: int = MAX_QUERIES, first_wrong: FirstWrong | None = None,
-               batch: int = 1, by_signal: bool = False, exact_first: Predicate | None = None) -> Generalisation:
+               batch: int = 1, by_signal: bool = False, exact_first: Predicate | None = None,
+               fp32_operands: bool = False) -> Generalisation:
     """The fillers, free dtypes and culprit of `graph`, a reduced graph that `is_interesting` (the
     reducer's same-signature test) holds for. `ops`: the ops the backend draws, among which
     alternatives are chosen; `dtypes`: the dtypes it draws, tried on the inputs (none: dtypes are
@@ -183,7 +187,10 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
     killed the process: whether it needs a folded constant is probed (only such a crash's key
     names a fold: fuzzfuse.identity.needed_ops), and, since it may show on most runs, not all (a
     heap corruption glibc notices or not), an alternative that did not fail is asked once more
-    before it counts against a filler."""
+    before it counts against a filler. `fp32_operands`: the fuser keeps float16 and bfloat16
+    intermediates in float32 (Difference.FP32_INTERMEDIATES): where the culprit is right alone on
+    eager's low-precision operands, it is asked once more on them as float32, the values its
+    fused kernel held."""
     drawn, budget = set(ops), [max_queries]
 
     def spent(candidates: list[Graph]) -> list[Graph]:
@@ -222,7 +229,7 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
             # The same runs' answers (the caller runs each probe once): no query is spent.
             exact = tuple(k for k, same in zip(positions, exact_first(probes)) if same)
     wrong_at = first_wrong_position(graph, culprit) if first_wrong is not None else None
-    alone = _alone(graph, wrong_at, culprit, first_wrong, spent)
+    alone = _alone(graph, wrong_at, culprit, first_wrong, spent, fp32_operands)
     if culprit is not None and not alone:
         # The first op found wrong is right on eager's operands: an op before it that it reads
         # gave a value the tolerance forgave but that is not eager's, and that starts it. Inductor
@@ -284,20 +291,36 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
 
 
 def _alone(graph: Graph, position: int | None, culprit: tuple[int, str] | None, first_wrong: FirstWrong | None,
-           spent: Callable[[list[Graph]], list[Graph]]) -> bool:
+           spent: Callable[[list[Graph]], list[Graph]], fp32_operands: bool = False) -> bool:
     """Does the op at `position` fail on its operands alone, given as inputs holding the values the
     ops before it computed? Then they only made those values, and the key is the op on them; else
     the bug needs them (a fused pair: log then add), and the key keeps them. An op that reads graph
-    inputs only is alone already."""
+    inputs only is alone already.
+    With `fp32_operands`, a wrong value is asked for once more with the float16 and bfloat16
+    operands as float32, as the fused kernel holds them, and, where the op is the graph's one
+    output, also as the one output (no observer after it: a second output changes the code
+    Inductor writes). Inductor CPU's remainder of bfloat16 pow(0, 0) -> neg by 2.9e-39 is inf
+    (eager -0), as its remainder of a float32 -1 is as a kernel's last op (c6f475f2); not of a
+    bfloat16 -1, nor with neg after it. It was keyed as pow's, a new bug."""
     if position is None or first_wrong is None:
         return False
     values = computed_operands(graph, position)
     if values == {}:
         return True
-    if not values or (g := operands_as_inputs(graph, position, values)) is None or not (probe := spent([g])):
-        return False
-    shown = first_wrong(probe)[0]
-    return shown is not None and (culprit is None or shown == culprit[1])
+    tries = [(values, True)]
+    if values and fp32_operands and (culprit is None or culprit[1] in WRONG_NUMBERS) \
+            and any(v.dtype in LOW_PRECISION for v in values.values()):
+        widened = {r: v.float() if v.dtype in LOW_PRECISION else v for r, v in values.items()}
+        last = graph.outputs == (graph.nodes[position].name,)
+        tries += [(widened, True)] + ([(widened, False)] if last else [])
+    for operands, observed in tries if values else ():
+        if (g := operands_as_inputs(graph, position, operands, observed)) is None or not (probe := spent([g])):
+            return False
+        shown = first_wrong(probe)[0]
+        if shown is not None and (culprit is None or shown == culprit[1]) and \
+                (operands is values or shown in WRONG_NUMBERS):
+            return True
+    return False
 
 
 def _folded(graph: Graph, ask: Predicate) -> tuple[int, ...]:
@@ -356,10 +379,11 @@ def computed_operands(graph: Graph, position: int) -> dict[str, torch.Tensor] | 
     return {r: env[r] for r in computed}
 
 
-def operands_as_inputs(graph: Graph, position: int, values: dict[str, torch.Tensor]) -> Graph | None:
+def operands_as_inputs(graph: Graph, position: int, values: dict[str, torch.Tensor],
+                       observed: bool = True) -> Graph | None:
     """The op at `position` on its computed operands given as graph inputs holding `values`, its
-    value the first output, followed by one more op that reads it (a fuser such as NNC fuses only
-    two ops or more); None where that graph cannot be made or does not type-check."""
+    value the first output, followed (`observed`) by one more op that reads it (a fuser such as
+    NNC fuses only two ops or more); None where that graph cannot be made or does not type-check."""
     from ..ir.graph import Node
 
     node = graph.nodes[position]
@@ -371,7 +395,8 @@ def operands_as_inputs(graph: Graph, position: int, values: dict[str, torch.Tens
                     for r, v in values.items()]
         inputs = [specs[r] for r in dict.fromkeys(node.refs()) if r in specs] + operands
         observer = Node(f"{node.name}_seen", "logical_not" if types[node.name].dtype == "bool" else "neg", (node.name,))
-        probe = Graph(tuple(inputs), (node, observer), (node.name, observer.name))
+        probe = (Graph(tuple(inputs), (node, observer), (node.name, observer.name)) if observed
+                 else Graph(tuple(inputs), (node,), (node.name,)))
         probe.infer_types()
     except Exception:
         return None
