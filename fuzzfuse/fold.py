@@ -260,9 +260,10 @@ def fold(root: Path, dry_run: bool = False, verify_runs: int = 3, timeout: float
             continue
         forms = _unique(bug.forms)
         keep, *others = bug.repros
-        folded_in = [variant_entry(report.found_in.get(r.directory.name, r.directory.name), r.case) for r in others]
+        names = [report.found_in.get(r.directory.name, r.directory.name) for r in others]
+        folded_in = [variant_entry(name, r.case) for name, r in zip(names, others)]
         if others:
-            report.folded.append((keep.directory.name, [r.directory.name for r in others]))
+            report.folded.append((keep.directory.name, names))
         own = {(v.key, v.directory) for v, i in keep.forms if same_bug(i, bug.identity)}
         for form in forms:
             if (form.key, form.directory) not in own:
