@@ -31,6 +31,10 @@ triage and the pytest plugin all ask it (or its index key, `BugIdentity.key`).
   still there computes something eager does not. An op computed from another (std from var in
   every fuser, and var_mean's var output from var: `Op.computed_by`; elu from expm1 in Inductor:
   `Backend.computes_from`) is named by that op.
+- A wrong result that needs the fusion's several outputs, with no op to blame (none wrong as the
+  first output, or one any op of its kind stands in for), is the outputs' rule
+  (`wrong_among_outputs`), named with the layouts of the inputs it reads: nvFuser wrote one
+  output's values into another where a contiguous input met a permuted one, whichever ops made them.
 - A crash known only by a Python frame and an unspecific message is the ops its reduced graph
   needs (fillers left out, and, where an op refused its operand's dtype, the ops that only
   consumed the bad value: rootcause.rejects_operand), with their dtype classes, and its folded
