@@ -406,10 +406,11 @@ def only_where(fused, eager: torch.Tensor, positions, judged=None) -> bool:
 
 
 # Where the scalar arbiter finds eager's value wrong and the fused one right, the mismatch is
-# eager's (verdict.EAGER_FAULT): a bug of ATen's vectorized kernels, reported to PyTorch, never to
-# the fuser.
-EAGER_FAULT_NOTE = ("attributed to eager: computed from one-element inputs (ATen's scalar loop), float64 agrees "
-                    "with the fused output and not with eager's, whose vectorized kernel is wrong here")
+# eager's (verdict.EAGER_FAULT): a bug of ATen's vectorized kernels, or of a shortcut it takes for a
+# number operand, reported to PyTorch, never to the fuser.
+EAGER_FAULT_NOTE = ("attributed to eager: computed from one-element inputs (ATen's scalar loop, without its "
+                    "shortcuts for number operands), float64 agrees with the fused output and not with eager's, "
+                    "whose kernel is wrong here")
 # How many wrong elements the scalar arbiter recomputes.
 SCALAR_CHECKS = 8
 

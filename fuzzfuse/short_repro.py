@@ -334,8 +334,9 @@ def check_lines(signature: Signature, symptom: Symptom | None, graph: Graph, bac
     index = f"[{', '.join(map(str, symptom.at))}]" if symptom.at else ""
     reference = f" (eager; float64 gives {symptom.float64})" if symptom.float64 not in (None, symptom.eager) else " (eager)"
     value = symptom.eager
-    if backend_name == EAGER_FAULT:  # eager's vectorized kernel is wrong: right is the fuser's, the scalar loop's value
-        reference, value = " (the same op one element at a time, and the fuser)", symptom.fused
+    if backend_name == EAGER_FAULT:  # eager's kernel is wrong: right is the fuser's, the scalar loop's value
+        reference = " (the same op one element at a time, without ATen's shortcuts for number operands, and the fuser)"
+        value = symptom.fused
     lines = [f"got = {source}{index}.item()",
              f'print(f"{symptom.what}{index}: expected {value}{reference}, got {{got}}")']
     if value == "nan":

@@ -192,3 +192,25 @@ def test_an_eager_run_whose_every_op_is_within_an_ulp_is_not_eagers_fault():
 
     graph, x, y = _fmod_graph(16), torch.full((16,), 3.4e38), torch.full((16,), 1.2e-38)
     assert not ops_faithful_at(graph, [x, y], 0, [0, 7])
+
+
+@pytest.mark.slow  # real Inductor CPU compiles
+def test_eagers_pow_of_minus_zero_by_its_rsqrt_shortcut_is_eagers_bug():
+    """A 300-s CPU Inductor campaign (2026-12-07) reported pow(-0.0, -0.5) new: Inductor's inf
+    against eager's and float64's -inf. ATen computes pow(x, -0.5) as rsqrt(x), which keeps -0's
+    sign (IEEE's pow gives +inf; pytorch#127163, open): eager and the float64 run share the
+    shortcut, so the scalar arbiter computes pow without it (`Op.unshortcut`), and no -inf is an
+    ulp from +inf. Real Inductor CPU; an exponent ATen takes no shortcut for stays right."""
+    from fuzzfuse.ir.interp import ops_faithful_at
+
+    case = load_case(DATA / "eager_pow_rsqrt_shortcut_case.json")
+    x = torch.tensor([-0.0, 0.0, 4.0])
+    assert torch.pow(x, -0.5)[0].item() == -math.inf  # eager's shortcut, as in torch 2.13
+    (scalar,) = scalar_reference(case.graph, [x[:1].reshape(())], 0, [0])
+    assert scalar.item() == math.inf and not ops_faithful_at(case.graph, [x[:1].reshape(())], 0, [0])
+    result = run_case(case.graph, backend_for("inductor"), options=case.options)
+    assert result.outcome is Outcome.MISMATCH and result.signature.backend == EAGER_FAULT, result.detail
+    assert "without its shortcuts" in result.detail
+    assert case_identity(replace(case, signature=result.signature)).component == "eager"
+    other = Graph(case.graph.inputs, (Node("v0", "pow", ("x0", -0.6)),), ("v0",))
+    assert run_case(other, backend_for("inductor"), options=case.options).outcome is not Outcome.MISMATCH

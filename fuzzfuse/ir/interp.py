@@ -280,7 +280,8 @@ def _scalars_as_eager_reads_them(node: Node, args: list, types: dict) -> list:
 
 
 def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_triton: bool = False,
-              flush_math_calls: bool = False, rounding: torch.Generator | None = None) -> tuple[dict, dict[str, str]]:
+              flush_math_calls: bool = False, rounding: torch.Generator | None = None,
+              unshortcut: bool = False) -> tuple[dict, dict[str, str]]:
     """All values of the graph by name, and the names tainted by undefined behaviour (a float->int
     cast out of range, a signed int32 or int64 overflow) or by an order-dependent reduction
     (`_order_dependent`), with why: values only their type is defined of.
@@ -307,6 +308,9 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
     (values in float64 tensors). Where such runs land far from float64, so may eager's and a
     fuser's, both right. An op whose result its dtype defines (`Op.exact_in_dtype`) computes in
     that dtype.
+
+    unshortcut=True computes each op that ATen shortcuts for particular number operands without
+    the shortcut (`Op.unshortcut`): the scalar arbiter's way not to share eager's fault.
     """
     env: dict = {}
     for spec, value in zip(graph.inputs, inputs):
@@ -347,6 +351,8 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
         elif upcast and rounding is None and op.arbiter is not None and node.name in types \
                 and DTYPES[types[node.name].dtype] in (torch.float32, torch.float16, torch.bfloat16):
             out = op.arbiter(*args, **attrs)
+        elif unshortcut and op.unshortcut is not None:
+            out = op.unshortcut(*args, **attrs)
         elif flush_as_triton and op.compares:
             torch.set_flush_denormal(False)
             try:
@@ -673,8 +679,9 @@ def scalar_reference(graph: Graph, inputs: list, output: int, positions: list[in
     """The float64 values of output `output` at the flat `positions`, each computed from 0-d
     inputs: ATen runs a one-element tensor through its scalar loop, not its at::vec kernels, so
     this reference shares no vectorized fault with eager and the float64 run (AVX2's fmod of a huge
-    by a tiny value is nan in both). None where the graph is not elementwise (a reduction or a view
-    reads other positions)."""
+    by a tiny value is nan in both), nor a shortcut ATen takes for a number operand
+    (`Op.unshortcut`: pow(-0.0, -0.5) as rsqrt is -inf). None where the graph is not elementwise
+    (a reduction or a view reads other positions)."""
     kept, inputs = _one_elementwise_output(graph, inputs, output)
     if kept is None:
         return None
@@ -685,7 +692,7 @@ def scalar_reference(graph: Graph, inputs: list, output: int, positions: list[in
         for flat in positions:
             index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape)) if shape else ()
             at = [v.broadcast_to(shape)[index].clone() if isinstance(v, torch.Tensor) else v for v in inputs]
-            values.append(interpret(kept, at, upcast=True)[0][kept.outputs[0]])
+            values.append(interpret(kept, at, upcast=True, unshortcut=True)[0][kept.outputs[0]])
     except (RuntimeError, ValueError, IndexError):  # an output that reads no input at its own position
         return None
     return values
@@ -713,7 +720,7 @@ def ops_faithful_at(graph: Graph, inputs: list, output: int, positions: list[int
             attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in node.attrs.items()}
             got = one(env[node.name], index)
             try:
-                want = OPS[node.op].eager(*wide, **attrs)
+                want = (OPS[node.op].unshortcut or OPS[node.op].eager)(*wide, **attrs)
             except (RuntimeError, ValueError, TypeError):
                 return False
             if not _within_an_ulp(got, want):
@@ -729,5 +736,7 @@ def _within_an_ulp(got: torch.Tensor, want: torch.Tensor) -> bool:
     g, w = got.double(), want.double()
     if bool((g.isnan() & w.isnan()).all()) or bool((g == w).all()):
         return True
+    if not bool((g.isfinite() & w.isfinite()).all()):  # an infinity is no ulp from the other one
+        return False
     info = torch.finfo(got.dtype)
     return bool(((g - w).abs() <= info.eps * w.abs() + info.smallest_normal * info.eps).all())

@@ -129,6 +129,12 @@ class Op:
     # float for these): -0.52289 / 1e-5 is -52288.998, -52289 in float32, -52288 in float64.
     # None: the op's eager function on float64 operands.
     arbiter: Callable[..., torch.Tensor] | None = None
+    # The op computed without ATen's shortcuts for particular number operands, for the scalar
+    # arbiter, which must not share a fault with eager (fuzzfuse.ir.interp.scalar_reference):
+    # ATen computes pow(x, 0.5) and pow(x, -0.5) as sqrt and rsqrt, which keep -0's sign
+    # (pow(-0.0, -0.5) is -inf where IEEE's pow gives +inf: pytorch#127163); with the exponent a
+    # 0-d tensor it is std::pow. None: the op takes no such shortcut.
+    unshortcut: Callable[..., torch.Tensor] | None = None
     # Whether Triton computes it by a call into CUDA's math library (libdevice, compiled with
     # denormals flushed: exp, log, sqrt, rsqrt, the trig ops, floor/ceil/trunc/round, pow, fmod)
     # rather than by plain IEEE instructions (add, mul, div, min/max, select, compare, which read
@@ -439,6 +445,17 @@ _NUMBER_IN_DTYPE_ON_CPU = {"fmod", "remainder", "eq", "ne", "lt", "le", "gt", "g
 _TENSOR_ONLY = {"maximum", "minimum", "atan2", "logical_and", "logical_or", "logical_xor", "nextafter"}
 # nvFuser lowerings that are not the fd.ops function of the op's own name (fd.ops.div truncates).
 _NVFUSER_BINARY = {"div": "truediv", "logical_xor": "@logical_xor", "nextafter": "@nextafter"}
+
+
+def _pow_without_shortcut(base, exponent):
+    """pow with a number exponent given as a 0-d tensor of a float base's dtype: ATen's std::pow
+    path, not its sqrt, rsqrt, reciprocal or square shortcuts for particular numbers."""
+    if isinstance(base, torch.Tensor) and base.is_floating_point() and isinstance(exponent, (int, float)) \
+            and not isinstance(exponent, bool):
+        return torch.pow(base, torch.tensor(exponent, dtype=base.dtype, device=base.device))
+    return torch.pow(base, exponent)
+
+
 # atan2's backward negates the other operand: with a bool operand it raises (torch 2.13).
 _BINARY_GRAD = {"atan2": _float_only}
 for _n, (_rule, _acc) in _BINARY.items():
@@ -448,7 +465,8 @@ for _n, (_rule, _acc) in _BINARY.items():
                 exact_in_dtype=_n == "nextafter", compares=_rule is _boolean, math_call=_n in _MATH_CALLS,
                 number_in_dtype_on_cpu=_n in _NUMBER_IN_DTYPE_ON_CPU,
                 libm_rounded=_n in _LIBM_ROUNDED, fma_role={"mul": "product", "add": "addend", "sub": "addend"}.get(_n),
-                fma_product=(lambda dtype, a, b: a * b) if _n == "mul" else None))
+                fma_product=(lambda dtype, a, b: a * b) if _n == "mul" else None,
+                unshortcut=_pow_without_shortcut if _n == "pow" else None))
 
 for _mode in ("trunc", "floor"):
     register(Op(f"div_{_mode}", "binary", 2, _promote,
