@@ -13,7 +13,6 @@ from typing import Callable
 
 from .backends import Unavailable, backend_for_file, get_backend
 from .backends.registry import device_routes
-from .backends.findings import Difference
 from .backends.options import Options
 from .explain import NARROW_STORE, shows_on_a_poisoned_heap
 from .corpus import Case, CorpusError, ReductionFigures, iter_cases, load_case, write_json
@@ -153,7 +152,7 @@ def reduce_case(case: Case, backend: str, *, workers: int = 2, timeout: float = 
 
         def generalised_now(graph: Graph, kept: Signature) -> Generalisation | None:
             return generalised(graph, kept, backend, interesting_with(options), first_wrong_with(options),
-                               exact_first_with(options), batch=max(1, workers), options=options)
+                               exact_first_with(options), batch=max(1, workers))
 
         def refocused(candidate: Graph, shows: Callable[[str | None], bool], stats: ReductionStats):
             """`candidate`, a smaller graph, reduced again and generalised where the kind its first
@@ -313,21 +312,21 @@ def generalised(graph: Graph, signature: Signature, backend: str,
                 is_interesting: Callable[[list[Graph]], list[bool]],
                 first_wrong: Callable[[list[Graph]], list[str | None]] | None = None,
                 exact_first: Callable[[list[Graph]], list[bool]] | None = None,
-                batch: int = 1, options: Options | None = None) -> Generalisation | None:
+                batch: int = 1) -> Generalisation | None:
     """The fillers, free dtypes and culprit of a reduced graph (fuzzfuse.reduce.generalise), among
     the ops `backend` draws. An anchored crash's identity does not read the graph, but steering
     does (its trigger drops the fillers: fuzzfuse.steering), so its ops are generalised too; no
     dtype (an identity names a dtype's class, never the dtype); a culprit only for a wrong forward
-    value. batch: the workers the queries run on (reduce_case's); options: the case's, which say
-    whether the fuser keeps low-precision intermediates in float32 (its culprit is then probed on
-    such operands as float32 too)."""
+    value. batch: the workers the queries run on (reduce_case's). Where the fuser writes vectorized
+    loops with a scalar tail on its device (`Backend.vector_loops_on`), its culprit is asked on
+    operands long enough for the vectorized loop too."""
     fuser = get_backend(backend)
     wrong_value = signature.outcome == "mismatch" and signature.stage == "run"
-    fp32 = options is not None and Difference.FP32_INTERMEDIATES in fuser.documented_differences(options)
     return generalise(graph, is_interesting, fuser.features.ops,
                       first_wrong=first_wrong if wrong_value else None,
                       exact_first=exact_first if wrong_value else None, batch=batch,
-                      by_signal=signature.outcome == "hard-crash", fp32_operands=fp32)
+                      by_signal=signature.outcome == "hard-crash",
+                      vector_loops=fuser.device in fuser.vector_loops_on)
 
 
 def save_minimized(root: Path, case: Case, result: CaseReduction, backend: str, verify_runs: int = VERIFY_RUNS,

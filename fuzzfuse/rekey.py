@@ -11,6 +11,7 @@ it was verified.
 from __future__ import annotations
 
 import itertools
+import math
 import shutil
 import sys
 from collections.abc import Callable
@@ -18,8 +19,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
-from .backends import Unavailable, get_backend
-from .backends.findings import Difference
+from .backends import Unavailable
+from .backends.registry import declared
+from .bugreport import case_device
+from .ir.interp import ELEMENTWISE
+from .ir.ops import OPS
 from .corpus import Case, CorpusError, ReductionFigures, Variant, load_case, write_json
 from .ir import Graph
 from .minimize import (REDUCER_REVISION, first_output_exact, first_output_wrong, generalised, probed_further,
@@ -30,7 +34,7 @@ from .oracle import Signature
 from .verdict import HarnessError, judge
 from .pool import answered_once, case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
-from .reduce.generalise import WRONG_NUMBERS, Generalisation, conversion_alone
+from .reduce.generalise import VECTOR_ELEMENTS, WRONG_NUMBERS, Generalisation, conversion_alone
 from .identity import identify, root_cause_key, same_bug
 from .known import variant_entry
 from .rootcause import operand_fault, signature_today
@@ -59,29 +63,27 @@ CHANGES: tuple[tuple[int, str, Callable[[Case], bool]], ...] = (
         "forward value (the forward's kernel)", lambda case: case.signature is not None
         and case.signature.outcome == "unfused" and case.signature.stage == "backward-run"
         and case.backend.startswith("aot:") and not case.signature.message),
-    (8, "a wrong value's culprit is asked alone on its float16 and bfloat16 operands as float32 too, where the "
-        "fuser keeps such intermediates in float32", lambda case: _reads_low_precision_it_keeps_as_float32(case)),
+    (8, "a wrong value's culprit right alone on a few elements is asked again on its operands repeated, where "
+        "the fuser's vectorized loop computes them", lambda case: _right_alone_on_a_few_in_vector_loops(case)),
 )
 
 
-def _reads_low_precision_it_keeps_as_float32(case: Case) -> bool:
-    """Whether a wrong value's culprit, not found wrong alone, reads a float16 or bfloat16 value an
-    op before it computed, in a fuser that keeps such intermediates in float32."""
+def _right_alone_on_a_few_in_vector_loops(case: Case) -> bool:
+    """Whether a wrong value's culprit, not found wrong alone, is an elementwise op reading a value
+    an op before it computed, on fewer elements than a vectorized loop takes, of a fuser that
+    writes such loops on the case's device (`Backend.vector_loops_on`)."""
     general, signature = case.generalisation, case.signature
     if signature is None or signature.outcome != "mismatch" or signature.kind not in WRONG_NUMBERS \
-            or general is None or not general.applies_to(case.graph) or general.alone:
+            or general is None or not general.applies_to(case.graph) or general.alone \
+            or case_device(case) not in declared(case.backend, "vector_loops_on", frozenset()):
         return False
     position = general.first_wrong_op(case.graph)
     if position is None:
         return False
-    types, inputs = case.graph.infer_types(), {i.name for i in case.graph.inputs}
-    if not any(types[r].dtype in ("float16", "bfloat16") for r in case.graph.nodes[position].refs() if r not in inputs):
-        return False
-    try:
-        fuser = get_backend(case.backend)
-    except Unavailable:
-        return False
-    return Difference.FP32_INTERMEDIATES in fuser.documented_differences(case.options)
+    node, types = case.graph.nodes[position], case.graph.infer_types()
+    shape = types[node.name].shape
+    return (OPS[node.op].kind in ELEMENTWISE and shape is not None and math.prod(shape) < VECTOR_ELEMENTS
+            and any(r not in {i.name for i in case.graph.inputs} for r in node.refs()))
 
 
 def stale(case: Case) -> str | None:
@@ -206,8 +208,7 @@ def generalise_case(case: Case, pool: WorkerPool, timeout: float = 60.0) -> Gene
     def exact_first(candidates: list[Graph]) -> list[bool]:
         return [first_output_exact(case.backend, reply) for reply in probed(candidates)]
 
-    general = generalised(case.graph, sig, case.backend, is_interesting, first_wrong, exact_first,
-                          options=case.options)
+    general = generalised(case.graph, sig, case.backend, is_interesting, first_wrong, exact_first)
     if general is not None:
         general = probed_further(general, pool, case.backend, case.graph, case.options, sig, timeout,
                                  bool(case.check_strides), ids)

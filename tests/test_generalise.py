@@ -540,12 +540,13 @@ def test_inductor_cpus_expm1_of_a_subnormal_seen_through_eq_is_the_committed_exp
 
 @pytest.mark.slow
 @pytest.mark.upstream_bug("inductor-mismatch-nan-inf-float-c6f475f2")
-def test_a_culprit_right_on_eagers_bfloat16_is_asked_on_the_float32_its_kernel_holds():
-    """A 300-s CPU Inductor campaign's bfloat16 pow(0, 0) -> neg -> remainder by 2.9e-39 (inf,
-    eager -0) was keyed as pow's, a new bug: remainder alone on eager's bfloat16 -1 is right, and
-    so is a float32 -1 with neg after it; as the one output on the float32 -1 its fused kernel
-    holds (Inductor keeps bfloat16 intermediates in float32) it is inf, the committed remainder
-    bug. Real Inductor CPU, under the capability the case was recorded with (AVX2)."""
+def test_a_culprit_right_alone_on_two_elements_is_asked_on_a_vector_loops_worth():
+    """A 300-s CPU Inductor campaign's bfloat16 pow(0, 0) -> neg -> remainder by [2.9e-39, 1] (inf,
+    eager -0) was keyed as pow's, a new bug: the remainder alone on the -1 eager computes is right
+    on two elements, which Inductor's scalar tail computes; its vectorized remainder, which the
+    fused kernel ran, gives inf for that quotient (c6f475f2, pytorch#198057). Asked again on the
+    divisors repeated to 64 (`tiled`), it is inf. Real Inductor CPU, in a worker as a campaign's
+    (one thread, this machine's capability) and under the capability the case was recorded with."""
     from fuzzfuse.identity import case_identity, same_bug
     from fuzzfuse.rekey import stale
 
@@ -553,19 +554,43 @@ def test_a_culprit_right_on_eagers_bfloat16_is_asked_on_the_float32_its_kernel_h
     found = load_case(data)
     as_campaign_keyed = replace(found, generalisation=replace(found.generalisation, alone=False),
                                 reduction=replace(found.reduction, reducer=7))
-    assert case_identity(as_campaign_keyed).where == "pow" and "float32" in stale(as_campaign_keyed)
-    with Pools(1, 120.0) as pools:
-        _, general, _ = generalise_case(replace(found, generalisation=None), pools("inductor", found))
-    assert general.alone and general.culprit is None, general
+    assert case_identity(as_campaign_keyed).where == "pow" and "repeated" in stale(as_campaign_keyed)
     committed = load_case(Path(__file__).parent.parent / "minimized" / "inductor-mismatch-nan-inf-float-c6f475f2" / "case.json")
-    now = case_identity(replace(found, generalisation=general))
-    assert now.where == "remainder" and same_bug(now, case_identity(committed))
+    unpinned = replace(found, versions={}, generalisation=None)
+    with Pools(1, 120.0) as pools:
+        for case in (unpinned, replace(found, generalisation=None)):
+            _, general, _ = generalise_case(case, pools("inductor", case))
+            assert general.alone and general.culprit is None, general
+            now = case_identity(replace(found, generalisation=general))
+            assert now.where == "remainder" and same_bug(now, case_identity(committed))
+
+
+def test_a_probe_is_tiled_along_its_innermost_dim_and_keeps_what_broadcasts():
+    """The probe's inputs that span the result's innermost dim repeat along it; a 0-d operand stays
+    broadcast; each repeat of the result is the original's."""
+    from fuzzfuse.ir import make_inputs
+    from fuzzfuse.ir.graph import Node, TensorInput
+    from fuzzfuse.reduce.generalise import VECTOR_ELEMENTS, tiled
+    from fuzzfuse.ir.interp import interpret
+    import torch
+
+    probe = Graph((TensorInput("x1", (2,), "float32"), TensorInput("v1", (), "bfloat16")),
+                  (Node("v2", "remainder", ("v1", "x1")), Node("v2_seen", "neg", ("v2",))), ("v2", "v2_seen"))
+    long = tiled(probe)
+    assert [tuple(i.shape) for i in long.inputs] == [(VECTOR_ELEMENTS,), ()]
+    short_out = interpret(probe, make_inputs(probe))[0]["v2"]
+    long_out = interpret(long, make_inputs(long))[0]["v2"]
+    assert torch.equal(long_out, short_out.repeat(VECTOR_ELEMENTS // 2))
+    assert tiled(long) is None
+    reduction = Graph((TensorInput("x", (2, 3), "float32"),), (Node("s", "sum", ("x",), {"dims": [1], "keepdim": False}),
+                                                              Node("n", "neg", ("s",))), ("s", "n"))
+    assert tiled(reduction) is None
 
 
 def test_rekeys_pools_pin_the_cpu_capability_each_case_was_recorded_with():
     """Generalisation of a committed repro ran under the host's capability while its repro pins the
-    recorded one: the bfloat16 remainder above is inf alone under AVX2, right under AVX-512, and was
-    keyed as pow's there. Pools keep one pool per (backend, capability)."""
+    recorded one (Inductor CPU writes other loops for AVX2 and AVX-512, and its bugs may show under
+    one only). Pools keep one pool per (backend, capability)."""
     recorded = replace(load_case(Path(__file__).parent / "data" / "known_forms"
                                  / "inductor-mismatch-nan-inf-float-58783996" / "case.json"), versions={"cpu_capability": "default"})
     with Pools(1, 60.0) as pools:

@@ -157,6 +157,10 @@ class Backend:
     env: Mapping[str, str] = MappingProxyType({})
     # Whether `run` takes grad_outputs (training cases); without it they are reported unsupported.
     supports_backward: bool = False
+    # The devices on which its code runs an elementwise loop vectorized, with a scalar tail for the
+    # elements left over: a wrong value of its vector code shows on a long tensor, not on a few
+    # elements (fuzzfuse.reduce.generalise asks a culprit on both).
+    vector_loops_on: frozenset[str] = frozenset()
     # Per-case lowering choices a campaign draws among (nvFuser's "direct"/"upcast"); `run` takes
     # the chosen one as its `style` keyword.
     styles: tuple[str, ...] = ()

@@ -49,6 +49,8 @@ class InductorBackend(DynamoBackend):
     flush_style = MappingProxyType({"cpu": FlushStyle.DAZ_FTZ, "cuda": FlushStyle.TRITON_FP32})
     # dynamo and aot_autograd without Inductor (fuzzfuse.attribution).
     reference_route = "dynamo:aot_eager"
+    # Its C++ kernels: at::vec loops over the innermost dim, a scalar loop for the tail.
+    vector_loops_on = frozenset({"cpu"})
     # torch._decomp's elu is where(x > 0, x * scale, expm1(x * input_scale) * alpha * scale), and
     # torch._refs' div(rounding_mode="trunc") of floats is trunc(a / b): Triton's division is its.
     # argmin and minimum are argmax's and maximum's code with the comparison turned round (Triton:

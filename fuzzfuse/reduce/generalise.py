@@ -45,6 +45,7 @@ case re-reduced since, or recorded before generalisation existed, keys by its na
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
@@ -72,9 +73,11 @@ FILLER_EVIDENCE = 2
 ALTERNATIVES_PER_DTYPE = 2
 MAX_QUERIES = 32
 CATEGORIES = ("bool", "int", "float")
-# The mismatch kinds a float32 operand may show as its low-precision twin's (not a dtype or a shape).
+# The mismatch kinds an op's operands repeated may show as the few did (not a dtype or a shape).
 WRONG_NUMBERS = ("values", "nan-inf")
-LOW_PRECISION = (torch.float16, torch.bfloat16)
+# Elements an op alone is asked on where a CPU fuser's vectorized loop, not its scalar tail, must
+# compute them: wider than AVX-512's 16 float32 lanes, and than an unrolled pair of them.
+VECTOR_ELEMENTS = 64
 
 
 @dataclass(frozen=True)
@@ -176,7 +179,7 @@ class Generalisation:
 def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtypes: Iterable[str] = (),
                max_queries: int = MAX_QUERIES, first_wrong: FirstWrong | None = None,
                batch: int = 1, by_signal: bool = False, exact_first: Predicate | None = None,
-               fp32_operands: bool = False) -> Generalisation:
+               vector_loops: bool = False) -> Generalisation:
     """The fillers, free dtypes and culprit of `graph`, a reduced graph that `is_interesting` (the
     reducer's same-signature test) holds for. `ops`: the ops the backend draws, among which
     alternatives are chosen; `dtypes`: the dtypes it draws, tried on the inputs (none: dtypes are
@@ -187,10 +190,9 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
     killed the process: whether it needs a folded constant is probed (only such a crash's key
     names a fold: fuzzfuse.identity.needed_ops), and, since it may show on most runs, not all (a
     heap corruption glibc notices or not), an alternative that did not fail is asked once more
-    before it counts against a filler. `fp32_operands`: the fuser keeps float16 and bfloat16
-    intermediates in float32 (Difference.FP32_INTERMEDIATES): where the culprit is right alone on
-    eager's low-precision operands, it is asked once more on them as float32, the values its
-    fused kernel held."""
+    before it counts against a filler. `vector_loops`: the fuser writes vectorized loops with a
+    scalar tail (a CPU fuser): a culprit right alone on a few elements is asked once more on its
+    operands repeated (`_alone`)."""
     drawn, budget = set(ops), [max_queries]
 
     def spent(candidates: list[Graph]) -> list[Graph]:
@@ -229,7 +231,7 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
             # The same runs' answers (the caller runs each probe once): no query is spent.
             exact = tuple(k for k, same in zip(positions, exact_first(probes)) if same)
     wrong_at = first_wrong_position(graph, culprit) if first_wrong is not None else None
-    alone = _alone(graph, wrong_at, culprit, first_wrong, spent, fp32_operands)
+    alone = _alone(graph, wrong_at, culprit, first_wrong, spent, vector_loops)
     if culprit is not None and not alone:
         # The first op found wrong is right on eager's operands: an op before it that it reads
         # gave a value the tolerance forgave but that is not eager's, and that starts it. Inductor
@@ -291,36 +293,70 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
 
 
 def _alone(graph: Graph, position: int | None, culprit: tuple[int, str] | None, first_wrong: FirstWrong | None,
-           spent: Callable[[list[Graph]], list[Graph]], fp32_operands: bool = False) -> bool:
+           spent: Callable[[list[Graph]], list[Graph]], vector_loops: bool = False) -> bool:
     """Does the op at `position` fail on its operands alone, given as inputs holding the values the
     ops before it computed? Then they only made those values, and the key is the op on them; else
     the bug needs them (a fused pair: log then add), and the key keeps them. An op that reads graph
     inputs only is alone already.
-    With `fp32_operands`, a wrong value is asked for once more with the float16 and bfloat16
-    operands as float32, as the fused kernel holds them, and, where the op is the graph's one
-    output, also as the one output (no observer after it: a second output changes the code
-    Inductor writes). Inductor CPU's remainder of bfloat16 pow(0, 0) -> neg by 2.9e-39 is inf
-    (eager -0), as its remainder of a float32 -1 is as a kernel's last op (c6f475f2); not of a
-    bfloat16 -1, nor with neg after it. It was keyed as pow's, a new bug."""
+    With `vector_loops` (a fuser that writes vectorized loops with a scalar tail, on the CPU), an
+    elementwise op right alone on fewer than VECTOR_ELEMENTS elements is asked once more on its
+    operands repeated to that many (`tiled`): its scalar tail computed the few elements, where the
+    fused kernel's vectorized body did. Inductor CPU's remainder of -1 (bfloat16 pow(0, 0) -> neg)
+    by 2.9e-39 is inf in a fused kernel of two elements and right alone on two; on sixteen it is
+    inf, the committed c6f475f2 (its vectorized remainder, pytorch#198057). It was keyed as pow's,
+    a new bug."""
     if position is None or first_wrong is None:
         return False
     values = computed_operands(graph, position)
     if values == {}:
         return True
-    tries = [(values, True)]
-    if values and fp32_operands and (culprit is None or culprit[1] in WRONG_NUMBERS) \
-            and any(v.dtype in LOW_PRECISION for v in values.values()):
-        widened = {r: v.float() if v.dtype in LOW_PRECISION else v for r, v in values.items()}
-        last = graph.outputs == (graph.nodes[position].name,)
-        tries += [(widened, True)] + ([(widened, False)] if last else [])
-    for operands, observed in tries if values else ():
-        if (g := operands_as_inputs(graph, position, operands, observed)) is None or not (probe := spent([g])):
+    if not values or (g := operands_as_inputs(graph, position, values)) is None:
+        return False
+    tries = [g] + ([t] if vector_loops and (t := tiled(g)) is not None else [])
+    for probe in tries:
+        if not (asked := spent([probe])):
             return False
-        shown = first_wrong(probe)[0]
-        if shown is not None and (culprit is None or shown == culprit[1]) and \
-                (operands is values or shown in WRONG_NUMBERS):
+        shown = first_wrong(asked)[0]
+        if shown is not None and (culprit is None or shown == culprit[1]) and (probe is g or shown in WRONG_NUMBERS):
             return True
     return False
+
+
+def tiled(probe: Graph) -> Graph | None:
+    """`probe`, one elementwise op (and its observer) on pinned inputs, with each input that spans
+    the result's innermost dim holding its values repeated along that dim, so that the result has
+    VECTOR_ELEMENTS elements or more: a CPU fuser vectorizes the innermost loop, and an input
+    broadcast along it stays broadcast (a 0-d -1 against sixteen divisors, as the fused kernel read
+    it). Each repeat of the result is the original's. None where the op is not elementwise or its
+    result is that long already."""
+    from ..ir.interp import ELEMENTWISE
+
+    node = probe.nodes[0]
+    shape = probe.infer_types()[node.name].shape
+    if OPS[node.op].kind not in ELEMENTWISE or shape is None or math.prod(shape) >= VECTOR_ELEMENTS:
+        return None
+    shape = tuple(shape) or (1,)
+    copies = -(-VECTOR_ELEMENTS // max(1, math.prod(shape)))
+    try:
+        inputs = make_inputs(probe)
+    except Exception:
+        return None
+    specs = []
+    for spec, value in zip(probe.inputs, inputs):
+        if not isinstance(spec, TensorInput):
+            specs.append(spec)
+            continue
+        value = value.detach().cpu()
+        aligned = value.reshape((1,) * (len(shape) - value.dim()) + tuple(value.shape))
+        if aligned.shape[-1] == shape[-1]:
+            value = aligned.repeat(*[1] * (aligned.dim() - 1), copies)
+        specs.append(replace(pinned(spec.name, value.contiguous()), requires_grad=False))
+    candidate = replace(probe, inputs=tuple(specs))
+    try:
+        candidate.infer_types()
+    except Exception:
+        return None
+    return candidate
 
 
 def _folded(graph: Graph, ask: Predicate) -> tuple[int, ...]:
