@@ -856,19 +856,23 @@ def test_the_reducer_records_the_revision_of_its_last_change():
 def test_fold_reduces_a_stale_crash_directory_again_and_folds_it_into_its_bug(tmp_path):
     """The directory-level twin of the form test above: a whole directory left by the older reducer
     as a crash downstream of a wrong dtype. fold reduces it again by itself (no directory picked by
-    hand), finds the add's wrong dtype and folds it into the directory of that bug, which lists it
-    under the name it was committed with, not the one it was moved to for the fold."""
+    hand), finds the add's wrong dtype and folds it into the directory of that bug, which lists it,
+    and the fold logs it, under the name it was committed with, not the one it was moved to for the
+    fold."""
     home = "aot-onednn-mismatch-dtype-float-f2f41e81"
     root = tmp_path / "minimized"
     shutil.copytree(Path(__file__).parent.parent / "minimized" / home, root / home)
+    before = {v.directory for v in load_case(root / home / "case.json").also_seen_as}
     old = _old_onednn_crash_directory(root)
     report = fold(root, verify_runs=1)
     assert [p.name for p in root.iterdir()] == [home], report.lines()
     ((name, became),) = report.reduced_again
     assert name == old.name and "wrong-dtype" in became and not report.split, report.lines()
-    (moved,) = report.folded[0][1]
+    moved = became.rpartition(", now ")[2]
+    assert moved and moved != old.name, became
+    assert report.folded[0][1] == [old.name], report.lines()
     listed = {v.directory for v in load_case(root / home / "case.json").also_seen_as}
-    assert moved != old.name and old.name in listed and moved not in listed
+    assert listed - before == {old.name} and moved not in listed
 
 
 @pytest.mark.slow
