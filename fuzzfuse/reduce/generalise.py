@@ -415,11 +415,10 @@ def computed_operands(graph: Graph, position: int) -> dict[str, torch.Tensor] | 
     return {r: env[r] for r in computed}
 
 
-def operands_as_inputs(graph: Graph, position: int, values: dict[str, torch.Tensor],
-                       observed: bool = True) -> Graph | None:
+def operands_as_inputs(graph: Graph, position: int, values: dict[str, torch.Tensor]) -> Graph | None:
     """The op at `position` on its computed operands given as graph inputs holding `values`, its
-    value the first output, followed (`observed`) by one more op that reads it (a fuser such as
-    NNC fuses only two ops or more); None where that graph cannot be made or does not type-check."""
+    value the first output, followed by one more op that reads it (a fuser such as NNC fuses only
+    two ops or more); None where that graph cannot be made or does not type-check."""
     from ..ir.graph import Node
 
     node = graph.nodes[position]
@@ -431,8 +430,7 @@ def operands_as_inputs(graph: Graph, position: int, values: dict[str, torch.Tens
                     for r, v in values.items()]
         inputs = [specs[r] for r in dict.fromkeys(node.refs()) if r in specs] + operands
         observer = Node(f"{node.name}_seen", "logical_not" if types[node.name].dtype == "bool" else "neg", (node.name,))
-        probe = (Graph(tuple(inputs), (node, observer), (node.name, observer.name)) if observed
-                 else Graph(tuple(inputs), (node,), (node.name,)))
+        probe = Graph(tuple(inputs), (node, observer), (node.name, observer.name))
         probe.infer_types()
     except Exception:
         return None
