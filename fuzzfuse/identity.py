@@ -240,7 +240,8 @@ def identify(signature: Signature | None, graph: Graph | None = None,
         return BugIdentity(comp, Anchor.CULPRIT, Symptom.WRONG_SHAPE, MADE_EXTENT_ONE_BROADCAST, "", phase, device)
     if signature.outcome == "mismatch" and symptom is Symptom.WRONG_VALUE and wrong_among_outputs(graph, general):
         # The fusion's outputs are wrong, not an op: named by the layouts of the inputs it read.
-        return BugIdentity(comp, Anchor.CULPRIT, symptom, WRONG_AMONG_OUTPUTS, input_layouts(graph), phase, device)
+        return BugIdentity(comp, Anchor.CULPRIT, symptom, WRONG_AMONG_OUTPUTS,
+                           input_layouts(graph, channels_last_permuted=True), phase, device)
     if signature.outcome == "mismatch":
         position = culprit_position(graph, general)
         wildcard = filler_culprit(graph, general) if position is None else None
@@ -289,8 +290,7 @@ def identify(signature: Signature | None, graph: Graph | None = None,
     if signature.outcome == "unfused":
         # A fallback is named by the ops it declined and the layouts of the inputs that made it
         # decline (a sliced or expanded operand): its constants and values are not read.
-        layouts = sorted({i.layout.kind for i in graph.without_dead_code().inputs if isinstance(i, TensorInput)})
-        return BugIdentity(comp, Anchor.GRAPH, symptom, needed_ops(graph, general), "/".join(layouts), phase, device)
+        return BugIdentity(comp, Anchor.GRAPH, symptom, needed_ops(graph, general), input_layouts(graph), phase, device)
     form = graph_form(graph, _dtype_policy(signature), focus=not judged, generalisation=general)
     return BugIdentity(comp, Anchor.GRAPH, symptom, form, "", phase, device)
 
@@ -309,10 +309,11 @@ def wrong_among_outputs(graph: Graph, generalisation: Generalisation | None) -> 
     return culprit is None or culprit[0] in {k for k, _ in generalisation.ops}
 
 
-def input_layouts(graph: Graph) -> str:
-    """The layouts of the tensors a graph reads, sorted ("contiguous/permuted"): a channels_last
-    tensor is a permuted one."""
-    kinds = {"permuted" if i.layout.kind == "channels_last" else i.layout.kind
+def input_layouts(graph: Graph, channels_last_permuted: bool = False) -> str:
+    """The layouts of the tensors a graph reads, sorted ("contiguous/permuted"); with
+    `channels_last_permuted`, a channels_last tensor is named a permuted one (the outputs rule
+    reads memory order only; a fallback's guard may reject channels_last alone)."""
+    kinds = {"permuted" if channels_last_permuted and i.layout.kind == "channels_last" else i.layout.kind
              for i in graph.without_dead_code().inputs if isinstance(i, TensorInput)}
     return "/".join(sorted(kinds))
 

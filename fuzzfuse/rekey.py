@@ -11,7 +11,6 @@ it was verified.
 from __future__ import annotations
 
 import itertools
-import math
 import shutil
 import sys
 from collections.abc import Callable
@@ -22,8 +21,6 @@ from typing import NamedTuple
 from .backends import Unavailable
 from .backends.registry import declared
 from .bugreport import case_device
-from .ir.interp import ELEMENTWISE
-from .ir.ops import OPS
 from .corpus import Case, CorpusError, ReductionFigures, Variant, load_case, write_json
 from .ir import Graph
 from .minimize import (REDUCER_REVISION, first_output_exact, first_output_wrong, generalised, probed_further,
@@ -34,7 +31,7 @@ from .oracle import Signature
 from .verdict import HarnessError, judge
 from .pool import answered_once, case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
-from .reduce.generalise import VECTOR_ELEMENTS, WRONG_NUMBERS, Generalisation, conversion_alone
+from .reduce.generalise import WRONG_NUMBERS, Generalisation, conversion_alone, few_for_a_vector_loop
 from .identity import identify, root_cause_key, same_bug
 from .known import variant_entry
 from .rootcause import operand_fault, signature_today
@@ -80,9 +77,8 @@ def _right_alone_on_a_few_in_vector_loops(case: Case) -> bool:
     position = general.first_wrong_op(case.graph)
     if position is None:
         return False
-    node, types = case.graph.nodes[position], case.graph.infer_types()
-    shape = types[node.name].shape
-    return (OPS[node.op].kind in ELEMENTWISE and shape is not None and math.prod(shape) < VECTOR_ELEMENTS
+    node = case.graph.nodes[position]
+    return (few_for_a_vector_loop(node.op, case.graph.infer_types()[node.name].shape)
             and any(r not in {i.name for i in case.graph.inputs} for r in node.refs()))
 
 

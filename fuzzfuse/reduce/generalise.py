@@ -322,6 +322,14 @@ def _alone(graph: Graph, position: int | None, culprit: tuple[int, str] | None, 
     return False
 
 
+def few_for_a_vector_loop(op: str, shape: tuple[int, ...] | None) -> bool:
+    """Whether an op of this result shape, alone, may run in a CPU fuser's scalar tail where a
+    fused kernel ran it vectorized: an elementwise op of fewer than VECTOR_ELEMENTS elements."""
+    from ..ir.interp import ELEMENTWISE
+
+    return OPS[op].kind in ELEMENTWISE and shape is not None and math.prod(shape) < VECTOR_ELEMENTS
+
+
 def tiled(probe: Graph) -> Graph | None:
     """`probe`, one elementwise op (and its observer) on pinned inputs, with each input that spans
     the result's innermost dim holding its values repeated along that dim, so that the result has
@@ -329,11 +337,9 @@ def tiled(probe: Graph) -> Graph | None:
     broadcast along it stays broadcast (a 0-d -1 against sixteen divisors, as the fused kernel read
     it). Each repeat of the result is the original's. None where the op is not elementwise or its
     result is that long already."""
-    from ..ir.interp import ELEMENTWISE
-
     node = probe.nodes[0]
     shape = probe.infer_types()[node.name].shape
-    if OPS[node.op].kind not in ELEMENTWISE or shape is None or math.prod(shape) >= VECTOR_ELEMENTS:
+    if not few_for_a_vector_loop(node.op, shape):
         return None
     shape = tuple(shape) or (1,)
     copies = -(-VECTOR_ELEMENTS // max(1, math.prod(shape)))
