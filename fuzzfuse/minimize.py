@@ -26,7 +26,7 @@ from .pool import answered_once, case_pool, graph_job, run_jobs
 from .repro_dir import VERIFY_RUNS, repro_slug, write_minimized
 from .rootcause import operand_fault, signature_today
 from .bugreport import with_variants
-from .verdict import HarnessError, Outcome, judge
+from .verdict import EAGER_FAULT, HarnessError, Outcome, judge
 from .worker import WorkerPool
 
 # Raised whenever reduce_case may name a committed bug otherwise; `rekey.CHANGES` says which cases
@@ -214,13 +214,16 @@ def devices_failing_alike(pool, backend: str, graph: Graph, options: Options, si
                           timeout: float, check_strides: bool, ids) -> tuple[str, ...]:
     """The devices a reduced wrong value fails alike on (the same outcome, stage, kind and class),
     its own among them, where its fuser runs one lowering on several (`Backend.device_routes`)
-    and another of them runs here; () where none does, or it fails on its own device only. The
+    and another of them runs here; () where none does, or it fails on its own device only. A
+    fault of eager's (verdict.EAGER_FAULT) is asked of eager's routes: its scalar loop judged
+    against eager on the other device fails alike where eager's kernel there is wrong too. The
     other device runs with the fuser's defaults (a configuration drawn for one device may not
     exist on another): failing alike there, the bug needs neither the configuration nor the
     device. (Skipping every case with a drawn configuration left a CUDA logical_xor whose output
     strides were wrong with disable_ftz set, which nothing about strides reads, keyed apart from
     the committed CPU bug that the same graph shows on CPU.)"""
-    routes = device_routes(backend)
+    # A fault of eager's kernel, which a fuser's right value showed, is asked of eager's own routes.
+    routes = device_routes(EAGER_FAULT if signature.backend == EAGER_FAULT else backend)
     if signature.outcome != "mismatch" or not routes:
         return ()
     own = get_backend(backend).device

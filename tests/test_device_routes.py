@@ -104,3 +104,59 @@ def test_a_corpus_listing_counts_the_twins_as_one_bug(tmp_path):
     found, bad = groups([str(tmp_path)])
     assert not bad and [sorted(m[0] for m in members) for members in found.values()] == \
         [sorted([CPU_TWIN.name, CUDA_TWIN.name])]
+
+
+# ---- eager's own faults: its scalar loop on each device ---------------------------------------------
+
+EAGER_CUDA = TWINS / "eager-mismatch-nan-inf-float-e80a524e"  # pow(-inf, 0.5) is nan on CUDA, found by nvFuser
+EAGER_CPU = ROOT / "minimized" / "eager-mismatch-nan-inf-float-81c08634"  # pow(-0.0, -0.5) is -inf on CPU
+EAGER_CUDA_ONLY = ROOT / "minimized" / "eager-mismatch-values-float-0d18227e"  # CUDA's div_trunc(-3.5, 1e-05)
+
+
+@pytest.mark.parametrize("directory, alike", [(EAGER_CUDA, True), (EAGER_CPU, True), (EAGER_CUDA_ONLY, False)])
+def test_eagers_scalar_loop_on_the_cpu_fails_as_eager_where_eagers_cpu_kernel_is_wrong(directory, alike):
+    """What the probe asks eager's CPU route, asked here on real ATen kernels: pow(x, 0.5) is sqrt
+    on the CPU as on CUDA (pow(-inf, 0.5) nan, IEEE's inf), so the CUDA case fails on the CPU with
+    the signature the fuser's right value gave it; CUDA's div_trunc rounding is CUDA's alone, and
+    the CPU's eager computes it right."""
+    from fuzzfuse.backends import get_backend
+    from fuzzfuse.job import run_case
+
+    case = load_case(directory / "case.json")
+    result = run_case(case.graph, get_backend("scalar:cpu"))
+    if alike:
+        assert result.signature == case.signature, result.detail
+    else:
+        assert result.outcome.value == "pass", result.detail
+
+
+def test_an_eager_fault_alike_on_both_devices_names_no_device_and_is_the_committed_cpu_bug():
+    cuda, cpu = (load_case(d / "case.json") for d in (EAGER_CUDA, EAGER_CPU))
+    on_cpu = identify(cpu.signature, cpu.graph, cpu.generalisation, "cpu")
+    alone = identify(cuda.signature, cuda.graph, cuda.generalisation, "cuda")
+    assert on_cpu.component == alone.component == "eager" and on_cpu.where == alone.where == "pow"
+    assert not same_bug(on_cpu, alone)  # as the campaign keyed it: another device
+    shared = replace(cuda.generalisation, devices=("cpu", "cuda"))
+    both = identify(cuda.signature, cuda.graph, shared, "cuda")
+    assert both.device == "" and same_bug(both, on_cpu)
+    assert KnownBugs({on_cpu.key(): EAGER_CPU.name}).find(both.key()) == EAGER_CPU.name
+
+
+@pytest.mark.slow  # loading Inductor takes seconds
+def test_an_eager_fault_found_on_the_cpu_stays_there_where_cuda_cannot_run():
+    case = load_case(EAGER_CPU / "case.json")
+    if torch.cuda.is_available():
+        pytest.skip("CUDA runs here: the probe would run")
+    assert devices_failing_alike(None, case.backend, case.graph, Options(), case.signature, 120.0, False,
+                                 itertools.count()) == ()
+
+
+@pytest.mark.slow
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the probe runs eager on both devices")
+@pytest.mark.parametrize("directory, devices", [(EAGER_CUDA, ("cpu", "cuda")), (EAGER_CUDA_ONLY, ())])
+def test_on_a_gpu_an_eager_fault_is_both_devices_only_where_the_cpus_eager_shares_it(directory, devices):
+    case = load_case(directory / "case.json")
+    with case_pool("eager", 2, 300.0) as pool:
+        assert devices_failing_alike(pool, case.backend, case.graph, case.options, case.signature, 300.0, False,
+                                     itertools.count()) == devices

@@ -36,6 +36,10 @@ BACKENDS: dict[str, str] = {
     "inductor:cpu": "fuzzfuse.backends.inductor:InductorOnCPU",
     "inductor:cuda": "fuzzfuse.backends.inductor:InductorOnCUDA",
     "nvfuser": "fuzzfuse.backends.nvfuser:NvFuserBackend",
+    # Eager's scalar loop on one device (EagerBackend.device_routes): is a fault of eager's both
+    # devices'?
+    "scalar:cpu": "fuzzfuse.backends.eager:ScalarLoopOnCPU",
+    "scalar:cuda": "fuzzfuse.backends.eager:ScalarLoopOnCUDA",
 }
 # Preference order for the default backend: the first available one wins. nvFuser is the primary
 # target; without a GPU, NNC runs 40-120 cases/s on 2 cores where CPU Inductor manages ~1 (a C++
