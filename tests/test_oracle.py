@@ -771,6 +771,34 @@ def test_a_mean_read_by_a_sub_may_be_contracted_with_it_as_a_product():
     assert compare_output(0, wrong, nearest_run(wrong, [eager, *(r[0] for r in runs)]), ref64, 1) is not None
 
 
+def test_a_product_read_twice_by_a_sub_may_be_contracted_in_one_read_only():
+    """The H100 Inductor campaign of 2026-12-07 reported mul(x, 1e-05) - itself -> reciprocal as
+    new: Triton gave -1.1477098e+15 where eager gives inf. Triton's sub reads one operand as the
+    product in a fused multiply-add and the other as the stored, rounded product: fma(x, 1e-05,
+    -(x * 1e-05)) is the product's rounding error, not 0. The rounding runs read a product
+    unrounded per read, so one of them gives that value; before, one value read twice always
+    gave 0. A value no contraction gives (of either rounding of the product: the runs round each
+    op up or down) stays wrong."""
+    from fuzzfuse.job import rounding_runs
+    from fuzzfuse.oracle import nearest_run
+
+    b = GraphBuilder()
+    x = b.tensor((), "float32")
+    product = b.add("mul", x, 1e-05)
+    graph = b.build([b.add("reciprocal", b.add("sub", product, product))])
+    inputs = [torch.tensor(0.003921568859368563)]
+    eager, ref64 = run_eager(graph, inputs)[0][0], run_eager(graph, inputs, upcast=True)[0][0]
+    assert float(eager) == float(ref64) == float("inf")
+    fused = torch.tensor(-1.1477098e+15)  # the H100's Triton value (minimized/...-0491da1e before it was dropped)
+    exact = inputs[0].double() * torch.tensor(1e-05, dtype=torch.float32).double()
+    assert float(fused) == float((1 / (exact - exact.float().double())).float())  # the fma's residual
+    assert compare_output(0, fused, eager, ref64, 1) is not None  # without the runs: a mismatch
+    runs = rounding_runs(graph, inputs, [eager])
+    assert compare_output(0, fused, nearest_run(fused, [eager, *(r[0] for r in runs)]), ref64, 1) is None
+    wrong = torch.tensor(float("-inf"))  # no contraction of either rounding of the product gives it
+    assert compare_output(0, wrong, nearest_run(wrong, [eager, *(r[0] for r in runs)]), ref64, 1) is not None
+
+
 def test_a_wider_operand_converted_to_the_results_dtype_is_no_overflow_and_a_wrapping_op_is():
     """Eager converts a 0-d int64 beside an int32 tensor to int32 (a defined, modular conversion)
     before it adds; only the add itself can overflow. Real NNC computes that add in int64 (the

@@ -170,6 +170,26 @@ def _either(other: torch.Tensor, value: torch.Tensor, generator: torch.Generator
     return torch.where(coin, other.broadcast_to(value.shape), value)
 
 
+def _as_an_fma_reads(node: Node, args: list, unrounded: dict[str, torch.Tensor],
+                     generator: torch.Generator) -> list:
+    """An add's or sub's operands as a fused multiply-add may read them: per element at random,
+    one operand that is a product (`unrounded`: its float64 value by name) unrounded, or none. Per
+    read, not per product: x * c - x * c is fma(x, c, -(x * c)) in Triton, the product's rounding
+    error, where one value read twice would always give 0."""
+    products = [i for i, ref in enumerate(node.args) if isinstance(ref, str) and ref in unrounded]
+    if not products:
+        return args
+    shape = torch.broadcast_shapes(*[a.shape for a in args if isinstance(a, torch.Tensor)])
+    taken = torch.zeros(shape, dtype=torch.bool)
+    out = list(args)
+    for i in products:
+        coin = (torch.rand(shape, generator=generator) < 0.5) & ~taken
+        taken |= coin
+        exact = unrounded[node.args[i]].broadcast_to(shape)
+        out[i] = torch.where(coin.to(exact.device), exact, args[i].broadcast_to(shape))
+    return out
+
+
 def _another_libms(value: torch.Tensor, exact: torch.Tensor, dtype: torch.dtype,
                    generator: torch.Generator) -> torch.Tensor:
     """A result of an op no standard rounds correctly (`Op.libm_rounded`: exp, sin, pow), `value`
@@ -320,8 +340,11 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
     tainted: dict[str, str] = {}
     types = graph.infer_types() if rounding is not None or upcast or flush_math_calls else {}
     fma_addends = {r for n in graph.nodes if OPS[n.op].fma_role == "addend" for r in n.refs()}
+    unrounded: dict[str, torch.Tensor] = {}  # a product's float64 value, where an fma may read it
     for node in graph.nodes:
         args = [env[a] if isinstance(a, str) else a for a in node.args]
+        if unrounded and OPS[node.op].fma_role == "addend":
+            args = _as_an_fma_reads(node, args, unrounded, rounding)
         if upcast and node.name in types:
             args = _made_float(node, args, types[node.name].dtype)
             args = _scalars_as_eager_reads_them(node, args, types)
@@ -381,11 +404,9 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
             rounded = _round_faithfully(out, types[node.name].dtype, rounding)
             if op.fma_product is not None and node.name in fma_addends and out.is_floating_point():
                 # a fused multiply-add reads the product unrounded (CUDA's, Triton's and gcc's
-                # default contraction with the add or sub that takes it)
-                product = op.fma_product(DTYPES[types[node.name].dtype], *args, **attrs).double()
-                out = _either(product, rounded, rounding)
-            else:
-                out = rounded
+                # default contraction with the add or sub that takes it): that read, not the others
+                unrounded[node.name] = op.fma_product(DTYPES[types[node.name].dtype], *args, **attrs).double()
+            out = rounded
             if op.libm_rounded and out.is_floating_point() and types[node.name].dtype in FLOAT_DTYPES:
                 out = _another_libms(out, exact_result, DTYPES[types[node.name].dtype], rounding)
         env[node.name] = out
