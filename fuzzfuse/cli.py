@@ -111,10 +111,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     if causes or campaign.reductions.book.pending:
         print(f"root causes: {tally(causes)}; {len(campaign.reductions.book.pending)} hit(s) pending a reduction")
         for c in causes:
-            where = f"known: {c.known}" if c.known else \
-                f"unconfirmed (its repro did not fail again): {campaign.out / c.minimized}" if c.unconfirmed else \
-                f"new: {campaign.out / c.minimized}" if c.minimized else "new, not reduced yet"
-            print(f"  {c.hits:5}x {where}  [{c.key[:110]}]")
+            print(f"  {c.hits:5}x {c.whereabouts(campaign.out)}  [{c.key[:110]}]")
     left = campaign.reducer_queue()
     if left:
         print(f"{len(left)} reduction(s) left when --time ran out: finish them with fuzzfuse fuzz --resume "

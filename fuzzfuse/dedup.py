@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from .ir import Graph
@@ -69,6 +70,16 @@ class RootCause:
     @property
     def new(self) -> bool:
         return self.known is None and not self.unconfirmed
+
+    def whereabouts(self, out: Path) -> str:
+        """Known, new or unconfirmed, and where its repro is: a crash that never failed again when its
+        case was re-run is unconfirmed with no repro at all."""
+        if self.known:
+            return f"known: {self.known}"
+        if self.unconfirmed:
+            return f"unconfirmed (its repro did not fail again): {out / self.minimized}" if self.minimized \
+                else "unconfirmed (its case did not fail again when re-run; no repro)"
+        return f"new: {out / self.minimized}" if self.minimized else "new, not reduced yet"
 
     def record(self, repro: MinimizedRepro) -> None:
         """Its repro, written and re-run in fresh processes."""

@@ -158,6 +158,25 @@ def test_a_new_bug_whose_repro_fails_in_no_fresh_process_is_unconfirmed_not_new(
     assert MinimizedRepro.from_json(repro.to_json()) == repro
 
 
+def test_each_root_cause_says_where_it_stands_even_an_unconfirmed_crash_with_no_repro(tmp_path):
+    """A crash keyed as seen whose re-runs never failed again is unconfirmed before any repro is
+    written; the closing lines of an H100 nvFuser campaign raised TypeError on it (exit 1)."""
+    book = RootCauseBook()
+    for name in ("shown", "lost", "flaky-crash", "pending"):
+        book.offer(ASSERT.__class__(**{**ASSERT.to_json(), "location": f"csrc/{name}.cpp:1"}), graph("exp"),
+                   f"corpus/{name}.json")
+    shown, lost, flaky, pending = sorted(book.causes.values(), key=lambda c: c.first_seen)
+    shown.record(MinimizedRepro("minimized/shown", 3, 1, 10, 1.0, Reproduction.REPRODUCES))
+    lost.record(MinimizedRepro("minimized/lost", 3, 1, 10, 1.0, Reproduction.DOES_NOT_REPRODUCE))
+    flaky.unconfirmed = True
+    assert shown.whereabouts(tmp_path) == f"new: {tmp_path / 'minimized/shown'}"
+    assert lost.whereabouts(tmp_path) == f"unconfirmed (its repro did not fail again): {tmp_path / 'minimized/lost'}"
+    assert flaky.whereabouts(tmp_path).startswith("unconfirmed (its case did not fail again")
+    assert pending.whereabouts(tmp_path) == "new, not reduced yet"
+    pending.known = "minimized/some-bug"
+    assert pending.whereabouts(tmp_path) == "known: minimized/some-bug"
+
+
 def test_a_corpus_listing_says_unconfirmed_for_a_repro_that_did_not_fail_again(tmp_path):
     import shutil
     from dataclasses import replace
