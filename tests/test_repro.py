@@ -17,7 +17,7 @@ import torch
 from fuzzfuse.backends import get_backend
 from fuzzfuse.corpus import load_case
 from fuzzfuse.export import judge, read_verdict
-from fuzzfuse.ir import Values
+from fuzzfuse.ir import Values, interpret
 from fuzzfuse.ir.builder import GraphBuilder
 from fuzzfuse.repro_dir import agreed_output, refresh, verify_repro
 from fuzzfuse.oracle import Signature, compare_output, exception_signature
@@ -159,6 +159,37 @@ def test_a_repros_float64_reference_widens_the_floats_an_op_makes_from_integers(
                                                    {})["repro.py"])
     run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert read_verdict(run.stdout) == {"outcome": "pass"}, run.stderr[-2000:]
+
+
+@pytest.mark.parametrize("source, via, value", [
+    ("float32", "bfloat16", -0.35619449615478516),  # the H100's Inductor kept -0.356194, eager -0.355469
+    ("float64", "float32", -1.7976931348623157e+308),  # float32's -inf; the H100's Inductor kept the double
+    ("int32", "float16", 2049),  # float16's 2048
+    ("float16", "float32", 0.1),  # a widening: rounds nothing
+])
+def test_a_repros_float64_reference_rounds_where_the_oracles_does(source, via, value, capsys):
+    """The oracle's float64 arbiter keeps the rounding an explicit cast asks for; the repro's
+    reference made every floating cast a float64 one, so two Inductor CUDA cast bugs the campaign
+    judged wrong were judged right by their own repros and counted unconfirmed, campaign after
+    campaign. The repro's reference now gives the oracle's values, and its check fails a fuser
+    that dropped the rounding."""
+    b = GraphBuilder()
+    x = b.tensor((3,), source)
+    back = "float32" if source.startswith("int") else source
+    graph = b.build([b.add("cast", b.add("cast", x, dtype=via), dtype=back)])
+    inputs = [torch.tensor([value] * 3, dtype=getattr(torch, source))]
+    oracle = interpret(graph, inputs, upcast=True)[0][graph.outputs[0]]
+    repro = _script_namespace(graph)
+    reference = repro.get("fn_float64", repro["fn"])(*[x.double() if x.is_floating_point() else x for x in inputs])[0]
+    assert torch.equal(reference.double(), oracle.double())
+    eager = repro["fn"](*inputs)[0]
+    dropped = inputs[0].to(eager.dtype)  # the cast to `via` left out
+    if torch.equal(dropped, eager):
+        repro["check"]("output 0", dropped, eager, reference, 1e-7, 1e-7)  # nothing to drop: right
+    else:
+        with pytest.raises(AssertionError):
+            repro["check"]("output 0", dropped, eager, reference, 1e-7, 1e-7)
+        assert '"outcome": "mismatch"' in capsys.readouterr().out
 
 
 # Two runs of the committed bfs.h:261 repro on the H200: nvFuser lists the visited ID groups of its

@@ -27,7 +27,7 @@ def _holds_every_value(wide: torch.dtype, narrow: torch.dtype) -> bool:
     return n.max <= w.max and n.eps >= w.eps and n.smallest_normal * n.eps >= w.smallest_normal * w.eps
 
 
-def _cast_rounds(node: Node, types: dict) -> bool:
+def cast_rounds(node: Node, types: dict) -> bool:
     """Whether a cast to a float dtype (below float64) asks for a rounding: its operand is an
     integer or a float of a dtype it does not hold. The arbiter honours that rounding, as eager
     does: the program asked for it (x.half().float() emulates a half-precision store), so a fuser
@@ -356,7 +356,7 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
             args = [_flushed_as_fp32(a, types[ref].dtype) if isinstance(ref, str) else a for a, ref in zip(args, node.args)]
         reorders = (rounding is not None and op.kind == "reduction" and op.accumulates in ("sum", "product")
                     and isinstance(args[0], torch.Tensor) and args[0].is_floating_point())
-        if upcast and _cast_rounds(node, types):
+        if upcast and cast_rounds(node, types):
             # rounded to nearest, in a rounding run too: the cast's rounding is defined; only its
             # operand may differ by where the ops before it rounded
             out = args[0].to(DTYPES[node.attrs["dtype"]])
