@@ -530,7 +530,7 @@ def test_cpu_inductor_eliding_an_explicit_half_round_trip_is_its_documented_defa
     result = run_case(graph, inductor)
     assert result.outcome is Outcome.DOCUMENTED and result.signature.kind == str(Difference.FP32_INTERMEDIATES), \
         result.detail
-    assert Difference.LOWP_CASTS_ELIDED in InductorConfig().documented_differences("cpu")
-    assert Difference.LOWP_CASTS_ELIDED not in InductorConfig().documented_differences("cuda")
-    assert Difference.LOWP_CASTS_ELIDED not in InductorConfig(
-        flags=(("emulate_precision_casts", True),)).documented_differences("cpu")
+    for device in ("cpu", "cuda"):  # CUDA: pytorch#183761, and the H100's x.to(bfloat16).float() is x
+        assert Difference.LOWP_CASTS_ELIDED in InductorConfig().documented_differences(device)
+        assert Difference.LOWP_CASTS_ELIDED not in InductorConfig(
+            flags=(("emulate_precision_casts", True),)).documented_differences(device)

@@ -25,8 +25,10 @@ class Difference(str, enum.Enum):
     # ill-conditioned (sin of a bf16 expm1(19)), else float32 is the nearer to float64.
     FP32_INTERMEDIATES = "fp32-intermediates"
     # With FP32_INTERMEDIATES, an explicit cast to fp16/bf16 is elided too (x.half().float() is x):
-    # CPU Inductor's to_dtype cache, unless emulate_precision_casts (pytorch#185337 was fixed under
-    # that flag only, pull 185847: "Default-config behavior is unchanged"). Judged by the same
+    # Inductor on CPU (its to_dtype cache) and on CUDA (compute types in Triton), unless
+    # emulate_precision_casts: pytorch#185337 was fixed under that flag only, pull 185847: "Default-
+    # config behavior is unchanged"; on CUDA, pytorch#183761: "By default Inductor may elide
+    # fp16/bf16 downcast-upcast pairs across fused pointwise ops". Judged by the same
     # float32-intermediates run with such casts read as float32 (fuzzfuse.ir.interp.run_fp32_compute).
     LOWP_CASTS_ELIDED = "lowp-casts-elided"
     # Any result of a graph whose eager run holds a NaN or an infinity, under gcc's

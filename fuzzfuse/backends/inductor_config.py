@@ -137,12 +137,11 @@ class InductorConfig:
         Triton flushes fp32 denormals unless eager_numerics.disable_ftz; on CPU, gcc < 13 links
         crtfastmath (FTZ/DAZ) into kernels built with -funsafe-math-optimizations, which also
         assumes valid arguments and results (no NaN or infinity); on both, fp16/bf16 intermediates
-        stay in float32 unless emulate_precision_casts, and on CPU explicit casts to them are
-        elided too; use_fast_math on CUDA computes exp by an approximate instruction."""
+        stay in float32 unless emulate_precision_casts, and explicit casts to them are elided too;
+        use_fast_math on CUDA computes exp by an approximate instruction."""
         flags = dict(self.flags)
-        differences = set() if flags.get("emulate_precision_casts") else {Difference.FP32_INTERMEDIATES}
-        if device == "cpu" and not flags.get("emulate_precision_casts"):
-            differences.add(Difference.LOWP_CASTS_ELIDED)
+        differences = (set() if flags.get("emulate_precision_casts")
+                       else {Difference.FP32_INTERMEDIATES, Difference.LOWP_CASTS_ELIDED})
         unsafe_math = device == "cpu" and flags.get("cpp.enable_unsafe_math_opt_flag")
         if unsafe_math:
             differences.add(Difference.UNSAFE_MATH)
