@@ -597,3 +597,43 @@ def test_rekeys_pools_pin_the_cpu_capability_each_case_was_recorded_with():
         pinned, unpinned = pools("torchscript:nnc", recorded), pools("torchscript:nnc")
         assert pinned.env_of(0)["ATEN_CPU_CAPABILITY"] == "default"
         assert "ATEN_CPU_CAPABILITY" not in unpinned.env_of(0) and pinned is pools("torchscript:nnc", recorded)
+
+
+def _pad_of_neg(outputs_pad_first: bool) -> Graph:
+    b = GraphBuilder()
+    x = b.tensor((1,), "float32", values=Values("zeros"))
+    negated = b.add("neg", x)
+    padded = b.add("pad", negated, pads=[1, -1], value=1.0)
+    return b.build([padded, negated] if outputs_pad_first else [negated, padded]).renamed()
+
+
+@pytest.mark.parametrize("pad_wrong_first", [True, False])
+def test_a_filler_found_wrong_first_gives_way_to_a_later_op_wrong_too(pad_wrong_first):
+    """Inductor CUDA's neg -> pad(1, -1) of one element, both outputs, was wrong (on the H100) as
+    pad's output and as neg's when each was put first. neg, probed first, was the culprit, but any
+    unary op did it (a filler): the key named no op, and a form of the committed one-element pad
+    bug (fa9ada42, whose member is the graph with its outputs the other way round, keyed as pad's)
+    was reported new. pad, wrong too when first, is now the culprit, and both forms are one key.
+    Where pad's own value is right (the control), the outputs stay the bug: no op is blamed for
+    what it did not compute."""
+    from fuzzfuse.identity import WRONG_AMONG_OUTPUTS, identify
+
+    def is_interesting(graphs):  # any unary op before the pad keeps the failure; the pad is needed
+        return [any(n.op == "pad" for n in g.nodes) and len(g.nodes) == 2 for g in graphs]
+
+    def first_wrong(graphs):
+        def wrong(g):
+            first = next(n for n in g.nodes if n.name == g.outputs[0])
+            return "values" if first.op != "pad" or pad_wrong_first else None
+        return [wrong(g) for g in graphs]
+
+    wrong = Signature("mismatch", "inductor", "run", "values", "float")
+    identities = []
+    for graph in (_pad_of_neg(True), _pad_of_neg(False)):
+        general = generalise(graph, is_interesting, ("neg", "abs", "relu", "exp", "pad"), first_wrong=first_wrong)
+        assert general.ops == ((0, "unary"),), general
+        identities.append(identify(wrong, graph, general, "cuda"))
+    if pad_wrong_first:
+        assert {i.key() for i in identities} == {"culprit|inductor|cuda|wrong-value|forward|pad|"}
+    else:
+        assert identities[0].where == WRONG_AMONG_OUTPUTS, identities[0]

@@ -217,7 +217,7 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
             if todo:
                 answers.update(zip((d for d, _ in todo), map(bool, is_interesting([c for _, c in todo]))))
 
-    culprit, exact = None, ()
+    culprit, exact, positions, kinds = None, (), [], []
     if first_wrong is not None and len(graph.nodes) > 1:
         # Every op before the last, its value put first among the outputs, asked at once; with
         # several outputs, every op, outputs and the last included (`first_among_outputs`).
@@ -270,6 +270,8 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
             fillers.append((position, OPS[node.op].kind))
         else:
             kept += [(position, op) for op in reaching]
+    culprit, alone = _past_fillers(graph, culprit, alone, positions, kinds, {p for p, _ in fillers},
+                                   lambda found: _alone(graph, found[0], found, first_wrong, spent, vector_loops))
     free, dtypes = [], list(dtypes)
     retyped = {}
     for position, spec in enumerate(graph.inputs):
@@ -290,6 +292,24 @@ def generalise(graph: Graph, is_interesting: Predicate, ops: Iterable[str], dtyp
     return Generalisation(graph.renamed().digest(), tuple(fillers), tuple(free), max_queries - budget[0], culprit,
                           probed=first_wrong is not None, alone=alone, as_float=as_float, kept=tuple(kept),
                           folded=folded, exact=exact)
+
+
+def _past_fillers(graph: Graph, culprit: tuple[int, str] | None, alone: bool, positions: list[int],
+                  kinds: list[str | None], fillers: set[int],
+                  alone_of: Callable[[tuple[int, str]], bool]) -> tuple[tuple[int, str] | None, bool]:
+    """The culprit, where the first op found wrong is a filler (any op of its kind does it, so it
+    is not the bug) among several outputs: the first later op that is no filler and whose own value
+    is wrong too when it is put first, with whether it is wrong alone (`alone_of`). Where there is
+    none, the culprit stays, and the outputs are the bug (`identity.wrong_among_outputs`). Inductor
+    CUDA's neg -> pad(1, -1) of one element, both outputs, was wrong as pad's output and as neg's
+    when each was put first; neg was the culprit, a filler, so the key named no op, and a form of
+    the committed one-element pad bug (fa9ada42, whose member is the same graph with its outputs
+    the other way round, keyed as pad's) was reported new."""
+    if culprit is None or culprit[0] not in fillers or len(graph.outputs) < 2:
+        return culprit, alone
+    later = next(((k, kind) for k, kind in zip(positions, kinds)
+                  if kind is not None and k > culprit[0] and k not in fillers), None)
+    return (later, alone_of(later)) if later is not None else (culprit, alone)
 
 
 def _alone(graph: Graph, position: int | None, culprit: tuple[int, str] | None, first_wrong: FirstWrong | None,
