@@ -110,33 +110,45 @@ _FIELDS = (("where", 8, "another op or location"), ("anchor", 4, "another kind o
            ("phase", 1, "another phase"), ("device", 1, "another device"))
 
 
-def nearest(identity: BugIdentity, known: list[tuple[BugIdentity, str]]) -> tuple[str, list[str]] | None:
-    """The known bug (identity, its directory) of the same component nearest `identity`, and what
-    differs, in words: how a campaign's note says why a "new" bug is new. None where no known bug
-    is of its component."""
-    mine = [(other, where) for other, where in known if other.component == identity.component]
+def nearest(identity: BugIdentity, known: list[tuple[BugIdentity, str, frozenset[str]]],
+            ops: frozenset[str] = frozenset()) -> tuple[str, list[str]] | None:
+    """The known bug (identity, its directory, its reduced graph's ops) of the same component
+    nearest `identity`, and what differs, in words: how a campaign's note says why a "new" bug is
+    new. Among equally near identities, the one whose graph shares most of `ops` (the new bug's
+    graph's): Inductor CUDA's neg -> pad was named nearest an argmax bug, by directory name, beside
+    the committed neg -> pad form. None where no known bug is of its component."""
+    mine = [entry for entry in known if entry[0].component == identity.component]
     if not mine:
         return None
 
     def score(other: BugIdentity) -> int:
         return sum(weight for name, weight, _ in _FIELDS if getattr(other, name) == getattr(identity, name))
 
-    other, directory = max(mine, key=lambda pair: (score(pair[0]), pair[1]))
+    def shared(theirs: frozenset[str]) -> float:
+        return len(ops & theirs) / len(ops | theirs) if ops | theirs else 0.0
+
+    other, directory, _ = max(mine, key=lambda entry: (score(entry[0]), shared(entry[2]), entry[1]))
     return directory, [words for name, _, words in _FIELDS if getattr(other, name) != getattr(identity, name)]
+
+
+def _ops(graph) -> frozenset[str]:
+    """The ops of a reduced graph (none where it is not kept)."""
+    return frozenset(n.op for n in graph.nodes) if graph is not None else frozenset()
 
 
 def compare_corpora(found: list[str], committed: list[str]) -> list[str]:
     """For each bug the repros under `found` hold: known (the committed directory holding it, by
     same_bug) or new, with the nearest committed bug and what differs."""
     known = KnownBugs()
-    index: list[tuple[BugIdentity, str]] = []
+    index: list[tuple[BugIdentity, str, frozenset[str]]] = []
     for path, case in iter_cases(committed):
         if isinstance(case, CorpusError) or path.name != "case.json":
             continue
-        for identity in [case_identity(case)] + [variant_identity(v, case.device) for v in case.also_seen_as]:
+        for identity, graph in [(case_identity(case), case.graph)] + \
+                [(variant_identity(v, case.device), v.graph) for v in case.also_seen_as]:
             if identity is not None:
                 known.add(identity.key(), path.parent.name)
-                index.append((identity, path.parent.name))
+                index.append((identity, path.parent.name, _ops(graph)))
     lines = []
     for path, case in iter_cases(found):
         if isinstance(case, CorpusError) or path.name != "case.json":
@@ -149,7 +161,7 @@ def compare_corpora(found: list[str], committed: list[str]) -> list[str]:
         if holder:
             lines.append(f"known    {path.parent.name}: {holder}")
             continue
-        near = nearest(identity, index)
+        near = nearest(identity, index, _ops(case.graph))
         why = f"; nearest {near[0]} ({', '.join(near[1])})" if near else "; no committed bug of its component"
         # A repro that failed in none of its fresh processes shows nothing a maintainer can run yet.
         unshown = case.verification is not None and case.verification.status is Reproduction.DOES_NOT_REPRODUCE

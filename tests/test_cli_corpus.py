@@ -123,3 +123,22 @@ def test_seeds_rewrites_the_committed_seed_corpus_byte_for_byte(tmp_path, capsys
     assert len(written) == 38 and all(p.parent == tmp_path for p in written)  # 30 forward, 8 training
     for path in written:
         assert path.read_text() == (ROOT / "corpus" / path.name).read_text(), path.name
+
+
+def test_the_nearest_committed_bug_among_equals_shares_the_most_ops():
+    """Inductor CUDA's neg -> pad, keyed by its outputs, was named nearest an argmax bug because
+    the directory name broke the tie; the committed form with neg -> pad is the one to read."""
+    from fuzzfuse.identity import WRONG_AMONG_OUTPUTS, Anchor, BugIdentity, Symptom
+    from fuzzfuse.known import nearest
+
+    def culprit(where, detail=""):
+        return BugIdentity("inductor", Anchor.CULPRIT, Symptom.WRONG_VALUE, where, detail, "forward", "cuda")
+
+    found = culprit(WRONG_AMONG_OUTPUTS, "contiguous")
+    committed = [(culprit("argmax", "int"), "inductor-mismatch-values-int-363df106", frozenset({"argmax"})),
+                 (culprit("pad"), "inductor-mismatch-values-bool-fa9ada42", frozenset({"neg", "pad"}))]
+    assert nearest(found, committed, frozenset({"neg", "pad"}))[0] == "inductor-mismatch-values-bool-fa9ada42"
+    assert nearest(found, committed, frozenset({"argmax"}))[0] == "inductor-mismatch-values-int-363df106"
+    # A nearer identity still comes first, whatever ops it shares.
+    closer = (culprit(WRONG_AMONG_OUTPUTS, "contiguous/permuted"), "nvfuser-like", frozenset({"add"}))
+    assert nearest(found, committed + [closer], frozenset({"neg", "pad"}))[0] == "nvfuser-like"
