@@ -9,6 +9,7 @@ from collections import Counter, defaultdict
 from .backends.registry import component
 from .corpus import Case, CorpusError, Variant, iter_cases
 from .identity import Anchor, BugIdentity, Symptom, case_identity, root_cause_key, same_bug, variant_identity
+from .ir import Graph
 from .rootcause import signature_today
 from .verdict import Reproduction
 
@@ -131,7 +132,7 @@ def nearest(identity: BugIdentity, known: list[tuple[BugIdentity, str, frozenset
     return directory, [words for name, _, words in _FIELDS if getattr(other, name) != getattr(identity, name)]
 
 
-def _ops(graph) -> frozenset[str]:
+def _ops(graph: Graph | None) -> frozenset[str]:
     """The ops of a reduced graph (none where it is not kept)."""
     return frozenset(n.op for n in graph.nodes) if graph is not None else frozenset()
 
