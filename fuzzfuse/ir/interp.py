@@ -565,11 +565,11 @@ def run_fp32_compute(graph: Graph, inputs: list, dtypes: list[torch.dtype],
                      casts_round: bool = True) -> list[torch.Tensor]:
     """The outputs as a fuser that keeps fp16/bf16 intermediates in float32 computes them: every
     fp16/bf16 input and result read as float32 (explicit casts to them still round, unless not
-    `casts_round`: CPU Inductor's elided pairs), each output rounded once to its eager dtype
-    (`dtypes`). Inductor does this unless emulate_precision_casts. An op whose result its dtype
-    defines (`Op.exact_in_dtype`) still computes in its own dtype, and a matmul's result is written
-    in its dtype: the fuser calls a library for it (Inductor's mm and addmm are aten's), outside the
-    kernel that keeps the ops after it in float32."""
+    `casts_round`: Inductor's elided pairs, on CPU and CUDA), each output rounded once to its
+    eager dtype (`dtypes`). Inductor does this unless emulate_precision_casts. An op whose result
+    its dtype defines (`Op.exact_in_dtype`) still computes in its own dtype, and a matmul's result
+    is written in its dtype: the fuser calls a library for it (Inductor's mm and addmm are aten's),
+    outside the kernel that keeps the ops after it in float32."""
     env: dict = {}
     for spec, value in zip(graph.inputs, inputs):
         low = isinstance(value, torch.Tensor) and value.dtype in LOW_PRECISION
