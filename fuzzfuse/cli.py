@@ -14,7 +14,7 @@ from .cli_args import AT_LEAST_ONE, CASE_TIMEOUT, EXIT_BAD_INPUT, FRACTION, POSI
 from .backends import BACKENDS, Unavailable, availability, default_backend, get_backend
 from .reductions import REDUCE_SHARE
 from .strategies import SOURCES
-from .dedup import tally
+from .dedup import RootCauseBook, tally
 from .verdict import SignatureRecord
 
 def cmd_backends(args: argparse.Namespace) -> int:
@@ -101,12 +101,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         return 130
     print(f"{summary['cases']} cases in {summary['seconds']:.0f}s ({summary['cases_per_second']:.1f}/s) on "
           f"{backend}: {summary['outcomes']}")
-    records = list(campaign.stats.signatures.values())
-    for s in records:
-        print(f"  {s.count:5}x {s.outcome:10} {s.key}\n{'':19}{_news(s, campaign.out)}")
-    known = sum(s.known is not None for s in records)
-    new = sum(s.known is None and s.signature.kind != "no-fusion" for s in records)
-    print(f"{new} new failure(s), {known} known; summary: {campaign.out / 'summary.json'}")
+    book = campaign.reductions.book
+    for s in campaign.stats.signatures.values():
+        print(f"  {s.count:5}x {s.outcome:10} {s.key}\n{'':19}{_news(s, campaign.out, book)}")
+    print(f"summary: {campaign.out / 'summary.json'}")
     causes = campaign.reductions.causes()
     if causes or campaign.reductions.book.pending:
         print(f"root causes: {tally(causes)}; {len(campaign.reductions.book.pending)} hit(s) pending a reduction")
@@ -119,14 +117,18 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     return 0
 
 
-def _news(entry: SignatureRecord, out: Path) -> str:
-    """Whether a signature is new, and where its repro is (or why it has none)."""
+def _news(entry: SignatureRecord, out: Path, book: RootCauseBook) -> str:
+    """Whether a signature is new, and where its repro is (or why it has none): a bucket whose
+    hits were reduced is what its root causes are."""
     if entry.known is not None:
         return f"known: {entry.known}"
     if entry.minimized is not None:
         return f"new: {out / entry.minimized.path}"
     if entry.signature.kind == "no-fusion":
         return "coverage, not a bug: the fuser declined the graph (not reduced)"
+    by_root_cause = book.bucket_news(entry.key)
+    if by_root_cause is not None:
+        return by_root_cause
     if entry.confirmed is False or entry.unreduced is not None:
         return f"new, flaky: {out / entry.case}" if entry.case else "new, flaky"
     return f"new, not reduced: {out / entry.case}" if entry.case else "new"

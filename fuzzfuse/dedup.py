@@ -201,6 +201,20 @@ class RootCauseBook:
             counts[hit.coarse_key] = counts.get(hit.coarse_key, 0) + 1
         return counts
 
+    def bucket_news(self, coarse_key: str) -> str | None:
+        """What the root causes reduced out of one coarse bucket say of it ("1 known root cause; 5
+        hits pending"), or None where none was reduced and none waits. A bucket no --known repro
+        holds whole is still not new when every root cause reduced out of it is known: the closing
+        lines say so rather than calling it new."""
+        causes = [c for c in self.causes.values() if coarse_key in c.coarse_keys]
+        waiting = self.pending_by_bucket().get(coarse_key, 0)
+        if not causes and not waiting:
+            return None
+        parts = [f"root causes {tally(causes)} (below)"] if causes else []
+        if waiting:
+            parts.append(f"{waiting} hit(s) pending a reduction")
+        return "; ".join(parts)
+
     def know(self, known: KnownBugs | dict[str, str]) -> None:
         """Take a campaign's --known repros (root-cause key -> directory): a resumed campaign may
         name other directories than its first run did, and a cause one of them holds is known."""

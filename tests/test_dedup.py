@@ -230,3 +230,22 @@ def test_a_new_cause_whose_repro_a_stopped_run_left_unwritten_is_reduced_again_o
                                     KnownBugs({cause.key: "minimized/frac"}))
     reductions.restore(known, {})
     assert [h.case for h in reductions.book.pending] == ["corpus/novel.json"]
+
+
+def test_a_bucket_is_what_its_root_causes_are_once_they_are_reduced():
+    """An Inductor CPU campaign closed with "3 new failure(s), 1 known" over its coarse buckets
+    while every root cause reduced out of them was known: the bucket lines said "new, not
+    reduced" of buckets whose hits had been reduced to committed bugs. A bucket now says what its
+    root causes are, and how many of its hits still wait."""
+    reduced = graph("frac")
+    book = RootCauseBook({root_cause_key(MISMATCH, reduced): "minimized/frac"})
+    assert book.bucket_news(MISMATCH.key()) is None
+    for case in ("a", "b", "c"):
+        book.offer(MISMATCH, graph("exp", "frac", "sin"), f"corpus/{case}.json")
+    assert book.bucket_news(MISMATCH.key()) == "3 hit(s) pending a reduction"
+    book.settle(book.pending[0], MISMATCH, reduced)
+    assert book.bucket_news(MISMATCH.key()) == "root causes 0 new, 1 known (below); 2 hit(s) pending a reduction"
+    book.settle(book.pending[0], MISMATCH, graph("log1p"))
+    book.settle(book.pending[0], MISMATCH, None)  # no longer failed: dropped, not a cause
+    assert book.bucket_news(MISMATCH.key()) == "root causes 1 new, 1 known (below)"
+    assert book.bucket_news(ASSERT.key()) is None
