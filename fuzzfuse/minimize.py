@@ -400,6 +400,7 @@ def minimize_files(paths: list[Path], out: Path, backend: str | None = None, wor
         except Unavailable as e:  # a file naming code to import: bad input, like a corrupt one
             yield path, e
             continue
+        case = as_run_on(case, name)
         signature = replace(case.signature, backend=name)
         key = (name, root_cause_key(signature) or f"{signature.key()}|{path}")
         chosen.setdefault(key, []).append((path, case))
@@ -423,6 +424,20 @@ def minimize_files(paths: list[Path], out: Path, backend: str | None = None, wor
                                                   slug=slug))
         if pending:
             yield pending[0], pending[1].result()
+
+
+def as_run_on(case: Case, backend: str) -> Case:
+    """The case as `backend` reduces it. Where --backend moves it to another device than it failed
+    on (a CUDA Inductor find reduced by inductor:cpu on a machine with no GPU), the device and the
+    versions it records become the backend's: its identity, its repro and its report name the
+    device it was reduced and verified on, never the one it was found on."""
+    runs_on = get_backend(backend)
+    if not case.device or case.device == runs_on.device:
+        return case
+    config = dict(case.config or {})
+    if isinstance(config.get("features"), dict):
+        config["features"] = {**config["features"], "device": runs_on.device}
+    return replace(case, config=config, versions=runs_on.versions())
 
 
 def _reduce_smallest_failing(cases: list[tuple[Path, Case]], backend: str, pool: WorkerPool, workers: int,

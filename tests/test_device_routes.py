@@ -3,6 +3,7 @@ code share their lowering, so a reduced wrong value that fails alike on CPU and 
 named by no device, and a CUDA form of a committed CPU bug is known. The probe runs where both
 devices do (the GPU machine); here it must leave a bug on its own device."""
 import itertools
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from fuzzfuse.backends.options import Options
 from fuzzfuse.corpus import load_case, write_json
 from fuzzfuse.identity import identify, same_bug
 from fuzzfuse.known import KnownBugs, groups
-from fuzzfuse.minimize import devices_failing_alike
+from fuzzfuse.minimize import as_run_on, devices_failing_alike, minimize_files
 from fuzzfuse.pool import case_pool
 from fuzzfuse.reduce.generalise import Generalisation
 
@@ -160,3 +161,31 @@ def test_on_a_gpu_an_eager_fault_is_both_devices_only_where_the_cpus_eager_share
     with case_pool("eager", 2, 300.0) as pool:
         assert devices_failing_alike(pool, case.backend, case.graph, case.options, case.signature, 300.0, False,
                                      itertools.count()) == devices
+
+
+def test_a_case_reduced_on_another_device_records_that_device_and_its_versions():
+    """`fuzzfuse reduce --backend inductor:cpu` of a CUDA find wrote a repro for CUDA, keyed on
+    CUDA, with the H100's versions, though every query and all three verifying runs were CPU ones."""
+    cuda = load_case(CUDA_TWIN / "case.json")
+    assert cuda.device == "cuda"
+    moved = as_run_on(cuda, "inductor:cpu")
+    assert moved.device == "cpu" and "gpu" not in moved.versions and moved.versions.get("cpu_capability")
+    assert moved.graph == cuda.graph and moved.signature == cuda.signature
+    cpu = load_case(CPU_TWIN / "case.json")
+    assert as_run_on(cpu, "inductor:cpu") is cpu
+
+
+@pytest.mark.slow  # an Inductor CPU reduction: about a minute and a half here
+def test_a_cuda_find_reduced_here_on_cpu_is_the_committed_cpu_bug_it_fails_as(tmp_path):
+    """A 10-minute H100 campaign left nextafter(inf, 0) of float16 (Triton: inf, eager 65504)
+    pending when its time ran out. Reduced here on CPU Inductor it fails alike, and it is the
+    committed CPU bug of bfloat16's nextafter (3994f8c3): it lands among that bug's forms, with a
+    CPU repro, instead of in a directory of its own keyed to a device it never ran on."""
+    committed = "inductor-mismatch-nan-inf-float-3994f8c3"
+    shutil.copytree(ROOT / "minimized" / committed, tmp_path / committed)
+    found = ROOT / "tests" / "data" / "inductor_cuda_nextafter_f16_case.json"
+    ((path, where),) = list(minimize_files([found], tmp_path, backend="inductor:cpu", timeout=300.0))
+    assert where == tmp_path / committed, where
+    (form,) = load_case(tmp_path / committed / "case.json").also_seen_as
+    assert form.graph.nodes[0].op == "nextafter" and "float16" in {i.dtype for i in form.graph.inputs}
+    assert sorted(p.name for p in tmp_path.iterdir()) == [committed]
