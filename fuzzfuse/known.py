@@ -17,24 +17,29 @@ from .verdict import Reproduction
 class KnownBugs:
     """Repro directories by the identity of the bug each holds (and by the coarse keys their
     signatures had), looked up by `same_bug`'s rule: an identity names a device or none, and a bug
-    recorded without one (a repro saved before devices were) is every device's."""
+    recorded without one (a repro saved before devices were) is every device's. A bug whose probe
+    ran its graph on the other devices and saw it fail on its own only (`Generalisation.devices`
+    is its device alone) is that device's and no other's: a failure keyed with no device (one that
+    fails alike on every device) is never it."""
 
     def __init__(self, entries: dict[str, str] | None = None):
         self._keys: dict[str, str] = {}
         self._any_device: dict[str, str] = {}
         # Identities `same_bug` matches beyond equal keys: a culprit that is a kind or of one, and a
-        # crash named by the ops that reach it.
-        self._loose: list[tuple[BugIdentity, str]] = []
+        # crash named by the ops that reach it; with whether each is its own device's alone.
+        self._loose: list[tuple[BugIdentity, str, bool]] = []
         for key, directory in (entries or {}).items():
             self.add(key, directory)
 
-    def add(self, key: str, directory: str) -> None:
+    def add(self, key: str, directory: str, own_device_only: bool = False) -> None:
         """Record `key` (an identity key or a coarse signature key) as held by `directory`; the
-        first directory recorded for a key keeps it."""
+        first directory recorded for a key keeps it. `own_device_only`: the bug was probed on the
+        other devices and fails on its own alone."""
         if key not in self._keys and (loose := loose_identity_of_key(key)) is not None:
-            self._loose.append((loose, directory))
+            self._loose.append((loose, directory, own_device_only))
         self._keys.setdefault(key, directory)
-        self._any_device.setdefault(_without_device(key), directory)
+        if not own_device_only:
+            self._any_device.setdefault(_without_device(key), directory)
 
     def find(self, key: str | None) -> str | None:
         """The directory that holds the bug of `key`, or None."""
@@ -45,7 +50,8 @@ class KnownBugs:
         blank = _without_device(key)
         found = self._any_device.get(key) if blank == key else self._keys.get(blank)
         if found is None and (loose := loose_identity_of_key(key)) is not None:
-            found = next((d for known, d in self._loose if same_bug(loose, known)), None)
+            found = next((d for known, d, own_only in self._loose
+                          if not (own_only and not loose.device) and same_bug(loose, known)), None)
         return found
 
     def items(self):
@@ -72,10 +78,12 @@ def known_repros(directories: list[str]) -> KnownBugs:
         keys.add(sig.key(), directory)
         # Its own graph's identity, generalised where the case records how, and without: a
         # campaign that reduced the bug without generalising it (--reduce-budget spent) still finds it.
+        own_only = (case.generalisation is not None and case.generalisation.applies_to(case.graph)
+                    and case.generalisation.devices == (case.device,))
         for general in {case.generalisation, None}:
             root = root_cause_key(sig, case.graph, general, case.device)
             if root:
-                keys.add(root, directory)
+                keys.add(root, directory, own_device_only=own_only)
         for variant in case.also_seen_as:
             identity = variant_identity(variant, case.device)
             for key in (variant.key, identity.key() if identity else None):

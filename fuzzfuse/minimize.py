@@ -214,7 +214,8 @@ def devices_failing_alike(pool, backend: str, graph: Graph, options: Options, si
                           timeout: float, check_strides: bool, ids) -> tuple[str, ...]:
     """The devices a reduced wrong value fails alike on (the same outcome, stage, kind and class),
     its own among them, where its fuser runs one lowering on several (`Backend.device_routes`)
-    and another of them runs here; () where none does, or it fails on its own device only. A
+    and another of them runs here: its own alone where it fails on its own device only (a bug a
+    failure of every device is never matched to: fuzzfuse.known), () where no other runs here. A
     fault of eager's (verdict.EAGER_FAULT) is asked of eager's routes: its scalar loop judged
     against eager on the other device fails alike where eager's kernel there is wrong too. The
     other device runs with the fuser's defaults (a configuration drawn for one device may not
@@ -227,7 +228,7 @@ def devices_failing_alike(pool, backend: str, graph: Graph, options: Options, si
     if signature.outcome != "mismatch" or not routes:
         return ()
     own = get_backend(backend).device
-    alike = [own]
+    alike, probed = [own], False
     for device, route in sorted(routes.items()):
         if device == own:
             continue
@@ -235,6 +236,7 @@ def devices_failing_alike(pool, backend: str, graph: Graph, options: Options, si
             get_backend(route)
         except Unavailable:
             continue
+        probed = True
         theirs = None
         for attempt in range(2):
             # A worker's first graph on another device compiles cold (Inductor's C++ on a GPU
@@ -253,7 +255,7 @@ def devices_failing_alike(pool, backend: str, graph: Graph, options: Options, si
         else:  # said, so that a campaign's log shows why a shared lowering's bug kept its device
             said = theirs.key() if isinstance(theirs, Signature) else f"harness error: {theirs}" if theirs else "a pass"
             print(f"device check: {route} does not fail alike ({said[:160]})", file=sys.stderr)
-    return tuple(sorted(alike)) if len(alike) > 1 else ()
+    return tuple(sorted(alike)) if probed else ()
 
 
 def probed_further(general: Generalisation, pool, backend: str, graph: Graph, options: Options,

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from fuzzfuse.backends.options import Options
-from fuzzfuse.corpus import load_case, write_json
+from fuzzfuse.corpus import iter_cases, load_case, write_json
 from fuzzfuse.identity import identify, same_bug
-from fuzzfuse.known import KnownBugs, groups
+from fuzzfuse.known import KnownBugs, groups, known_repros
 from fuzzfuse.minimize import as_run_on, devices_failing_alike, minimize_files
 from fuzzfuse.pool import case_pool
 from fuzzfuse.reduce.generalise import Generalisation
@@ -155,7 +155,7 @@ def test_an_eager_fault_found_on_the_cpu_stays_there_where_cuda_cannot_run():
 @pytest.mark.slow
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the probe runs eager on both devices")
-@pytest.mark.parametrize("directory, devices", [(EAGER_CUDA, ("cpu", "cuda")), (EAGER_CUDA_ONLY, ())])
+@pytest.mark.parametrize("directory, devices", [(EAGER_CUDA, ("cpu", "cuda")), (EAGER_CUDA_ONLY, ("cuda",))])
 def test_on_a_gpu_an_eager_fault_is_both_devices_only_where_the_cpus_eager_shares_it(directory, devices):
     case = load_case(directory / "case.json")
     with case_pool("eager", 2, 300.0) as pool:
@@ -189,3 +189,45 @@ def test_a_cuda_find_reduced_here_on_cpu_is_the_committed_cpu_bug_it_fails_as(tm
     (form,) = load_case(tmp_path / committed / "case.json").also_seen_as
     assert form.graph.nodes[0].op == "nextafter" and "float16" in {i.dtype for i in form.graph.inputs}
     assert sorted(p.name for p in tmp_path.iterdir()) == [committed]
+
+
+def test_a_failure_of_every_device_is_never_a_bug_probed_to_be_one_devices_alone():
+    """A 10-minute H100 campaign's var of a one-element [-inf] (0 on CPU, 316.2 on CUDA, eager nan)
+    failed alike on both devices, so it was keyed with no device, and the index named the first
+    var directory of either device: 44e5d875, var of a constant not exactly 0 on CUDA, which
+    passes on CPU. A bug probed on the other device and seen to fail on its own alone is that
+    device's only: the find is the CPU bug daed7bbd (std of inf is 0), as yet unprobed on CUDA."""
+    cpu_bug = "inductor-mismatch-nan-inf-float-daed7bbd"
+    cuda_bug = "inductor-mismatch-nan-inf-float-44e5d875"
+    known = known_repros([str(ROOT / "minimized")])
+    cuda_only = load_case(ROOT / "minimized" / cuda_bug / "case.json")
+    assert cuda_only.generalisation.devices == ("cuda",)
+    on_cuda = identify(cuda_only.signature, cuda_only.graph, cuda_only.generalisation, "cuda")
+    assert on_cuda.where == "var" and on_cuda.device == "cuda"
+    assert Path(known.find(on_cuda.key())).name == cuda_bug
+    everywhere = replace(on_cuda, device="")
+    assert Path(known.find(everywhere.key())).name == cpu_bug
+    alone = KnownBugs()
+    alone.add(on_cuda.key(), cuda_bug, own_device_only=True)
+    assert alone.find(everywhere.key()) is None and alone.find(on_cuda.key()) == cuda_bug
+    unprobed = KnownBugs({on_cuda.key(): cuda_bug})
+    assert unprobed.find(everywhere.key()) == cuda_bug
+
+
+def test_a_failure_of_every_device_finds_one_committed_home_at_most():
+    """The index's other half: where no committed bug is keyed with no device, a device-less key
+    could be the bug of any directory whose device was never probed; of those the committed corpus
+    has at most one for each key (where one is keyed with no device, the key finds it)."""
+    everywhere, homes = set(), {}
+    for path, case in iter_cases([str(ROOT / "minimized")]):
+        general = case.generalisation
+        applies = general is not None and general.applies_to(case.graph)
+        ident = identify(case.signature, case.graph, general if applies else None, case.device)
+        if ident is None or ident.anchor.value != "culprit":
+            continue
+        if not ident.device:
+            everywhere.add(ident.key())
+        elif not (applies and general.devices):  # probed: its device's alone, or per-device code
+            homes.setdefault(replace(ident, device="").key(), set()).add(path.parent.name)
+    shared = {key: dirs for key, dirs in homes.items() if len(dirs) > 1 and key not in everywhere}
+    assert not shared, shared

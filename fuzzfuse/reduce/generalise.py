@@ -88,7 +88,8 @@ class Generalisation:
     where that is not the graph's last (with several outputs, any op); `probed`, whether the
     culprit was looked for (where it was and none is found, the graph's last op is the first wrong
     one); `devices`, where its fuser's
-    one lowering runs on several, those the failure showed alike on (none: not probed, or one).
+    one lowering runs on several, those the failure showed alike on (none: not probed; its own
+    device alone: probed, and the others did not fail alike).
     `as_float`: the positions of integer inputs whose failure survives them holding the same values
     as float32 (Inductor's div_floor(-1, 1e-05) on an int32 is its float32 floor(a / b), not an
     integer path: the bug is the float op's). `kept`: (node position, op) for each alternative that
