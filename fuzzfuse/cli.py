@@ -106,8 +106,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         print(f"  {s.count:5}x {s.outcome:10} {s.key}\n{'':19}{_news(s, campaign.out, book)}")
     print(f"summary: {campaign.out / 'summary.json'}")
     causes = campaign.reductions.causes()
-    if causes or campaign.reductions.book.pending:
-        print(f"root causes: {tally(causes)}; {len(campaign.reductions.book.pending)} hit(s) pending a reduction")
+    if causes or book.pending:
+        print(f"root causes: {tally(causes)}; {len(book.pending)} hit(s) pending a reduction")
         for c in causes:
             print(f"  {c.hits:5}x {c.whereabouts(campaign.out)}  [{c.key[:110]}]")
     left = campaign.reducer_queue()
