@@ -124,7 +124,9 @@ class BugIdentity:
     the folded message, the culprit op or the graph's form; `detail`: the assert's folded message,
     the culprit's dtype class, or a crash's folded message beside its graph; `phase`: forward or
     backward, for a wrong result; `device`: where the fused code ran ("" where unrecorded, and for
-    anchored crashes: an assert is one bug on every device)."""
+    anchored crashes: an assert is one bug on every device); `own_device_only`: its graph was run on the
+    other devices of its lowering and failed on `device` only, so a failure of every device is
+    never this bug (an unprobed one may be either)."""
 
     component: str
     anchor: Anchor
@@ -133,10 +135,12 @@ class BugIdentity:
     detail: str = ""
     phase: str = ""
     device: str = ""
+    own_device_only: bool = False
 
     def key(self) -> str:
         """The index form of the identity: equal keys are the same bug (`same_bug` also matches an
-        identity whose device is unrecorded)."""
+        identity whose device is unrecorded, and so may the index: `known.KnownBugs`). `own_device_only` is
+        no part of it: a failure on one device is its own device's whether or not it was probed."""
         return "|".join((self.anchor.value, self.component, self.device, self.symptom.value, self.phase,
                          self.where, self.detail))
 
@@ -160,9 +164,10 @@ class BugIdentity:
     def from_json(d: dict) -> "BugIdentity":
         """Validated: a case file is untrusted input."""
         d = record(d, "identity", BugIdentity.__dataclass_fields__)
-        fields = {k: take(d, k, str, "identity", "") for k in BugIdentity.__dataclass_fields__}
+        fields = {k: take(d, k, str, "identity", "") for k in BugIdentity.__dataclass_fields__ if k != "own_device_only"}
         try:
-            return BugIdentity(**{**fields, "anchor": Anchor(fields["anchor"]), "symptom": Symptom(fields["symptom"])})
+            return BugIdentity(**{**fields, "anchor": Anchor(fields["anchor"]), "symptom": Symptom(fields["symptom"]),
+                                  "own_device_only": take(d, "own_device_only", bool, "identity", False)})
         except ValueError as e:
             from .ir.graph import GraphError
 
@@ -172,17 +177,21 @@ class BugIdentity:
 def same_bug(a: BugIdentity | None, b: BugIdentity | None) -> bool:
     """Whether two failures are one bug: the one answer to that question in fuzzfuse. A pending
     failure (None) is the same bug as nothing. An identity whose device is unrecorded (a repro
-    saved before devices were) matches its twin on any device, and a culprit that is a kind
-    (`*binary`: any op of it fails) matches each op of that kind."""
+    saved before devices were) matches its twin on any device, except one probed to fail on its
+    device alone: a failure of every device is not it. A culprit that is a kind (`*binary`: any
+    op of it fails) matches each op of that kind."""
     if a is None or b is None:
         return False
     if a.device and b.device and a.device != b.device:
         return False
+    if (a.own_device_only and not b.device) or (b.own_device_only and not a.device):
+        return False
+    a, b = replace(a, device="", own_device_only=False), replace(b, device="", own_device_only=False)
     if (a.anchor is Anchor.CULPRIT and b.anchor is Anchor.CULPRIT and
             (one_of_kind(a.where, b.where) or conversion_of_kind(a, b))) or \
             (crash_of_graph(a) and crash_of_graph(b) and ops_reaching_alike(a.where, b.where, bool(a.detail))):
-        return replace(a, device="", where="") == replace(b, device="", where="")
-    return replace(a, device="") == replace(b, device="")
+        return replace(a, where="") == replace(b, where="")
+    return a == b
 
 
 def identify(signature: Signature | None, graph: Graph | None = None,
@@ -191,6 +200,16 @@ def identify(signature: Signature | None, graph: Graph | None = None,
     needs a reduced graph and none is given (pending). `graph`: the reduced graph;
     `generalisation`: its fillers, free dtypes and probed culprit (fuzzfuse.reduce.generalise),
     used where it was found on this graph; `device`: where the fused code ran."""
+    identity = _identify(signature, graph, generalisation, device)
+    if identity is not None and identity.device and generalisation is not None and graph is not None \
+            and generalisation.devices == (identity.device,) and generalisation.applies_to(graph):
+        return replace(identity, own_device_only=True)
+    return identity
+
+
+def _identify(signature: Signature | None, graph: Graph | None, generalisation: Generalisation | None,
+              device: str) -> BugIdentity | None:
+    """`identify`, short of whether its graph was probed to fail on its own device alone."""
     if signature is None or signature.outcome not in FAILURES:
         return None
     comp = component(signature.backend)

@@ -5,10 +5,12 @@ and the corpus listed one bug a line (`fuzzfuse corpus bugs`). Every comparison 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import replace
 
 from .backends.registry import component
 from .corpus import Case, CorpusError, Variant, iter_cases
-from .identity import Anchor, BugIdentity, Symptom, case_identity, root_cause_key, same_bug, variant_identity
+from .identity import (Anchor, BugIdentity, Symptom, case_identity, identify, root_cause_key, same_bug,
+                       variant_identity)
 from .ir import Graph
 from .rootcause import signature_today
 from .verdict import Reproduction
@@ -17,28 +19,28 @@ from .verdict import Reproduction
 class KnownBugs:
     """Repro directories by the identity of the bug each holds (and by the coarse keys their
     signatures had), looked up by `same_bug`'s rule: an identity names a device or none, and a bug
-    recorded without one (a repro saved before devices were) is every device's. A bug whose probe
-    ran its graph on the other devices and saw it fail on its own only (`Generalisation.devices`
-    is its device alone) is that device's and no other's: a failure keyed with no device (one that
-    fails alike on every device) is never it."""
+    recorded without one (a repro saved before devices were) is every device's, unless it was
+    probed to fail on its own device alone (`BugIdentity.own_device_only`): a failure keyed with no device
+    (one that fails alike on every device) is never such a bug."""
 
     def __init__(self, entries: dict[str, str] | None = None):
         self._keys: dict[str, str] = {}
         self._any_device: dict[str, str] = {}
         # Identities `same_bug` matches beyond equal keys: a culprit that is a kind or of one, and a
-        # crash named by the ops that reach it; with whether each is its own device's alone.
-        self._loose: list[tuple[BugIdentity, str, bool]] = []
+        # crash named by the ops that reach it.
+        self._loose: list[tuple[BugIdentity, str]] = []
         for key, directory in (entries or {}).items():
             self.add(key, directory)
 
-    def add(self, key: str, directory: str, own_device_only: bool = False) -> None:
-        """Record `key` (an identity key or a coarse signature key) as held by `directory`; the
-        first directory recorded for a key keeps it. `own_device_only`: the bug was probed on the
-        other devices and fails on its own alone."""
+    def add(self, bug: str | BugIdentity, directory: str) -> None:
+        """Record `bug` (an identity, or a key: an identity's or a coarse signature's) as held by
+        `directory`; the first directory recorded for a key keeps it."""
+        key = bug.key() if isinstance(bug, BugIdentity) else bug
+        alone = isinstance(bug, BugIdentity) and bug.own_device_only
         if key not in self._keys and (loose := loose_identity_of_key(key)) is not None:
-            self._loose.append((loose, directory, own_device_only))
+            self._loose.append((replace(loose, own_device_only=alone), directory))
         self._keys.setdefault(key, directory)
-        if not own_device_only:
+        if not alone:  # same_bug: a device-less failure may be this bug
             self._any_device.setdefault(_without_device(key), directory)
 
     def find(self, key: str | None) -> str | None:
@@ -50,8 +52,7 @@ class KnownBugs:
         blank = _without_device(key)
         found = self._any_device.get(key) if blank == key else self._keys.get(blank)
         if found is None and (loose := loose_identity_of_key(key)) is not None:
-            found = next((d for known, d, own_only in self._loose
-                          if not (own_only and not loose.device) and same_bug(loose, known)), None)
+            found = next((d for known, d in self._loose if same_bug(loose, known)), None)
         return found
 
     def items(self):
@@ -78,12 +79,12 @@ def known_repros(directories: list[str]) -> KnownBugs:
         keys.add(sig.key(), directory)
         # Its own graph's identity, generalised where the case records how, and without: a
         # campaign that reduced the bug without generalising it (--reduce-budget spent) still finds it.
-        own_only = (case.generalisation is not None and case.generalisation.applies_to(case.graph)
-                    and case.generalisation.devices == (case.device,))
+        # The probe's finding (`BugIdentity.own_device_only`) is its graph's, however that graph is named.
+        probed = identify(sig, case.graph, case.generalisation, case.device)
         for general in {case.generalisation, None}:
-            root = root_cause_key(sig, case.graph, general, case.device)
-            if root:
-                keys.add(root, directory, own_device_only=own_only)
+            if (identity := identify(sig, case.graph, general, case.device)) is not None:
+                alone = probed is not None and probed.own_device_only and identity.device == probed.device
+                keys.add(replace(identity, own_device_only=alone), directory)
         for variant in case.also_seen_as:
             identity = variant_identity(variant, case.device)
             for key in (variant.key, identity.key() if identity else None):

@@ -203,15 +203,18 @@ def test_a_failure_of_every_device_is_never_a_bug_probed_to_be_one_devices_alone
     cuda_only = load_case(ROOT / "minimized" / cuda_bug / "case.json")
     assert cuda_only.generalisation.devices == ("cuda",)
     on_cuda = identify(cuda_only.signature, cuda_only.graph, cuda_only.generalisation, "cuda")
-    assert on_cuda.where == "var" and on_cuda.device == "cuda"
+    assert on_cuda.where == "var" and on_cuda.device == "cuda" and on_cuda.own_device_only
     assert Path(known.find(on_cuda.key())).name == cuda_bug
-    everywhere = replace(on_cuda, device="")
+    everywhere = replace(on_cuda, device="", own_device_only=False)
     assert Path(known.find(everywhere.key())).name == cpu_bug
+    # The one rule, asked of `same_bug` and of the index alike.
+    unprobed = replace(on_cuda, own_device_only=False)
+    assert not same_bug(on_cuda, everywhere) and not same_bug(everywhere, on_cuda)
+    assert same_bug(unprobed, everywhere) and same_bug(on_cuda, unprobed)
     alone = KnownBugs()
-    alone.add(on_cuda.key(), cuda_bug, own_device_only=True)
+    alone.add(on_cuda, cuda_bug)
     assert alone.find(everywhere.key()) is None and alone.find(on_cuda.key()) == cuda_bug
-    unprobed = KnownBugs({on_cuda.key(): cuda_bug})
-    assert unprobed.find(everywhere.key()) == cuda_bug
+    assert KnownBugs({unprobed.key(): cuda_bug}).find(everywhere.key()) == cuda_bug
 
 
 def test_a_failure_of_every_device_finds_one_committed_home_at_most():

@@ -189,8 +189,10 @@ def test_an_identity_round_trips_through_json_and_bad_json_is_refused():
         assert again == identity and again.key() == identity.key() and isinstance(again.symptom, Symptom)
     good = identities[1].to_json()
     assert good == {"component": "nnc", "anchor": "culprit", "symptom": "wrong-value", "where": "frac",
-                    "detail": "float", "phase": "forward", "device": "cpu"}
-    for bad in ({**good, "anchor": "hunch"}, {**good, "symptom": "sad"}, {**good, "where": 3},
+                    "detail": "float", "phase": "forward", "device": "cpu", "own_device_only": False}
+    probed = replace(identities[1], own_device_only=True)
+    assert BugIdentity.from_json(json.loads(json.dumps(probed.to_json()))) == probed
+    for bad in ({**good, "anchor": "hunch"}, {**good, "symptom": "sad"}, {**good, "where": 3}, {**good, "own_device_only": "yes"},
                 {**good, "exec": "os.system"}, {k: v for k, v in good.items() if k != "anchor"}, ["culprit"], None):
         with pytest.raises(GraphError):
             BugIdentity.from_json(bad)
