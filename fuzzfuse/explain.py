@@ -13,6 +13,14 @@ A fuser that ranks a 0-d integer tensor like a dimensioned one computes an int8 
 0-d int32 INT_MAX in int32, where PyTorch converts the 0-d operand to int8 first (-1): NNC's gt and
 Inductor CUDA's logical_xor are wrong that way, each through whichever op reads such a pair.
 
+A fuser that drops a division's rounding mode computes the quotient unrounded: oneDNN Graph's
+div_floor after a tanh, an elu, a hardtanh or an add of True returns tanh(x) / 1.0, and its
+div_trunc before a sigmoid returns sigmoid(x / 1.0). The op before or after the division is a form
+(the reducer keeps one: oneDNN fuses two ops or more); the rule is the bug. Each op that rounds
+another's result (`Op.rounds`) is computed as that op instead; where that run gives the fused
+value and the true quotient rounded does not, the rule is named. An infinite quotient is its own
+rounding: Inductor's div_floor(-inf, 0.5) is -inf where eager's is nan, its own bug.
+
 A fuser whose op gives a zero of the other sign (Inductor's clamp_min of -0.0 is +0.0, eager keeps
 -0.0; Triton's amin of -0.0 and +0.0) shows it only where a later op reads the sign: 1/x is -inf
 for inf. A zero's sign alone is a documented difference (docs/documented-differences.md); amplified
@@ -76,9 +84,10 @@ ZERO_DIM_WIDER = "a zero-dim integer tensor of a wider dtype sets the dtype a bi
 # The rules a mismatch's signature may name (its message), each a bug of its own.
 FOLDED_CONSTANT = "a value the fuser proves constant is folded, and what it computes from the fold is wrong"
 ZERO_SIGN = "an op gives a zero of the other sign, and an op after it reads the sign"
+ROUNDING_DROPPED = "a rounding division computes its quotient unrounded"
 NAN_COMPARED = "a comparison reads a NaN as a number, as a value range that ignores NaN folds it"
 NARROW_STORE = "an integer result is stored in fewer bytes than its dtype, and the bytes left are never written"
-RULES = (SCALAR_CAST, ZERO_DIM_WIDER, ZERO_SIGN, FOLDED_CONSTANT, NAN_COMPARED, NARROW_STORE)
+RULES = (SCALAR_CAST, ZERO_DIM_WIDER, ROUNDING_DROPPED, ZERO_SIGN, FOLDED_CONSTANT, NAN_COMPARED, NARROW_STORE)
 
 
 def shows_on_a_poisoned_heap(message: str) -> bool:
@@ -187,6 +196,29 @@ def zero_dim_wider_graphs(graph: Graph) -> list[Graph]:
                 changed = True
         nodes.append(node)
     return [replace(graph, nodes=tuple(nodes))] if changed else []
+
+
+def unrounded_graphs(graph: Graph) -> list[tuple[Graph, Graph]]:
+    """(the graph with ops that round another's result (`Op.rounds`) computing that result
+    unrounded, the graph with them rounding it as a separate op), for each such op and, where
+    there are several, for all at once."""
+    rounding = [k for k, node in enumerate(graph.nodes) if OPS[node.op].rounds]
+
+    def changed(positions, rounded: bool) -> Graph:
+        nodes = []
+        for k, node in enumerate(graph.nodes):
+            if k not in positions:
+                nodes.append(node)
+                continue
+            computes, rounder = OPS[node.op].rounds
+            if rounded:
+                quotient = Node(f"{node.name}_unrounded", computes, node.args, node.attrs)
+                nodes += [quotient, Node(node.name, rounder, (quotient.name,), {})]
+            else:
+                nodes.append(replace(node, op=computes))
+        return replace(graph, nodes=tuple(nodes))
+    sets = [{k} for k in rounding] + ([set(rounding)] if len(rounding) > 1 else [])
+    return [(changed(ks, False), changed(ks, True)) for ks in sets]
 
 
 def zero_sign_graphs(graph: Graph, inputs: list) -> list[tuple[Node, Graph]]:
@@ -482,6 +514,9 @@ def explaining_rule(graph: Graph, inputs: list, output: int, fused, reduced: int
     for candidate in zero_dim_wider_graphs(graph):
         if _computes(candidate, inputs, output, fused, reduced):
             return ZERO_DIM_WIDER
+    if any(_computes(unrounded, inputs, output, fused, reduced) and not _computes(rounded, inputs, output, fused, reduced)
+           for unrounded, rounded in unrounded_graphs(graph)):
+        return ROUNDING_DROPPED
     explaining = list({node.name: node for node, candidate in zero_sign_graphs(graph, inputs)
                        if _computes(candidate, inputs, output, fused, reduced)}.values())
     loser, seen = sign_loser(graph, inputs, explaining, run_fused) if explaining else (None, False)

@@ -12,7 +12,8 @@ import torch
 
 from fuzzfuse.backends import Unavailable, get_backend
 from fuzzfuse.corpus import load_case
-from fuzzfuse.explain import (FOLDED_CONSTANT, NAN_COMPARED, SCALAR_CAST, ZERO_DIM_WIDER, ZERO_SIGN, constant_values,
+from fuzzfuse.explain import (FOLDED_CONSTANT, NAN_COMPARED, ROUNDING_DROPPED, SCALAR_CAST, ZERO_DIM_WIDER, ZERO_SIGN,
+                              constant_values,
                               explaining_rule, nan_comparison_is_the_fault, nan_number_graphs, scalar_cast_graphs,
                               zero_dim_wider_graphs, zero_sign_graphs)
 from fuzzfuse.identity import Anchor, case_identity, identify, same_bug
@@ -106,6 +107,23 @@ def test_onednn_graphs_scalar_conversion_is_one_bug_on_both_routes_and_not_nncs(
     assert same_bug(*ours)
     nnc = identify(run_case(NNC_FORMS[0], backend("torchscript:nnc")).signature, NNC_FORMS[0], device="cpu")
     assert not same_bug(ours[0], nnc)  # the same rule in two fusers is two bugs
+
+
+def test_onednn_graphs_dropped_rounding_is_one_bug_whichever_op_sits_beside_the_division():
+    """A oneDNN Graph campaign reported gelu -> div_trunc and round -> div_floor new, each named by
+    the op before the division (a lone division is not fused, so the probe finds no op wrong
+    alone), beside seven committed directories of the same fault: the quotient comes back
+    unrounded. The rule names it through each, and no other wrong value."""
+    graphs = (graph("float32", "ones", ("tanh", "x0"), ("div_floor", "v0", 1.0)),
+              graph("float32", "ones", ("gelu", "x0"), ("div_trunc", "v0", "x0")))
+    runs = [run_case(g, backend("torchscript:onednn")) for g in graphs]
+    assert [r.outcome for r in runs] == [Outcome.MISMATCH] * 2, [r.detail for r in runs]
+    assert {r.signature.message for r in runs} == {ROUNDING_DROPPED}
+    assert same_bug(*(identify(r.signature, g, device="cpu") for r, g in zip(runs, graphs)))
+    inputs = make_inputs(graphs[0])
+    unrounded = torch.tanh(inputs[0]) / 1.0
+    assert explaining_rule(graphs[0], inputs, 0, unrounded) == ROUNDING_DROPPED
+    assert explaining_rule(graphs[0], inputs, 0, unrounded / 2) == ""
 
 
 def test_nncs_wider_zero_dim_integer_is_one_bug_through_the_ops_that_read_it():

@@ -97,6 +97,9 @@ class Op:
     # the next value representable in that dtype): computing it in float32 for fp16/bf16 operands
     # is wrong, not merely more precise (fuzzfuse.ir.interp.run_fp32_compute keeps its dtype).
     exact_in_dtype: bool = False
+    # (the op whose result this one rounds, the unary op that rounds it): div_floor is floor of
+    # div's quotient. A fuser that drops the rounding computes the first instead (fuzzfuse.explain).
+    rounds: tuple[str, str] | None = None
     # Whether the result only says how the operands compare, or whether they are nonzero (eq..ge,
     # logical_*, isnan): Triton reads a compared fp32 denormal as it is, where its arithmetic
     # flushes one (tan(x) == x is False for a denormal x), and the flushed reference does the same
@@ -473,7 +476,7 @@ for _mode in ("trunc", "floor"):
                 (lambda m: lambda a, b: torch.div(a, b, rounding_mode=m))(_mode),
                 (lambda m: lambda args, at: f"torch.div({args[0]}, {args[1]}, rounding_mode={m!r})")(_mode),
                 _int_trunc_division_safe if _mode == "trunc" else _int_division_safe, scalar_positions=(1,),
-                nvfuser=f"@div_{_mode}",
+                nvfuser=f"@div_{_mode}", rounds=("div", _mode),
                 arbiter=(lambda a, b: torch.trunc(torch.div(a, b).float().double())) if _mode == "trunc" else None))
 
 # ---- elementwise ops with scalar attributes -------------------------------------------------------
