@@ -28,7 +28,7 @@ from .minimize import (REDUCER_REVISION, first_output_exact, first_output_wrong,
 from .repro_dir import VERIFY_RUNS, repro_slug, write_minimized
 from .explain import shows_on_a_poisoned_heap
 from .oracle import Signature
-from .verdict import HarnessError, judge
+from .verdict import HarnessError, Reproduction, judge
 from .pool import answered_once, case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
 from .reduce.generalise import WRONG_NUMBERS, Generalisation, conversion_alone, few_for_a_vector_loop
@@ -231,6 +231,10 @@ def record_generalisation(directory: Path, pools: Pools, timeout: float = 60.0) 
 def _record_generalisation(directory: Path, case: Case, pools: Pools, timeout: float) -> str:
     signature, general, reworded_detail = generalise_case(case, pools(case.backend, case), timeout)
     seen = [_generalised_variant(variant, case, pools, timeout) for variant in case.also_seen_as]
+    for before, after in zip(case.also_seen_as, seen):
+        if after.verification is Reproduction.DOES_NOT_REPRODUCE and before.verification is not after.verification:
+            print(f"{directory}: its form {after.directory} passed on each of {VERIFY_RUNS} runs here: recorded "
+                  "as not reproducing (corpus fold drops it)", file=sys.stderr)
     case = replace(case, signature=signature, generalisation=general, also_seen_as=seen,
                    detail=reworded_detail or case.detail)
     write_json(directory / "case.json", case.to_json())
@@ -240,17 +244,36 @@ def _record_generalisation(directory: Path, case: Case, pools: Pools, timeout: f
 
 def _generalised_variant(variant: Variant, case: Case, pools: Pools, timeout: float) -> Variant:
     """A folded variant with its graph generalised and its root-cause key recomputed, when it kept
-    its graph and still fails as its key says on its own backend; else as it was."""
+    its graph and still fails as its key says on its own backend; recorded as not reproducing
+    where its graph passes on each of VERIFY_RUNS runs (a member of a bug that no longer shows it
+    is no evidence of it); else as it was."""
     sig = variant.signature
     if variant.graph is None or variant.backend != sig.backend:
         return variant
     probe = replace(case, graph=variant.graph, backend=sig.backend, signature=sig, detail="")
     try:
         sig, general, _ = generalise_case(probe, pools(sig.backend, case), timeout)
-    except (NotInteresting, Unavailable, ValueError):
+    except NotInteresting:
+        if _passes_every_time(probe, pools(probe.backend, case), timeout):
+            return replace(variant, verification=Reproduction.DOES_NOT_REPRODUCE)
+        return variant
+    except (Unavailable, ValueError):
         return variant
     return replace(variant, key=sig.key(), root_cause=root_cause_key(sig, variant.graph, general, case.device) or sig.key(),
                    generalisation=general if general is not None else variant.generalisation)
+
+
+def _passes_every_time(case: Case, pool: WorkerPool, timeout: float, runs: int = VERIFY_RUNS) -> bool:
+    """Whether the case's graph gives no failure on each of `runs` runs on its backend."""
+    for k in range(runs):
+        reply = run_jobs(pool, [graph_job(k, case.backend, case.graph, timeout, case.options,
+                                          bool(case.check_strides), False)])[0]
+        try:
+            if judge(case.backend, reply).signature is not None:
+                return False
+        except HarnessError:
+            return False
+    return True
 
 
 def rekey_all(directories: list[Path], timeout: float, reduce_again: bool = True) -> int:

@@ -100,3 +100,33 @@ def test_an_op_whose_value_is_eagers_bit_for_bit_is_not_the_culprit(tmp_path):
     found = load_case(folder / "case.json")
     assert found.generalisation.exact == (0,)  # the floor
     assert same_bug(case_identity(found), case_identity(committed))
+
+
+def test_a_form_that_passes_now_is_recorded_so_and_the_fold_drops_it(tmp_path):
+    """Replaying every CPU form of the corpus found NNC's lerp -> log_softmax -> tan, listed under
+    the lerp bug 1c11d7f0, passing on every run here. `corpus refresh --generalise` records such a
+    form as not reproducing (it is no evidence of its bug now) and `corpus fold` drops it; a form
+    of the same directory that still fails (lerp -> neg) stays as it was."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from fuzzfuse.corpus import load_case
+    from fuzzfuse.verdict import Reproduction
+
+    root = Path(__file__).resolve().parent.parent
+    name = "torchscript-nnc-mismatch-nan-inf-float-1c11d7f0"
+    corpus = tmp_path / "minimized"
+    shutil.copytree(root / "tests" / "data" / "form_passing_now" / name, corpus / name)
+    done = subprocess.run([sys.executable, "-m", "fuzzfuse", "corpus", "refresh", "--generalise", str(corpus / name)],
+                          capture_output=True, text=True, cwd=root, timeout=600)
+    assert done.returncode == 0 and "d566a9c5 passed on each of 3 runs" in done.stderr, done.stdout + done.stderr
+    marked = {v.directory.rsplit("-", 1)[1]: v.verification for v in load_case(corpus / name / "case.json").also_seen_as}
+    assert marked["d566a9c5"] is Reproduction.DOES_NOT_REPRODUCE
+    assert marked["9d3351e1"] is not Reproduction.DOES_NOT_REPRODUCE
+    done = subprocess.run([sys.executable, "-m", "fuzzfuse", "corpus", "fold", str(corpus)],
+                          capture_output=True, text=True, cwd=root, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    left = [v.directory for v in load_case(corpus / name / "case.json").also_seen_as]
+    assert left == ["torchscript-nnc-mismatch-nan-inf-float-9d3351e1"]
