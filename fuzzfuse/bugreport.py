@@ -34,6 +34,7 @@ from .repro import INPUTS_FILE, _raised, repro_files, tolerances
 from .short_repro import (CHILD_ENDED, HANG_SECONDS, MAX_LINES, Symptom, exit_contract, in_a_child, kills_the_process,
                           short_repro)
 from .upstream import Relation, known
+from .explain import names_a_rule
 from .verdict import EAGER_FAULT, Reproduction
 
 REPRO, REGRESSION, README = "repro.py", "regression.py", "README.md"
@@ -631,6 +632,10 @@ def regenerate(directory: Path, outputs: dict[str, ReproRun] | None = None,
 
 
 # ---- the issue body --------------------------------------------------------------------------
+# How many other reduced graphs of the bug an issue body names.
+FORMS_SHOWN = 6
+
+
 def issue_body(directory: Path) -> str:
     """The issue to paste upstream for one directory: PyTorch's bug forms (torch.compile's for
     Inductor) or NVIDIA/Fuser's; a bug already reported upstream gets a note for that issue
@@ -650,7 +655,7 @@ def issue_body(directory: Path) -> str:
         "".join(f"\nRelated: {u.url} ({u.status()})." for u in related)
     fixed = "(this corpus marks it fixed: FIXED)\n" if (directory / FIXED).exists() else ""
     found = (f"Found by differential fuzzing (fuzzfuse) against eager, with a float64 reference as arbiter; "
-             f"reduced to {len(case.graph.nodes)} op(s).{see_also}\n{fixed}")
+             f"reduced to {len(case.graph.nodes)} op(s).{_rule_and_forms(case)}{see_also}\n{fixed}")
     code = f"```python\n{repro.rstrip()}\n```\n"
     shown = f"```\n{quoted_output(output)}\n```\n" if output else "(run `python repro.py` to see it)\n"
     if case.backend in ("nvfuser", "aot:nvfuser"):
@@ -660,6 +665,19 @@ def issue_body(directory: Path) -> str:
     return head + (f"{what}\n\n{title(case)}. {found}\n{code}\n### Error logs\n\n{shown}\n"
                    f"### Versions\n\nRecorded when found (`python -m torch.utils.collect_env` gives the full "
                    f"list):\n\n```\n{versions}\n```\n")
+
+
+def _rule_and_forms(case: Case) -> str:
+    """Where a known wrong rule computes the fused values exactly (fuzzfuse.explain), that rule,
+    and the other reduced graphs that showed the bug: what a maintainer reads first, the fault
+    rather than the one graph the repro happens to use."""
+    rule = case.signature.message if case.signature and names_a_rule(case.signature.message) else ""
+    said = f" The fused values are exactly what eager computes when {rule}." if rule else ""
+    forms = [", ".join(v.ops) for v in case.also_seen_as if v.verification is not Reproduction.DOES_NOT_REPRODUCE]
+    if forms:
+        shown = "; ".join(forms[:FORMS_SHOWN]) + ("; ..." if len(forms) > FORMS_SHOWN else "")
+        said += f" {len(forms)} other reduced graph(s) fail the same way (their ops: {shown})."
+    return said
 
 
 def same_code(a: str, b: str) -> bool:

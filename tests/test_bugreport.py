@@ -452,3 +452,14 @@ def test_an_nvrtc_overload_errors_title_keeps_the_argument_types_its_raw_log_pri
     assert 'error: no operator "!=" matches these operands' in case.detail
     assert "operand types are: nvf::__half != nvf::__half" in case.detail
     assert title(case).endswith("no operator != matches these operands [nvf::__half != nvf::__half]")
+
+
+def test_a_report_of_a_rule_names_the_rule_and_the_other_graphs_that_show_it():
+    """oneDNN Graph's unrounded quotient: the repro is one graph (div_trunc -> sigmoid); the
+    maintainer reads the fault and the other graphs that showed it. A repro with no rule says
+    neither."""
+    body = issue_body(ROOT / "minimized" / "torchscript-onednn-mismatch-values-float-d6194ba9")
+    assert "exactly what eager computes when a rounding division computes its quotient unrounded" in body
+    assert "other reduced graph(s) fail the same way (their ops: " in body and "div_floor, tanh" in body
+    plain = issue_body(MISMATCH)
+    assert "exactly what eager computes" not in plain
