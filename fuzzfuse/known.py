@@ -81,15 +81,14 @@ def known_repros(directories: list[str]) -> KnownBugs:
         # campaign that reduced the bug without generalising it (--reduce-budget spent) still finds it.
         # The probe's finding (`BugIdentity.own_device_only`) is its graph's, however that graph is named.
         probed = identify(sig, case.graph, case.generalisation, case.device)
-        for general in {case.generalisation, None}:
-            if (identity := identify(sig, case.graph, general, case.device)) is not None:
+        for identity in (probed, identify(sig, case.graph, None, case.device)):
+            if identity is not None:
                 alone = probed is not None and probed.own_device_only and identity.device == probed.device
                 keys.add(replace(identity, own_device_only=alone), directory)
         for variant in case.also_seen_as:
-            identity = variant_identity(variant, case.device)
-            for key in (variant.key, identity.key() if identity else None):
-                if key:
-                    keys.add(key, directory)
+            keys.add(variant.key, directory)
+            if (identity := variant_identity(variant, case.device)) is not None:
+                keys.add(identity, directory)
     return keys
 
 
