@@ -25,6 +25,7 @@ import torch
 
 from .backends.registry import _factory, declared, display_name
 from .corpus import Case, CorpusError, ReductionFigures, load_case, read_json, write_json
+from .explain import names_a_rule
 from .export import FIXED, KERNEL_CACHES
 from .ir import Graph, TensorInput
 from .ir.types import DTYPES, is_float
@@ -34,7 +35,6 @@ from .repro import INPUTS_FILE, _raised, repro_files, tolerances
 from .short_repro import (CHILD_ENDED, HANG_SECONDS, MAX_LINES, Symptom, exit_contract, in_a_child, kills_the_process,
                           short_repro)
 from .upstream import Relation, known
-from .explain import names_a_rule
 from .verdict import EAGER_FAULT, Reproduction
 
 REPRO, REGRESSION, README = "repro.py", "regression.py", "README.md"

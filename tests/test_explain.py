@@ -13,9 +13,8 @@ import torch
 from fuzzfuse.backends import Unavailable, get_backend
 from fuzzfuse.corpus import load_case
 from fuzzfuse.explain import (FOLDED_CONSTANT, NAN_COMPARED, ROUNDING_DROPPED, SCALAR_CAST, ZERO_DIM_WIDER, ZERO_SIGN,
-                              constant_values,
-                              explaining_rule, nan_comparison_is_the_fault, nan_number_graphs, scalar_cast_graphs,
-                              zero_dim_wider_graphs, zero_sign_graphs)
+                              constant_values, explaining_rule, nan_comparison_is_the_fault, nan_number_graphs,
+                              scalar_cast_graphs, zero_dim_wider_graphs, zero_sign_graphs)
 from fuzzfuse.identity import Anchor, case_identity, identify, same_bug
 from fuzzfuse.ir import Graph, make_inputs, run_eager
 from fuzzfuse.ir.builder import GraphBuilder
