@@ -42,6 +42,10 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     from .verdict import Reproduction
 
     directories = [Path(d) for d in args.dirs]
+    if args.forms:
+        from .rekey import replay_all_forms
+
+        return replay_all_forms(directories, args.timeout, args.workers)
     if args.rereduce or args.generalise:
         from .rekey import rekey_all
 
@@ -109,14 +113,21 @@ def add_corpus_commands(sub: argparse._SubParsersAction) -> None:
                                         "form and re-verify it: one line per directory, exit 1 when any no longer "
                                         "reproduces, 2 on a directory without a readable case.json. --rereduce "
                                         "reduces each graph again first; --generalise only records what each "
-                                        "graph does not need, leaving the repro as it was verified.")
+                                        "graph does not need, leaving the repro as it was verified. --forms "
+                                        "replays each form a directory lists instead: one line a form, exit 1 "
+                                        "when any no longer fails as its bug.")
     r.add_argument("dirs", nargs="+", metavar="DIR", help="minimized/<dir> directories")
     how = r.add_mutually_exclusive_group()
     how.add_argument("--rereduce", action="store_true",
                      help="reduce each repro's graph again with today's reducer, then refresh it")
     how.add_argument("--generalise", action="store_true",
                      help="record the generalisation of each repro's graph (and its variants') in its case.json")
+    how.add_argument("--forms", action="store_true",
+                     help="replay each form the directory lists (also_seen_as) on its own backend and say whether "
+                          "it still fails as the directory's bug; one passing on each of three runs is recorded as "
+                          "not reproducing")
     r.add_argument("--timeout", type=CASE_TIMEOUT, default=60.0, help="seconds a repro may run (plus start-up)")
+    r.add_argument("--workers", type=AT_LEAST_ONE, default=2, help="worker processes for --forms (default: 2)")
     r.set_defaults(func=cmd_refresh)
 
     s = commands.add_parser("seeds", help="rewrite the seed corpus (corpus/) into DIR",

@@ -276,6 +276,61 @@ def _passes_every_time(case: Case, pool: WorkerPool, timeout: float, runs: int =
     return True
 
 
+def replay_forms(directory: Path, pools: Pools, timeout: float = 60.0) -> list[tuple[str, str]]:
+    """Replay each form a directory lists (`also_seen_as`, where it kept its graph) once on its own
+    backend: (its directory, what it gave) for each, "same bug" where `same_bug` says its fresh
+    failure is the form's recorded one. A form that passes on each of VERIFY_RUNS runs is recorded
+    as not reproducing, as `--generalise` records it (`corpus fold` drops it); one that fails as
+    another bug stays listed and said, since moving it is fold's."""
+    case = load_case(Path(directory) / "case.json")
+    device = case_device(case)
+    said, seen = [], []
+    for variant in case.also_seen_as:
+        if variant.graph is None or variant.backend != variant.signature.backend:
+            said.append((variant.directory, "kept no graph of its own: not replayed"))
+            seen.append(variant)
+            continue
+        probe = replace(case, graph=variant.graph, backend=variant.backend, signature=variant.signature, detail="")
+        reply = run_jobs(pools(variant.backend, case), [graph_job(0, variant.backend, variant.graph, timeout,
+                                                                   case.options, bool(case.check_strides), False)])[0]
+        try:
+            fresh = judge(variant.backend, reply).signature
+        except HarnessError as e:
+            said.append((variant.directory, f"not judged: {str(e).splitlines()[0][:120]}"))
+            seen.append(variant)
+            continue
+        if fresh is None and _passes_every_time(probe, pools(variant.backend, case), timeout, VERIFY_RUNS - 1):
+            said.append((variant.directory, f"passes on each of {VERIFY_RUNS} runs: recorded as not reproducing"))
+            seen.append(replace(variant, verification=Reproduction.DOES_NOT_REPRODUCE))
+            continue
+        now = identify(fresh, variant.graph, variant.generalisation, device) if fresh is not None else None
+        was = identify(variant.signature, variant.graph, variant.generalisation, device)
+        said.append((variant.directory, "same bug" if now is not None and was is not None and same_bug(now, was)
+                     else f"another failure: {_today(fresh)}"))
+        seen.append(variant)
+    if seen != case.also_seen_as:
+        write_json(Path(directory) / "case.json", replace(case, also_seen_as=seen).to_json())
+    return said
+
+
+def replay_all_forms(directories: list[Path], timeout: float, workers: int = 2) -> int:
+    """One line a listed form (`replay_forms`); exit 1 where any no longer fails as its bug."""
+    status = 0
+    with Pools(workers, timeout) as pools:
+        for directory in directories:
+            try:
+                said = replay_forms(directory, pools, timeout)
+            except (CorpusError, OSError) as e:
+                print(f"fuzzfuse: error: {directory}: {(str(e).splitlines() or [repr(e)])[0]}", file=sys.stderr)
+                status = 2
+                continue
+            for form, what in said:
+                print(f"{directory}: {form}: {what}", flush=True)
+                if what != "same bug" and not what.startswith("kept no graph"):
+                    status = max(status, 1)
+    return status
+
+
 def rekey_all(directories: list[Path], timeout: float, reduce_again: bool = True) -> int:
     """One line a directory: its root-cause key before and after, or why it was left as it was.
     reduce_again False: only generalise each repro's graph as it is (and its variants')."""

@@ -130,3 +130,33 @@ def test_a_form_that_passes_now_is_recorded_so_and_the_fold_drops_it(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     left = [v.directory for v in load_case(corpus / name / "case.json").also_seen_as]
     assert left == ["torchscript-nnc-mismatch-nan-inf-float-9d3351e1"]
+
+
+def test_replaying_forms_says_each_and_records_one_passing_now(tmp_path):
+    """`corpus refresh --forms` replays each listed form of a directory on its own backend: the
+    lerp bug's lerp -> neg still fails as that bug, its lerp -> log_softmax -> tan passes on every
+    run and is recorded as not reproducing (exit 1, a form no longer shows its bug); the repro's
+    own graph and generalisation are left as they were."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from fuzzfuse.corpus import load_case
+    from fuzzfuse.verdict import Reproduction
+
+    root = Path(__file__).resolve().parent.parent
+    name = "torchscript-nnc-mismatch-nan-inf-float-1c11d7f0"
+    shutil.copytree(root / "tests" / "data" / "form_passing_now" / name, tmp_path / name)
+    before = load_case(tmp_path / name / "case.json")
+    done = subprocess.run([sys.executable, "-m", "fuzzfuse", "corpus", "refresh", "--forms", str(tmp_path / name)],
+                          capture_output=True, text=True, cwd=root, timeout=600)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert any(line.endswith("9d3351e1: same bug") for line in lines), lines
+    assert any("d566a9c5: passes on each of 3 runs" in line for line in lines), lines
+    after = load_case(tmp_path / name / "case.json")
+    marked = {v.directory.rsplit("-", 1)[1]: v.verification for v in after.also_seen_as}
+    assert marked["d566a9c5"] is Reproduction.DOES_NOT_REPRODUCE
+    assert marked["9d3351e1"] is not Reproduction.DOES_NOT_REPRODUCE
+    assert (after.graph, after.generalisation) == (before.graph, before.generalisation)
