@@ -534,3 +534,25 @@ def test_cpu_inductor_eliding_an_explicit_half_round_trip_is_its_documented_defa
         assert Difference.LOWP_CASTS_ELIDED in InductorConfig().documented_differences(device)
         assert Difference.LOWP_CASTS_ELIDED not in InductorConfig(
             flags=(("emulate_precision_casts", True),)).documented_differences(device)
+
+
+def test_an_integer_cast_through_bfloat16_is_elided_as_a_float_one(inductor):
+    """The H100 campaign of 2026-12-07 reduced int32 -2500 -> bfloat16 -> int32 to a "new" bug:
+    CUDA Inductor gives -2500, eager -2496 (bfloat16 holds -2496 and -2504 there). Inductor's
+    lowering gives every cast to fp16/bf16 the compute type float32, whatever its source, so the
+    elided pair of an integer is its documented default as a float's is; under
+    emulate_precision_casts the same output is a bug."""
+    x = torch.tensor(-2500, dtype=torch.int32)
+    b = GraphBuilder()
+    graph = b.build([b.add("cast", b.add("cast", b.tensor((), "int32", values=_exact(x)), dtype="bfloat16"),
+                           dtype="int32")])
+
+    class Result:  # what CUDA Inductor returned on the H100
+        outputs = [torch.tensor(-2500, dtype=torch.int32)]
+        context = ""
+    eager = [x.to(torch.bfloat16).to(torch.int32)]
+    assert eager[0].item() == -2496
+    for options, outcome in ((Options(), Outcome.DOCUMENTED), (_options(emulate_precision_casts=True), Outcome.MISMATCH)):
+        judged = _judge_outputs(graph, graph.infer_types(), inductor, Result, eager, [eager[0].double()], {}, False,
+                                *design_references(inductor, options, graph, [x], eager))
+        assert judged.outcome == outcome, (options, judged.detail)

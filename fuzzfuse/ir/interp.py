@@ -565,7 +565,7 @@ def run_fp32_compute(graph: Graph, inputs: list, dtypes: list[torch.dtype],
                      casts_round: bool = True) -> list[torch.Tensor]:
     """The outputs as a fuser that keeps fp16/bf16 intermediates in float32 computes them: every
     fp16/bf16 input and result read as float32 (explicit casts to them still round, unless not
-    `casts_round`: Inductor's elided pairs, on CPU and CUDA), each output rounded once to its
+    `casts_round`: Inductor's elided pairs, on CPU and CUDA, from a float or an integer), each output rounded once to its
     eager dtype (`dtypes`). Inductor does this unless emulate_precision_casts. An op whose result
     its dtype defines (`Op.exact_in_dtype`) still computes in its own dtype, and a matmul's result
     is written in its dtype: the fuser calls a library for it (Inductor's mm and addmm are aten's),
@@ -581,8 +581,10 @@ def run_fp32_compute(graph: Graph, inputs: list, dtypes: list[torch.dtype],
             own = DTYPES[types[node.name].dtype]
             args = [a.to(own) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
         attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in node.attrs.items()}
+        # An integer's cast is elided too: Inductor's lowering gives a cast to fp16/bf16 the compute
+        # type float32 whatever its source (the H100's int32 -2500 -> bfloat16 -> int32 is -2500).
         elided = not casts_round and node.op == "cast" and DTYPES[attrs["dtype"]] in LOW_PRECISION and \
-            isinstance(args[0], torch.Tensor) and args[0].is_floating_point()
+            isinstance(args[0], torch.Tensor)
         out = args[0].float() if elided else OPS[node.op].eager(*args, **attrs)
         if OPS[node.op].kind == "matmul" and out.is_floating_point():
             out = out.to(DTYPES[types[node.name].dtype])
