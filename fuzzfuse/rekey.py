@@ -28,7 +28,7 @@ from .minimize import (REDUCER_REVISION, first_output_exact, first_output_wrong,
 from .repro_dir import VERIFY_RUNS, repro_slug, write_minimized
 from .explain import shows_on_a_poisoned_heap
 from .oracle import Signature
-from .verdict import HarnessError, Reproduction, judge
+from .verdict import FAILURES, HarnessError, Reproduction, judge
 from .pool import answered_once, case_pool, graph_job, run_jobs
 from .reduce import NotInteresting, cost
 from .reduce.generalise import WRONG_NUMBERS, Generalisation, conversion_alone, few_for_a_vector_loop
@@ -263,13 +263,19 @@ def _generalised_variant(variant: Variant, case: Case, pools: Pools, timeout: fl
                    generalisation=general if general is not None else variant.generalisation)
 
 
+def _a_failure(signature: Signature | None) -> bool:
+    """Whether a judged run failed: a difference today's oracle documents is no failure."""
+    return signature is not None and signature.outcome in FAILURES
+
+
 def _passes_every_time(case: Case, pool: WorkerPool, timeout: float, runs: int = VERIFY_RUNS) -> bool:
-    """Whether the case's graph gives no failure on each of `runs` runs on its backend."""
+    """Whether the case's graph gives no failure (`_a_failure`) on each of `runs` runs on its
+    backend."""
     for k in range(runs):
         reply = run_jobs(pool, [graph_job(k, case.backend, case.graph, timeout, case.options,
                                           bool(case.check_strides), False)])[0]
         try:
-            if judge(case.backend, reply).signature is not None:
+            if _a_failure(judge(case.backend, reply).signature):
                 return False
         except HarnessError:
             return False
@@ -279,7 +285,8 @@ def _passes_every_time(case: Case, pool: WorkerPool, timeout: float, runs: int =
 def replay_forms(directory: Path, pools: Pools, timeout: float = 60.0) -> list[tuple[str, str]]:
     """Replay each form a directory lists (`also_seen_as`, where it kept its graph) once on its own
     backend: (its directory, what it gave) for each, "same bug" where `same_bug` says its fresh
-    failure is the form's recorded one. A form that passes on each of VERIFY_RUNS runs is recorded
+    failure is the form's recorded one. A form that passes on each of VERIFY_RUNS runs (or gives a
+    difference today's oracle documents) is recorded
     as not reproducing, as `--generalise` records it (`corpus fold` drops it); one that fails as
     another bug stays listed and said, since moving it is fold's."""
     case = load_case(Path(directory) / "case.json")
@@ -299,8 +306,9 @@ def replay_forms(directory: Path, pools: Pools, timeout: float = 60.0) -> list[t
             said.append((variant.directory, f"not judged: {str(e).splitlines()[0][:120]}"))
             seen.append(variant)
             continue
-        if fresh is None and _passes_every_time(probe, pools(variant.backend, case), timeout, VERIFY_RUNS - 1):
-            said.append((variant.directory, f"passes on each of {VERIFY_RUNS} runs: recorded as not reproducing"))
+        if not _a_failure(fresh) and _passes_every_time(probe, pools(variant.backend, case), timeout, VERIFY_RUNS - 1):
+            said.append((variant.directory, f"passes on each of {VERIFY_RUNS} runs ({_today(fresh)}): recorded as "
+                                            "not reproducing"))
             seen.append(replace(variant, verification=Reproduction.DOES_NOT_REPRODUCE))
             continue
         now = identify(fresh, variant.graph, variant.generalisation, device) if fresh is not None else None

@@ -135,8 +135,9 @@ def test_a_form_that_passes_now_is_recorded_so_and_the_fold_drops_it(tmp_path):
 def test_replaying_forms_says_each_and_records_one_passing_now(tmp_path):
     """`corpus refresh --forms` replays each listed form of a directory on its own backend: the
     lerp bug's lerp -> neg still fails as that bug, its lerp -> log_softmax -> tan passes on every
-    run and is recorded as not reproducing (exit 1, a form no longer shows its bug); the repro's
-    own graph and generalisation are left as they were."""
+    run and is recorded as not reproducing (exit 1, a form no longer shows its bug), and so is a
+    form that today's oracle documents (the H100's replay found one, an ill-conditioned nvFuser
+    log_softmax); the repro's own graph and generalisation are left as they were."""
     import shutil
     import subprocess
     import sys
@@ -145,18 +146,31 @@ def test_replaying_forms_says_each_and_records_one_passing_now(tmp_path):
     from fuzzfuse.corpus import load_case
     from fuzzfuse.verdict import Reproduction
 
+    from dataclasses import replace
+
+    from fuzzfuse.corpus import Variant, write_json
+
     root = Path(__file__).resolve().parent.parent
     name = "torchscript-nnc-mismatch-nan-inf-float-1c11d7f0"
     shutil.copytree(root / "tests" / "data" / "form_passing_now" / name, tmp_path / name)
+    # and a form today's oracle documents: Inductor's bfloat16 sin(expm1(19)) in float32 intermediates
+    b = GraphBuilder()
+    x = b.tensor([1], "bfloat16", values=Values(exact=encode_exact(torch.tensor([19.0], dtype=torch.bfloat16))))
+    documented = Variant("mismatch|inductor|run|values|float|", "graph|inductor", "inductor", ("expm1", "sin"),
+                         "inductor-mismatch-values-float-00000000", graph=b.build([b.add("sin", b.add("expm1", x))]))
     before = load_case(tmp_path / name / "case.json")
+    write_json(tmp_path / name / "case.json", replace(before, also_seen_as=before.also_seen_as + [documented]).to_json())
     done = subprocess.run([sys.executable, "-m", "fuzzfuse", "corpus", "refresh", "--forms", str(tmp_path / name)],
                           capture_output=True, text=True, cwd=root, timeout=600)
     lines = done.stdout.splitlines()
     assert done.returncode == 1, done.stdout + done.stderr
     assert any(line.endswith("9d3351e1: same bug") for line in lines), lines
-    assert any("d566a9c5: passes on each of 3 runs" in line for line in lines), lines
+    assert any("d566a9c5: passes on each of 3 runs (it passes)" in line for line in lines), lines
+    assert any("00000000: passes on each of 3 runs (it gives documented-difference|inductor|run|fp32-intermediates"
+               in line for line in lines), lines
     after = load_case(tmp_path / name / "case.json")
     marked = {v.directory.rsplit("-", 1)[1]: v.verification for v in after.also_seen_as}
     assert marked["d566a9c5"] is Reproduction.DOES_NOT_REPRODUCE
     assert marked["9d3351e1"] is not Reproduction.DOES_NOT_REPRODUCE
+    assert marked["00000000"] is Reproduction.DOES_NOT_REPRODUCE
     assert (after.graph, after.generalisation) == (before.graph, before.generalisation)
