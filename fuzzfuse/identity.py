@@ -292,9 +292,6 @@ def _identify(signature: Signature | None, graph: Graph | None, generalisation: 
                 device = "" if device_routes(signature.backend) else device
             elif wildcard:  # any op of its kind stands in for it: the bug is the kind's
                 culprit = f"*{wildcard[1]}"
-            elif pair := fused_pair(graph, general):
-                comp, second = culprit_op(signature.backend, graph.nodes[pair[1]].op, device, graph.nodes[pair[1]].attrs)
-                culprit = f"{culprit_op(signature.backend, node.op, device, node.attrs)[1]}→{second}"
             else:
                 comp, culprit = culprit_op(signature.backend, node.op, device, node.attrs)
             return BugIdentity(comp, Anchor.CULPRIT, symptom, culprit, detail, phase,
@@ -431,33 +428,13 @@ def culprit_position(graph: Graph, generalisation: Generalisation | None) -> int
     # where an op after it, before the last, gave another value: NNC's floor of -6.4e-40 is -1 as
     # eager's, and its remainder's -0.0, which the tolerance forgave, made pow inf. Where only the
     # last op is left, the pair is the bug and its first op names it (oneDNN's log is exact as an
-    # output; log then add, fused, is wrong), where the last is a filler; else both (`fused_pair`).
+    # output; log then add, fused, is wrong).
     inexact = [k for k in candidates if k not in generalisation.exact and k != last]
     if inexact and candidates and candidates[0] in generalisation.exact:
         return inexact[0]
     types = graph.infer_types()
     computing = [k for k in candidates if not _identity_cast(graph.nodes[k], types)]
     return (computing or candidates)[0] if candidates else None
-
-
-def fused_pair(graph: Graph, generalisation: Generalisation | None) -> tuple[int, int] | None:
-    """The two positions of a reduced graph whose wrong value is neither op's alone but the pair's:
-    the probe found no op wrong on eager's operands, the first op's fused value was eager's bit for
-    bit, and the second is no filler (only ops of its own kind keep the failure). Inductor rewrites
-    softmax(mul(x, c)) as one pattern: its mul is exact and its softmax right alone, and the pair
-    named by its mul was matched to two other mul bugs (a folded mul by zero, and mul -> sub
-    contracted to a fused multiply-add). Where the second op is a filler (any op of its kind shows
-    it) the first op is the bug, as `culprit_position` names it."""
-    if generalisation is None or not generalisation.probed or generalisation.alone or len(graph.outputs) > 1:
-        return None
-    fillers = {k for k, _ in generalisation.ops}
-    candidates = [k for k in live_positions(graph) if k not in fillers]
-    if len(candidates) != 2 or (generalisation.culprit and generalisation.culprit[0] in candidates):
-        return None
-    first, second = candidates
-    if first in generalisation.exact and second == generalisation.first_wrong_op(graph):
-        return first, second
-    return None
 
 
 def broadcasts_a_made_extent_one(graph: Graph) -> bool:

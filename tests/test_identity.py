@@ -1116,22 +1116,3 @@ def test_a_size_check_that_a_wrong_shape_made_fails_is_that_shapes_bug(tmp_path)
     moved = [v for v in load_case(root / ONEDNN_ZERO_DIM / "case.json").also_seen_as if v.signature.kind == "shape"
              and v.ops == ("add",) and v.graph.inputs[0].shape == ()]
     assert moved and all(same_bug(variant_identity(v, "cpu"), zero_dim) for v in moved)
-
-
-def test_a_pair_rewritten_as_one_pattern_is_named_by_both_ops():
-    """The H100 campaign of 2026-12-07 reduced two Inductor finds to mul(x, c) -> softmax: the mul
-    exact, the softmax right alone on eager's operands, the failure kept only by softmax or
-    log_softmax after it (Inductor rewrites softmax(x * c) as one pattern, which computes
-    (x - max(x)) * c: -inf * 0 is nan). Named by the mul alone, one was matched to the folded mul by
-    zero (1bb7e084) and the other to a mul -> sub contracted to a fused multiply-add (b71af8d6):
-    two wrong merges. Named by the pair, neither is either bug."""
-    committed = Path(__file__).parent.parent / "minimized"
-    others = [case_identity(load_case(next(committed.glob(f"*-{d}")) / "case.json")) for d in ("1bb7e084", "b71af8d6")]
-    for name in ("mul_softmax_both.json", "mul_softmax_cuda.json"):
-        case = load_case(DATA / "fused_pair" / name)
-        found = case_identity(case)
-        assert found.where == "mul→softmax", found
-        assert not any(same_bug(found, other) for other in others)
-        # and without the pair the same graph is named by its first op, as a lone wrong mul is
-        general = replace(case.generalisation, exact=())
-        assert identify(case.signature, case.graph, general, case.device).where == "mul"
