@@ -291,15 +291,22 @@ def replay_forms(directory: Path, pools: Pools, timeout: float = 60.0) -> list[t
     another bug stays listed and said, since moving it is fold's."""
     case = load_case(Path(directory) / "case.json")
     device = case_device(case)
+    replayable = [v for v in case.also_seen_as if v.graph is not None and v.backend == v.signature.backend]
+    # Each backend's first runs go to its pool together, so that --workers runs them side by side.
+    replies = {}
+    for backend in {v.backend for v in replayable}:
+        mine = [v for v in replayable if v.backend == backend]
+        jobs = [graph_job(k, backend, v.graph, timeout, case.options, bool(case.check_strides), False)
+                for k, v in enumerate(mine)]
+        replies.update(zip((v.directory for v in mine), run_jobs(pools(backend, case), jobs)))
     said, seen = [], []
     for variant in case.also_seen_as:
-        if variant.graph is None or variant.backend != variant.signature.backend:
+        if variant not in replayable:
             said.append((variant.directory, "kept no graph of its own: not replayed"))
             seen.append(variant)
             continue
         probe = replace(case, graph=variant.graph, backend=variant.backend, signature=variant.signature, detail="")
-        reply = run_jobs(pools(variant.backend, case), [graph_job(0, variant.backend, variant.graph, timeout,
-                                                                   case.options, bool(case.check_strides), False)])[0]
+        reply = replies[variant.directory]
         try:
             fresh = judge(variant.backend, reply).signature
         except HarnessError as e:
