@@ -30,7 +30,8 @@ triage and the pytest plugin all ask it (or its index key, `BugIdentity.key`).
   the reducer replaces every op it can by an input holding eager's value of it, so an op that is
   still there computes something eager does not. An op computed from another (std from var in
   every fuser, and var_mean's var output from var: `Op.computed_by`; elu from expm1 in Inductor:
-  `Backend.computes_from`) is named by that op.
+  `Backend.computes_from`) is named by that op. A pair the fuser rewrites as one pattern
+  (`Backend.rewrites_pairs`: Inductor's softmax(x * c)), neither op wrong alone, is the pattern.
 - A wrong result that needs the fusion's several outputs, with no op to blame (none wrong as the
   first output, or one any op of its kind stands in for), is the outputs' rule
   (`wrong_among_outputs`), named with the layouts of the inputs it reads: nvFuser wrote one
@@ -53,7 +54,8 @@ import enum
 from dataclasses import asdict, dataclass, replace
 
 from .backends.findings import FailedGuard
-from .backends.registry import component, computes_from, device_routes, eager_kernels, per_device_code
+from .backends.registry import (component, computes_from, device_routes, eager_kernels, per_device_code,
+                                rewrites_pairs)
 from .corpus import Case, Variant
 from .explain import names_a_rule, sign_lost_by
 from .graphform import graph_form
@@ -292,6 +294,13 @@ def _identify(signature: Signature | None, graph: Graph | None, generalisation: 
                 device = "" if device_routes(signature.backend) else device
             elif wildcard:  # any op of its kind stands in for it: the bug is the kind's
                 culprit = f"*{wildcard[1]}"
+            elif pattern := rewritten_pair(signature.backend, graph, general):
+                # The pattern computes in its second op's dtype (softmax(x * c) of an int32 x is
+                # computed on float32 as of a float32 x): its class is the pair's. It rewrites the
+                # graph before any device's code is written: one bug on each device.
+                culprit = pattern[1]
+                device = "" if device_routes(signature.backend) else device
+                detail = dtype_class(graph, pattern[0], generalisation=general)
             else:
                 comp, culprit = culprit_op(signature.backend, node.op, device, node.attrs)
             return BugIdentity(comp, Anchor.CULPRIT, symptom, culprit, detail, phase,
@@ -428,13 +437,37 @@ def culprit_position(graph: Graph, generalisation: Generalisation | None) -> int
     # where an op after it, before the last, gave another value: NNC's floor of -6.4e-40 is -1 as
     # eager's, and its remainder's -0.0, which the tolerance forgave, made pow inf. Where only the
     # last op is left, the pair is the bug and its first op names it (oneDNN's log is exact as an
-    # output; log then add, fused, is wrong).
+    # output; log then add, fused, is wrong), unless the fuser rewrites the pair as one pattern
+    # (`rewritten_pair`).
     inexact = [k for k in candidates if k not in generalisation.exact and k != last]
     if inexact and candidates and candidates[0] in generalisation.exact:
         return inexact[0]
     types = graph.infer_types()
     computing = [k for k in candidates if not _identity_cast(graph.nodes[k], types)]
     return (computing or candidates)[0] if candidates else None
+
+
+def rewritten_pair(backend: str, graph: Graph, generalisation: Generalisation | None) -> tuple[int, str] | None:
+    """(the position of the pair's second op, the pattern's name) where a reduced graph's wrong value
+    is a pattern the fuser rewrites a pair of ops as (`Backend.rewrites_pairs`): two ops left that
+    are no fillers, the probe found neither wrong on eager's operands, and the second is the first
+    wrong. Inductor's scaled softmax rewrite computes softmax(x * c) as (x - max(x)) * c: its mul is
+    right, its softmax right alone, and named by the mul the pair was matched to two other mul bugs
+    (a folded mul by zero; mul -> sub contracted to a fused multiply-add). A pair no fuser declares
+    is its first op's (`culprit_position`): oneDNN's log is right as an output, wrong as add's
+    operand in one fusion, and any op that reads it there shows it."""
+    if generalisation is None or not generalisation.probed or generalisation.alone or len(graph.outputs) > 1:
+        return None
+    fillers = {k for k, _ in generalisation.ops}
+    candidates = [k for k in live_positions(graph) if k not in fillers]
+    if len(candidates) != 2 or (generalisation.culprit and generalisation.culprit[0] in candidates):
+        return None
+    first, second = candidates
+    if second != generalisation.first_wrong_op(graph) or graph.nodes[first].name not in graph.nodes[second].refs():
+        return None
+    ops = (graph.nodes[first].op, graph.nodes[second].op)
+    return next(((second, name) for name, (firsts, seconds) in rewrites_pairs(backend).items()
+                 if ops[0] in firsts and ops[1] in seconds), None)
 
 
 def broadcasts_a_made_extent_one(graph: Graph) -> bool:

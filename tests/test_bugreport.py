@@ -73,9 +73,9 @@ def test_every_title_names_its_trigger(directory):
 
 
 def test_a_title_names_an_unsigned_value_with_its_top_bit_set():
-    """Inductor CPU's softmax of div(uint8 [254, 1], 1.0) reads 254 as -2 (b72fb31a): 254 is no
-    extreme of uint8, but it is the trigger."""
-    case = load_case(MINIMIZED / "inductor-mismatch-values-float-b72fb31a" / "case.json")
+    """Inductor CPU's softmax of div(uint8 [254, 1], 1.0) reads 254 as -2 (b72fb31a, now a form of
+    388d5a11): 254 is no extreme of uint8, but it is the trigger."""
+    case = load_case(Path(__file__).parent / "data" / "inductor_div_softmax_uint8_case.json")
     assert "uint8 holding 254" in title(case)
     b = GraphBuilder()
     x = b.tensor((2,), "uint8", values=Values(exact=encode_exact(torch.tensor([127, 3], dtype=torch.uint8))))

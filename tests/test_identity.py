@@ -1116,3 +1116,27 @@ def test_a_size_check_that_a_wrong_shape_made_fails_is_that_shapes_bug(tmp_path)
     moved = [v for v in load_case(root / ONEDNN_ZERO_DIM / "case.json").also_seen_as if v.signature.kind == "shape"
              and v.ops == ("add",) and v.graph.inputs[0].shape == ()]
     assert moved and all(same_bug(variant_identity(v, "cpu"), zero_dim) for v in moved)
+
+
+def test_a_pair_the_fuser_rewrites_as_one_pattern_is_that_patterns_bug():
+    """The H100 campaign of 2026-12-07 reduced two Inductor finds to mul(x, c) -> softmax: the mul
+    right, the softmax right alone on eager's operands. Inductor's scaled softmax rewrite
+    (`rewrites_pairs`) computes softmax(x * c) as (x - max(x)) * c: -inf * 0 is nan. Named by the
+    mul alone, one was matched to the folded mul by zero (1bb7e084) and the other to a mul -> sub
+    contracted to a fused multiply-add (b71af8d6): two wrong merges. Named by the pattern, both are
+    the committed mul -> softmax of an int32 (388d5a11, on either device) and the div -> softmax of
+    a uint8 (b72fb31a, CPU; `corpus fold` made it a form of 388d5a11), and neither mul bug."""
+    committed = Path(__file__).parent.parent / "minimized"
+    def committed_identity(digest):
+        return case_identity(load_case(next(committed.glob(f"*-{digest}")) / "case.json"))
+    others = [committed_identity(d) for d in ("1bb7e084", "b71af8d6")]
+    pattern = [committed_identity("388d5a11"), case_identity(load_case(DATA / "inductor_div_softmax_uint8_case.json"))]
+    assert all(p.where == "scaled softmax rewrite" and p.detail == "float" for p in pattern), pattern
+    for name in ("mul_softmax_both.json", "mul_softmax_cuda.json"):
+        case = load_case(DATA / "fused_pair" / name)
+        found = case_identity(case)
+        assert (found.where, found.device) == ("scaled softmax rewrite", ""), found
+        assert not any(same_bug(found, other) for other in others)
+        assert all(same_bug(found, p) for p in pattern)
+        # A pair no fuser declares is its first op's: the same graph on another fuser.
+        assert identify(replace(case.signature, backend="dynamo:eager"), case.graph, case.generalisation).where == "mul"

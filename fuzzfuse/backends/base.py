@@ -208,6 +208,12 @@ class Backend:
     # Triton's triton_helpers.maximum and C++'s at::vec::maximum): a wrong value of one that fails
     # alike on two devices is two bugs, one per device, as upstream fixes them one at a time.
     per_device_code: frozenset[str] = frozenset()
+    # Pairs of ops this fuser rewrites as one pattern, by the pattern's name: (the first ops, the
+    # ops that read them). A wrong value that needs such a pair, neither op wrong on eager's
+    # operands, is the pattern's bug, whichever of its ops the graph holds (Inductor's scaled
+    # softmax rewrite of softmax(x * c) and softmax(x / c)); named by its first op, it took any
+    # other bug of that op.
+    rewrites_pairs: Mapping[str, tuple[frozenset[str], frozenset[str]]] = MappingProxyType({})
     # Whether the fuser types a unary op's result on an integer or bool value as that dtype where
     # it converts a float scalar the result meets (NNC's sqrt of a bool, then lt(.., 1e-05): the
     # scalar becomes 0): fuzzfuse.explain's scalar-conversion rule then reaches through unary ops.

@@ -72,6 +72,11 @@ class InductorBackend(DynamoBackend):
     # signed-zero fault of the first was fixed alone (pytorch#186933), the second's is still open
     # (pytorch#194347).
     per_device_code = frozenset({"maximum"})
+    # fx_passes/joint_graph.py's mul_softmax_pattern and div_softmax_pattern match the
+    # sub(scaled, amax(scaled)) that softmax and log_softmax decompose to, scaled = x * c or x / c,
+    # and compute (x * sign - amax(x * sign)) * (sign * c).
+    rewrites_pairs = MappingProxyType({"scaled softmax rewrite": (frozenset({"mul", "div"}),
+                                                                  frozenset({"softmax", "log_softmax"}))})
     # CppVecOverrides.fmod is f"{a}.fmod({b})".
     eager_kernels = MappingProxyType({"cpu": frozenset({"fmod"})})
 

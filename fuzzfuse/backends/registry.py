@@ -86,7 +86,8 @@ def _registered_class(name: str) -> type | None:
 # What `dynamo:NAME` takes from the built-in NAME where that is a torch.compile backend itself
 # (InductorBackend is `dynamo:inductor` with kernel evidence): the fuser it reaches and how that
 # computes. Its public name, and all else, stay DynamoBackend's.
-FUSER_ATTRIBUTES = ("component", "computes_from", "computes_from_on", "eager_kernels", "per_device_code")
+FUSER_ATTRIBUTES = ("component", "computes_from", "computes_from_on", "eager_kernels", "per_device_code",
+                    "rewrites_pairs")
 
 
 def declared(name: str, attr: str, default: Any = None) -> Any:
@@ -185,3 +186,9 @@ def availability() -> dict[str, str | None]:
 def default_backend(backward: bool = False) -> str:
     status = availability()
     return next(n for n in (BACKWARD_PREFERENCE if backward else PREFERENCE) if status.get(n) is None)
+
+
+def rewrites_pairs(name: str) -> Mapping[str, tuple[frozenset[str], frozenset[str]]]:
+    """The pairs of ops the backend `name` rewrites as one pattern (`Backend.rewrites_pairs`);
+    empty for a name without them."""
+    return declared(name, "rewrites_pairs", MappingProxyType({}))
