@@ -10,11 +10,12 @@ it was verified.
 """
 from __future__ import annotations
 
+import enum
 import itertools
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -282,13 +283,42 @@ def _passes_every_time(case: Case, pool: WorkerPool, timeout: float, runs: int =
     return True
 
 
-def replay_forms(directory: Path, pools: Pools, timeout: float = 60.0) -> list[tuple[str, str]]:
+class FormVerdict(enum.Enum):
+    """What a listed form gave when replayed (`replay_forms`)."""
+    SAME_BUG = "same bug"
+    ANOTHER_FAILURE = "another failure"
+    NOT_REPRODUCING = "passes"  # on each of VERIFY_RUNS runs: recorded as not reproducing
+    NOT_JUDGED = "not judged"
+    NO_GRAPH = "kept no graph of its own: not replayed"
+
+
+@dataclass(frozen=True)
+class FormReplay:
+    """One form's replay: the form's directory name, its verdict and what it gave today."""
+    form: str
+    verdict: FormVerdict
+    today: str = ""
+
+    @property
+    def shows_another_thing(self) -> bool:
+        """Whether the form no longer fails as its directory's bug (a form without a graph was not
+        asked)."""
+        return self.verdict not in (FormVerdict.SAME_BUG, FormVerdict.NO_GRAPH)
+
+    def __str__(self) -> str:
+        if self.verdict is FormVerdict.NOT_REPRODUCING:
+            return f"passes on each of {VERIFY_RUNS} runs ({self.today}): recorded as not reproducing"
+        if self.verdict in (FormVerdict.ANOTHER_FAILURE, FormVerdict.NOT_JUDGED):
+            return f"{self.verdict.value}: {self.today}"
+        return self.verdict.value
+
+
+def replay_forms(directory: Path, pools: Pools, timeout: float = 60.0) -> list[FormReplay]:
     """Replay each form a directory lists (`also_seen_as`, where it kept its graph) once on its own
-    backend: (its directory, what it gave) for each, "same bug" where `same_bug` says its fresh
-    failure is the form's recorded one. A form that passes on each of VERIFY_RUNS runs (or gives a
-    difference today's oracle documents) is recorded
-    as not reproducing, as `--generalise` records it (`corpus fold` drops it); one that fails as
-    another bug stays listed and said, since moving it is fold's."""
+    backend: a `FormReplay` for each, SAME_BUG where `same_bug` says its fresh failure is the form's
+    recorded one. A form that passes on each of VERIFY_RUNS runs (or gives a difference today's
+    oracle documents) is recorded as not reproducing, as `--generalise` records it (`corpus fold`
+    drops it); one that fails as another bug stays listed and said, since moving it is fold's."""
     case = load_case(Path(directory) / "case.json")
     device = case_device(case)
     replayable = [v for v in case.also_seen_as if v.graph is not None and v.backend == v.signature.backend]
@@ -302,7 +332,7 @@ def replay_forms(directory: Path, pools: Pools, timeout: float = 60.0) -> list[t
     said, seen = [], []
     for variant in case.also_seen_as:
         if variant not in replayable:
-            said.append((variant.directory, "kept no graph of its own: not replayed"))
+            said.append(FormReplay(variant.directory, FormVerdict.NO_GRAPH))
             seen.append(variant)
             continue
         probe = replace(case, graph=variant.graph, backend=variant.backend, signature=variant.signature, detail="")
@@ -310,18 +340,18 @@ def replay_forms(directory: Path, pools: Pools, timeout: float = 60.0) -> list[t
         try:
             fresh = judge(variant.backend, reply).signature
         except HarnessError as e:
-            said.append((variant.directory, f"not judged: {str(e).splitlines()[0][:120]}"))
+            said.append(FormReplay(variant.directory, FormVerdict.NOT_JUDGED, str(e).splitlines()[0][:120]))
             seen.append(variant)
             continue
         if not _a_failure(fresh) and _passes_every_time(probe, pools(variant.backend, case), timeout, VERIFY_RUNS - 1):
-            said.append((variant.directory, f"passes on each of {VERIFY_RUNS} runs ({_today(fresh)}): recorded as "
-                                            "not reproducing"))
+            said.append(FormReplay(variant.directory, FormVerdict.NOT_REPRODUCING, _today(fresh)))
             seen.append(replace(variant, verification=Reproduction.DOES_NOT_REPRODUCE))
             continue
         now = identify(fresh, variant.graph, variant.generalisation, device) if fresh is not None else None
         was = identify(variant.signature, variant.graph, variant.generalisation, device)
-        said.append((variant.directory, "same bug" if now is not None and was is not None and same_bug(now, was)
-                     else f"another failure: {_today(fresh)}"))
+        same = now is not None and was is not None and same_bug(now, was)
+        said.append(FormReplay(variant.directory, FormVerdict.SAME_BUG) if same
+                    else FormReplay(variant.directory, FormVerdict.ANOTHER_FAILURE, _today(fresh)))
         seen.append(variant)
     if seen != case.also_seen_as:
         write_json(Path(directory) / "case.json", replace(case, also_seen_as=seen).to_json())
@@ -339,9 +369,9 @@ def replay_all_forms(directories: list[Path], timeout: float, workers: int = 2) 
                 print(f"fuzzfuse: error: {directory}: {(str(e).splitlines() or [repr(e)])[0]}", file=sys.stderr)
                 status = 2
                 continue
-            for form, what in said:
-                print(f"{directory}: {form}: {what}", flush=True)
-                if what != "same bug" and not what.startswith("kept no graph"):
+            for replay in said:
+                print(f"{directory}: {replay.form}: {replay}", flush=True)
+                if replay.shows_another_thing:
                     status = max(status, 1)
     return status
 
