@@ -556,3 +556,42 @@ def test_an_integer_cast_through_bfloat16_is_elided_as_a_float_one(inductor):
         judged = _judge_outputs(graph, graph.infer_types(), inductor, Result, eager, [eager[0].double()], {}, False,
                                 *design_references(inductor, options, graph, [x], eager))
         assert judged.outcome == outcome, (options, judged.detail)
+
+
+def test_a_matmul_of_one_term_read_by_an_add_is_a_product_a_fused_multiply_add_reads():
+    """The H100 campaign of 2026-12-07 reduced matmul(x, x) -> neg -> add(., v0) of a 1x1 -632.786
+    under max-autotune to a "new" bug: CUDA Inductor gives 0.0068686157, eager 0. Under
+    coordinate-descent tuning Inductor computes an mm of one row as a pointwise mul, and Triton
+    contracts the add that reads it into a fused multiply-add: x * x unrounded minus x * x rounded
+    is 0.0068686157, the documented contraction (ill-conditioned) as a mul's is. A matmul that sums
+    two terms is no product: the same kind of wrong value stays a bug."""
+    from fuzzfuse.backends.inductor import InductorBackend
+    from fuzzfuse.corpus import load_case
+    from fuzzfuse.ir import run_eager
+    from fuzzfuse.job import rounding_runs
+
+    case = load_case(Path(__file__).parent / "data" / "inductor_matmul_one_term_fma_case.json")
+    backend = InductorBackend("cuda").for_case(case.options)
+
+    def judged(graph, x, fused):
+        class Result:  # what CUDA Inductor returned on the H100 (for the one-term graph)
+            outputs = [fused]
+            context = ""
+        eager, _ = run_eager(graph, [x])
+        ref64, _ = run_eager(graph, [x], upcast=True)
+        return _judge_outputs(graph, graph.infer_types(), backend, Result, eager, ref64, {}, False,
+                              *design_references(backend, case.options, graph, [x], eager),
+                              rounded=lambda: rounding_runs(graph, [x], eager))
+
+    x = torch.tensor([[-632.7862548828125]])
+    assert [n.op for n in case.graph.nodes] == ["matmul", "neg", "add"]
+    one_term = judged(case.graph, x, torch.tensor([[0.006868615746498108]]))
+    assert (one_term.outcome, one_term.signature.kind) == (Outcome.DOCUMENTED, Difference.ILL_CONDITIONED.value)
+    far = judged(case.graph, x, torch.tensor([[0.5]]))
+    assert far is not None and far.outcome == Outcome.MISMATCH
+    two = torch.tensor([[-632.7862548828125, 1.1], [3.3, -632.7862548828125]])
+    exact = (two.double() @ two.double())[0, 0]
+    residual = torch.tensor([[float(exact - exact.float().double()), 0.0], [0.0, 0.0]])
+    assert residual[0, 0] != 0
+    two_terms = judged(case.graph, two, residual)
+    assert two_terms is not None and two_terms.outcome == Outcome.MISMATCH

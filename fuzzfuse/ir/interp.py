@@ -405,7 +405,9 @@ def interpret(graph: Graph, inputs: list, *, upcast: bool = False, flush_as_trit
             if op.fma_product is not None and node.name in fma_addends and out.is_floating_point():
                 # a fused multiply-add reads the product unrounded (CUDA's, Triton's and gcc's
                 # default contraction with the add or sub that takes it): that read, not the others
-                unrounded[node.name] = op.fma_product(DTYPES[types[node.name].dtype], *args, **attrs).double()
+                product = op.fma_product(DTYPES[types[node.name].dtype], *args, **attrs)
+                if product is not None:
+                    unrounded[node.name] = product.double()
             out = rounded
             if op.libm_rounded and out.is_floating_point() and types[node.name].dtype in FLOAT_DTYPES:
                 out = _another_libms(out, exact_result, DTYPES[types[node.name].dtype], rounding)

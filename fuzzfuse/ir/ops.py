@@ -159,7 +159,8 @@ class Op:
     # multiply-add reads unrounded, where an add or sub (`fma_role` "addend") takes it: mul's a * b;
     # mean's sum times the reciprocal of its count rounded to its dtype (CUDA eager and Triton
     # multiply by 1/n). Triton's x - mean(x) of five ones is fma(-5, 0.2f, 1) = -1.5e-8, eager's 0:
-    # both right (the rounding runs try it: fuzzfuse.ir.interp). None: no product.
+    # both right (the rounding runs try it: fuzzfuse.ir.interp); matmul's where it sums one term.
+    # None (the field, or what it returns): no product.
     fma_product: Callable[..., torch.Tensor] | None = None
 
     def computed_by(self, attrs: Attrs) -> str | None:

@@ -275,12 +275,20 @@ def _matmul_operands(draw: Callable, first: ValueType) -> list[ValueType]:
     return [ValueType(shape, first.dtype)]
 
 
+def _matmul_of_one_term(dtype: torch.dtype, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
+    """matmul(a, b) unrounded where it sums one term (a contracted extent of 1): a product, which a
+    fuser may compute as a pointwise mul (Inductor decomposes an mm of one row or column so under
+    coordinate-descent tuning) and a fused multiply-add may then read unrounded (`Op.fma_product`);
+    None for a sum of several terms, which is no product."""
+    return torch.matmul(a, b) if a.shape[-1] == 1 else None
+
+
 register(Op("matmul", "matmul", 2, lambda ts, at: ValueType(_matmul_shape(ts[0].shape, ts[1].shape), ts[0].dtype),
             torch.matmul, lambda args, at: f"torch.matmul({args[0]}, {args[1]})",
             lambda ts, args: _same_dtype_numeric(ts, args) and 1 <= ts[0].rank <= 4 and 1 <= ts[1].rank <= 4,
             nvfuser="@matmul", draw_operands=_matmul_operands, fusers=frozenset({"onednn"}),
             cuda_missing=frozenset(INT_DTYPES), overflows_in_some_order=matmul_overflows,
-            zero_sum_sign=matmul_zero_sign))
+            zero_sum_sign=matmul_zero_sign, fma_product=_matmul_of_one_term))
 
 
 def _bmm_infer(ts: Types, at: Attrs) -> ValueType:
